@@ -1,0 +1,333 @@
+//! Load tool for the scheduling center (docs/BENCHMARKS.md, "Scheduling center").
+//!
+//! Starts the admin in-process on a fresh SQLite file and, in a child process (the same binary
+//! with `--executor-child`), a minimal G2 executor that accepts `/run`, records when each run
+//! arrived and reports results in batched callbacks. Defines JOBS jobs firing every second and
+//! measures for SECS seconds: fires per second received by the executor, lateness from
+//! scheduled time to executor receipt (p50/p99/max), the CPU of the admin process and of the
+//! executor process, and the admin's peak RSS. `--define N` instead defines N daily jobs (none
+//! due) and reports memory with the scheduler running over them.
+//!
+//! `--spread` makes the jobs fixed-rate 1 s with anchors spread over the second instead of all
+//! on the same whole second; `--in-process` runs the executor inside the admin's process.
+//!
+//! cargo run --release -p chime-admin --example admin_load -- --jobs 10000 --secs 30
+
+use chime_admin::model::{now_ms, JobSpec};
+use chime_protocol::{CallbackBatch, HandleCallbackParam, TriggerParam};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+fn arg(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn proc_stats() -> (f64, u64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let ticks: f64 = fields.get(11).and_then(|u| u.parse::<f64>().ok()).unwrap_or(0.0)
+        + fields.get(12).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let rss_kb = |key: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0u64)
+    };
+    (ticks / 100.0, rss_kb("VmHWM:").max(rss_kb("VmRSS:")))
+}
+
+#[derive(Default)]
+struct Seen {
+    received: Vec<(i64, i64)>, // (log id, received at ms)
+    pending: Vec<HandleCallbackParam>,
+}
+
+/// The minimal G2 executor: records when each `/run` arrived and reports success in batched
+/// callbacks every 100 ms. Returns its address.
+async fn start_executor(seen: Arc<Mutex<Seen>>, base: String) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let exec_addr = format!("http://{}", listener.local_addr().unwrap());
+    let s2 = seen.clone();
+    let app = axum::Router::new().route(
+        "/{p}",
+        axum::routing::post(
+            move |axum::extract::Path(p): axum::extract::Path<String>, body: axum::body::Bytes| {
+                let seen = s2.clone();
+                async move {
+                    if p == "run" {
+                        if let Ok(t) = serde_json::from_slice::<TriggerParam>(&body) {
+                            let mut s = seen.lock().unwrap();
+                            s.received.push((t.log_id, now_ms()));
+                            s.pending.push(HandleCallbackParam {
+                                log_id: t.log_id,
+                                log_date_tim: t.log_date_time,
+                                handle_code: 200,
+                                handle_msg: None,
+                            });
+                        }
+                    }
+                    r#"{"code":200}"#
+                }
+            },
+        ),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let (s3, cb_base) = (seen.clone(), base.clone());
+    tokio::spawn(async move {
+        let http = reqwest::Client::new();
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let batch = std::mem::take(&mut s3.lock().unwrap().pending);
+            for chunk in batch.chunks(2000) {
+                let _ = http
+                    .post(format!("{cb_base}/api/callback"))
+                    .json(&CallbackBatch(chunk.to_vec()))
+                    .send()
+                    .await;
+            }
+        }
+    });
+
+    exec_addr
+}
+
+/// `--executor-child ADMIN_BASE OUT_FILE`: runs the executor, prints its address, and for each
+/// `dump` line on stdin writes `log_id received_ms` lines to OUT_FILE and answers `ok`. Ends
+/// with stdin.
+async fn executor_child(base: String, out: String) {
+    use tokio::io::AsyncBufReadExt;
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    println!("{}", start_executor(seen.clone(), base).await);
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if line == "dump" {
+            let text: String = seen
+                .lock()
+                .unwrap()
+                .received
+                .iter()
+                .map(|(id, at)| format!("{id} {at}\n"))
+                .collect();
+            std::fs::write(&out, text).unwrap();
+            println!("ok");
+        }
+    }
+}
+
+/// The allocator of the `chime` binary, so the numbers are the shipped binary's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    (fields.get(11).and_then(|u| u.parse::<f64>().ok()).unwrap_or(0.0)
+        + fields.get(12).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0))
+        / 100.0
+}
+
+#[tokio::main]
+async fn main() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--executor-child") {
+        executor_child(args[i + 1].clone(), args[i + 2].clone()).await;
+        return;
+    }
+    let jobs = arg("--jobs", 1000);
+    let secs = arg("--secs", 20);
+    let define = arg("--define", 0);
+    let dir = tempfile::tempdir().unwrap();
+    let db_url = format!("sqlite://{}/load.db", dir.path().display());
+    let mut config = chime_admin::AdminConfig::new(db_url.clone());
+    config.listen = "127.0.0.1:0".parse().unwrap();
+    config.default_time_zone = "UTC".into();
+    config.admin_password = Some("load".into());
+    let admin = chime_admin::start(config).await.expect("admin");
+    let base = format!("http://{}", admin.local_addr);
+
+    // The executor, in its own process so the CPU of the admin and of the load are measured
+    // apart (`--in-process` keeps it in this one).
+    let in_process = std::env::args().any(|a| a == "--in-process");
+    let out_file = dir.path().join("received.txt");
+    let (exec_addr, seen, mut child) = if in_process {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        (start_executor(seen.clone(), base.clone()).await, Some(seen), None)
+    } else {
+        let exe = std::env::current_exe().unwrap();
+        let mut child = tokio::process::Command::new(exe)
+            .args(["--executor-child", &base, &out_file.display().to_string()])
+            .stdout(std::process::Stdio::piped())
+            .stdin(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("executor process");
+        let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(child.stdout.take().unwrap()));
+        let addr = lines.next_line().await.unwrap().expect("executor address");
+        (addr, None, Some((child, lines)))
+    };
+
+    let store = &admin.admin.store;
+    let group = store
+        .insert_group(
+            &chime_admin::model::GroupSpec {
+                app_name: Some("load".into()),
+                addresses: Some(vec![exec_addr.clone()]),
+                ..Default::default()
+            }
+            .validate(None)
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    admin.admin.directory.refresh().await.unwrap();
+
+    if define > 0 {
+        let spec = JobSpec {
+            group_id: Some(group.id),
+            handler: Some("noop".into()),
+            schedule_type: Some("CRON".into()),
+            schedule_expr: Some("0 0 3 * * ?".into()),
+            running: Some(true),
+            ..Default::default()
+        };
+        let draft = spec.validate(None, "UTC").unwrap();
+        let t = std::time::Instant::now();
+        for _ in 0..(define / 10_000).max(1) {
+            let drafts = vec![draft.clone(); 10_000.min(define as usize)];
+            store.insert_jobs_bulk(&drafts, group.id).await.unwrap();
+        }
+        eprintln!("defined {define} jobs in {:.1}s", t.elapsed().as_secs_f64());
+        let (_, rss0) = proc_stats();
+        tokio::time::sleep(Duration::from_secs(secs)).await;
+        let (cpu, rss) = proc_stats();
+        println!(
+            "defined_jobs={define} peak_rss_mb={:.0} rss_after_define_mb={:.0} cpu_s={cpu:.1}",
+            rss as f64 / 1024.0,
+            rss0 as f64 / 1024.0
+        );
+        return;
+    }
+
+    // Aligned: cron `* * * * * ?`, every job on the same whole second. Spread: fixed rate 1 s
+    // with the jobs' anchors spread evenly over the second (what many independent jobs look like).
+    let spread = std::env::args().any(|a| a == "--spread");
+    let spec = JobSpec {
+        group_id: Some(group.id),
+        handler: Some("noop".into()),
+        schedule_type: Some(if spread { "FIX_RATE" } else { "CRON" }.into()),
+        schedule_expr: Some(if spread { "1" } else { "* * * * * ?" }.into()),
+        running: Some(!spread),
+        ..Default::default()
+    };
+    let draft = spec.validate(None, "UTC").unwrap();
+    store
+        .insert_jobs_bulk(&vec![draft; jobs as usize], group.id)
+        .await
+        .unwrap();
+    if spread {
+        // Straight to the database: the API has no way to pick a fixed-rate job's anchor.
+        sqlx::any::install_default_drivers();
+        let db = sqlx::AnyPool::connect(&db_url).await.unwrap();
+        let base = (now_ms() / 1000 + 2) * 1000;
+        let n = jobs.max(1) as i64;
+        sqlx::query(&format!(
+            "UPDATE job SET running = 1, anchor_at = {base} + (id % {n}) * 1000 / {n}, \
+             next_fire_at = {base} + (id % {n}) * 1000 / {n}"
+        ))
+        .execute(&db)
+        .await
+        .unwrap();
+        db.close().await;
+    }
+    admin.admin.wake_scheduler();
+    // Warm up, then measure a window of whole seconds.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let child_pid = child.as_ref().and_then(|(c, _)| c.id());
+    let child_cpu0 = child_pid.map(cpu_seconds).unwrap_or(0.0);
+    let (cpu0, _) = proc_stats();
+    let start = now_ms();
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+    let end = now_ms();
+    let (cpu1, rss) = proc_stats();
+    let child_cpu1 = child_pid.map(cpu_seconds).unwrap_or(0.0);
+    let received: Vec<(i64, i64)> = match (&seen, &mut child) {
+        (Some(seen), _) => seen.lock().unwrap().received.clone(),
+        (None, Some((c, lines))) => {
+            use tokio::io::AsyncWriteExt;
+            let stdin = c.stdin.as_mut().unwrap();
+            stdin.write_all(b"dump\n").await.unwrap();
+            stdin.flush().await.unwrap();
+            let _ = lines.next_line().await;
+            std::fs::read_to_string(&out_file)
+                .unwrap()
+                .lines()
+                .filter_map(|l| {
+                    let (a, b) = l.split_once(' ')?;
+                    Some((a.parse().ok()?, b.parse().ok()?))
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    let window: Vec<(i64, i64)> = received
+        .into_iter()
+        .filter(|(_, at)| *at >= start && *at < end)
+        .collect();
+    // Lateness: scheduled time (from the run rows) to receipt at the executor.
+    let mut late = Vec::with_capacity(window.len());
+    let mut max_id = 0;
+    let mut min_id = i64::MAX;
+    for (id, _) in &window {
+        max_id = max_id.max(*id);
+        min_id = min_id.min(*id);
+    }
+    let runs = store
+        .list_runs(&chime_admin::model::RunFilter {
+            before_id: Some(max_id + 1),
+            limit: (window.len() as i64) * 2 + 10,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let sched: std::collections::HashMap<i64, i64> = runs.iter().map(|r| (r.id, r.scheduled_at)).collect();
+    for (id, at) in &window {
+        if let Some(s) = sched.get(id) {
+            late.push(at - s);
+        }
+    }
+    late.sort_unstable();
+    let pct = |p: f64| {
+        late.get(((late.len() as f64 - 1.0) * p) as usize)
+            .copied()
+            .unwrap_or(-1)
+    };
+    let elapsed = (end - start) as f64 / 1000.0;
+    println!(
+        "jobs={jobs} spread={spread} window_s={elapsed:.1} fires={} fires_per_s={:.0} lateness_ms p50={} p99={} max={} \
+         admin_cpu_cores={:.2} executor_cpu_cores={:.2} admin_peak_rss_mb={:.0}",
+        window.len(),
+        window.len() as f64 / elapsed,
+        pct(0.5),
+        pct(0.99),
+        late.last().copied().unwrap_or(-1),
+        (cpu1 - cpu0) / elapsed,
+        (child_cpu1 - child_cpu0) / elapsed,
+        rss as f64 / 1024.0
+    );
+    let (pending, running) = store.count_open_runs().await.unwrap();
+    println!("open runs at end: pending={pending} running={running}");
+}

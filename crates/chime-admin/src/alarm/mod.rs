@@ -1,0 +1,152 @@
+//! Alarms: when a run fails for good — it could not be sent or it failed, and no retry was
+//! made (no retries left, killed, or lost on its last attempt) — the job's alarm contacts get
+//! an e-mail (`--smtp-url`) and the admin's webhook (`--alarm-webhook`) gets a JSON POST.
+//!
+//! The results writer hands the ids of failed runs over after each commit
+//! ([`after_commit`]); this never waits, so a slow mail server cannot hold up recording
+//! results. The alarm task claims each alarm with a guarded `UPDATE` of the run's
+//! `alarm_status` (0 → -1, see [`crate::store::alarm_status`]), so every alarm is sent once
+//! even with several admins, and records 2 (sent), 3 (every attempt failed) or 1 (nobody to
+//! tell), XXL-JOB's values. A sweep at start and every few minutes claims failures whose notification was lost
+//! because an admin stopped between the commit and the claim.
+
+mod deliver;
+mod message;
+
+pub use deliver::{check_mailbox, check_smtp_url, check_webhook_url};
+pub use message::{escape_html, Alarm};
+
+use crate::center::Admin;
+use crate::store::{alarm_status, HandleOutcome, TriggerOutcome};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, Semaphore};
+
+/// How often unclaimed failures are looked for (besides at start).
+const SWEEP_EVERY: Duration = Duration::from_secs(300);
+/// The sweep looks at failures created this recently; older ones are left alone.
+const SWEEP_WINDOW_MS: i64 = 24 * 3600 * 1000;
+/// Alarms delivered at once.
+const CONCURRENT_DELIVERIES: usize = 8;
+
+/// The alarm task's inbox. Cheap to clone; sending never blocks.
+#[derive(Debug, Clone)]
+pub struct AlarmQueue {
+    tx: mpsc::UnboundedSender<Vec<i64>>,
+}
+
+impl AlarmQueue {
+    /// A queue and the receiver [`run`] reads.
+    pub fn new() -> (AlarmQueue, mpsc::UnboundedReceiver<Vec<i64>>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (AlarmQueue { tx }, rx)
+    }
+}
+
+/// Called by the results writer after a batch is committed: passes on the ids of runs that
+/// failed (the claim decides which of them failed for good). Returns at once.
+pub fn after_commit(admin: &Admin, triggers: &[TriggerOutcome], handles: &[HandleOutcome]) {
+    let failed: Vec<i64> = triggers
+        .iter()
+        .filter(|t| t.code != 200)
+        .map(|t| t.run_id)
+        .chain(handles.iter().filter(|h| h.code != 200).map(|h| h.run_id))
+        .collect();
+    if !failed.is_empty() {
+        // Closed only at shutdown; the start-up sweep of the next start covers these.
+        let _ = admin.alarms.tx.send(failed);
+    }
+}
+
+/// Runs the alarm task until shutdown.
+pub async fn run(admin: Arc<Admin>, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
+    let sender = match deliver::Sender::new(&admin.config) {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            // Settings are checked at start, so this is unexpected; without a sender every
+            // failure would be marked as needing no alarm, so leave them unclaimed instead.
+            tracing::error!(error = %e, "alarms disabled");
+            return;
+        }
+    };
+    let permits = Arc::new(Semaphore::new(CONCURRENT_DELIVERIES));
+    let mut deliveries = tokio::task::JoinSet::new();
+    let mut sweep = tokio::time::interval(SWEEP_EVERY);
+    loop {
+        let ids = tokio::select! {
+            _ = admin.shutdown.cancelled() => break,
+            _ = sweep.tick() => {
+                let since = crate::model::now_ms() - SWEEP_WINDOW_MS;
+                match admin.store.unclaimed_alarms(since, 1000).await {
+                    Ok(ids) => ids,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "looking for unclaimed alarms failed");
+                        continue;
+                    }
+                }
+            }
+            got = rx.recv() => match got {
+                Some(mut ids) => {
+                    while let Ok(more) = rx.try_recv() {
+                        ids.extend(more);
+                    }
+                    ids
+                }
+                None => break,
+            },
+        };
+        while deliveries.try_join_next().is_some() {}
+        if ids.is_empty() {
+            continue;
+        }
+        let claimed = match admin.store.claim_alarms(&ids).await {
+            Ok(c) => c,
+            Err(e) => {
+                // Left at alarm_status 0: the next sweep tries again.
+                tracing::warn!(error = %e, runs = ids.len(), "claiming alarms failed");
+                continue;
+            }
+        };
+        for run_id in claimed {
+            let (admin, sender, permits) = (admin.clone(), sender.clone(), permits.clone());
+            deliveries.spawn(async move {
+                let Ok(_permit) = permits.acquire_owned().await else {
+                    return;
+                };
+                let status = tokio::select! {
+                    s = deliver_one(&admin, &sender, run_id) => s,
+                    // Stopping: give the alarm back so the next start (or another admin) sends it.
+                    _ = admin.shutdown.cancelled() => alarm_status::NONE,
+                };
+                if let Err(e) = admin.store.finish_alarm(run_id, status).await {
+                    tracing::warn!(run_id, error = %e, "recording the alarm status failed");
+                }
+            });
+        }
+    }
+    while deliveries.join_next().await.is_some() {}
+}
+
+/// Sends one claimed alarm and returns the run's new `alarm_status`.
+async fn deliver_one(admin: &Admin, sender: &deliver::Sender, run_id: i64) -> i64 {
+    let run = match admin.store.run(run_id).await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(run_id, error = %e, "loading the failed run for its alarm failed");
+            return alarm_status::FAILED;
+        }
+    };
+    let job = admin.store.job(run.job_id).await.ok();
+    let group = admin.store.group(run.group_id).await.ok();
+    let alarm = Alarm { run, job, group };
+    let outcome = sender.send(&alarm).await;
+    if outcome.attempted == 0 {
+        return alarm_status::NOT_NEEDED;
+    }
+    if outcome.failed == 0 {
+        tracing::info!(run_id, job_id = alarm.run.job_id, "alarm sent");
+        alarm_status::SENT
+    } else {
+        alarm_status::FAILED
+    }
+}

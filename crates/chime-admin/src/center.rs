@@ -1,0 +1,403 @@
+//! The scheduling center: shared state, start-up order, and the operations the REST API offers
+//! (manual trigger, kill, log).
+
+use crate::config::AdminConfig;
+use crate::dispatch::client::{ExecutorClient, Target};
+use crate::dispatch::route::Router;
+use crate::metrics::Metrics;
+use crate::model::{now_ms, Group, Job, Run, RunStatus};
+use crate::registry::Directory;
+use crate::results::ResultMsg;
+use crate::schedule::wheel::WheelEntry;
+use crate::store::{HandleOutcome, NewRun, Store, StoreError};
+use chime_protocol::{LogParam, LogResult, TriggerType};
+use std::collections::{BTreeSet, HashSet};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, RwLock};
+use tokio::sync::{mpsc, Notify};
+use tokio_util::sync::CancellationToken;
+
+/// Why the admin could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The configuration is unsafe or invalid.
+    #[error("{0}")]
+    Config(String),
+    /// The database could not be opened or migrated.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The listen address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// Address.
+        addr: SocketAddr,
+        /// Cause.
+        source: std::io::Error,
+    },
+}
+
+/// Why an operation requested through the API failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OpError {
+    /// Bad input, naming the field.
+    #[error(transparent)]
+    Invalid(#[from] crate::model::Invalid),
+    /// Store failure or missing row.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The run is not in a state that allows this.
+    #[error("{0}")]
+    Conflict(String),
+    /// The executor refused or could not be reached.
+    #[error("executor: {0}")]
+    Executor(String),
+}
+
+/// The scheduling center's shared state. Every loop and handler holds an `Arc<Admin>`.
+#[derive(Debug)]
+pub struct Admin {
+    /// Settings.
+    pub config: AdminConfig,
+    /// Database.
+    pub store: Store,
+    /// Groups and live executors.
+    pub directory: Directory,
+    /// Counters.
+    pub metrics: Metrics,
+    /// Client for executor calls.
+    pub client: ExecutorClient,
+    pub(crate) router: Router,
+    pub(crate) wheel_tx: mpsc::UnboundedSender<WheelEntry>,
+    results_tx: mpsc::Sender<ResultMsg>,
+    /// Partitions this admin schedules: leased, and recovered since this process leased them
+    /// (see `schedule::lease::balance` and `schedule::recover`).
+    pub(crate) held: RwLock<BTreeSet<i64>>,
+    inflight: Mutex<HashSet<i64>>,
+    /// Runs a user is killing: the executor's own callback for such a run (it reports the
+    /// kill, often before the admin records it) must not start a retry.
+    killing: Mutex<HashSet<i64>>,
+    /// Bounds concurrent sends of runs to executors, per address and in total.
+    pub(crate) gate: crate::dispatch::gate::Gate,
+    /// The same bounds for probes (`/beat`, `/idleBeat`), kept apart so that a probe, a quick
+    /// question, never queues behind a slow executor's backlog of sends.
+    pub(crate) probe_gate: crate::dispatch::gate::Gate,
+    pub(crate) claim_notify: Notify,
+    pub(crate) alarms: crate::alarm::AlarmQueue,
+    /// Cancelled to stop every loop.
+    pub shutdown: CancellationToken,
+}
+
+/// A running admin: its address, and a way to stop it.
+#[derive(Debug)]
+pub struct AdminHandle {
+    /// Where the HTTP server listens.
+    pub local_addr: SocketAddr,
+    /// The shared state (for in-process callers and tests).
+    pub admin: Arc<Admin>,
+    tasks: tokio::task::JoinSet<()>,
+}
+
+impl AdminHandle {
+    /// Stops the loops and the HTTP server and waits for them.
+    pub async fn shutdown(mut self) {
+        self.admin.shutdown.cancel();
+        while self.tasks.join_next().await.is_some() {}
+        self.admin.store.close().await;
+    }
+
+    /// Waits until the admin stops (after [`Admin::shutdown`] is cancelled, e.g. by a signal).
+    pub async fn wait(mut self) {
+        while self.tasks.join_next().await.is_some() {}
+        self.admin.store.close().await;
+    }
+}
+
+/// Starts the scheduling center: database and migrations, first user, partition leases,
+/// recovery of pending runs, then the loops and the HTTP server.
+pub async fn start(config: AdminConfig) -> Result<AdminHandle, StartError> {
+    if let Some(problem) = config.safety_problem() {
+        return Err(StartError::Config(problem));
+    }
+    if let Some(cp) = &config.context_path {
+        if !cp.starts_with('/') || cp.len() < 2 || cp.ends_with('/') || cp.contains("//") {
+            return Err(StartError::Config(format!(
+                "context path '{cp}' must look like /xxl-job-admin"
+            )));
+        }
+    }
+    if config.default_time_zone.parse::<chrono_tz::Tz>().is_err() {
+        return Err(StartError::Config(format!(
+            "unknown default time zone '{}'",
+            config.default_time_zone
+        )));
+    }
+    let store = Store::connect(&config.db_url).await?;
+    crate::http::auth::ensure_first_user(&store, config.admin_password.as_deref()).await?;
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|source| StartError::Bind {
+            addr: config.listen,
+            source,
+        })?;
+    let local_addr = listener.local_addr().map_err(|source| StartError::Bind {
+        addr: config.listen,
+        source,
+    })?;
+
+    let (wheel_tx, wheel_rx) = mpsc::unbounded_channel();
+    let (results_tx, results_rx) = mpsc::channel(100_000);
+    let (alarms, alarm_rx) = crate::alarm::AlarmQueue::new();
+    let admin = Arc::new(Admin {
+        directory: Directory::new(store.clone(), config.dead_timeout),
+        metrics: Metrics::new(),
+        client: ExecutorClient::new(config.executor_timeout, config.access_token.clone()),
+        router: Router::default(),
+        wheel_tx,
+        results_tx,
+        held: RwLock::new(BTreeSet::new()),
+        inflight: Mutex::new(HashSet::new()),
+        killing: Mutex::new(HashSet::new()),
+        gate: crate::dispatch::gate::Gate::new(config.dispatch_concurrency, config.per_executor_concurrency),
+        probe_gate: crate::dispatch::gate::Gate::new(config.dispatch_concurrency, config.per_executor_concurrency),
+        claim_notify: Notify::new(),
+        alarms,
+        shutdown: CancellationToken::new(),
+        store,
+        config,
+    });
+    admin.directory.refresh().await?;
+
+    let mut tasks = tokio::task::JoinSet::new();
+    tasks.spawn(crate::results::run(admin.clone(), results_rx));
+    tasks.spawn(crate::schedule::wheel::run(admin.clone(), wheel_rx));
+    let acquired = crate::schedule::lease::balance(&admin, true).await?;
+    crate::schedule::recover(&admin, &acquired).await?;
+    tasks.spawn(crate::schedule::lease::run(admin.clone()));
+    tasks.spawn(crate::schedule::run_claims(admin.clone()));
+    tasks.spawn(crate::monitor::run_registry_refresh(admin.clone()));
+    tasks.spawn(crate::monitor::run_lost_sweep(admin.clone()));
+    tasks.spawn(crate::alarm::run(admin.clone(), alarm_rx));
+    tasks.spawn(crate::retention::run(admin.clone()));
+    let app = crate::http::router(admin.clone());
+    let shutdown = admin.shutdown.clone();
+    tasks.spawn(async move {
+        let app = app.into_make_service_with_connect_info::<SocketAddr>();
+        let serve = axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await });
+        if let Err(e) = serve.await {
+            tracing::error!(error = %e, "HTTP server stopped");
+        }
+    });
+    tracing::info!(%local_addr, db = %admin.store.backend().name(), node = %admin.config.node_id, "scheduling center started");
+    Ok(AdminHandle {
+        local_addr,
+        admin,
+        tasks,
+    })
+}
+
+impl Admin {
+    pub(crate) fn send_result(&self, msg: ResultMsg) {
+        if let Err(e) = self.results_tx.try_send(msg) {
+            // Full channel: wait for room from a task instead of blocking the caller.
+            let tx = self.results_tx.clone();
+            let msg = match e {
+                mpsc::error::TrySendError::Full(m) | mpsc::error::TrySendError::Closed(m) => m,
+            };
+            tokio::spawn(async move {
+                let _ = tx.send(msg).await;
+            });
+        }
+    }
+
+    /// Records results and waits for the commit.
+    pub async fn record_results(&self, outcomes: Vec<HandleOutcome>) -> Result<(), String> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.results_tx
+            .send(ResultMsg::Handle(outcomes, Some(tx)))
+            .await
+            .map_err(|_| "admin is shutting down".to_owned())?;
+        rx.await.map_err(|_| "admin is shutting down".to_owned())?
+    }
+
+    pub(crate) fn mark_inflight(&self, run_id: i64) {
+        self.inflight.lock().unwrap_or_else(|p| p.into_inner()).insert(run_id);
+    }
+
+    pub(crate) fn clear_inflight(&self, run_id: i64) {
+        self.inflight.lock().unwrap_or_else(|p| p.into_inner()).remove(&run_id);
+    }
+
+    pub(crate) fn inflight_count(&self) -> usize {
+        self.inflight.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    pub(crate) fn is_inflight(&self, run_id: i64) -> bool {
+        self.inflight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&run_id)
+    }
+
+    pub(crate) fn holds_partition(&self, partition: i64) -> bool {
+        self.held.read().unwrap_or_else(|p| p.into_inner()).contains(&partition)
+    }
+
+    /// Adds recovered partitions to the scheduling set: the claim loop may claim them now.
+    pub(crate) fn start_scheduling(&self, partitions: &[i64]) {
+        self.held
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(partitions.iter().copied());
+    }
+
+    /// The partitions this admin schedules.
+    pub fn held_partitions(&self) -> Vec<i64> {
+        self.held
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .copied()
+            .collect()
+    }
+
+    /// Wakes the claim loop (a job was started or rescheduled).
+    pub fn wake_scheduler(&self) {
+        self.claim_notify.notify_one();
+    }
+
+    /// Triggers a job now, outside its schedule: MANUAL (console/CLI), API, … Optional `param`
+    /// replaces the job's; optional `address` must be one of the group's current addresses.
+    /// Returns the new run's id.
+    pub async fn trigger_job(
+        &self,
+        job_id: i64,
+        trigger_type: TriggerType,
+        param: Option<String>,
+        address: Option<String>,
+    ) -> Result<i64, OpError> {
+        let job = self.store.job(job_id).await?;
+        let address = match address {
+            None => None,
+            Some(a) => {
+                use chime_protocol::paths::normalize_address;
+                let a = normalize_address(&a).to_owned();
+                let view = self.directory.view(job.group_id);
+                let known = view
+                    .as_ref()
+                    .is_some_and(|v| v.addresses.iter().any(|r| normalize_address(r) == a));
+                if !known {
+                    let list = view
+                        .map(|v| {
+                            let bare: Vec<&str> = v.addresses.iter().map(|r| normalize_address(r)).collect();
+                            bare.join(", ")
+                        })
+                        .unwrap_or_default();
+                    return Err(crate::model::Invalid::new(
+                        "address",
+                        format!("'{a}' is not an executor of this job's group (current: [{list}])"),
+                    )
+                    .into());
+                }
+                Some(a)
+            }
+        };
+        let mut run = NewRun::of_job(&job, trigger_type, now_ms(), None);
+        if let Some(p) = param {
+            run.param = p;
+        }
+        let tickets = self.store.insert_runs(&[run]).await?;
+        let id = tickets
+            .first()
+            .map(|t| t.id)
+            .ok_or_else(|| OpError::Conflict("run was not created".into()))?;
+        self.enqueue(Arc::new(job), tickets, address);
+        Ok(id)
+    }
+
+    /// Asks the executor running `run_id` to kill its job, and records the run as failed
+    /// (without retry). Returns the executor's message.
+    pub async fn kill_run(&self, run_id: i64) -> Result<Run, OpError> {
+        let run = self.store.run(run_id).await?;
+        if run.status != RunStatus::Running {
+            return Err(OpError::Conflict(
+                format!("run {run_id} is {:?}, not running", run.status).to_lowercase(),
+            ));
+        }
+        let (job, group) = self.executor_of(&run).await?;
+        self.killing.lock().unwrap_or_else(|p| p.into_inner()).insert(run_id);
+        let result = self.kill_sent_run(&run, &job, &group).await;
+        self.killing.lock().unwrap_or_else(|p| p.into_inner()).remove(&run_id);
+        result?;
+        Ok(self.store.run(run_id).await?)
+    }
+
+    /// Whether a user is killing this run right now.
+    pub(crate) fn is_killing(&self, run_id: i64) -> bool {
+        self.killing.lock().unwrap_or_else(|p| p.into_inner()).contains(&run_id)
+    }
+
+    async fn kill_sent_run(&self, run: &Run, job: &Job, group: &Group) -> Result<(), OpError> {
+        let run_id = run.id;
+        let reply = self.client.kill(Target::of(group, &run.executor_address), job.id).await;
+        if !reply.is_success() {
+            return Err(OpError::Executor(
+                reply.msg.unwrap_or_else(|| format!("code {}", reply.code)),
+            ));
+        }
+        let msg = format!(
+            "Job killed by user through the admin (executor: {})",
+            reply.msg.as_deref().unwrap_or("ok")
+        );
+        self.record_results(vec![HandleOutcome {
+            run_id,
+            code: 500,
+            msg: Some(msg),
+            retry: false,
+        }])
+        .await
+        .map_err(OpError::Conflict)
+    }
+
+    async fn executor_of(&self, run: &Run) -> Result<(Job, Group), OpError> {
+        if run.executor_address.is_empty() {
+            return Err(OpError::Conflict(format!(
+                "run {} was not sent to any executor",
+                run.id
+            )));
+        }
+        let job = self.store.job(run.job_id).await?;
+        let group = self.store.group(run.group_id).await?;
+        Ok((job, group))
+    }
+
+    /// Reads a run's log from its executor, from line `from_line` on. The log counts as
+    /// complete once the run has a result (Java executors always say `isEnd: false`).
+    pub async fn run_log(&self, run_id: i64, from_line: i32) -> Result<LogResult, OpError> {
+        let run = self.store.run(run_id).await?;
+        let group = self.store.group(run.group_id).await?;
+        if run.executor_address.is_empty() {
+            return Err(OpError::Conflict(format!(
+                "run {run_id} was not sent to any executor, so it has no log"
+            )));
+        }
+        let param = LogParam {
+            log_date_tim: run.triggered_at,
+            log_id: run.id,
+            from_line_num: from_line.max(1),
+        };
+        let reply = self.client.log(Target::of(&group, &run.executor_address), &param).await;
+        if !reply.is_success() {
+            return Err(OpError::Executor(
+                reply.msg.unwrap_or_else(|| format!("code {}", reply.code)),
+            ));
+        }
+        let mut result = reply.content.unwrap_or(LogResult {
+            from_line_num: from_line,
+            to_line_num: from_line - 1,
+            log_content: String::new(),
+            is_end: false,
+        });
+        result.is_end = run.handle_code != 0;
+        Ok(result)
+    }
+}

@@ -1,0 +1,243 @@
+//! Sending runs to executors: route → `POST /run` → the trigger result goes to the results
+//! writer.
+//!
+//! Each run is sent from its own task. Routing holds no permit; its probes (FAILOVER,
+//! BUSYOVER) take one each from a gate of their own. The send then waits for a permit of the
+//! chosen executor and only after that for a global one ([`gate::Gate`]). So runs queued for a
+//! slow or hung executor wait without holding anything another executor could use: at most
+//! `--per-executor-concurrency` sends are on the wire to one executor and at most
+//! `--dispatch-concurrency` in total (and as many probes).
+
+pub mod client;
+pub mod gate;
+pub mod route;
+
+use crate::center::Admin;
+use crate::model::now_ms;
+use crate::results::ResultMsg;
+use crate::schedule::wheel::WheelEntry;
+use crate::store::{NewRun, TriggerOutcome};
+use chime_protocol::paths::normalize_address;
+use chime_protocol::{RouteStrategy, TriggerParam, TriggerType};
+use client::Target;
+use std::sync::Arc;
+
+/// Sends a run from its own task.
+pub fn spawn(admin: &Arc<Admin>, entry: WheelEntry) {
+    let admin = admin.clone();
+    // Boxed: the send's future (HTTP client state included) is several kilobytes; a task
+    // waiting for a permit then holds only a pointer, and is cheap to create and move.
+    tokio::spawn(async move { Box::pin(dispatch(&admin, entry)).await });
+}
+
+async fn dispatch(admin: &Arc<Admin>, entry: WheelEntry) {
+    let WheelEntry {
+        job, ticket, address, ..
+    } = entry;
+    // A partition given up since the claim belongs to another admin now, which recovers the
+    // pending run: sending it here as well could run it twice.
+    let scheduled = matches!(ticket.trigger_type, TriggerType::Cron | TriggerType::Misfire);
+    if scheduled && !admin.holds_partition(job.partition) {
+        admin.clear_inflight(ticket.id);
+        return;
+    }
+    let Some(view) = admin.directory.view(job.group_id) else {
+        fail(
+            admin,
+            &ticket,
+            ticket.shard_total,
+            String::new(),
+            format!("executor group {} not found", job.group_id),
+        );
+        return;
+    };
+    let now = now_ms();
+
+    // Sharding broadcast fans out at send time over the executors alive now.
+    let mut shard_total = ticket.shard_total;
+    let mut report = String::new();
+    let chosen: Option<String> = if let Some(a) = address {
+        let wanted = normalize_address(&a);
+        view.addresses.iter().find(|r| normalize_address(r) == wanted).cloned()
+    } else if job.route_strategy == RouteStrategy::ShardingBroadcast {
+        if ticket.shard_total <= 1 && view.addresses.len() > 1 {
+            shard_total = view.addresses.len() as i64;
+            let extra: Vec<NewRun> = (1..shard_total)
+                .map(|i| NewRun {
+                    job_id: ticket.job_id,
+                    group_id: job.group_id,
+                    fire_key: None,
+                    scheduled_at: ticket.scheduled_at,
+                    trigger_type: ticket.trigger_type,
+                    handler: ticket.handler.clone(),
+                    param: ticket.param.clone(),
+                    shard_index: i,
+                    shard_total,
+                    retry_count: ticket.retry_count,
+                    lineage: ticket.lineage.clone(),
+                    trigger_code: 0,
+                    trigger_msg: String::new(),
+                })
+                .collect();
+            match admin.store.insert_runs(&extra).await {
+                Ok(tickets) => {
+                    // Each shard is sent to its own address by index.
+                    for t in tickets {
+                        admin.mark_inflight(t.id);
+                        let due = now;
+                        spawn(
+                            admin,
+                            WheelEntry {
+                                due,
+                                job: job.clone(),
+                                ticket: t,
+                                address: None,
+                            },
+                        );
+                    }
+                }
+                Err(e) => {
+                    fail(
+                        admin,
+                        &ticket,
+                        1,
+                        String::new(),
+                        format!("could not create broadcast shards: {e}"),
+                    );
+                    return;
+                }
+            }
+        }
+        route::sharding_broadcast::shard_address(&view.addresses, ticket.shard_index).cloned()
+    } else {
+        let routed = admin
+            .router
+            .pick(
+                job.route_strategy,
+                job.id,
+                &view.addresses,
+                &admin.client,
+                &admin.probe_gate,
+                &view.group,
+                now,
+            )
+            .await;
+        report = routed.report;
+        routed.address
+    };
+    let Some(registered) = chosen else {
+        let why = if report.is_empty() {
+            "Trigger Fail：registry address is empty".to_owned()
+        } else {
+            report
+        };
+        fail(admin, &ticket, shard_total, String::new(), why);
+        return;
+    };
+
+    // Routes work on the addresses as registered (XXL-JOB hashes and sorts those strings); the
+    // call, the run row and the permits use the address without a trailing slash.
+    let address = normalize_address(&registered).to_owned();
+    let pass = admin.gate.enter(&address).await;
+    // Waiting for a permit can take a while. A run that did not go out before the admin began
+    // to stop stays pending for the next start; one whose partition was given up meanwhile
+    // belongs to the new owner.
+    if pass.is_none() || admin.shutdown.is_cancelled() || (scheduled && !admin.holds_partition(job.partition)) {
+        admin.clear_inflight(ticket.id);
+        return;
+    }
+    let triggered_at = now_ms();
+    let lateness = (triggered_at - ticket.scheduled_at).max(0) as f64 / 1000.0;
+    if scheduled {
+        admin.metrics.lateness.observe(lateness);
+    }
+    let param = TriggerParam {
+        job_id: job.id,
+        executor_handler: ticket.handler.clone(),
+        executor_params: ticket.param.clone(),
+        executor_block_strategy: job.block_strategy,
+        executor_timeout: job.timeout_secs.clamp(0, i32::MAX as i64) as i32,
+        log_id: ticket.id,
+        log_date_time: triggered_at,
+        glue_type: job.glue_type,
+        glue_source: job.glue_source.clone(),
+        glue_updatetime: job.glue_updated_at,
+        broadcast_index: ticket.shard_index as i32,
+        broadcast_total: shard_total as i32,
+    };
+    let reply = admin.client.run(Target::of(&view.group, &address), &param).await;
+    drop(pass);
+    admin.metrics.fired(ticket.trigger_type);
+    if !reply.is_success() {
+        admin.metrics.dispatch_failures.inc();
+    }
+    let msg = trigger_msg(
+        admin,
+        &job,
+        &ticket,
+        shard_total,
+        &view.addresses,
+        &address,
+        reply.code,
+        reply.msg.as_deref(),
+        &report,
+    );
+    admin.send_result(ResultMsg::Trigger(TriggerOutcome {
+        run_id: ticket.id,
+        triggered_at,
+        address,
+        code: i64::from(reply.code),
+        msg,
+        shard_total,
+        trigger_type: ticket.trigger_type,
+    }));
+}
+
+fn fail(admin: &Arc<Admin>, ticket: &crate::store::RunTicket, shard_total: i64, address: String, why: String) {
+    admin.metrics.dispatch_failures.inc();
+    admin.metrics.fired(ticket.trigger_type);
+    admin.send_result(ResultMsg::Trigger(TriggerOutcome {
+        run_id: ticket.id,
+        triggered_at: now_ms(),
+        address,
+        code: 500,
+        msg: format!("Trigger type：{}<br>{why}", ticket.trigger_type.title()),
+        shard_total,
+        trigger_type: ticket.trigger_type,
+    }));
+}
+
+/// The trigger report stored on the run, in XXL-JOB's layout (HTML line breaks).
+#[allow(clippy::too_many_arguments)]
+fn trigger_msg(
+    admin: &Admin,
+    job: &crate::model::Job,
+    ticket: &crate::store::RunTicket,
+    shard_total: i64,
+    addresses: &[String],
+    address: &str,
+    code: i32,
+    msg: Option<&str>,
+    report: &str,
+) -> String {
+    let mut route = job.route_strategy.title().to_owned();
+    if shard_total > 1 {
+        route.push_str(&format!("({}/{})", ticket.shard_index, shard_total));
+    }
+    format!(
+        "Trigger type：{}<br>Admin：{}<br>Executors：{}<br>Route strategy：{}<br>\
+         Block strategy：{}<br>Timeout：{}<br>Retry count：{}<br><br>>>>>>>>>>>>Trigger Job<<<<<<<<<<<{}<br>address：{}<br>code：{}<br>msg：{}",
+        ticket.trigger_type.title(),
+        admin.config.node_id,
+        // The full list is useful for small groups; for large ones the count is enough.
+        if addresses.len() <= 5 { addresses.join(",") } else { format!("{} addresses", addresses.len()) },
+        route,
+        job.block_strategy.title(),
+        job.timeout_secs,
+        ticket.retry_count,
+        report,
+        address,
+        code,
+        msg.unwrap_or("null"),
+    )
+}

@@ -1,0 +1,6 @@
+//! FIRST: the first address of the sorted list.
+
+/// Picks the first address.
+pub fn pick(addresses: &[String]) -> Option<&String> {
+    addresses.first()
+}

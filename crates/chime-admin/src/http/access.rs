@@ -1,0 +1,673 @@
+//! Who may do what: authentication (bearer API token or console session cookie), CSRF checks,
+//! per-route authorisation, and the audit log — all in one middleware driven by one table.
+//!
+//! [`ROUTES`] names every route of `/v1` and `/console/api` with its [`Rule`]. The middleware
+//! looks the matched route up in it and refuses routes it does not list, so a route added to
+//! the router without a rule fails closed (403) instead of being open; the access test checks
+//! that the table and the router list the same routes.
+//!
+//! Targets (`/jobs/{id}`, `/runs/{id}`, `/groups/{key}`, the `group` and `child_job_ids` of a
+//! job body) are resolved to their group before the handler runs. The job and run lists are
+//! limited to the caller's groups in SQL by their handlers (so `limit` and paging count only
+//! rows the caller may see); every list response is filtered here again by group, as a second
+//! wall. Refused (403) and successful changes are written to the audit log.
+
+use super::auth::token_matches;
+use super::error::ApiError;
+use crate::center::Admin;
+use crate::model::now_ms;
+use axum::body::{to_bytes, Body, Bytes};
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+/// Name of the console session cookie.
+pub const SESSION_COOKIE: &str = "chime_session";
+/// Header carrying the CSRF token on cookie-authenticated state changes.
+pub const CSRF_HEADER: &str = "x-csrf-token";
+/// Largest request body the middleware reads (to resolve groups and write the audit log).
+const MAX_BODY: usize = 4 << 20;
+
+/// Who is calling.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    /// User name (`api-token` for the bearer token).
+    pub username: String,
+    /// User id (none for the API token).
+    pub user_id: Option<i64>,
+    /// Admin role: every group, user management, GLUE source.
+    pub admin: bool,
+    /// May change things (always true for admins).
+    pub can_write: bool,
+    /// Groups a non-admin may see and operate.
+    pub groups: Vec<i64>,
+    /// Hash of the session token when authenticated by cookie.
+    pub session_hash: Option<String>,
+    /// The session's CSRF token.
+    pub csrf_token: Option<String>,
+}
+
+impl Principal {
+    fn api_token() -> Principal {
+        Principal {
+            username: "api-token".into(),
+            user_id: None,
+            admin: true,
+            can_write: true,
+            groups: Vec::new(),
+            session_hash: None,
+            csrf_token: None,
+        }
+    }
+
+    /// True when this caller may see group `id`.
+    pub fn sees_group(&self, id: i64) -> bool {
+        self.admin || self.groups.contains(&id)
+    }
+
+    /// `None` for admins (all groups), else the permitted groups.
+    pub fn group_scope(&self) -> Option<&[i64]> {
+        (!self.admin).then_some(self.groups.as_slice())
+    }
+
+    /// 403 unless this caller may change things in group `id`.
+    pub fn check_write(&self, id: i64) -> Result<(), ApiError> {
+        if !self.sees_group(id) {
+            return Err(forbidden("you have no access to this executor group"));
+        }
+        if !self.can_write && !self.admin {
+            return Err(forbidden("your account is read-only"));
+        }
+        Ok(())
+    }
+}
+
+/// 403 with a message.
+pub fn forbidden(msg: &str) -> ApiError {
+    ApiError {
+        status: StatusCode::FORBIDDEN,
+        error: msg.to_owned(),
+        field: None,
+    }
+}
+
+/// How a route's target group is found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// `{key}` is a group id or app name.
+    GroupKey,
+    /// `{id}` is a job id.
+    Job,
+    /// `{id}` is a run id.
+    Run,
+}
+
+/// What a caller needs to use a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// Nobody needs to be logged in (the login itself).
+    Public,
+    /// Any logged-in caller; the handler limits what it shows or does.
+    Authenticated,
+    /// Any logged-in caller that may write; the handler checks the groups it touches.
+    Writer,
+    /// Admins (and the API token) only.
+    Admin,
+    /// A list; entries outside the caller's groups are removed (`field` holds the group id).
+    List {
+        /// JSON key of the group id in each entry.
+        field: &'static str,
+    },
+    /// Read one target in a permitted group.
+    Read(Target),
+    /// Change one target in a permitted group; read-only users are refused.
+    Write(Target),
+    /// Create a job: the body's group and its child jobs' groups must be permitted and writable.
+    CreateJob,
+    /// Change a job: its group, the body's new group and the groups of child jobs it adds
+    /// must be permitted and writable.
+    UpdateJob,
+}
+
+/// One route and its rule.
+#[derive(Debug, Clone, Copy)]
+pub struct RouteRule {
+    /// HTTP method.
+    pub method: &'static str,
+    /// Route pattern, as given to the router.
+    pub path: &'static str,
+    /// Who may use it.
+    pub rule: Rule,
+}
+
+const fn r(method: &'static str, path: &'static str, rule: Rule) -> RouteRule {
+    RouteRule { method, path, rule }
+}
+
+/// Every route of `/v1` and `/console/api`, with who may use it.
+pub const ROUTES: &[RouteRule] = &[
+    // Executor groups.
+    r("GET", "/v1/groups", Rule::List { field: "id" }),
+    r("POST", "/v1/groups", Rule::Admin),
+    r("GET", "/v1/groups/{key}", Rule::Read(Target::GroupKey)),
+    // Changing a group is changing where its jobs are sent, with the executor access token
+    // that is the same for every group: admins only, as in XXL-JOB.
+    r("PUT", "/v1/groups/{key}", Rule::Admin),
+    r("PATCH", "/v1/groups/{key}", Rule::Admin),
+    r("DELETE", "/v1/groups/{key}", Rule::Admin),
+    // Jobs.
+    r("GET", "/v1/jobs", Rule::List { field: "group_id" }),
+    r("POST", "/v1/jobs", Rule::CreateJob),
+    r("GET", "/v1/jobs/{id}", Rule::Read(Target::Job)),
+    r("PUT", "/v1/jobs/{id}", Rule::UpdateJob),
+    r("PATCH", "/v1/jobs/{id}", Rule::UpdateJob),
+    r("DELETE", "/v1/jobs/{id}", Rule::Write(Target::Job)),
+    r("POST", "/v1/jobs/{id}/start", Rule::Write(Target::Job)),
+    r("POST", "/v1/jobs/{id}/stop", Rule::Write(Target::Job)),
+    r("POST", "/v1/jobs/{id}/trigger", Rule::Write(Target::Job)),
+    r("GET", "/v1/jobs/{id}/next", Rule::Read(Target::Job)),
+    r("GET", "/v1/jobs/{id}/glue", Rule::Admin),
+    // Runs.
+    r("GET", "/v1/runs", Rule::List { field: "group_id" }),
+    r("POST", "/v1/runs/clear", Rule::Writer),
+    r("GET", "/v1/runs/{id}", Rule::Read(Target::Run)),
+    r("GET", "/v1/runs/{id}/log", Rule::Read(Target::Run)),
+    r("POST", "/v1/runs/{id}/kill", Rule::Write(Target::Run)),
+    // Executors, dashboard, schedule preview.
+    r("GET", "/v1/executors", Rule::List { field: "group_id" }),
+    r("GET", "/v1/stats", Rule::Authenticated),
+    r("GET", "/v1/schedule/preview", Rule::Authenticated),
+    // Users and audit.
+    r("GET", "/v1/users", Rule::Admin),
+    r("POST", "/v1/users", Rule::Admin),
+    r("GET", "/v1/users/{id}", Rule::Admin),
+    r("PUT", "/v1/users/{id}", Rule::Admin),
+    r("DELETE", "/v1/users/{id}", Rule::Admin),
+    r("POST", "/v1/me/password", Rule::Authenticated),
+    r("GET", "/v1/audit", Rule::Admin),
+    // Console session.
+    r("POST", "/console/api/login", Rule::Public),
+    r("POST", "/console/api/logout", Rule::Authenticated),
+    r("GET", "/console/api/me", Rule::Authenticated),
+];
+
+/// The rule of a route, by method and full route pattern.
+pub fn rule_for(method: &Method, path: &str) -> Option<Rule> {
+    let m = if *method == Method::HEAD {
+        "GET"
+    } else {
+        method.as_str()
+    };
+    ROUTES.iter().find(|r| r.method == m && r.path == path).map(|r| r.rule)
+}
+
+/// Lower-case hex SHA-256 (session tokens are stored only as this).
+pub fn sha256_hex(s: &str) -> String {
+    Sha256::digest(s.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A cookie's value from the request headers.
+pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_owned())
+}
+
+/// The caller of a request: bearer token first, then the session cookie.
+async fn authenticate(admin: &Admin, headers: &HeaderMap) -> Result<Option<Principal>, ApiError> {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(str::trim);
+    if let Some(given) = bearer {
+        let Some(expected) = admin.config.api_token.as_deref().filter(|t| !t.is_empty()) else {
+            return Err(ApiError::unauthorized(
+                "the API token is disabled: start the admin with --api-token (or CHIME_API_TOKEN)",
+            ));
+        };
+        if token_matches(given, expected) {
+            return Ok(Some(Principal::api_token()));
+        }
+        return Err(ApiError::unauthorized("wrong API token"));
+    }
+    let Some(token) = cookie(headers, SESSION_COOKIE).filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
+    let hash = sha256_hex(&token);
+    match admin.store.session_user(&hash, now_ms()).await? {
+        None => Err(ApiError::unauthorized("your session has ended; log in again")),
+        Some(s) => Ok(Some(Principal {
+            username: s.user.username,
+            user_id: Some(s.user.id),
+            admin: s.user.role == "admin",
+            can_write: s.user.role == "admin" || s.user.can_write,
+            groups: s.user.group_ids,
+            session_hash: Some(hash),
+            csrf_token: Some(s.csrf_token),
+        })),
+    }
+}
+
+/// The middleware on `/v1` and `/console/api`: authenticate, check CSRF, authorise by
+/// [`ROUTES`], filter lists, and audit changes and refused (403) attempts to change.
+pub async fn guard(State(admin): State<Arc<Admin>>, req: Request, next: Next) -> Response {
+    match guard_inner(admin, req, next).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn guard_inner(admin: Arc<Admin>, req: Request, next: Next) -> Result<Response, ApiError> {
+    let method = req.method().clone();
+    let pattern = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_owned())
+        .unwrap_or_default();
+    let Some(rule) = rule_for(&method, &pattern) else {
+        tracing::error!(%method, %pattern, "route without an access rule refused");
+        return Err(forbidden("this route has no access rule"));
+    };
+    if rule == Rule::Public {
+        return Ok(next.run(req).await);
+    }
+    let principal = match authenticate(&admin, req.headers()).await? {
+        Some(p) => p,
+        None => {
+            return Err(ApiError::unauthorized(
+                "log in to the console, or send 'Authorization: Bearer <api token>'",
+            ))
+        }
+    };
+    let writes = !matches!(method, Method::GET | Method::HEAD | Method::OPTIONS);
+    // Path parameters, read from the concrete path by the pattern's position.
+    // Inside `nest` the URI has lost its prefix; the original is what the caller asked for.
+    let path = req
+        .extensions()
+        .get::<axum::extract::OriginalUri>()
+        .map(|u| u.path().to_owned())
+        .unwrap_or_else(|| req.uri().path().to_owned());
+    let action = format!("{method} {pattern}");
+    // Who tried to change what and was refused: an account probing beyond its rights shows up.
+    let refused = |body: Bytes, e: ApiError| {
+        let admin = admin.clone();
+        let (username, action, path) = (principal.username.clone(), action.clone(), path.clone());
+        async move {
+            if writes && e.status == StatusCode::FORBIDDEN {
+                audit(&admin, &username, &action, &path, e.status, Some(&e.error), &body).await;
+            }
+            e
+        }
+    };
+    if writes {
+        if let Some(expected) = &principal.csrf_token {
+            let given = req
+                .headers()
+                .get(CSRF_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            if !token_matches(given, expected) {
+                return Err(refused(Bytes::new(), forbidden("missing or wrong X-CSRF-Token header")).await);
+            }
+        }
+    }
+    let param = path_param(&pattern, &path);
+    let (parts, body) = req.into_parts();
+    let body = if writes {
+        to_bytes(body, MAX_BODY)
+            .await
+            .map_err(|_| ApiError::bad_request(None, "request body too large"))?
+    } else {
+        Bytes::new()
+    };
+    if let Err(e) = authorise(&admin, &principal, rule, param.as_deref(), &parts.uri, &body).await {
+        return Err(refused(body, e).await);
+    }
+    let mut req = Request::from_parts(parts, Body::from(body.clone()));
+    req.extensions_mut().insert(principal.clone());
+    let resp = next.run(req).await;
+    let resp = match rule {
+        Rule::List { field } if !principal.admin && resp.status().is_success() => {
+            filter_list(resp, field, &principal).await?
+        }
+        _ => resp,
+    };
+    let status = resp.status();
+    // A handler's own refusal (e.g. clearing runs of a group the caller may not write) is
+    // audited like the middleware's.
+    if writes && (status.is_success() || status == StatusCode::FORBIDDEN) && pattern != "/console/api/logout" {
+        audit(&admin, &principal.username, &action, &path, status, None, &body).await;
+    }
+    Ok(resp)
+}
+
+/// The value of the single `{…}` parameter of `pattern` in `path`.
+fn path_param(pattern: &str, path: &str) -> Option<String> {
+    pattern
+        .rsplit('/')
+        .zip(path.rsplit('/'))
+        .find(|(p, _)| p.starts_with('{'))
+        .map(|(_, v)| percent_decode(v))
+}
+
+fn percent_decode(s: &str) -> String {
+    let s = s.replace('+', " ");
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let Some(v) = std::str::from_utf8(&b[i + 1..i + 3])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+            {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+async fn target_group(admin: &Admin, target: Target, param: Option<&str>) -> Result<Option<i64>, ApiError> {
+    let Some(p) = param else { return Ok(None) };
+    let found = match target {
+        Target::GroupKey => match p.parse::<i64>() {
+            Ok(id) => admin.store.group(id).await.ok().map(|g| g.id),
+            Err(_) => admin.store.group_by_app_name(p).await?.map(|g| g.id),
+        },
+        Target::Job => match p.parse::<i64>() {
+            Ok(id) => admin.store.job(id).await.ok().map(|j| j.group_id),
+            Err(_) => None,
+        },
+        Target::Run => match p.parse::<i64>() {
+            Ok(id) => admin.store.run(id).await.ok().map(|r| r.group_id),
+            Err(_) => None,
+        },
+    };
+    Ok(found)
+}
+
+/// The group a job body names (`group_id` or `group` app name), if any.
+async fn body_group(admin: &Admin, body: &Value) -> Result<Option<i64>, ApiError> {
+    if let Some(id) = body.get("group_id").and_then(Value::as_i64) {
+        return Ok(Some(id));
+    }
+    if let Some(app) = body.get("group").and_then(Value::as_str) {
+        return Ok(admin.store.group_by_app_name(app).await?.map(|g| g.id));
+    }
+    Ok(None)
+}
+
+/// Refuses GLUE source changes by non-admins: any `glue_source`, or a `glue_type` other than
+/// `current` (the job's, or `BEAN` for a new job).
+fn check_glue(principal: &Principal, body: &Value, current: &str) -> Result<(), ApiError> {
+    if principal.admin {
+        return Ok(());
+    }
+    let source = body.get("glue_source").is_some_and(|v| !v.is_null());
+    let kind = body
+        .get("glue_type")
+        .and_then(Value::as_str)
+        .is_some_and(|t| t != current);
+    if source || kind {
+        return Err(forbidden("only admins may edit GLUE script source"));
+    }
+    Ok(())
+}
+
+/// Refuses child jobs outside the groups a non-admin may operate: a child runs as `PARENT` in
+/// its own group whenever the parent succeeds, so linking one is operating its group. Children
+/// the job already has (linked by someone allowed to) may stay, so a user can still save a job
+/// an admin linked across groups. A missing job is refused with the same words as another
+/// group's, so the answer does not tell which job ids exist elsewhere.
+async fn check_children(admin: &Admin, p: &Principal, body: &Value, current: &[i64]) -> Result<(), ApiError> {
+    if p.admin {
+        return Ok(());
+    }
+    let Some(ids) = body.get("child_job_ids").and_then(Value::as_array) else {
+        return Ok(());
+    };
+    let added: Vec<i64> = ids
+        .iter()
+        .filter_map(Value::as_i64)
+        .filter(|id| !current.contains(id))
+        .collect();
+    if added.is_empty() {
+        return Ok(());
+    }
+    let found = admin.store.jobs_by_ids(&added).await?;
+    for id in added {
+        let allowed = found
+            .iter()
+            .find(|j| j.id == id)
+            .is_some_and(|j| p.check_write(j.group_id).is_ok());
+        if !allowed {
+            return Err(forbidden(&format!(
+                "child job {id} is not a job you may operate: child jobs must be in your executor groups"
+            )));
+        }
+    }
+    Ok(())
+}
+
+async fn authorise(
+    admin: &Admin,
+    p: &Principal,
+    rule: Rule,
+    param: Option<&str>,
+    uri: &axum::http::Uri,
+    body: &Bytes,
+) -> Result<(), ApiError> {
+    let json_body = || serde_json::from_slice::<Value>(body).unwrap_or(Value::Null);
+    match rule {
+        Rule::Public | Rule::Authenticated => Ok(()),
+        Rule::Writer => {
+            if p.can_write {
+                Ok(())
+            } else {
+                Err(forbidden("your account is read-only"))
+            }
+        }
+        Rule::Admin => {
+            if p.admin {
+                Ok(())
+            } else {
+                Err(forbidden("only admins may do this"))
+            }
+        }
+        Rule::List { .. } => {
+            if p.admin {
+                return Ok(());
+            }
+            // An explicit group filter outside the caller's groups is refused, not emptied.
+            let q: Vec<(String, String)> = uri
+                .query()
+                .map(|q| {
+                    q.split('&')
+                        .filter_map(|kv| kv.split_once('='))
+                        .map(|(k, v)| (k.to_owned(), percent_decode(v)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            for (k, v) in &q {
+                let target = match k.as_str() {
+                    "group_id" | "group" => target_group(admin, Target::GroupKey, Some(v)).await?,
+                    "job_id" => target_group(admin, Target::Job, Some(v)).await?,
+                    _ => continue,
+                };
+                if let Some(g) = target {
+                    if !p.sees_group(g) {
+                        return Err(forbidden("you have no access to this executor group"));
+                    }
+                }
+            }
+            Ok(())
+        }
+        Rule::Read(t) => match target_group(admin, t, param).await? {
+            Some(g) if !p.sees_group(g) => Err(forbidden("you have no access to this executor group")),
+            _ => Ok(()),
+        },
+        Rule::Write(t) => {
+            if !p.can_write {
+                return Err(forbidden("your account is read-only"));
+            }
+            match target_group(admin, t, param).await? {
+                Some(g) => p.check_write(g),
+                None => Ok(()),
+            }
+        }
+        Rule::CreateJob => {
+            if !p.can_write {
+                return Err(forbidden("your account is read-only"));
+            }
+            let b = json_body();
+            if let Some(g) = body_group(admin, &b).await? {
+                p.check_write(g)?;
+            } else if !p.admin {
+                // Without a group the handler refuses anyway; do not let a user probe.
+                return Err(forbidden("give the job's group"));
+            }
+            check_glue(p, &b, "BEAN")?;
+            check_children(admin, p, &b, &[]).await
+        }
+        Rule::UpdateJob => {
+            if !p.can_write {
+                return Err(forbidden("your account is read-only"));
+            }
+            let job = match param.and_then(|v| v.parse::<i64>().ok()) {
+                Some(id) => admin.store.job(id).await.ok(),
+                None => None,
+            };
+            let b = json_body();
+            if let Some(job) = &job {
+                p.check_write(job.group_id)?;
+                check_glue(p, &b, job.glue_type.as_str())?;
+            }
+            if let Some(g) = body_group(admin, &b).await? {
+                p.check_write(g)?;
+            }
+            let current = job.as_ref().map_or(&[][..], |j| j.child_job_ids.as_slice());
+            check_children(admin, p, &b, current).await
+        }
+    }
+}
+
+/// Removes entries of other groups from a JSON array response.
+async fn filter_list(resp: Response, field: &str, p: &Principal) -> Result<Response, ApiError> {
+    let (mut parts, body) = resp.into_parts();
+    let bytes = to_bytes(body, usize::MAX)
+        .await
+        .map_err(|_| ApiError::bad_request(None, "response unreadable"))?;
+    let Ok(Value::Array(items)) = serde_json::from_slice::<Value>(&bytes) else {
+        // Not a list: refuse rather than leak.
+        return Err(forbidden("this list cannot be filtered for your account"));
+    };
+    let kept: Vec<Value> = items
+        .into_iter()
+        .filter(|v| v.get(field).and_then(Value::as_i64).is_some_and(|g| p.sees_group(g)))
+        .collect();
+    let out = serde_json::to_vec(&kept).unwrap_or_default();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Ok(Response::from_parts(parts, Body::from(out)))
+}
+
+/// Removes secrets and shortens long strings before a body goes to the audit log.
+fn redact(v: Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.into_iter()
+                .map(|(k, v)| {
+                    if k.contains("password") || k.contains("token") {
+                        (k, Value::String("***".into()))
+                    } else {
+                        (k, redact(v))
+                    }
+                })
+                .collect(),
+        ),
+        Value::String(s) if s.len() > 4000 => {
+            let cut: String = s.chars().take(4000).collect();
+            Value::String(format!("{cut}… ({} bytes)", s.len()))
+        }
+        other => other,
+    }
+}
+
+/// Writes one audit entry: the response status, the refusal's reason when there is one, and the
+/// request body with secrets removed. A failure is logged, not returned: the change already
+/// happened, or the refusal stands either way.
+pub async fn audit(
+    admin: &Admin,
+    username: &str,
+    action: &str,
+    target: &str,
+    status: StatusCode,
+    error: Option<&str>,
+    body: &[u8],
+) {
+    let request = if body.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice::<Value>(body)
+            .map(redact)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body[..body.len().min(4000)]).into_owned()))
+    };
+    let mut detail = json!({ "status": status.as_u16(), "request": request });
+    if let Some(e) = error {
+        detail["error"] = json!(e);
+    }
+    let detail = detail.to_string();
+    if let Err(e) = admin
+        .store
+        .insert_audit(now_ms(), username, action, target, &detail)
+        .await
+    {
+        tracing::error!(error = %e, %action, "audit log write failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_cookies_and_rules() {
+        assert_eq!(
+            path_param("/v1/jobs/{id}/kill", "/v1/jobs/7/kill").as_deref(),
+            Some("7")
+        );
+        assert_eq!(
+            path_param("/v1/groups/{key}", "/v1/groups/a%20b").as_deref(),
+            Some("a b")
+        );
+        assert_eq!(path_param("/v1/jobs", "/v1/jobs"), None);
+        let mut h = HeaderMap::new();
+        h.insert(header::COOKIE, "a=1; chime_session=xyz; b=2".parse().unwrap());
+        assert_eq!(cookie(&h, SESSION_COOKIE).as_deref(), Some("xyz"));
+        assert_eq!(
+            rule_for(&Method::HEAD, "/v1/jobs"),
+            Some(Rule::List { field: "group_id" })
+        );
+        assert_eq!(rule_for(&Method::POST, "/v1/nothing"), None);
+        assert_eq!(sha256_hex("abc").len(), 64);
+        let r = redact(json!({"password": "x", "nested": {"api_token": "y"}, "a": 1}));
+        assert_eq!(r, json!({"password": "***", "nested": {"api_token": "***"}, "a": 1}));
+    }
+}

@@ -1,0 +1,68 @@
+//! Secrets: the first user, password hashing, and constant-time token checks.
+
+use crate::store::{Store, StoreResult};
+use argon2::password_hash::{rand_core::OsRng, PasswordHasher, SaltString};
+use argon2::Argon2;
+use subtle::ConstantTimeEq;
+
+/// True when `given` equals `expected`, in time independent of where they differ.
+pub fn token_matches(given: &str, expected: &str) -> bool {
+    // Lengths are compared in the open; a token's length is not the secret.
+    given.len() == expected.len() && bool::from(given.as_bytes().ct_eq(expected.as_bytes()))
+}
+
+/// A random password of 20 letters and digits.
+pub fn random_password() -> String {
+    use rand::distr::{Alphanumeric, SampleString};
+    Alphanumeric.sample_string(&mut rand::rng(), 20)
+}
+
+/// Argon2id hash (PHC string) of a password.
+pub fn hash_password(password: &str) -> String {
+    let salt = SaltString::generate(&mut OsRng);
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|h| h.to_string())
+        .unwrap_or_default()
+}
+
+/// Checks a password against a stored hash.
+pub fn verify_password(password: &str, hash: &str) -> bool {
+    use argon2::password_hash::{PasswordHash, PasswordVerifier};
+    PasswordHash::new(hash).is_ok_and(|h| Argon2::default().verify_password(password.as_bytes(), &h).is_ok())
+}
+
+/// Creates the `admin` user when there is no user yet. Its password is `password` or, when
+/// none is given, a random one printed once to standard error: there is no default password.
+pub async fn ensure_first_user(store: &Store, password: Option<&str>) -> StoreResult<()> {
+    if store.count_users().await? > 0 {
+        return Ok(());
+    }
+    let (pw, generated) = match password.filter(|p| !p.is_empty()) {
+        Some(p) => (p.to_owned(), false),
+        None => (random_password(), true),
+    };
+    store.insert_user("admin", &hash_password(&pw), "admin").await?;
+    if generated {
+        eprintln!("chime: created console user 'admin' with password: {pw}");
+        eprintln!("chime: (shown once; set CHIME_ADMIN_PASSWORD before the first start to choose it)");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_and_passwords() {
+        assert!(token_matches("abc", "abc"));
+        assert!(!token_matches("abd", "abc"));
+        assert!(!token_matches("ab", "abc"));
+        let h = hash_password("s3cret");
+        assert!(h.starts_with("$argon2"));
+        assert!(verify_password("s3cret", &h));
+        assert!(!verify_password("nope", &h));
+        assert_eq!(random_password().len(), 20);
+    }
+}

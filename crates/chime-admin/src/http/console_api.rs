@@ -1,0 +1,712 @@
+//! What the web console needs beyond the REST API: login sessions (`/console/api/…`), user
+//! management, the audit log, the schedule preview, dashboard counts, GLUE history and
+//! clearing old runs (`/v1/…`). Access rules for all of them are in [`super::access::ROUTES`].
+
+use super::access::{self, forbidden, Principal, SESSION_COOKIE};
+use super::auth::{hash_password, verify_password};
+use super::error::ApiError;
+use crate::center::Admin;
+use crate::model::{now_ms, Invalid};
+use crate::schedule::Calendar;
+use crate::store::{AuditEntry, AuditFilter, DayCounts, GlueVersion};
+use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+type ApiResult<T> = Result<T, ApiError>;
+
+/// How long a console session lasts.
+pub const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
+/// Failed logins per user name and client address before that pair is refused.
+pub const MAX_FAILURES: u32 = 5;
+/// Failed logins per client address, whatever the user names, before the address is refused:
+/// guessing one password for many user names is slowed down as much as many passwords for one.
+pub const MAX_ADDRESS_FAILURES: u32 = 10;
+/// How long logins stay refused after the last counted failure.
+pub const LOCKOUT: Duration = Duration::from_secs(5 * 60);
+/// Entries kept before expired ones are dropped (bounds the memory an attacker can fill).
+const LIMITER_PRUNE_AT: usize = 100_000;
+
+/// Failures counted for one key, and when the last one was.
+#[derive(Debug, Clone, Copy)]
+struct Failures {
+    count: u32,
+    last: Instant,
+}
+
+impl Failures {
+    /// Seconds left to wait when `max` failures are reached within [`LOCKOUT`].
+    fn wait(&self, max: u32, now: Instant) -> Option<u64> {
+        let elapsed = now.saturating_duration_since(self.last);
+        (self.count >= max && elapsed < LOCKOUT).then(|| (LOCKOUT - elapsed).as_secs().max(1))
+    }
+
+    fn add(&mut self, now: Instant) {
+        if now.saturating_duration_since(self.last) >= LOCKOUT {
+            self.count = 0;
+        }
+        self.count += 1;
+        self.last = now;
+    }
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    by_user: HashMap<(String, IpAddr), Failures>,
+    by_address: HashMap<IpAddr, Failures>,
+}
+
+/// Failed-login counts, in memory: a restart forgets them (and a second admin process keeps
+/// its own), which is acceptable for slowing down password guessing.
+///
+/// An attempt is counted as a failure when it starts ([`LoginLimiter::begin`]) and taken back
+/// when the password was right ([`LoginLimiter::succeeded`]). So once a budget is used up, no
+/// further attempt reaches the password hash check, however many arrive at the same time.
+#[derive(Debug, Default)]
+pub struct LoginLimiter {
+    counts: Mutex<Counts>,
+}
+
+impl LoginLimiter {
+    /// Counts an attempt of `user` from `ip`, or refuses it with the seconds to wait when the
+    /// pair or the address has used its failure budget.
+    pub fn begin(&self, user: &str, ip: IpAddr) -> Result<(), u64> {
+        let mut c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        if c.by_user.len() > LIMITER_PRUNE_AT || c.by_address.len() > LIMITER_PRUNE_AT {
+            c.by_user.retain(|_, f| now.saturating_duration_since(f.last) < LOCKOUT);
+            c.by_address
+                .retain(|_, f| now.saturating_duration_since(f.last) < LOCKOUT);
+        }
+        let key = (user.to_owned(), ip);
+        let wait_user = c.by_user.get(&key).and_then(|f| f.wait(MAX_FAILURES, now));
+        let wait_address = c.by_address.get(&ip).and_then(|f| f.wait(MAX_ADDRESS_FAILURES, now));
+        if let Some(wait) = wait_user.max(wait_address) {
+            return Err(wait);
+        }
+        let fresh = Failures { count: 0, last: now };
+        c.by_user.entry(key).or_insert(fresh).add(now);
+        c.by_address.entry(ip).or_insert(fresh).add(now);
+        Ok(())
+    }
+
+    /// Takes back the attempt [`LoginLimiter::begin`] counted: the password was right. The
+    /// user's failures from this address are forgotten; other names' failures from the address
+    /// still count.
+    pub fn succeeded(&self, user: &str, ip: IpAddr) {
+        let mut c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        c.by_user.remove(&(user.to_owned(), ip));
+        if let Some(f) = c.by_address.get_mut(&ip) {
+            f.count = f.count.saturating_sub(1);
+        }
+    }
+}
+
+/// Console state shared by the login handlers.
+#[derive(Debug, Default, Clone)]
+pub struct ConsoleState {
+    /// Failed logins.
+    pub limiter: Arc<LoginLimiter>,
+}
+
+/// `/console/api/…` routes (mounted at the root).
+pub fn console_routes() -> Router<Arc<Admin>> {
+    Router::new()
+        .route("/console/api/login", post(login))
+        .route("/console/api/logout", post(logout))
+        .route("/console/api/me", get(me))
+}
+
+/// Extra `/v1` routes (merged into the REST API's router, under the same guard).
+pub fn v1_routes() -> Router<Arc<Admin>> {
+    Router::new()
+        .route("/users", get(list_users).post(create_user))
+        .route("/users/{id}", get(show_user).put(update_user).delete(delete_user))
+        .route("/me/password", post(change_password))
+        .route("/audit", get(list_audit))
+        .route("/schedule/preview", get(schedule_preview))
+        .route("/stats", get(stats))
+        .route("/jobs/{id}/glue", get(glue_history))
+        .route("/runs/clear", post(clear_runs))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LoginBody {
+    username: String,
+    password: String,
+}
+
+fn random_token() -> String {
+    let bytes: [u8; 32] = rand::random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn session_cookie(value: &str, max_age: u64, secure: bool) -> HeaderValue {
+    let secure = if secure { "; Secure" } else { "" };
+    HeaderValue::from_str(&format!(
+        "{SESSION_COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}"
+    ))
+    .unwrap_or_else(|_| HeaderValue::from_static("chime_session=; Path=/"))
+}
+
+/// `Secure` when configured, or when a TLS-terminating proxy says the client used https.
+fn secure_cookie(admin: &Admin, headers: &HeaderMap) -> bool {
+    admin.config.cookie_secure
+        || headers
+            .get("x-forwarded-proto")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.eq_ignore_ascii_case("https"))
+}
+
+fn me_json(p: &Principal, role: &str) -> Value {
+    json!({
+        "username": p.username,
+        "role": role,
+        "admin": p.admin,
+        "can_write": p.can_write,
+        "group_ids": p.groups,
+        "csrf_token": p.csrf_token,
+    })
+}
+
+/// A hash to verify against when the user does not exist, so both cases cost one argon2 run.
+fn dummy_hash() -> &'static str {
+    static H: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    H.get_or_init(|| hash_password("not-a-password"))
+}
+
+async fn login(
+    State(admin): State<Arc<Admin>>,
+    Extension(console): Extension<ConsoleState>,
+    connect: Option<Extension<ConnectInfo<SocketAddr>>>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> ApiResult<Response> {
+    let body: LoginBody = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::bad_request(None, format!("expected {{\"username\", \"password\"}}: {e}")))?;
+    // No user name is this long (they are at most 64 characters): refuse before it is counted,
+    // so the limiter never keeps large keys.
+    if body.username.len() > 256 {
+        return Err(Invalid::new("username", "is too long").into());
+    }
+    let ip = connect
+        .map(|Extension(ConnectInfo(a))| a.ip())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    if let Err(wait) = console.limiter.begin(&body.username, ip) {
+        let mut r = ApiError {
+            status: StatusCode::TOO_MANY_REQUESTS,
+            error: format!("too many failed logins; try again in {wait} s"),
+            field: None,
+        }
+        .into_response();
+        r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(wait));
+        return Ok(r);
+    }
+    let user = admin.store.user(&body.username).await?;
+    let hash = user
+        .as_ref()
+        .map(|u| u.password_hash.clone())
+        .unwrap_or_else(|| dummy_hash().to_owned());
+    let password = body.password.clone();
+    let ok = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
+        .await
+        .unwrap_or(false);
+    let user = match user {
+        Some(u) if ok => u,
+        _ => {
+            let detail = serde_json::to_vec(&json!({ "ip": ip.to_string() })).unwrap_or_default();
+            access::audit(
+                &admin,
+                &body.username,
+                "login failed",
+                "/console/api/login",
+                StatusCode::UNAUTHORIZED,
+                None,
+                &detail,
+            )
+            .await;
+            return Err(ApiError::unauthorized("wrong user name or password"));
+        }
+    };
+    console.limiter.succeeded(&body.username, ip);
+    let token = random_token();
+    let csrf = random_token();
+    let now = now_ms();
+    admin
+        .store
+        .insert_session(
+            &access::sha256_hex(&token),
+            user.id,
+            &csrf,
+            now,
+            now + SESSION_TTL.as_millis() as i64,
+        )
+        .await?;
+    if let Err(e) = admin.store.purge_sessions(now).await {
+        tracing::warn!(error = %e, "purging expired sessions failed");
+    }
+    let detail = serde_json::to_vec(&json!({ "ip": ip.to_string() })).unwrap_or_default();
+    access::audit(
+        &admin,
+        &user.username,
+        "login",
+        "/console/api/login",
+        StatusCode::OK,
+        None,
+        &detail,
+    )
+    .await;
+    let p = Principal {
+        username: user.username.clone(),
+        user_id: Some(user.id),
+        admin: user.role == "admin",
+        can_write: user.role == "admin" || user.can_write,
+        groups: user.group_ids.clone(),
+        session_hash: None,
+        csrf_token: Some(csrf),
+    };
+    let mut resp = Json(me_json(&p, &user.role)).into_response();
+    resp.headers_mut().insert(
+        header::SET_COOKIE,
+        session_cookie(&token, SESSION_TTL.as_secs(), secure_cookie(&admin, &headers)),
+    );
+    resp.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(resp)
+}
+
+async fn logout(
+    State(admin): State<Arc<Admin>>,
+    Extension(p): Extension<Principal>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    if let Some(h) = &p.session_hash {
+        admin.store.delete_session(h).await?;
+        access::audit(
+            &admin,
+            &p.username,
+            "logout",
+            "/console/api/logout",
+            StatusCode::OK,
+            None,
+            b"",
+        )
+        .await;
+    }
+    let mut resp = StatusCode::NO_CONTENT.into_response();
+    resp.headers_mut().insert(
+        header::SET_COOKIE,
+        session_cookie("", 0, secure_cookie(&admin, &headers)),
+    );
+    Ok(resp)
+}
+
+async fn me(Extension(p): Extension<Principal>) -> Json<Value> {
+    let role = if p.admin { "admin" } else { "user" };
+    Json(me_json(&p, role))
+}
+
+fn user_json(u: &crate::store::User) -> Value {
+    json!({
+        "id": u.id,
+        "username": u.username,
+        "role": u.role,
+        "can_write": u.role == "admin" || u.can_write,
+        "group_ids": u.group_ids,
+    })
+}
+
+async fn list_users(State(admin): State<Arc<Admin>>) -> ApiResult<Json<Vec<Value>>> {
+    Ok(Json(admin.store.list_users().await?.iter().map(user_json).collect()))
+}
+
+fn user_id(raw: &str) -> ApiResult<i64> {
+    raw.parse()
+        .map_err(|_| ApiError::bad_request(Some("id"), format!("user id '{raw}' is not an integer")))
+}
+
+async fn show_user(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    Ok(Json(user_json(&admin.store.user_by_id(user_id(&id)?).await?)))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct UserBody {
+    username: Option<String>,
+    password: Option<String>,
+    role: Option<String>,
+    can_write: Option<bool>,
+    group_ids: Option<Vec<i64>>,
+}
+
+fn parse_user_body(body: &[u8]) -> ApiResult<UserBody> {
+    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(None, format!("invalid JSON body: {e}")))
+}
+
+fn check_role(role: &str) -> ApiResult<()> {
+    match role {
+        "admin" | "user" => Ok(()),
+        other => Err(Invalid::new("role", format!("'{other}' is not a role (admin, user)")).into()),
+    }
+}
+
+fn check_password(pw: &str) -> ApiResult<()> {
+    if pw.chars().count() < 8 || pw.len() > 256 {
+        return Err(Invalid::new("password", "must be 8 to 256 characters").into());
+    }
+    Ok(())
+}
+
+async fn check_groups(admin: &Admin, ids: &[i64]) -> ApiResult<()> {
+    for id in ids {
+        if admin.store.group(*id).await.is_err() {
+            return Err(Invalid::new("group_ids", format!("executor group {id} does not exist")).into());
+        }
+    }
+    Ok(())
+}
+
+async fn create_user(State(admin): State<Arc<Admin>>, body: axum::body::Bytes) -> ApiResult<(StatusCode, Json<Value>)> {
+    let b = parse_user_body(&body)?;
+    let username = b.username.as_deref().map(str::trim).unwrap_or("");
+    if username.is_empty() || username.len() > 64 || username.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(Invalid::new("username", "must be 1 to 64 characters without spaces").into());
+    }
+    let password = b
+        .password
+        .as_deref()
+        .ok_or_else(|| Invalid::new("password", "is required"))?;
+    check_password(password)?;
+    let role = b.role.as_deref().unwrap_or("user");
+    check_role(role)?;
+    let groups = b.group_ids.unwrap_or_default();
+    check_groups(&admin, &groups).await?;
+    if admin.store.user(username).await?.is_some() {
+        return Err(Invalid::new("username", format!("a user '{username}' already exists")).into());
+    }
+    let pw = password.to_owned();
+    let hash = tokio::task::spawn_blocking(move || hash_password(&pw))
+        .await
+        .unwrap_or_default();
+    admin.store.insert_user(username, &hash, role).await?;
+    let u = admin
+        .store
+        .user(username)
+        .await?
+        .ok_or_else(|| ApiError::not_found("user"))?;
+    admin
+        .store
+        .update_user_access(u.id, role, b.can_write.unwrap_or(true), &groups)
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(user_json(&admin.store.user_by_id(u.id).await?)),
+    ))
+}
+
+async fn update_user(
+    State(admin): State<Arc<Admin>>,
+    Extension(p): Extension<Principal>,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> ApiResult<Json<Value>> {
+    let id = user_id(&id)?;
+    let b = parse_user_body(&body)?;
+    let u = admin.store.user_by_id(id).await?;
+    if b.username.as_deref().is_some_and(|n| n != u.username) {
+        return Err(Invalid::new("username", "cannot be changed").into());
+    }
+    let role = b.role.clone().unwrap_or_else(|| u.role.clone());
+    check_role(&role)?;
+    if p.user_id == Some(id) && role != "admin" {
+        return Err(Invalid::new("role", "you cannot take the admin role from yourself").into());
+    }
+    let groups = b.group_ids.clone().unwrap_or_else(|| u.group_ids.clone());
+    check_groups(&admin, &groups).await?;
+    admin
+        .store
+        .update_user_access(id, &role, b.can_write.unwrap_or(u.can_write), &groups)
+        .await?;
+    if let Some(pw) = b.password {
+        check_password(&pw)?;
+        let hash = tokio::task::spawn_blocking(move || hash_password(&pw))
+            .await
+            .unwrap_or_default();
+        admin.store.set_password_hash(id, &hash).await?;
+        // A reset password logs the user out everywhere.
+        admin.store.delete_user_sessions(id, None).await?;
+    }
+    Ok(Json(user_json(&admin.store.user_by_id(id).await?)))
+}
+
+async fn delete_user(
+    State(admin): State<Arc<Admin>>,
+    Extension(p): Extension<Principal>,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let id = user_id(&id)?;
+    if p.user_id == Some(id) {
+        return Err(ApiError {
+            status: StatusCode::CONFLICT,
+            error: "you cannot remove yourself".into(),
+            field: None,
+        });
+    }
+    admin.store.delete_user(id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PasswordBody {
+    current_password: String,
+    new_password: String,
+}
+
+async fn change_password(
+    State(admin): State<Arc<Admin>>,
+    Extension(p): Extension<Principal>,
+    body: axum::body::Bytes,
+) -> ApiResult<StatusCode> {
+    let Some(uid) = p.user_id else {
+        return Err(forbidden("the API token has no password"));
+    };
+    let b: PasswordBody =
+        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(None, format!("invalid JSON body: {e}")))?;
+    check_password(&b.new_password).map_err(|mut e| {
+        e.field = Some("new_password".into());
+        e
+    })?;
+    let u = admin.store.user_by_id(uid).await?;
+    let (cur, hash) = (b.current_password, u.password_hash);
+    if !tokio::task::spawn_blocking(move || verify_password(&cur, &hash))
+        .await
+        .unwrap_or(false)
+    {
+        return Err(Invalid::new("current_password", "is wrong").into());
+    }
+    let pw = b.new_password;
+    let hash = tokio::task::spawn_blocking(move || hash_password(&pw))
+        .await
+        .unwrap_or_default();
+    admin.store.set_password_hash(uid, &hash).await?;
+    admin.store.delete_user_sessions(uid, p.session_hash.as_deref()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+fn int_q(q: &HashMap<String, String>, name: &str) -> ApiResult<Option<i64>> {
+    match q.get(name).map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        None => Ok(None),
+        Some(v) => v
+            .parse()
+            .map(Some)
+            .map_err(|_| ApiError::bad_request(Some(name), format!("'{v}' is not an integer"))),
+    }
+}
+
+/// The audit log, newest first: `username` (exact), `action` (contains, any case), `from` /
+/// `to` (epoch ms, `from` ≤ at < `to`), paged with `before_id` and `limit`.
+async fn list_audit(
+    State(admin): State<Arc<Admin>>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Vec<AuditEntry>>> {
+    let limit = int_q(&q, "limit")?.unwrap_or(100);
+    if !(1..=1000).contains(&limit) {
+        return Err(ApiError::bad_request(Some("limit"), "must be between 1 and 1000"));
+    }
+    let text = |name: &str| q.get(name).map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+    let filter = AuditFilter {
+        username: text("username"),
+        action: text("action"),
+        from: int_q(&q, "from")?,
+        to: int_q(&q, "to")?,
+        before_id: int_q(&q, "before_id")?,
+        limit,
+    };
+    if let (Some(from), Some(to)) = (filter.from, filter.to) {
+        if from >= to {
+            return Err(ApiError::bad_request(Some("to"), "must be later than 'from'"));
+        }
+    }
+    Ok(Json(admin.store.list_audit(&filter).await?))
+}
+
+/// Next fire times of a schedule that is not saved yet (the job form's live preview).
+/// Each time carries its UTC offset and `dst_shift` when that offset differs from the one
+/// before it (now, for the first).
+async fn schedule_preview(
+    State(admin): State<Arc<Admin>>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    let kind: chime_protocol::ScheduleType = q
+        .get("type")
+        .map(String::as_str)
+        .unwrap_or("CRON")
+        .parse()
+        .map_err(|e: chime_protocol::UnknownVariant| Invalid::new("schedule_type", e.to_string()))?;
+    let expr = q.get("expr").cloned().unwrap_or_default();
+    let tz = q
+        .get("tz")
+        .filter(|t| !t.is_empty())
+        .cloned()
+        .unwrap_or_else(|| admin.config.default_time_zone.clone());
+    let zone: chrono_tz::Tz = tz
+        .parse()
+        .map_err(|_| Invalid::new("time_zone", format!("unknown time zone '{tz}'")))?;
+    let count = int_q(&q, "count")?.unwrap_or(5);
+    if !(1..=100).contains(&count) {
+        return Err(ApiError::bad_request(Some("count"), "must be between 1 and 100"));
+    }
+    let now = now_ms();
+    let cal = Calendar::parse(kind, &expr, &tz, now).map_err(|e| Invalid::new("schedule_expr", e))?;
+    let offset_of = |ms: i64| {
+        use chrono::Offset;
+        chrono::DateTime::from_timestamp_millis(ms)
+            .map(|d| d.with_timezone(&zone).offset().fix().local_minus_utc())
+            .unwrap_or(0)
+    };
+    let mut prev = offset_of(now);
+    let mut out = Vec::new();
+    let mut t = now;
+    while out.len() < count as usize {
+        let Some(n) = cal.next_after(t) else { break };
+        let off = offset_of(n);
+        let local = chrono::DateTime::from_timestamp_millis(n)
+            .map(|d| d.with_timezone(&zone).to_rfc3339())
+            .unwrap_or_default();
+        out.push(json!({ "at": n, "local": local, "utc_offset_secs": off, "dst_shift": off != prev }));
+        prev = off;
+        t = n;
+    }
+    Ok(Json(json!({ "time_zone": tz, "next": out })))
+}
+
+/// Dashboard numbers for the caller's groups: counts, runs per day, dispatch lateness.
+async fn stats(
+    State(admin): State<Arc<Admin>>,
+    Extension(p): Extension<Principal>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    const DAY: i64 = 86_400_000;
+    let now = now_ms();
+    let to = int_q(&q, "to")?.unwrap_or(now - now.rem_euclid(DAY) + DAY);
+    let from = int_q(&q, "from")?.unwrap_or(to - 7 * DAY);
+    if from >= to || to - from > 366 * DAY {
+        return Err(ApiError::bad_request(Some("from"), "the range must be 1 to 366 days"));
+    }
+    let scope = p.group_scope();
+    let (groups, jobs, running_jobs) = admin.store.console_counts(scope).await?;
+    let days: Vec<DayCounts> = admin.store.runs_per_day(from, to, scope).await?;
+    let executors: usize = admin
+        .directory
+        .executors(None)
+        .into_iter()
+        .filter(|(g, _)| p.sees_group(g.id))
+        .map(|(_, e)| e.len())
+        .sum();
+    // How late the most overdue started job is right now (0 when none is overdue).
+    let current_lateness = admin
+        .store
+        .earliest_next_fire(scope)
+        .await?
+        .map_or(0.0, |t| (now - t).max(0) as f64 / 1000.0);
+    let mut lateness = lateness(&admin.metrics.render());
+    lateness["current_seconds"] = json!(current_lateness);
+    Ok(Json(json!({
+        "groups": groups,
+        "jobs": jobs,
+        "running_jobs": running_jobs,
+        "executors": executors,
+        "days": days,
+        "lateness": lateness,
+    })))
+}
+
+/// Dispatch lateness from the metrics histogram: count, mean and bucket counts.
+fn lateness(metrics: &str) -> Value {
+    let mut count = 0.0;
+    let mut sum = 0.0;
+    let mut buckets = Vec::new();
+    for line in metrics.lines() {
+        let Some(rest) = line.strip_prefix("chime_dispatch_lateness_seconds") else {
+            continue;
+        };
+        let value = rest
+            .rsplit(' ')
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0);
+        if rest.starts_with("_count") {
+            count = value;
+        } else if rest.starts_with("_sum") {
+            sum = value;
+        } else if let Some(le) = rest.strip_prefix("_bucket{le=\"").and_then(|r| r.split('"').next()) {
+            buckets.push(json!({ "le": le, "count": value }));
+        }
+    }
+    let mean = if count > 0.0 { sum / count } else { 0.0 };
+    json!({ "count": count, "mean_seconds": mean, "buckets": buckets })
+}
+
+async fn glue_history(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<Json<Vec<GlueVersion>>> {
+    let id: i64 = id
+        .parse()
+        .map_err(|_| ApiError::bad_request(Some("id"), format!("job id '{id}' is not an integer")))?;
+    admin.store.job(id).await?;
+    Ok(Json(admin.store.glue_versions(id, 50).await?))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ClearBody {
+    /// Keep runs younger than this many days (0: clear all finished runs).
+    older_than_days: Option<i64>,
+    job_id: Option<i64>,
+    group_id: Option<i64>,
+}
+
+/// Deletes finished runs (XXL-JOB's "clear log"). Non-admins must name a job or group they
+/// may write.
+async fn clear_runs(
+    State(admin): State<Arc<Admin>>,
+    Extension(p): Extension<Principal>,
+    body: axum::body::Bytes,
+) -> ApiResult<Json<Value>> {
+    let b: ClearBody = if body.iter().all(u8::is_ascii_whitespace) {
+        ClearBody::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(None, format!("invalid JSON body: {e}")))?
+    };
+    let days = b.older_than_days.unwrap_or(30);
+    if !(0..=36_500).contains(&days) {
+        return Err(Invalid::new("older_than_days", "must be 0 to 36500").into());
+    }
+    let mut group = b.group_id;
+    if let Some(j) = b.job_id {
+        let job = admin.store.job(j).await?;
+        if group.is_some_and(|g| g != job.group_id) {
+            return Err(Invalid::new("group_id", "the job is not in this group").into());
+        }
+        group = Some(job.group_id);
+    }
+    match group {
+        Some(g) => p.check_write(g)?,
+        None if !p.admin => return Err(forbidden("name a job or group to clear")),
+        None => {}
+    }
+    let before = now_ms() - days * 86_400_000;
+    let n = admin
+        .store
+        .clear_finished_runs(before, b.job_id, if b.job_id.is_some() { None } else { group })
+        .await?;
+    Ok(Json(json!({ "deleted": n })))
+}

@@ -1,0 +1,78 @@
+//! The admin's HTTP server: the XXL-JOB executor API (at `/` and at the optional context path),
+//! the REST API under `/v1`, the web console under `/console` (see `access` for who may do
+//! what), `/metrics` and `/healthz`.
+
+pub mod access;
+pub mod auth;
+pub mod console_api;
+pub mod console_assets;
+pub mod error;
+pub mod executor_api;
+pub mod openapi;
+pub mod rest;
+
+use crate::center::Admin;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::middleware;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use error::ApiError;
+use std::sync::Arc;
+
+/// Every route of the admin.
+pub fn router(admin: Arc<Admin>) -> Router {
+    let v1 = rest::routes()
+        .merge(console_api::v1_routes())
+        .route_layer(middleware::from_fn_with_state(admin.clone(), access::guard))
+        .layer(middleware::from_fn(console_assets::security_headers));
+    let console = console_api::console_routes()
+        .route_layer(middleware::from_fn_with_state(admin.clone(), access::guard))
+        .merge(console_assets::routes())
+        .layer(middleware::from_fn(console_assets::security_headers));
+    let mut app = Router::new()
+        .merge(executor_api::routes())
+        .merge(console)
+        .route("/v1/openapi.json", get(|| async { Json(openapi::document()) }))
+        .nest("/v1", v1)
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(healthz));
+    if let Some(cp) = admin.config.context_path.clone() {
+        app = app.nest(&cp, executor_api::routes());
+    }
+    app.fallback(|| async { ApiError::not_found("route") })
+        .layer(axum::Extension(console_api::ConsoleState::default()))
+        .with_state(admin)
+}
+
+async fn metrics(State(admin): State<Arc<Admin>>) -> Response {
+    if let Ok((pending, running)) = admin.store.count_open_runs().await {
+        admin.metrics.pending_runs.set(pending);
+        admin.metrics.running_runs.set(running);
+    }
+    (
+        StatusCode::OK,
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        admin.metrics.render(),
+    )
+        .into_response()
+}
+
+async fn healthz(State(admin): State<Arc<Admin>>) -> Response {
+    match admin.store.ping().await {
+        Ok(()) => (
+            StatusCode::OK,
+            Json(serde_json::json!({ "status": "ok", "partitions": admin.held_partitions().len() })),
+        )
+            .into_response(),
+        Err(e) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(serde_json::json!({ "status": "database unavailable", "error": e.to_string() })),
+        )
+            .into_response(),
+    }
+}

@@ -1,0 +1,352 @@
+//! Chime's REST API, `/v1/…`: groups, jobs, runs, executors. JSON in and out, bearer-token
+//! authentication, proper HTTP statuses, and errors that name the field at fault.
+
+use super::access::Principal;
+use super::error::ApiError;
+use crate::center::Admin;
+use crate::model::{now_ms, Group, GroupSpec, Job, JobSpec, Run, RunFilter, RunStatus};
+use crate::schedule::Calendar;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use chime_protocol::TriggerType;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+type ApiResult<T> = Result<T, ApiError>;
+type Params = Query<HashMap<String, String>>;
+
+/// The `/v1` routes (authentication is added by the caller).
+pub fn routes() -> Router<Arc<Admin>> {
+    Router::new()
+        .route("/groups", get(list_groups).post(create_group))
+        .route(
+            "/groups/{key}",
+            get(show_group)
+                .put(update_group)
+                .patch(update_group)
+                .delete(delete_group),
+        )
+        .route("/jobs", get(list_jobs).post(create_job))
+        .route(
+            "/jobs/{id}",
+            get(show_job).put(update_job).patch(update_job).delete(delete_job),
+        )
+        .route("/jobs/{id}/start", post(start_job))
+        .route("/jobs/{id}/stop", post(stop_job))
+        .route("/jobs/{id}/trigger", post(trigger_job))
+        .route("/jobs/{id}/next", get(next_fires))
+        .route("/runs", get(list_runs))
+        .route("/runs/{id}", get(show_run))
+        .route("/runs/{id}/log", get(run_log))
+        .route("/runs/{id}/kill", post(kill_run))
+        .route("/executors", get(list_executors))
+}
+
+/// Parses a JSON body, naming the field that does not fit (`serde_path_to_error`).
+fn parse_body<T: DeserializeOwned>(body: &Bytes) -> ApiResult<T> {
+    if body.is_empty() {
+        return Err(ApiError::bad_request(None, "request body must be a JSON object"));
+    }
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let msg = inner.to_string();
+        // Unknown keys: name the key itself.
+        let field = if let Some(rest) = msg.strip_prefix("unknown field `") {
+            rest.split('`').next().map(str::to_owned)
+        } else if path != "." && !path.is_empty() {
+            Some(path)
+        } else {
+            None
+        };
+        ApiError::bad_request(field.as_deref(), format!("invalid JSON body: {msg}"))
+    })
+}
+
+fn int_param(q: &HashMap<String, String>, name: &str) -> ApiResult<Option<i64>> {
+    match q.get(name).map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        None => Ok(None),
+        Some(v) => v
+            .parse::<i64>()
+            .map(Some)
+            .map_err(|_| ApiError::bad_request(Some(name), format!("'{v}' is not an integer"))),
+    }
+}
+
+fn path_id(raw: &str, what: &str) -> ApiResult<i64> {
+    raw.parse::<i64>()
+        .map_err(|_| ApiError::bad_request(Some("id"), format!("{what} id '{raw}' is not an integer")))
+}
+
+fn limit_param(q: &HashMap<String, String>, default: i64, max: i64) -> ApiResult<i64> {
+    let l = int_param(q, "limit")?.unwrap_or(default);
+    if !(1..=max).contains(&l) {
+        return Err(ApiError::bad_request(
+            Some("limit"),
+            format!("must be between 1 and {max}"),
+        ));
+    }
+    Ok(l)
+}
+
+async fn group_by_key(admin: &Admin, key: &str) -> ApiResult<Group> {
+    match key.parse::<i64>() {
+        Ok(id) => Ok(admin.store.group(id).await?),
+        Err(_) => admin
+            .store
+            .group_by_app_name(key)
+            .await?
+            .ok_or_else(|| ApiError::not_found(format!("group '{key}'"))),
+    }
+}
+
+async fn list_groups(State(admin): State<Arc<Admin>>) -> ApiResult<Json<Vec<Group>>> {
+    Ok(Json(admin.store.list_groups().await?))
+}
+
+async fn create_group(State(admin): State<Arc<Admin>>, body: Bytes) -> ApiResult<(StatusCode, Json<Group>)> {
+    let spec: GroupSpec = parse_body(&body)?;
+    let draft = spec.validate(None)?;
+    let g = admin.store.insert_group(&draft).await?;
+    refresh_directory(&admin).await;
+    Ok((StatusCode::CREATED, Json(g)))
+}
+
+async fn refresh_directory(admin: &Admin) {
+    if let Err(e) = admin.directory.refresh().await {
+        tracing::warn!(error = %e, "registry refresh after a change failed");
+    }
+}
+
+async fn show_group(State(admin): State<Arc<Admin>>, Path(key): Path<String>) -> ApiResult<Json<Group>> {
+    Ok(Json(group_by_key(&admin, &key).await?))
+}
+
+async fn update_group(State(admin): State<Arc<Admin>>, Path(key): Path<String>, body: Bytes) -> ApiResult<Json<Group>> {
+    let spec: GroupSpec = parse_body(&body)?;
+    let current = group_by_key(&admin, &key).await?;
+    let draft = spec.validate(Some(&current))?;
+    let g = admin.store.update_group(current.id, &draft).await?;
+    refresh_directory(&admin).await;
+    Ok(Json(g))
+}
+
+async fn delete_group(State(admin): State<Arc<Admin>>, Path(key): Path<String>) -> ApiResult<StatusCode> {
+    let g = group_by_key(&admin, &key).await?;
+    admin.store.delete_group(g.id).await?;
+    refresh_directory(&admin).await;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Jobs by id. `who` is the caller the access middleware found; a console user limited to some
+/// groups gets a page of jobs from those groups only.
+async fn list_jobs(
+    State(admin): State<Arc<Admin>>,
+    Extension(who): Extension<Principal>,
+    Query(q): Params,
+) -> ApiResult<Json<Vec<Job>>> {
+    let group_id = match (int_param(&q, "group_id")?, q.get("group")) {
+        (Some(id), _) => Some(id),
+        (None, Some(app)) => Some(group_by_key(&admin, app).await?.id),
+        (None, None) => None,
+    };
+    let after = int_param(&q, "after_id")?.unwrap_or(0);
+    let limit = limit_param(&q, 1000, 10_000)?;
+    Ok(Json(
+        admin.store.list_jobs(group_id, who.group_scope(), after, limit).await?,
+    ))
+}
+
+async fn create_job(
+    State(admin): State<Arc<Admin>>,
+    who: Option<Extension<Principal>>,
+    body: Bytes,
+) -> ApiResult<(StatusCode, Json<Job>)> {
+    let spec: JobSpec = parse_body(&body)?;
+    let draft = spec.validate(None, &admin.config.default_time_zone)?;
+    let job = admin.store.insert_job(&draft, &author(who.as_deref())).await?;
+    admin.wake_scheduler();
+    Ok((StatusCode::CREATED, Json(job)))
+}
+
+/// Who saved a job (recorded with GLUE versions): the console user, `api-token` for the bearer
+/// token, or `api` when no caller is known.
+fn author(who: Option<&Principal>) -> String {
+    who.map_or_else(|| "api".to_owned(), |p| p.username.clone())
+}
+
+async fn show_job(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<Json<Job>> {
+    Ok(Json(admin.store.job(path_id(&id, "job")?).await?))
+}
+
+async fn update_job(
+    State(admin): State<Arc<Admin>>,
+    who: Option<Extension<Principal>>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<Json<Job>> {
+    let id = path_id(&id, "job")?;
+    let spec: JobSpec = parse_body(&body)?;
+    let current = admin.store.job(id).await?;
+    let draft = spec.validate(Some(&current), &admin.config.default_time_zone)?;
+    let job = admin.store.update_job(id, &draft, &author(who.as_deref())).await?;
+    admin.wake_scheduler();
+    Ok(Json(job))
+}
+
+async fn delete_job(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<StatusCode> {
+    admin.store.delete_job(path_id(&id, "job")?).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn start_job(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<Json<Job>> {
+    let job = admin.store.set_job_running(path_id(&id, "job")?, true).await?;
+    admin.wake_scheduler();
+    Ok(Json(job))
+}
+
+async fn stop_job(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<Json<Job>> {
+    Ok(Json(admin.store.set_job_running(path_id(&id, "job")?, false).await?))
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct TriggerBody {
+    param: Option<String>,
+    address: Option<String>,
+    /// `API` (default) or `MANUAL` (a person, e.g. through the CLI).
+    trigger_type: Option<String>,
+}
+
+async fn trigger_job(
+    State(admin): State<Arc<Admin>>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let id = path_id(&id, "job")?;
+    let body: TriggerBody = if body.iter().all(u8::is_ascii_whitespace) {
+        TriggerBody::default()
+    } else {
+        parse_body(&body)?
+    };
+    let trigger_type = match body.trigger_type.as_deref() {
+        None | Some("API") => TriggerType::Api,
+        Some("MANUAL") => TriggerType::Manual,
+        Some(other) => {
+            return Err(crate::model::Invalid::new(
+                "trigger_type",
+                format!("'{other}' is not allowed here (expected one of: API, MANUAL)"),
+            )
+            .into())
+        }
+    };
+    let run_id = admin.trigger_job(id, trigger_type, body.param, body.address).await?;
+    Ok((StatusCode::ACCEPTED, Json(json!({ "run_id": run_id, "job_id": id }))))
+}
+
+async fn next_fires(
+    State(admin): State<Arc<Admin>>,
+    Path(id): Path<String>,
+    Query(q): Params,
+) -> ApiResult<Json<Value>> {
+    let job = admin.store.job(path_id(&id, "job")?).await?;
+    let count = int_param(&q, "count")?.unwrap_or(5);
+    if !(1..=1000).contains(&count) {
+        return Err(ApiError::bad_request(Some("count"), "must be between 1 and 1000"));
+    }
+    let now = now_ms();
+    let anchor = if job.running { job.anchor_at } else { now };
+    let cal = Calendar::parse(job.schedule_type, &job.schedule_expr, &job.time_zone, anchor)
+        .map_err(|e| crate::model::Invalid::new("schedule_expr", e))?;
+    let zone: chrono_tz::Tz = job.time_zone.parse().unwrap_or(chrono_tz::UTC);
+    let mut out = Vec::new();
+    let mut t = now;
+    while out.len() < count as usize {
+        let Some(n) = cal.next_after(t) else { break };
+        let local = chrono::DateTime::from_timestamp_millis(n)
+            .map(|d| d.with_timezone(&zone).to_rfc3339())
+            .unwrap_or_default();
+        out.push(json!({ "at": n, "local": local }));
+        t = n;
+    }
+    Ok(Json(
+        json!({ "job_id": job.id, "time_zone": job.time_zone, "next": out }),
+    ))
+}
+
+/// Runs, newest first, of the caller's groups (see [`list_jobs`]), optionally scheduled within
+/// `[from, to)`, paged with `before_id`.
+async fn list_runs(
+    State(admin): State<Arc<Admin>>,
+    Extension(who): Extension<Principal>,
+    Query(q): Params,
+) -> ApiResult<Json<Vec<Run>>> {
+    let group_id = match (int_param(&q, "group_id")?, q.get("group")) {
+        (Some(id), _) => Some(id),
+        (None, Some(app)) => Some(group_by_key(&admin, app).await?.id),
+        (None, None) => None,
+    };
+    let status = q.get("status").map(|s| RunStatus::parse(s)).transpose()?;
+    let (from, to) = (int_param(&q, "from")?, int_param(&q, "to")?);
+    if let (Some(from), Some(to)) = (from, to) {
+        if from >= to {
+            return Err(ApiError::bad_request(Some("to"), "must be later than 'from'"));
+        }
+    }
+    let filter = RunFilter {
+        job_id: int_param(&q, "job_id")?,
+        group_id,
+        group_ids: who.group_scope().map(<[i64]>::to_vec),
+        status,
+        from,
+        to,
+        before_id: int_param(&q, "before_id")?,
+        limit: limit_param(&q, 100, 10_000)?,
+    };
+    Ok(Json(admin.store.list_runs(&filter).await?))
+}
+
+async fn show_run(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<Json<Run>> {
+    Ok(Json(admin.store.run(path_id(&id, "run")?).await?))
+}
+
+async fn run_log(State(admin): State<Arc<Admin>>, Path(id): Path<String>, Query(q): Params) -> ApiResult<Json<Value>> {
+    let id = path_id(&id, "run")?;
+    let from = int_param(&q, "from_line")?.unwrap_or(1);
+    if !(1..=i32::MAX as i64).contains(&from) {
+        return Err(ApiError::bad_request(Some("from_line"), "must be a line number from 1"));
+    }
+    let log = admin.run_log(id, from as i32).await?;
+    Ok(Json(json!({
+        "run_id": id,
+        "from_line": log.from_line_num,
+        "to_line": log.to_line_num,
+        "content": log.log_content,
+        "is_end": log.is_end,
+    })))
+}
+
+async fn kill_run(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<Json<Run>> {
+    Ok(Json(admin.kill_run(path_id(&id, "run")?).await?))
+}
+
+async fn list_executors(State(admin): State<Arc<Admin>>, Query(q): Params) -> ApiResult<Json<Value>> {
+    let group_id = match q.get("group") {
+        Some(key) => Some(group_by_key(&admin, key).await?.id),
+        None => None,
+    };
+    let out: Vec<Value> = admin
+        .directory
+        .executors(group_id)
+        .into_iter()
+        .map(|(g, entries)| json!({ "group_id": g.id, "app_name": g.app_name, "title": g.title, "address_type": g.address_type, "executors": entries }))
+        .collect();
+    Ok(Json(Value::Array(out)))
+}

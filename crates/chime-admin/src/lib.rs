@@ -1,0 +1,28 @@
+//! Chime's scheduling center as a library: storage, scheduler, dispatch, executor API, REST API.
+//!
+//! The life of a fire (see `ARCHITECTURE.md`): [`schedule`] claims due fires into run rows in
+//! the same transaction that advances the job's next fire time ([`store`]); a millisecond timer
+//! ([`schedule::wheel`]) hands them to [`dispatch`], which routes and calls the executor; the
+//! executor's callback arrives at [`http::executor_api`] and is recorded by [`results`], which
+//! also creates retries and child runs; [`monitor`] fails runs whose executor vanished;
+//! [`alarm`] tells people about runs that failed for good; [`retention`] deletes old runs.
+//!
+//! Start one with [`start`] and an [`AdminConfig`]; `chime admin` is a thin wrapper around it.
+
+#![recursion_limit = "512"]
+pub mod alarm;
+mod center;
+pub mod config;
+pub mod dispatch;
+pub mod http;
+pub mod metrics;
+pub mod model;
+pub mod monitor;
+pub mod registry;
+pub mod results;
+pub mod retention;
+pub mod schedule;
+pub mod store;
+
+pub use center::{start, Admin, AdminHandle, OpError, StartError};
+pub use config::{AdminConfig, Settings};

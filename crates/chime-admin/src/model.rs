@@ -1,0 +1,799 @@
+//! What the scheduling center stores: executor groups, jobs, runs, registry entries.
+//!
+//! These are plain data with serde (the REST API returns them as they are). Input for
+//! creating and changing groups and jobs arrives as [`GroupSpec`] / [`JobSpec`] and is checked
+//! by their `validate` methods, which name the offending field, before anything is written.
+
+use chime_protocol::{
+    BlockStrategy, GlueType, MisfireStrategy, ProtocolGeneration, RouteStrategy, ScheduleType, TriggerType,
+};
+use serde::{Deserialize, Serialize};
+
+/// A value the user gave that cannot be accepted, with the field it came from.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct Invalid {
+    /// The input field (JSON key of the REST API).
+    pub field: String,
+    /// Why it was rejected, in words a user can act on.
+    pub message: String,
+}
+
+impl Invalid {
+    /// A rejection of `field`.
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Invalid {
+        Invalid {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// How a group learns its executor addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum AddressType {
+    /// Executors register themselves through `/api/registry` (XXL-JOB's address_type 0).
+    #[default]
+    Auto,
+    /// An operator lists the addresses (address_type 1).
+    Manual,
+}
+
+impl AddressType {
+    /// The database value (XXL-JOB's numbering).
+    pub fn code(self) -> i64 {
+        match self {
+            AddressType::Auto => 0,
+            AddressType::Manual => 1,
+        }
+    }
+
+    /// From the database value; unknown values read as automatic.
+    pub fn from_code(code: i64) -> AddressType {
+        if code == 1 {
+            AddressType::Manual
+        } else {
+            AddressType::Auto
+        }
+    }
+}
+
+/// An executor group (XXL-JOB's 执行器): executors sharing an app name.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Group {
+    /// Group id.
+    pub id: i64,
+    /// The app name executors register under (`registryKey`).
+    pub app_name: String,
+    /// Display name.
+    pub title: String,
+    /// Automatic registration or a manual list.
+    pub address_type: AddressType,
+    /// The configured addresses of a manual group (empty for automatic groups).
+    pub addresses: Vec<String>,
+    /// How Chime calls this group's executors.
+    pub protocol: ProtocolGeneration,
+    /// The group's own executor access token (as XXL-JOB 3.5 keeps one per group), sent to its
+    /// executors and expected from them instead of the admin's `--access-token`; `None` = the
+    /// admin's. A secret: the JSON of a group only says whether one is set
+    /// (`access_token_set`).
+    #[serde(rename(serialize = "access_token_set"), serialize_with = "is_set", default)]
+    pub access_token: Option<String>,
+    /// Creation time, epoch ms.
+    pub created_at: i64,
+    /// Last change, epoch ms.
+    pub updated_at: i64,
+}
+
+fn is_set<S: serde::Serializer>(token: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_bool(token.is_some())
+}
+
+impl Group {
+    /// The token its executors use: its own, else the admin's `global` one; `None` = none.
+    pub fn effective_token<'a>(&'a self, global: Option<&'a str>) -> Option<&'a str> {
+        self.access_token.as_deref().or(global)
+    }
+}
+
+/// Input to create or replace a group.
+#[derive(Debug, Clone, Deserialize, Serialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct GroupSpec {
+    /// App name, 1–64 characters without whitespace or commas.
+    pub app_name: Option<String>,
+    /// Display name (defaults to the app name).
+    pub title: Option<String>,
+    /// `auto` (default) or `manual`; giving addresses implies `manual`.
+    pub address_type: Option<AddressType>,
+    /// Manual addresses (`http://host:port`).
+    pub addresses: Option<Vec<String>>,
+    /// `G2` (default), `G3` or `G4`.
+    pub protocol: Option<String>,
+    /// The group's own executor access token; `""` removes it (the admin's token applies).
+    pub access_token: Option<String>,
+}
+
+/// A validated group ready to store.
+#[derive(Debug, Clone)]
+pub struct GroupDraft {
+    /// App name.
+    pub app_name: String,
+    /// Title.
+    pub title: String,
+    /// Address type.
+    pub address_type: AddressType,
+    /// Manual addresses as written, one per executor.
+    pub addresses: Vec<String>,
+    /// Protocol generation.
+    pub protocol: ProtocolGeneration,
+    /// The group's own access token.
+    pub access_token: Option<String>,
+}
+
+impl GroupSpec {
+    /// Checks the input; `base` is the current group when updating (fields left out keep
+    /// their value).
+    pub fn validate(&self, base: Option<&Group>) -> Result<GroupDraft, Invalid> {
+        let app_name = match (&self.app_name, base) {
+            (Some(a), _) => a.trim().to_owned(),
+            (None, Some(g)) => g.app_name.clone(),
+            (None, None) => return Err(Invalid::new("app_name", "is required")),
+        };
+        if app_name.is_empty() || app_name.len() > 64 {
+            return Err(Invalid::new("app_name", "must be 1 to 64 characters"));
+        }
+        if app_name
+            .chars()
+            .any(|c| c.is_whitespace() || c == ',' || c.is_control())
+        {
+            return Err(Invalid::new("app_name", "must not contain whitespace or commas"));
+        }
+        let title = match (&self.title, base) {
+            (Some(t), _) => t.trim().to_owned(),
+            (None, Some(g)) => g.title.clone(),
+            (None, None) => app_name.clone(),
+        };
+        if title.is_empty() || title.chars().count() > 128 {
+            return Err(Invalid::new("title", "must be 1 to 128 characters"));
+        }
+        let addresses = match (&self.addresses, base) {
+            (Some(list), _) => list
+                .iter()
+                .map(|a| validate_address(a).map_err(|m| Invalid::new("addresses", m)))
+                .collect::<Result<Vec<_>, _>>()?,
+            (None, Some(g)) => g.addresses.clone(),
+            (None, None) => Vec::new(),
+        };
+        let mut addresses = addresses;
+        addresses.sort();
+        let mut seen = std::collections::HashSet::new();
+        addresses.retain(|a| seen.insert(chime_protocol::paths::normalize_address(a).to_owned()));
+        let address_type = match (self.address_type, &self.addresses, base) {
+            (Some(t), _, _) => t,
+            (None, Some(list), _) if !list.is_empty() => AddressType::Manual,
+            (None, _, Some(g)) => g.address_type,
+            (None, _, None) => AddressType::Auto,
+        };
+        if address_type == AddressType::Manual && addresses.is_empty() {
+            return Err(Invalid::new("addresses", "a manual group needs at least one address"));
+        }
+        let protocol = match (&self.protocol, base) {
+            (Some(p), _) => p
+                .parse()
+                .map_err(|e: chime_protocol::UnknownVariant| Invalid::new("protocol", e.to_string()))?,
+            (None, Some(g)) => g.protocol,
+            (None, None) => ProtocolGeneration::G2,
+        };
+        let access_token = match (&self.access_token, base) {
+            (Some(t), _) if t.trim().is_empty() => None,
+            (Some(t), _) => Some(t.trim().to_owned()),
+            (None, Some(g)) => g.access_token.clone(),
+            (None, None) => None,
+        };
+        if let Some(t) = &access_token {
+            if t.len() > 255 || t.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                return Err(Invalid::new(
+                    "access_token",
+                    "must be at most 255 characters, without spaces or control characters",
+                ));
+            }
+        }
+        Ok(GroupDraft {
+            app_name,
+            title,
+            address_type,
+            addresses,
+            protocol,
+            access_token,
+        })
+    }
+}
+
+/// Checks an executor address (`http(s)://host:port[/path]`, with or without a trailing slash)
+/// and returns it as written, without surrounding whitespace. It is kept that way because
+/// XXL-JOB's CONSISTENT_HASH and FIRST/LAST work on the address strings exactly as registered
+/// (Java executors register `http://ip:port/`, pyxxl `http://ip:port`); calls go to
+/// [`chime_protocol::paths::normalize_address`] of it.
+pub fn validate_address(address: &str) -> Result<String, String> {
+    let a = chime_protocol::paths::normalize_address(address);
+    let rest = a
+        .strip_prefix("http://")
+        .or_else(|| a.strip_prefix("https://"))
+        .ok_or_else(|| format!("'{address}' must start with http:// or https://"))?;
+    if rest.is_empty() || rest.starts_with('/') || a.len() > 255 {
+        return Err(format!("'{address}' is not a valid executor address"));
+    }
+    if a.chars().any(|c| c.is_whitespace() || c == ',' || c.is_control()) {
+        return Err(format!("'{address}' must not contain whitespace or commas"));
+    }
+    Ok(address.trim().to_owned())
+}
+
+/// A job definition.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Job {
+    /// Job id.
+    pub id: i64,
+    /// Executor group id.
+    pub group_id: i64,
+    /// Partition (`id % PARTITIONS`) whose lease holder schedules this job.
+    pub partition: i64,
+    /// What the job does, for people.
+    pub description: String,
+    /// Who to ask about it.
+    pub owner: String,
+    /// Comma-separated alarm contacts.
+    pub alarm_contacts: String,
+    /// CRON, FIX_RATE or NONE.
+    pub schedule_type: ScheduleType,
+    /// Cron expression, or fixed-rate seconds (`30`, `1500ms`); empty for NONE.
+    pub schedule_expr: String,
+    /// IANA time zone the cron expression is read in.
+    pub time_zone: String,
+    /// What to do with missed fires.
+    pub misfire_strategy: MisfireStrategy,
+    /// How an executor is picked.
+    pub route_strategy: RouteStrategy,
+    /// BEAN handler name.
+    pub handler: String,
+    /// Parameter sent with each run.
+    pub param: String,
+    /// What the executor does when the job is already running there.
+    pub block_strategy: BlockStrategy,
+    /// Seconds the executor lets a run take (0 = no limit).
+    pub timeout_secs: i64,
+    /// Retries after a failure.
+    pub retry_count: i64,
+    /// Jobs triggered after each successful run.
+    pub child_job_ids: Vec<i64>,
+    /// BEAN or a script type.
+    pub glue_type: GlueType,
+    /// Script source (GLUE types).
+    pub glue_source: String,
+    /// Version stamp of the script source, epoch ms.
+    pub glue_updated_at: i64,
+    /// Scheduled (true) or stopped.
+    pub running: bool,
+    /// Start of the fixed-rate grid, epoch ms.
+    pub anchor_at: i64,
+    /// The next fire time not yet claimed, epoch ms (0 when stopped).
+    pub next_fire_at: i64,
+    /// The last fire time claimed, epoch ms.
+    pub last_fire_at: i64,
+    /// Creation time, epoch ms.
+    pub created_at: i64,
+    /// Last change, epoch ms.
+    pub updated_at: i64,
+}
+
+/// Input to create or update a job. Fields left out keep their value on update and take the
+/// documented default on create.
+#[derive(Debug, Clone, Deserialize, Serialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    /// Group id, or its app name (`group`).
+    pub group_id: Option<i64>,
+    /// The group's app name (alternative to `group_id`).
+    pub group: Option<String>,
+    /// Description (defaults to the handler name).
+    pub description: Option<String>,
+    /// Owner.
+    pub owner: Option<String>,
+    /// Alarm contacts.
+    pub alarm_contacts: Option<String>,
+    /// `CRON`, `FIX_RATE` or `NONE`.
+    pub schedule_type: Option<String>,
+    /// Cron expression or fixed-rate seconds.
+    pub schedule_expr: Option<String>,
+    /// IANA zone (defaults to the admin's).
+    pub time_zone: Option<String>,
+    /// `DO_NOTHING` (default), `FIRE_ONCE_NOW`, `CATCH_UP`.
+    pub misfire_strategy: Option<String>,
+    /// Route strategy (default `FIRST`).
+    pub route_strategy: Option<String>,
+    /// BEAN handler name (required for BEAN jobs).
+    pub handler: Option<String>,
+    /// Parameter.
+    pub param: Option<String>,
+    /// Block strategy (default `SERIAL_EXECUTION`).
+    pub block_strategy: Option<String>,
+    /// Timeout in seconds (≥ 0).
+    pub timeout_secs: Option<i64>,
+    /// Retries (0–100).
+    pub retry_count: Option<i64>,
+    /// Child job ids.
+    pub child_job_ids: Option<Vec<i64>>,
+    /// Glue type (default `BEAN`).
+    pub glue_type: Option<String>,
+    /// Script source.
+    pub glue_source: Option<String>,
+    /// Start scheduling right away (create only).
+    pub running: Option<bool>,
+}
+
+/// A job input after validation, ready to store. References to other rows (group, children)
+/// are checked by the store inside the writing transaction.
+#[derive(Debug, Clone)]
+pub struct JobDraft {
+    /// Group id (resolved from the app name when one was given).
+    pub group_id: Option<i64>,
+    /// Group app name to resolve.
+    pub group_app_name: Option<String>,
+    /// Description.
+    pub description: String,
+    /// Owner.
+    pub owner: String,
+    /// Alarm contacts.
+    pub alarm_contacts: String,
+    /// Schedule type.
+    pub schedule_type: ScheduleType,
+    /// Schedule expression.
+    pub schedule_expr: String,
+    /// Zone.
+    pub time_zone: String,
+    /// Misfire strategy.
+    pub misfire_strategy: MisfireStrategy,
+    /// Route strategy.
+    pub route_strategy: RouteStrategy,
+    /// Handler.
+    pub handler: String,
+    /// Param.
+    pub param: String,
+    /// Block strategy.
+    pub block_strategy: BlockStrategy,
+    /// Timeout.
+    pub timeout_secs: i64,
+    /// Retries.
+    pub retry_count: i64,
+    /// Children.
+    pub child_job_ids: Vec<i64>,
+    /// Glue type.
+    pub glue_type: GlueType,
+    /// Glue source.
+    pub glue_source: String,
+    /// Whether to schedule it.
+    pub running: bool,
+}
+
+fn parse_enum<T: std::str::FromStr<Err = chime_protocol::UnknownVariant>>(
+    field: &str,
+    value: &Option<String>,
+    current: Option<T>,
+    default: T,
+) -> Result<T, Invalid> {
+    match value {
+        Some(v) => v.parse::<T>().map_err(|e| Invalid::new(field, e.to_string())),
+        None => Ok(current.unwrap_or(default)),
+    }
+}
+
+fn pick<T: Clone>(value: &Option<T>, current: Option<&T>, default: T) -> T {
+    match (value, current) {
+        (Some(v), _) => v.clone(),
+        (None, Some(c)) => c.clone(),
+        (None, None) => default,
+    }
+}
+
+impl JobSpec {
+    /// Checks every field that can be checked without the database; `base` is the current job
+    /// on update. The schedule is parsed with `chime-cron` so a bad cron names its field.
+    pub fn validate(&self, base: Option<&Job>, default_zone: &str) -> Result<JobDraft, Invalid> {
+        let schedule_type = parse_enum(
+            "schedule_type",
+            &self.schedule_type,
+            base.map(|j| j.schedule_type),
+            ScheduleType::None,
+        )?;
+        let schedule_expr = pick(&self.schedule_expr, base.map(|j| &j.schedule_expr), String::new())
+            .trim()
+            .to_owned();
+        let time_zone = pick(&self.time_zone, base.map(|j| &j.time_zone), default_zone.to_owned())
+            .trim()
+            .to_owned();
+        if time_zone.parse::<chrono_tz::Tz>().is_err() {
+            return Err(Invalid::new(
+                "time_zone",
+                format!("unknown time zone '{time_zone}' (use an IANA name such as Europe/Berlin or UTC)"),
+            ));
+        }
+        match schedule_type {
+            ScheduleType::None => {}
+            ScheduleType::Cron | ScheduleType::FixRate => {
+                if schedule_expr.is_empty() {
+                    return Err(Invalid::new(
+                        "schedule_expr",
+                        format!("is required for schedule type {schedule_type}"),
+                    ));
+                }
+                crate::schedule::Calendar::parse(schedule_type, &schedule_expr, &time_zone, 0)
+                    .map_err(|e| Invalid::new("schedule_expr", e))?;
+            }
+        }
+        let glue_type = parse_enum("glue_type", &self.glue_type, base.map(|j| j.glue_type), GlueType::Bean)?;
+        let handler = pick(&self.handler, base.map(|j| &j.handler), String::new())
+            .trim()
+            .to_owned();
+        if glue_type == GlueType::Bean && handler.is_empty() {
+            return Err(Invalid::new("handler", "is required for BEAN jobs"));
+        }
+        if handler.len() > 255 {
+            return Err(Invalid::new("handler", "must be at most 255 characters"));
+        }
+        let glue_source = pick(&self.glue_source, base.map(|j| &j.glue_source), String::new());
+        if glue_type.is_script() && glue_source.trim().is_empty() {
+            return Err(Invalid::new("glue_source", format!("is required for {glue_type} jobs")));
+        }
+        let description = pick(&self.description, base.map(|j| &j.description), handler.clone())
+            .trim()
+            .to_owned();
+        let description = if description.is_empty() {
+            format!("{glue_type} job")
+        } else {
+            description
+        };
+        if description.chars().count() > 255 {
+            return Err(Invalid::new("description", "must be at most 255 characters"));
+        }
+        let owner = pick(&self.owner, base.map(|j| &j.owner), String::new());
+        if owner.chars().count() > 64 {
+            return Err(Invalid::new("owner", "must be at most 64 characters"));
+        }
+        let alarm_contacts = pick(&self.alarm_contacts, base.map(|j| &j.alarm_contacts), String::new());
+        if alarm_contacts.chars().count() > 255 {
+            return Err(Invalid::new("alarm_contacts", "must be at most 255 characters"));
+        }
+        let timeout_secs = pick(&self.timeout_secs, base.map(|j| &j.timeout_secs), 0);
+        if !(0..=i32::MAX as i64).contains(&timeout_secs) {
+            return Err(Invalid::new(
+                "timeout_secs",
+                "must be 0 (no limit) or a positive number of seconds",
+            ));
+        }
+        let retry_count = pick(&self.retry_count, base.map(|j| &j.retry_count), 0);
+        if !(0..=100).contains(&retry_count) {
+            return Err(Invalid::new("retry_count", "must be between 0 and 100"));
+        }
+        let mut child_job_ids = pick(&self.child_job_ids, base.map(|j| &j.child_job_ids), Vec::new());
+        // Each child once, in the order first given: a repeated id would fire the child twice.
+        let mut seen = std::collections::HashSet::new();
+        child_job_ids.retain(|id| seen.insert(*id));
+        if child_job_ids.iter().any(|&c| c <= 0) {
+            return Err(Invalid::new("child_job_ids", "job ids are positive integers"));
+        }
+        if let Some(b) = base {
+            if child_job_ids.contains(&b.id) {
+                return Err(Invalid::new("child_job_ids", "a job cannot be its own child"));
+            }
+        }
+        let running = match (self.running, base) {
+            (Some(r), _) => r,
+            (None, Some(b)) => b.running,
+            (None, None) => false,
+        };
+        if running && schedule_type == ScheduleType::None {
+            return Err(Invalid::new(
+                "running",
+                "a job with schedule type NONE cannot be started; trigger it instead",
+            ));
+        }
+        let param = pick(&self.param, base.map(|j| &j.param), String::new());
+        if param.len() > 65_535 {
+            return Err(Invalid::new("param", "must be at most 64 KiB"));
+        }
+        Ok(JobDraft {
+            group_id: self.group_id.or(if self.group.is_none() {
+                base.map(|b| b.group_id)
+            } else {
+                None
+            }),
+            group_app_name: self.group.clone(),
+            description,
+            owner,
+            alarm_contacts,
+            schedule_type,
+            schedule_expr,
+            time_zone,
+            misfire_strategy: parse_enum(
+                "misfire_strategy",
+                &self.misfire_strategy,
+                base.map(|j| j.misfire_strategy),
+                MisfireStrategy::DoNothing,
+            )?,
+            route_strategy: parse_enum(
+                "route_strategy",
+                &self.route_strategy,
+                base.map(|j| j.route_strategy),
+                RouteStrategy::First,
+            )?,
+            handler,
+            param,
+            block_strategy: parse_enum(
+                "block_strategy",
+                &self.block_strategy,
+                base.map(|j| j.block_strategy),
+                BlockStrategy::SerialExecution,
+            )?,
+            timeout_secs,
+            retry_count,
+            child_job_ids,
+            glue_type,
+            glue_source,
+            running,
+        })
+    }
+}
+
+/// The state of a run, derived from its trigger and handle codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Claimed, not yet sent to an executor.
+    Pending,
+    /// Accepted by an executor, no result yet.
+    Running,
+    /// The handler succeeded.
+    Success,
+    /// Sending failed or the handler failed (or was killed, timed out, or lost).
+    Failed,
+    /// A missed fire not run, as the misfire policy says.
+    Skipped,
+}
+
+impl RunStatus {
+    /// Every status, for error messages.
+    pub const ALL: &'static [&'static str] = &["pending", "running", "success", "failed", "skipped"];
+
+    /// From the two codes.
+    pub fn of(trigger_code: i64, handle_code: i64) -> RunStatus {
+        if handle_code == 200 {
+            RunStatus::Success
+        } else if trigger_code == SKIPPED_CODE {
+            RunStatus::Skipped
+        } else if handle_code != 0 || (trigger_code != 0 && trigger_code != 200) {
+            RunStatus::Failed
+        } else if trigger_code == 0 {
+            RunStatus::Pending
+        } else {
+            RunStatus::Running
+        }
+    }
+
+    /// Parses the name used by `?status=`.
+    pub fn parse(s: &str) -> Result<RunStatus, Invalid> {
+        match s {
+            "pending" => Ok(RunStatus::Pending),
+            "running" => Ok(RunStatus::Running),
+            "success" => Ok(RunStatus::Success),
+            "failed" => Ok(RunStatus::Failed),
+            "skipped" => Ok(RunStatus::Skipped),
+            other => Err(Invalid::new(
+                "status",
+                format!(
+                    "unknown status '{other}' (expected one of: {})",
+                    RunStatus::ALL.join(", ")
+                ),
+            )),
+        }
+    }
+}
+
+/// `trigger_code` of a missed fire that the misfire policy skipped.
+pub const SKIPPED_CODE: i64 = -1;
+
+/// One fire of a job (one shard of it, for broadcast jobs): XXL-JOB's `xxl_job_log` row.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Run {
+    /// Run id: the `logId` on the wire.
+    pub id: i64,
+    /// Job id.
+    pub job_id: i64,
+    /// Group id at fire time.
+    pub group_id: i64,
+    /// When the schedule wanted it (for manual, retry and child runs: when it was created), epoch ms.
+    pub scheduled_at: i64,
+    /// When it was sent to an executor (0 = not yet), epoch ms.
+    pub triggered_at: i64,
+    /// Why it ran.
+    pub trigger_type: TriggerType,
+    /// The executor it was sent to.
+    pub executor_address: String,
+    /// Handler sent.
+    pub handler: String,
+    /// Parameter sent.
+    pub param: String,
+    /// Shard index.
+    pub shard_index: i64,
+    /// Shard total.
+    pub shard_total: i64,
+    /// Retries still allowed after this run.
+    pub retry_count: i64,
+    /// 0 pending, 200 accepted, 500 failed to send, -1 skipped misfire.
+    pub trigger_code: i64,
+    /// What happened when sending it.
+    pub trigger_msg: String,
+    /// When the result was recorded (0 = not yet), epoch ms.
+    pub handled_at: i64,
+    /// 0 no result yet, 200 success, 500 failure, 502 timeout.
+    pub handle_code: i64,
+    /// Result message(s).
+    pub handle_msg: String,
+    /// Derived state.
+    pub status: RunStatus,
+    /// Job ids of the parent chain (cycle guard for child jobs), comma-separated.
+    pub lineage: String,
+    /// Row creation time, epoch ms.
+    pub created_at: i64,
+}
+
+/// A live executor address of a group, as the registry knows it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ExecutorEntry {
+    /// App name.
+    pub app_name: String,
+    /// Address as it is called (no trailing slash).
+    pub address: String,
+    /// Last heartbeat, epoch ms (0 for manual addresses).
+    pub last_heartbeat: i64,
+    /// `registry` or `manual`.
+    pub source: String,
+}
+
+/// Filters of a run listing.
+#[derive(Debug, Clone, Default)]
+pub struct RunFilter {
+    /// Only this job.
+    pub job_id: Option<i64>,
+    /// Only this group.
+    pub group_id: Option<i64>,
+    /// Only these groups (a console user's); `None`: every group.
+    pub group_ids: Option<Vec<i64>>,
+    /// Only this state.
+    pub status: Option<RunStatus>,
+    /// Only runs scheduled at or after this time, epoch ms.
+    pub from: Option<i64>,
+    /// Only runs scheduled before this time, epoch ms.
+    pub to: Option<i64>,
+    /// Only runs with an id below this (paging backwards).
+    pub before_id: Option<i64>,
+    /// At most this many (newest first).
+    pub limit: i64,
+}
+
+/// Current time, epoch milliseconds.
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_from_codes() {
+        assert_eq!(RunStatus::of(0, 0), RunStatus::Pending);
+        assert_eq!(RunStatus::of(200, 0), RunStatus::Running);
+        assert_eq!(RunStatus::of(200, 200), RunStatus::Success);
+        assert_eq!(RunStatus::of(0, 200), RunStatus::Success);
+        assert_eq!(RunStatus::of(500, 0), RunStatus::Failed);
+        assert_eq!(RunStatus::of(200, 502), RunStatus::Failed);
+        assert_eq!(RunStatus::of(-1, 0), RunStatus::Skipped);
+    }
+
+    #[test]
+    fn addresses_are_checked_and_kept_as_written() {
+        assert_eq!(validate_address(" http://h:1/ ").unwrap(), "http://h:1/");
+        assert_eq!(validate_address("http://h:1").unwrap(), "http://h:1");
+        assert!(validate_address("http:///").is_err());
+        assert!(validate_address("h:1").is_err());
+        assert!(validate_address("http://").is_err());
+        assert!(validate_address("http://a b").is_err());
+    }
+
+    #[test]
+    fn a_manual_group_keeps_one_spelling_per_address() {
+        let spec = GroupSpec {
+            app_name: Some("g".into()),
+            addresses: Some(vec!["http://b:1".into(), "http://a:1/".into(), "http://a:1".into()]),
+            ..Default::default()
+        };
+        assert_eq!(spec.validate(None).unwrap().addresses, ["http://a:1", "http://b:1"]);
+    }
+
+    #[test]
+    fn a_group_token_is_set_kept_and_removed_but_never_shown() {
+        let spec = |token: Option<&str>| GroupSpec {
+            app_name: Some("g".into()),
+            access_token: token.map(str::to_owned),
+            ..Default::default()
+        };
+        let draft = spec(Some(" s3cret ")).validate(None).unwrap();
+        assert_eq!(draft.access_token.as_deref(), Some("s3cret"));
+        let group = Group {
+            id: 1,
+            app_name: "g".into(),
+            title: "g".into(),
+            address_type: AddressType::Auto,
+            addresses: Vec::new(),
+            protocol: ProtocolGeneration::G4,
+            access_token: draft.access_token,
+            created_at: 0,
+            updated_at: 0,
+        };
+        let json = serde_json::to_value(&group).unwrap();
+        assert_eq!(json["access_token_set"], true);
+        assert!(!json.to_string().contains("s3cret"), "{json}");
+        assert_eq!(group.effective_token(Some("global")), Some("s3cret"));
+        let kept = spec(None).validate(Some(&group)).unwrap();
+        assert_eq!(kept.access_token.as_deref(), Some("s3cret"));
+        let removed = spec(Some("")).validate(Some(&group)).unwrap();
+        assert_eq!(removed.access_token, None);
+        assert_eq!(spec(Some("a b")).validate(None).unwrap_err().field, "access_token");
+    }
+
+    #[test]
+    fn job_validation_names_fields() {
+        let spec = JobSpec {
+            handler: Some("h".into()),
+            schedule_type: Some("CRONN".into()),
+            ..Default::default()
+        };
+        assert_eq!(spec.validate(None, "UTC").unwrap_err().field, "schedule_type");
+        let spec = JobSpec {
+            handler: Some("h".into()),
+            schedule_type: Some("CRON".into()),
+            schedule_expr: Some("0 0 0 * * ?".into()),
+            time_zone: Some("Mars/Olympus".into()),
+            ..Default::default()
+        };
+        assert_eq!(spec.validate(None, "UTC").unwrap_err().field, "time_zone");
+        let spec = JobSpec {
+            route_strategy: Some("ROUND_ROBIN".into()),
+            handler: Some("h".into()),
+            ..Default::default()
+        };
+        let err = spec.validate(None, "UTC").unwrap_err();
+        assert_eq!(err.field, "route_strategy");
+        assert!(err.message.contains("CONSISTENT_HASH"));
+        let spec = JobSpec::default();
+        assert_eq!(spec.validate(None, "UTC").unwrap_err().field, "handler");
+        let spec = JobSpec {
+            handler: Some("h".into()),
+            running: Some(true),
+            ..Default::default()
+        };
+        assert_eq!(spec.validate(None, "UTC").unwrap_err().field, "running");
+    }
+
+    #[test]
+    fn child_job_ids_are_kept_once_in_first_seen_order() {
+        let spec = JobSpec {
+            handler: Some("h".into()),
+            child_job_ids: Some(vec![3, 1, 1, 2, 1, 3]),
+            ..Default::default()
+        };
+        assert_eq!(spec.validate(None, "UTC").unwrap().child_job_ids, [3, 1, 2]);
+    }
+}

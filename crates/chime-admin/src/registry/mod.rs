@@ -1,0 +1,311 @@
+//! Executor heartbeats and each group's current address list.
+//!
+//! Addresses are kept as the executor registered them (`http://ip:port/` from Java executors,
+//! `http://ip:port` from pyxxl): XXL-JOB's CONSISTENT_HASH hashes, and FIRST/LAST sort, those
+//! exact strings, so the same job lands on the same executor as under XXL-JOB. Two spellings of
+//! one executor (with and without the slash) count once. Calls use the address without slash.
+//!
+//! Heartbeats (`/api/registry`) are written to the `registry` table and applied to an
+//! in-memory directory at once. A refresh loop reloads groups and live heartbeats from the
+//! database every few seconds (so several admins share what executors told any of them) and
+//! deletes heartbeats older than the dead timeout: an executor that stopped beating leaves its
+//! group's list after at most `dead_timeout` plus one refresh.
+
+use crate::model::{now_ms, AddressType, ExecutorEntry, Group};
+use crate::store::{Store, StoreResult};
+use chime_protocol::paths::normalize_address;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::RwLock;
+use std::time::Duration;
+
+/// app name → address → last heartbeat (epoch ms).
+type Live = HashMap<String, BTreeMap<String, i64>>;
+
+/// Adds to a database `snapshot` the heartbeats in `memory` received at or after `since` (when
+/// the snapshot was started). Such a heartbeat may have been written after the snapshot was
+/// read; without this, a freshly registered executor would vanish from its group until the
+/// next refresh, and runs in between would be routed as if it did not exist.
+fn keep_heartbeats_since(snapshot: &mut Live, memory: &Live, since: i64) {
+    for (app, addresses) in memory {
+        for (address, at) in addresses.iter().filter(|(_, at)| **at >= since) {
+            let slot = snapshot
+                .entry(app.clone())
+                .or_default()
+                .entry(address.clone())
+                .or_insert(*at);
+            *slot = (*slot).max(*at);
+        }
+    }
+}
+
+/// A group with the addresses a run may be sent to right now.
+#[derive(Debug, Clone)]
+pub struct GroupView {
+    /// The group.
+    pub group: Group,
+    /// The manual list, or the live registered executors: as registered (or typed), sorted,
+    /// one entry per executor.
+    pub addresses: Vec<String>,
+}
+
+/// One spelling per executor: of addresses that differ only by a trailing slash, the one with
+/// the newest heartbeat (an executor upgraded to send the other spelling keeps its old row
+/// until it expires). Returns `(registered address, last heartbeat)` sorted by address.
+fn one_per_executor<'a>(live: impl Iterator<Item = (&'a String, &'a i64)>) -> Vec<(String, i64)> {
+    let mut newest: HashMap<&str, (&String, i64)> = HashMap::new();
+    for (address, at) in live {
+        let slot = newest.entry(normalize_address(address)).or_insert((address, *at));
+        if *at > slot.1 || (*at == slot.1 && address < slot.0) {
+            *slot = (address, *at);
+        }
+    }
+    let mut out: Vec<(String, i64)> = newest.into_values().map(|(a, at)| (a.clone(), at)).collect();
+    out.sort();
+    out
+}
+
+/// A manual group's list, one entry per executor (the first spelling in sorted order).
+fn manual_addresses(group: &Group) -> Vec<String> {
+    let mut seen = HashSet::new();
+    let mut out: Vec<String> = group.addresses.clone();
+    out.sort();
+    out.retain(|a| seen.insert(normalize_address(a).to_owned()));
+    out
+}
+
+#[derive(Debug, Default)]
+struct State {
+    groups: HashMap<i64, Group>,
+    /// app name → address → last heartbeat.
+    live: Live,
+}
+
+/// The admin's view of groups and their live executors.
+#[derive(Debug)]
+pub struct Directory {
+    store: Store,
+    dead_timeout: Duration,
+    state: RwLock<State>,
+}
+
+impl Directory {
+    /// An empty directory; call [`Directory::refresh`] to load it.
+    pub fn new(store: Store, dead_timeout: Duration) -> Directory {
+        Directory {
+            store,
+            dead_timeout,
+            state: RwLock::new(State::default()),
+        }
+    }
+
+    fn dead_ms(&self) -> i64 {
+        self.dead_timeout.as_millis() as i64
+    }
+
+    /// Records a heartbeat.
+    pub async fn heartbeat(&self, app_name: &str, address: &str) -> StoreResult<()> {
+        self.store.upsert_registry(app_name, address, now_ms()).await?;
+        // Stamped after the write committed, not before: a refresh that began while the write
+        // was in flight may have read a snapshot without this row, and it keeps only memory
+        // entries stamped at or after its start. A stamp taken before the write would be older
+        // than such a refresh, and the executor would drop out of its group until the next one.
+        let committed_at = now_ms();
+        let mut s = self.state.write().unwrap_or_else(|p| p.into_inner());
+        s.live
+            .entry(app_name.to_owned())
+            .or_default()
+            .insert(address.to_owned(), committed_at);
+        Ok(())
+    }
+
+    /// Removes an address (graceful executor shutdown), in either spelling.
+    pub async fn remove(&self, app_name: &str, address: &str) -> StoreResult<()> {
+        let bare = normalize_address(address);
+        self.store.remove_registry(app_name, bare).await?;
+        self.store.remove_registry(app_name, &format!("{bare}/")).await?;
+        let mut s = self.state.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(m) = s.live.get_mut(app_name) {
+            m.retain(|a, _| normalize_address(a) != bare);
+        }
+        Ok(())
+    }
+
+    /// Reloads groups and live heartbeats; deletes dead heartbeats.
+    pub async fn refresh(&self) -> StoreResult<()> {
+        let now = now_ms();
+        let cutoff = now - self.dead_ms();
+        self.store.delete_dead_registry(cutoff).await?;
+        let groups = self.store.list_groups().await?;
+        let live_rows = self.store.live_registry(cutoff).await?;
+        let mut live = Live::new();
+        for (app, addr, at) in live_rows {
+            live.entry(app).or_default().insert(addr, at);
+        }
+        let mut s = self.state.write().unwrap_or_else(|p| p.into_inner());
+        keep_heartbeats_since(&mut live, &s.live, now);
+        s.groups = groups.into_iter().map(|g| (g.id, g)).collect();
+        s.live = live;
+        Ok(())
+    }
+
+    /// A group and its current addresses.
+    pub fn view(&self, group_id: i64) -> Option<GroupView> {
+        let s = self.state.read().unwrap_or_else(|p| p.into_inner());
+        let group = s.groups.get(&group_id)?.clone();
+        let addresses = match group.address_type {
+            AddressType::Manual => manual_addresses(&group),
+            AddressType::Auto => {
+                let cutoff = now_ms() - self.dead_ms();
+                s.live
+                    .get(&group.app_name)
+                    .map(|m| {
+                        one_per_executor(m.iter().filter(|(_, at)| **at > cutoff))
+                            .into_iter()
+                            .map(|(a, _)| a)
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            }
+        };
+        Some(GroupView { group, addresses })
+    }
+
+    /// A group by id, as last loaded.
+    pub fn group(&self, id: i64) -> Option<Group> {
+        let s = self.state.read().unwrap_or_else(|p| p.into_inner());
+        s.groups.get(&id).cloned()
+    }
+
+    /// A group by app name, as last loaded.
+    pub fn group_by_app(&self, app_name: &str) -> Option<Group> {
+        let s = self.state.read().unwrap_or_else(|p| p.into_inner());
+        s.groups.values().find(|g| g.app_name == app_name).cloned()
+    }
+
+    /// True when `check` holds for some group's own access token.
+    pub fn any_group_token(&self, check: impl Fn(&str) -> bool) -> bool {
+        let s = self.state.read().unwrap_or_else(|p| p.into_inner());
+        s.groups.values().filter_map(|g| g.access_token.as_deref()).any(check)
+    }
+
+    /// The executors (any app name, without trailing slash) that heart-beat within the dead
+    /// timeout.
+    pub fn alive_addresses(&self) -> HashSet<String> {
+        let s = self.state.read().unwrap_or_else(|p| p.into_inner());
+        let cutoff = now_ms() - self.dead_ms();
+        s.live
+            .values()
+            .flat_map(|m| m.iter())
+            .filter(|(_, at)| **at > cutoff)
+            .map(|(a, _)| normalize_address(a).to_owned())
+            .collect()
+    }
+
+    /// The executors of a group (or of every group), with their last heartbeat.
+    pub fn executors(&self, group_id: Option<i64>) -> Vec<(Group, Vec<ExecutorEntry>)> {
+        let s = self.state.read().unwrap_or_else(|p| p.into_inner());
+        let cutoff = now_ms() - self.dead_ms();
+        let mut groups: Vec<&Group> = s
+            .groups
+            .values()
+            .filter(|g| group_id.is_none_or(|id| g.id == id))
+            .collect();
+        groups.sort_by_key(|g| g.id);
+        groups
+            .into_iter()
+            .map(|g| {
+                let live = s.live.get(&g.app_name);
+                let entries = match g.address_type {
+                    AddressType::Manual => manual_addresses(g)
+                        .iter()
+                        .map(|a| ExecutorEntry {
+                            app_name: g.app_name.clone(),
+                            address: normalize_address(a).to_owned(),
+                            last_heartbeat: live
+                                .and_then(|m| {
+                                    m.iter()
+                                        .filter(|(r, _)| normalize_address(r) == normalize_address(a))
+                                        .map(|(_, at)| *at)
+                                        .max()
+                                })
+                                .unwrap_or(0),
+                            source: "manual".to_owned(),
+                        })
+                        .collect(),
+                    AddressType::Auto => live
+                        .map(|m| {
+                            one_per_executor(m.iter().filter(|(_, at)| **at > cutoff))
+                                .into_iter()
+                                .map(|(a, at)| ExecutorEntry {
+                                    app_name: g.app_name.clone(),
+                                    address: normalize_address(&a).to_owned(),
+                                    last_heartbeat: at,
+                                    source: "registry".to_owned(),
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                };
+                (g.clone(), entries)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn live(entries: &[(&str, &str, i64)]) -> Live {
+        let mut live = Live::new();
+        for (app, address, at) in entries {
+            live.entry((*app).to_owned())
+                .or_default()
+                .insert((*address).to_owned(), *at);
+        }
+        live
+    }
+
+    #[test]
+    fn addresses_keep_their_spelling_once_per_executor() {
+        let m = live(&[
+            ("app", "http://b:1/", 10),
+            ("app", "http://a:1", 5),
+            ("app", "http://a:1/", 7),
+            ("app", "http://c:1", 3),
+        ]);
+        assert_eq!(
+            one_per_executor(m["app"].iter()),
+            [
+                ("http://a:1/".to_owned(), 7),
+                ("http://b:1/".to_owned(), 10),
+                ("http://c:1".to_owned(), 3)
+            ],
+            "the spelling with the newest heartbeat wins; the others are kept as registered"
+        );
+    }
+
+    #[test]
+    fn a_heartbeat_during_the_snapshot_survives_the_refresh() {
+        // The snapshot was read at 1,000 and has two executors; a third registered at 1,005,
+        // after its row was read, and the first beat again at 1,010.
+        let mut snapshot = live(&[("app", "http://a", 990), ("app", "http://b", 995)]);
+        let memory = live(&[
+            ("app", "http://a", 1_010),
+            ("app", "http://b", 995),
+            ("app", "http://c", 1_005),
+            ("other", "http://old", 400),
+        ]);
+        keep_heartbeats_since(&mut snapshot, &memory, 1_000);
+        assert_eq!(
+            snapshot,
+            live(&[
+                ("app", "http://a", 1_010),
+                ("app", "http://b", 995),
+                ("app", "http://c", 1_005)
+            ]),
+            "new and newer heartbeats kept; an address only memory remembers from before the \
+             snapshot (removed by another admin, or dead) is not resurrected"
+        );
+    }
+}

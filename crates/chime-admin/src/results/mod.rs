@@ -1,0 +1,133 @@
+//! The results writer: trigger results and run results are written in batches, one
+//! transaction per batch, by a single task.
+//!
+//! Dispatch tasks and `/api/callback` hand their outcomes over a channel; the writer takes
+//! everything queued (up to a batch limit), commits it with `store::record_outcomes`, answers
+//! the waiting callbacks, and puts the runs the batch caused (retries, child jobs) on the
+//! timer. One database round trip per batch, not per run, is what lets the admin keep up with
+//! tens of thousands of fires per second on SQLite.
+
+use crate::center::Admin;
+use crate::store::{HandleOutcome, TriggerOutcome};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+
+/// Most outcomes written in one transaction.
+const BATCH_MAX: usize = 5_000;
+
+/// Something to record.
+#[derive(Debug)]
+pub enum ResultMsg {
+    /// A run was sent (or could not be).
+    Trigger(TriggerOutcome),
+    /// Run results (a callback batch, a kill, the lost sweep); the sender learns when they are
+    /// committed.
+    Handle(Vec<HandleOutcome>, Option<oneshot::Sender<Result<(), String>>>),
+}
+
+/// Runs the writer until shutdown. At shutdown it keeps writing while runs are still being
+/// sent (bounded by the executor timeout), so a graceful stop leaves no run that was sent but
+/// looks unsent — which the next start would send again.
+pub async fn run(admin: Arc<Admin>, mut rx: mpsc::Receiver<ResultMsg>) {
+    let mut buf: Vec<ResultMsg> = Vec::new();
+    let mut drain_until: Option<tokio::time::Instant> = None;
+    loop {
+        let got = match drain_until {
+            None => tokio::select! {
+                n = rx.recv_many(&mut buf, BATCH_MAX) => n,
+                _ = admin.shutdown.cancelled() => {
+                    drain_until = Some(tokio::time::Instant::now() + admin.config.executor_timeout + Duration::from_secs(1));
+                    continue;
+                }
+            },
+            Some(deadline) => {
+                if tokio::time::Instant::now() > deadline || (admin.inflight_count() == 0 && rx.is_empty()) {
+                    return;
+                }
+                match tokio::time::timeout(Duration::from_millis(50), rx.recv_many(&mut buf, BATCH_MAX)).await {
+                    Ok(n) => n,
+                    Err(_) => continue,
+                }
+            }
+        };
+        if got == 0 {
+            return;
+        }
+        let mut triggers = Vec::new();
+        let mut handles = Vec::new();
+        let mut acks = Vec::new();
+        for m in buf.drain(..) {
+            match m {
+                ResultMsg::Trigger(t) => triggers.push(t),
+                ResultMsg::Handle(h, ack) => {
+                    handles.extend(h.into_iter().map(|mut h| {
+                        if h.retry && admin.is_killing(h.run_id) {
+                            h.retry = false;
+                        }
+                        h
+                    }));
+                    if let Some(a) = ack {
+                        acks.push(a);
+                    }
+                }
+            }
+        }
+        let mut attempt = 0;
+        let started = std::time::Instant::now();
+        let follow_ups = loop {
+            match admin.store.record_outcomes(&triggers, &handles).await {
+                Ok(f) => break Ok(f),
+                Err(e) if attempt < 5 => {
+                    attempt += 1;
+                    tracing::warn!(error = %e, attempt, "recording results failed; retrying");
+                    tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
+                }
+                Err(e) => break Err(e),
+            }
+        };
+        tracing::debug!(
+            triggers = triggers.len(),
+            results = handles.len(),
+            took_ms = started.elapsed().as_millis() as u64,
+            "results batch written"
+        );
+        for t in &triggers {
+            admin.clear_inflight(t.run_id);
+        }
+        match follow_ups {
+            Ok(tickets) => {
+                crate::alarm::after_commit(&admin, &triggers, &handles);
+                for a in acks {
+                    let _ = a.send(Ok(()));
+                }
+                if !tickets.is_empty() {
+                    let mut ids: Vec<i64> = tickets.iter().map(|t| t.job_id).collect();
+                    ids.sort_unstable();
+                    ids.dedup();
+                    match admin.store.jobs_by_ids(&ids).await {
+                        Ok(jobs) => {
+                            let jobs: HashMap<i64, Arc<crate::model::Job>> =
+                                jobs.into_iter().map(|j| (j.id, Arc::new(j))).collect();
+                            for t in tickets {
+                                if let Some(j) = jobs.get(&t.job_id) {
+                                    admin.enqueue(j.clone(), vec![t], None);
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "loading jobs of follow-up runs failed; they stay pending until restart")
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, triggers = triggers.len(), results = handles.len(), "recording results failed");
+                for a in acks {
+                    let _ = a.send(Err(e.to_string()));
+                }
+            }
+        }
+    }
+}

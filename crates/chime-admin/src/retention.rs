@@ -1,0 +1,74 @@
+//! Retention (`--run-retention-days`, `--audit-retention-days`): at start and then daily,
+//! finished runs and audit log entries older than their retention period are deleted, in
+//! batches so the scheduler's writes get through in between. Pending and running runs are never
+//! deleted. Every admin sweeps; deleting is idempotent, so several admins need no coordination.
+
+use crate::center::Admin;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Time between sweeps.
+const EVERY: Duration = Duration::from_secs(24 * 3600);
+/// Rows read and deleted per batch.
+const BATCH: i64 = 1000;
+
+/// What one sweep deleted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Deleted {
+    /// Finished runs.
+    pub runs: u64,
+    /// Audit log entries.
+    pub audit_entries: u64,
+}
+
+fn cutoff(days: u32) -> i64 {
+    crate::model::now_ms() - i64::from(days) * 24 * 3600 * 1000
+}
+
+/// Deletes the expired runs and audit entries once (a retention of 0 keeps them).
+pub async fn sweep(admin: &Admin) -> Result<Deleted, crate::store::StoreError> {
+    let mut deleted = Deleted::default();
+    if admin.config.run_retention_days > 0 {
+        deleted.runs = admin
+            .store
+            .delete_finished_runs_before(cutoff(admin.config.run_retention_days), BATCH)
+            .await?;
+    }
+    if admin.config.audit_retention_days > 0 {
+        deleted.audit_entries = admin
+            .store
+            .delete_audit_before(cutoff(admin.config.audit_retention_days), BATCH)
+            .await?;
+    }
+    Ok(deleted)
+}
+
+/// Sweeps at start and every day until shutdown (nothing when both retentions are 0, keep
+/// forever).
+pub async fn run(admin: Arc<Admin>) {
+    if admin.config.run_retention_days == 0 && admin.config.audit_retention_days == 0 {
+        return;
+    }
+    let mut every = tokio::time::interval(EVERY);
+    loop {
+        tokio::select! {
+            _ = admin.shutdown.cancelled() => return,
+            _ = every.tick() => {}
+        }
+        let sweeping = sweep(&admin);
+        tokio::select! {
+            _ = admin.shutdown.cancelled() => return,
+            done = sweeping => match done {
+                Ok(d) if d == Deleted::default() => {}
+                Ok(d) => tracing::info!(
+                    runs = d.runs,
+                    audit_entries = d.audit_entries,
+                    run_days = admin.config.run_retention_days,
+                    audit_days = admin.config.audit_retention_days,
+                    "old runs and audit entries deleted"
+                ),
+                Err(e) => tracing::warn!(error = %e, "deleting old runs or audit entries failed; trying again tomorrow"),
+            },
+        }
+    }
+}

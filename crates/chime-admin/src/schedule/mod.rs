@@ -1,0 +1,458 @@
+//! When fires happen: the claim loop, misfire policies, recovery after a crash, the timer.
+//!
+//! Every tick the scheduler claims, in one transaction, the fires of all due jobs up to the
+//! look-ahead horizon (`store::claim_due_fires`): run rows are inserted and `next_fire_at`
+//! advanced together. Claimed runs then wait in the millisecond [`wheel`] for their time.
+//! A crash after the commit loses nothing: at start (and when a partition is taken over)
+//! [`recover`] loads the pending run rows and applies the misfire policy to the late ones.
+
+mod calendar;
+pub mod lease;
+pub mod wheel;
+
+pub use calendar::{local_zone_name, Calendar};
+
+use crate::center::Admin;
+use crate::model::{now_ms, Job, SKIPPED_CODE};
+use crate::store::{FirePlan, NewRun, RunTicket, StoreResult};
+use chime_protocol::{MisfireStrategy, TriggerType};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use wheel::WheelEntry;
+
+/// At most this many fires of one job are claimed per round (a `100ms` fixed rate would
+/// otherwise flood one transaction).
+const MAX_FIRES_PER_JOB: usize = 1000;
+/// Missed fire times walked one by one before jumping to the present.
+const MAX_MISSED_WALK: usize = 100_000;
+
+/// Misfire settings the planner needs.
+#[derive(Debug, Clone, Copy)]
+pub struct MisfireRules {
+    /// Later than this (ms) is a misfire.
+    pub threshold_ms: i64,
+    /// CATCH_UP replays at most this many.
+    pub catch_up_max: usize,
+}
+
+/// Decides the fires of one due job between its `next_fire_at` and `horizon`.
+///
+/// Fires later than the misfire threshold follow the job's policy: `DO_NOTHING` records them
+/// as skipped, `FIRE_ONCE_NOW` runs the latest once now (type MISFIRE) and records the rest as
+/// skipped, `CATCH_UP` replays the latest `catch_up_max` of them (type MISFIRE, paced by the
+/// dispatcher). Records of skipped fires are capped at `catch_up_max` per job and round.
+pub fn plan_fires(job: &Job, now: i64, horizon: i64, rules: MisfireRules) -> FirePlan {
+    let cal = Calendar::parse(job.schedule_type, &job.schedule_expr, &job.time_zone, job.anchor_at);
+    plan_fires_with(job, &cal, now, horizon, rules)
+}
+
+/// [`plan_fires`] with the job's schedule already parsed (the claim loop caches them).
+pub fn plan_fires_with(
+    job: &Job,
+    cal: &Result<Calendar, String>,
+    now: i64,
+    horizon: i64,
+    rules: MisfireRules,
+) -> FirePlan {
+    let cal = match cal {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(job_id = job.id, error = %e, "job schedule no longer parses; stopping it");
+            return FirePlan {
+                runs: Vec::new(),
+                next_fire_at: 0,
+                last_fire_at: job.last_fire_at,
+            };
+        }
+    };
+    let mut runs = Vec::new();
+    let mut t = Some(job.next_fire_at);
+    let mut last = job.last_fire_at;
+    let late_limit = now - rules.threshold_ms;
+    if job.next_fire_at < late_limit {
+        let mut missed: VecDeque<i64> = VecDeque::new();
+        let mut walked = 0;
+        while let Some(m) = t.filter(|m| *m < late_limit) {
+            missed.push_back(m);
+            if missed.len() > rules.catch_up_max.max(1) {
+                missed.pop_front();
+            }
+            walked += 1;
+            t = if walked >= MAX_MISSED_WALK {
+                cal.next_after(late_limit - 1)
+            } else {
+                cal.next_after(m)
+            };
+            if walked >= MAX_MISSED_WALK {
+                break;
+            }
+        }
+        let newest = missed.back().copied();
+        for &m in &missed {
+            let mut r = NewRun::of_job(job, TriggerType::Misfire, m, Some(m));
+            match job.misfire_strategy {
+                MisfireStrategy::CatchUp => {}
+                MisfireStrategy::FireOnceNow if Some(m) == newest => r.scheduled_at = now,
+                MisfireStrategy::FireOnceNow | MisfireStrategy::DoNothing => {
+                    r.trigger_code = SKIPPED_CODE;
+                    r.trigger_msg = format!(
+                        "Misfire: skipped by {} (scheduled at {m}, checked at {now})",
+                        job.misfire_strategy
+                    );
+                }
+            }
+            runs.push(r);
+            last = m;
+        }
+    }
+    while let Some(fire) = t.filter(|f| *f <= horizon) {
+        if runs.len() >= MAX_FIRES_PER_JOB {
+            break;
+        }
+        runs.push(NewRun::of_job(job, TriggerType::Cron, fire, Some(fire)));
+        last = fire;
+        t = cal.next_after(fire);
+    }
+    FirePlan {
+        runs,
+        next_fire_at: t.unwrap_or(0),
+        last_fire_at: last,
+    }
+}
+
+impl Admin {
+    fn rules(&self) -> MisfireRules {
+        MisfireRules {
+            threshold_ms: self.config.misfire_threshold.as_millis() as i64,
+            catch_up_max: self.config.catch_up_max,
+        }
+    }
+
+    /// Puts runs of `job` on the timer; misfire replays are paced at `catch_up_rate` per second.
+    pub(crate) fn enqueue(&self, job: Arc<Job>, tickets: Vec<RunTicket>, address: Option<String>) {
+        let now = now_ms();
+        let spacing = 1000 / i64::from(self.config.catch_up_rate.max(1));
+        let mut replay = 0;
+        for t in tickets {
+            let due = if t.trigger_type == TriggerType::Misfire && t.scheduled_at < now {
+                replay += 1;
+                now + (replay - 1) * spacing
+            } else {
+                t.scheduled_at
+            };
+            self.mark_inflight(t.id);
+            let _ = self.wheel_tx.send(WheelEntry {
+                due,
+                job: job.clone(),
+                ticket: t,
+                address: address.clone(),
+            });
+        }
+    }
+}
+
+/// Parsed schedules kept between claim rounds, keyed by job id and valid while the job's
+/// `updated_at` and anchor are unchanged. Bounded: cleared when it grows past this.
+const CALENDAR_CACHE_MAX: usize = 200_000;
+/// Job rows kept between claim rounds (see `Store::claim_due_fires`); cleared when full.
+const JOB_CACHE_MAX: usize = 100_000;
+
+/// Claims due fires until shutdown.
+pub async fn run_claims(admin: Arc<Admin>) {
+    let tick = admin.config.tick;
+    let lookahead = admin.config.lookahead.as_millis() as i64;
+    let mut calendars: HashMap<i64, (i64, i64, Result<Calendar, String>)> = HashMap::new();
+    let mut jobs: HashMap<i64, Arc<Job>> = HashMap::new();
+    loop {
+        if calendars.len() > CALENDAR_CACHE_MAX {
+            calendars.clear();
+        }
+        if jobs.len() >= JOB_CACHE_MAX {
+            jobs.clear();
+        }
+        let now = now_ms();
+        let horizon = now + lookahead;
+        let rules = admin.rules();
+        let started = std::time::Instant::now();
+        let ready = admin.held_partitions();
+        let result = admin
+            .store
+            .claim_due_fires(
+                &admin.config.node_id,
+                &ready,
+                horizon,
+                admin.config.claim_batch,
+                &mut jobs,
+                |job| {
+                    let cal = match calendars.get(&job.id) {
+                        Some((updated, anchor, cal)) if *updated == job.updated_at && *anchor == job.anchor_at => cal,
+                        _ => {
+                            let cal =
+                                Calendar::parse(job.schedule_type, &job.schedule_expr, &job.time_zone, job.anchor_at);
+                            calendars.insert(job.id, (job.updated_at, job.anchor_at, cal));
+                            &calendars[&job.id].2
+                        }
+                    };
+                    plan_fires_with(job, cal, now, horizon, rules)
+                },
+            )
+            .await;
+        let more = match result {
+            Ok(claimed) => {
+                let mut n = 0;
+                for (job, tickets) in claimed.jobs {
+                    n += tickets.len();
+                    admin.enqueue(job, tickets, None);
+                }
+                admin.metrics.claimed.inc_by(n as u64);
+                tracing::debug!(
+                    claimed = n,
+                    took_ms = started.elapsed().as_millis() as u64,
+                    "claim round"
+                );
+                admin.metrics.misfires_skipped.inc_by(claimed.skipped as u64);
+                claimed.more
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "claiming due fires failed; will retry");
+                false
+            }
+        };
+        if more {
+            continue;
+        }
+        tokio::select! {
+            _ = admin.shutdown.cancelled() => return,
+            _ = admin.claim_notify.notified() => {}
+            _ = tokio::time::sleep(tick) => {}
+        }
+    }
+}
+
+/// How many missed fires the claim loop will replay for `job` (CATCH_UP) when it claims it: the
+/// fires from its `next_fire_at` that are already late, at most `catch_up_max`. Recovery
+/// counts them so that the two together replay no more than `catch_up_max`.
+fn missed_to_be_claimed(job: &Job, late_limit: i64, catch_up_max: usize) -> usize {
+    if !job.running || job.next_fire_at == 0 || job.next_fire_at >= late_limit {
+        return 0;
+    }
+    let Ok(cal) = Calendar::parse(job.schedule_type, &job.schedule_expr, &job.time_zone, job.anchor_at) else {
+        return 0;
+    };
+    let mut n = 0;
+    let mut t = Some(job.next_fire_at);
+    while let Some(fire) = t.filter(|f| *f < late_limit && n < catch_up_max) {
+        n += 1;
+        t = cal.next_after(fire);
+    }
+    n
+}
+
+/// Loads the pending runs of `partitions` (left by a crash, by the admin that held them, or by
+/// this node's own predecessor) and puts them back on the timer; late scheduled fires follow
+/// their job's misfire policy. Then the partitions join the scheduling set.
+///
+/// An outage leaves two kinds of missed fires: claimed before the crash (pending rows, handled
+/// here) and never claimed (the job's `next_fire_at` is in the past, handled by the claim loop's
+/// planner). Each policy must act once over both: FIRE_ONCE_NOW runs one fire per outage — the
+/// planner's, when it has any, else the newest pending row — and CATCH_UP replays at most
+/// `catch_up_max` in all, the newest. That is why the partitions are scheduled only once their
+/// pending runs and job rows are read: a claim round in between would move `next_fire_at` on,
+/// and recovery would then run a second fire for the same outage.
+pub async fn recover(admin: &Arc<Admin>, partitions: &[i64]) -> StoreResult<()> {
+    if partitions.is_empty() {
+        return Ok(());
+    }
+    let pending = admin.store.pending_runs(partitions).await?;
+    let pending: Vec<RunTicket> = pending.into_iter().filter(|t| !admin.is_inflight(t.id)).collect();
+    let mut job_ids: Vec<i64> = pending.iter().map(|t| t.job_id).collect();
+    job_ids.sort_unstable();
+    job_ids.dedup();
+    let jobs: HashMap<i64, Arc<Job>> = admin
+        .store
+        .jobs_by_ids(&job_ids)
+        .await?
+        .into_iter()
+        .map(|j| (j.id, Arc::new(j)))
+        .collect();
+    let now = now_ms();
+    let late_limit = now - admin.config.misfire_threshold.as_millis() as i64;
+    // What the claim loop will do with these jobs is now fixed by the rows just read.
+    admin.start_scheduling(partitions);
+    if pending.is_empty() {
+        return Ok(());
+    }
+    let mut by_job: HashMap<i64, Vec<RunTicket>> = HashMap::new();
+    for t in pending {
+        by_job.entry(t.job_id).or_default().push(t);
+    }
+    let (mut resumed, mut skipped_total) = (0usize, 0usize);
+    for (job_id, tickets) in by_job {
+        let Some(job) = jobs.get(&job_id) else { continue };
+        let (late, on_time): (Vec<RunTicket>, Vec<RunTicket>) = tickets.into_iter().partition(|t| {
+            matches!(t.trigger_type, TriggerType::Cron | TriggerType::Misfire) && t.scheduled_at < late_limit
+        });
+        resumed += on_time.len();
+        admin.enqueue(job.clone(), on_time, None);
+        if late.is_empty() {
+            continue;
+        }
+        // Fires the planner will replay are newer than every pending row.
+        let planned = missed_to_be_claimed(job, late_limit, admin.config.catch_up_max);
+        let (run, skip): (Vec<RunTicket>, Vec<RunTicket>) = match job.misfire_strategy {
+            MisfireStrategy::CatchUp => {
+                let budget = admin.config.catch_up_max.saturating_sub(planned);
+                let mut late = late;
+                let run = late.split_off(late.len().saturating_sub(budget));
+                (run, late)
+            }
+            MisfireStrategy::FireOnceNow if planned > 0 => (Vec::new(), late),
+            MisfireStrategy::FireOnceNow => {
+                let mut late = late;
+                let newest = late.pop().into_iter().collect();
+                (newest, late)
+            }
+            MisfireStrategy::DoNothing => (Vec::new(), late),
+        };
+        let run: Vec<RunTicket> = run
+            .into_iter()
+            .map(|mut t| {
+                t.trigger_type = TriggerType::Misfire;
+                t
+            })
+            .collect();
+        resumed += run.len();
+        admin.enqueue(job.clone(), run, None);
+        if !skip.is_empty() {
+            skipped_total += skip.len();
+            let ids: Vec<i64> = skip.iter().map(|t| t.id).collect();
+            admin
+                .store
+                .mark_skipped(
+                    &ids,
+                    &format!("Misfire: skipped by {} after the admin restarted", job.misfire_strategy),
+                )
+                .await?;
+            admin.metrics.misfires_skipped.inc_by(skip.len() as u64);
+        }
+    }
+    tracing::info!(resumed, skipped = skipped_total, "recovered pending runs");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chime_protocol::{BlockStrategy, GlueType, RouteStrategy, ScheduleType};
+
+    fn job(next: i64, strategy: MisfireStrategy) -> Job {
+        Job {
+            id: 1,
+            group_id: 1,
+            partition: 1,
+            description: String::new(),
+            owner: String::new(),
+            alarm_contacts: String::new(),
+            schedule_type: ScheduleType::FixRate,
+            schedule_expr: "1".into(),
+            time_zone: "UTC".into(),
+            misfire_strategy: strategy,
+            route_strategy: RouteStrategy::First,
+            handler: "h".into(),
+            param: String::new(),
+            block_strategy: BlockStrategy::SerialExecution,
+            timeout_secs: 0,
+            retry_count: 0,
+            child_job_ids: vec![],
+            glue_type: GlueType::Bean,
+            glue_source: String::new(),
+            glue_updated_at: 0,
+            running: true,
+            anchor_at: 0,
+            next_fire_at: next,
+            last_fire_at: 0,
+            created_at: 0,
+            updated_at: 0,
+        }
+    }
+
+    const RULES: MisfireRules = MisfireRules {
+        threshold_ms: 5_000,
+        catch_up_max: 100,
+    };
+
+    #[test]
+    fn recovery_counts_the_missed_fires_the_planner_will_replay() {
+        // Every second from 10 s; late before 25 s: 15 unclaimed missed fires.
+        let j = job(10_000, MisfireStrategy::CatchUp);
+        assert_eq!(missed_to_be_claimed(&j, 25_000, 100), 15);
+        assert_eq!(missed_to_be_claimed(&j, 25_000, 4), 4, "capped like the planner");
+        assert_eq!(
+            missed_to_be_claimed(&job(25_000, MisfireStrategy::CatchUp), 25_000, 100),
+            0
+        );
+        let stopped = Job {
+            running: false,
+            ..job(10_000, MisfireStrategy::CatchUp)
+        };
+        assert_eq!(missed_to_be_claimed(&stopped, 25_000, 100), 0);
+        assert_eq!(missed_to_be_claimed(&job(0, MisfireStrategy::CatchUp), 25_000, 100), 0);
+    }
+
+    #[test]
+    fn on_time_fires_up_to_the_horizon() {
+        let p = plan_fires(&job(10_000, MisfireStrategy::DoNothing), 9_000, 13_000, RULES);
+        let times: Vec<i64> = p.runs.iter().map(|r| r.scheduled_at).collect();
+        assert_eq!(times, [10_000, 11_000, 12_000, 13_000]);
+        assert!(p
+            .runs
+            .iter()
+            .all(|r| r.fire_key == Some(r.scheduled_at) && r.trigger_type == TriggerType::Cron));
+        assert_eq!(p.next_fire_at, 14_000);
+    }
+
+    #[test]
+    fn misfire_policies() {
+        // Down from 10 s to 30 s: fires 10..=24 s are older than the 5 s threshold.
+        let now = 30_000;
+        let p = plan_fires(&job(10_000, MisfireStrategy::DoNothing), now, now, RULES);
+        let skipped = p.runs.iter().filter(|r| r.trigger_code == SKIPPED_CODE).count();
+        assert_eq!(skipped, 15);
+        assert_eq!(
+            p.runs
+                .iter()
+                .filter(|r| r.trigger_code == 0)
+                .map(|r| r.scheduled_at)
+                .collect::<Vec<_>>(),
+            [25_000, 26_000, 27_000, 28_000, 29_000, 30_000]
+        );
+
+        let p = plan_fires(&job(10_000, MisfireStrategy::FireOnceNow), now, now, RULES);
+        let misfire: Vec<&NewRun> = p
+            .runs
+            .iter()
+            .filter(|r| r.trigger_type == TriggerType::Misfire && r.trigger_code == 0)
+            .collect();
+        assert_eq!(misfire.len(), 1);
+        assert_eq!(misfire[0].fire_key, Some(24_000));
+        assert_eq!(misfire[0].scheduled_at, now);
+
+        let p = plan_fires(
+            &job(10_000, MisfireStrategy::CatchUp),
+            now,
+            now,
+            MisfireRules {
+                threshold_ms: 5_000,
+                catch_up_max: 4,
+            },
+        );
+        let replays: Vec<i64> = p
+            .runs
+            .iter()
+            .filter(|r| r.trigger_type == TriggerType::Misfire)
+            .map(|r| r.scheduled_at)
+            .collect();
+        assert_eq!(replays, [21_000, 22_000, 23_000, 24_000]);
+        assert_eq!(p.next_fire_at, 31_000);
+    }
+}

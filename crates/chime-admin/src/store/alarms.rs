@@ -1,0 +1,106 @@
+//! Alarm bookkeeping on the run's `alarm_status` column, with XXL-JOB's values: 0 nothing
+//! done yet, -1 an admin is sending the alarm, 1 no alarm needed (also: a retry or child run
+//! was made), 2 alarm sent, 3 sending failed. The claim is a guarded `UPDATE … WHERE alarm_status = 0`, so
+//! with several admins, repeated notifications and sweeps an alarm is sent at most once.
+
+use super::rows;
+use super::{placeholders, Store, StoreResult};
+
+/// `alarm_status` values (XXL-JOB's).
+pub mod alarm_status {
+    /// Nothing decided yet.
+    pub const NONE: i64 = 0;
+    /// Claimed: an admin is sending the alarm.
+    pub const LOCKED: i64 = -1;
+    /// No alarm needed: nobody to tell, or a retry or child run was made for the run.
+    pub const NOT_NEEDED: i64 = 1;
+    /// Alarm sent.
+    pub const SENT: i64 = 2;
+    /// Every delivery attempt failed.
+    pub const FAILED: i64 = 3;
+}
+
+/// The SQL condition of a finally failed run: it could not be sent, or the executor (or the
+/// lost sweep, or a kill) reported a failure. Written as ranges on `(trigger_code,
+/// handle_code)` so the `run_state` index can serve it instead of a scan of every run.
+pub(super) const FAILED: &str = "((trigger_code = 200 AND (handle_code > 200 OR handle_code < 0 \
+     OR (handle_code > 0 AND handle_code < 200))) OR trigger_code > 200 OR trigger_code < -1 \
+     OR (trigger_code > 0 AND trigger_code < 200))";
+
+impl Store {
+    /// Claims the alarms of those `run_ids` that failed for good and whose alarm nobody has
+    /// claimed yet (`alarm_status` 0 → -1). A run whose failure made a retry already has
+    /// status 1 (no alarm needed) and is not claimed. Returns the claimed ids.
+    pub async fn claim_alarms(&self, run_ids: &[i64]) -> StoreResult<Vec<i64>> {
+        let q = self
+            .sql(&format!(
+                "UPDATE run SET alarm_status = ? WHERE id = ? AND alarm_status = ? AND {FAILED}"
+            ))
+            .into_owned();
+        let mut claimed = Vec::new();
+        // One statement per run: the affected-row count says whether this admin won the claim,
+        // and failures are few compared to fires.
+        for id in run_ids {
+            let done = sqlx::query(&q)
+                .bind(alarm_status::LOCKED)
+                .bind(*id)
+                .bind(alarm_status::NONE)
+                .execute(&self.write)
+                .await?;
+            if done.rows_affected() == 1 {
+                claimed.push(*id);
+            }
+        }
+        Ok(claimed)
+    }
+
+    /// Records how a claimed alarm ended (1 not needed, 2 sent, 3 failed).
+    pub async fn finish_alarm(&self, run_id: i64, status: i64) -> StoreResult<()> {
+        let q = self.sql("UPDATE run SET alarm_status = ? WHERE id = ? AND alarm_status = ?");
+        sqlx::query(&q)
+            .bind(status)
+            .bind(run_id)
+            .bind(alarm_status::LOCKED)
+            .execute(&self.write)
+            .await?;
+        Ok(())
+    }
+
+    /// Failed runs created since `since` whose alarm nobody claimed (an admin stopped between
+    /// recording the failure and claiming its alarm), oldest first, at most `limit`.
+    pub async fn unclaimed_alarms(&self, since: i64, limit: i64) -> StoreResult<Vec<i64>> {
+        let q = self
+            .sql(&format!(
+                "SELECT id FROM run WHERE {FAILED} AND alarm_status = ? AND created_at >= ? ORDER BY id LIMIT ?"
+            ))
+            .into_owned();
+        let all = sqlx::query(&q)
+            .bind(alarm_status::NONE)
+            .bind(since)
+            .bind(limit)
+            .fetch_all(&self.read)
+            .await?;
+        all.iter().map(|r| Ok(rows::int(r, "id")?)).collect()
+    }
+
+    /// `alarm_status` of each of `run_ids` (for tests and the API).
+    pub async fn alarm_statuses(&self, run_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>> {
+        let mut out = Vec::new();
+        for chunk in run_ids.chunks(500) {
+            let q = self
+                .sql(&format!(
+                    "SELECT id, alarm_status FROM run WHERE id IN ({}) ORDER BY id",
+                    placeholders(chunk.len())
+                ))
+                .into_owned();
+            let mut query = sqlx::query(&q);
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            for r in query.fetch_all(&self.read).await? {
+                out.push((rows::int(&r, "id")?, rows::int(&r, "alarm_status")?));
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,155 @@
+//! The audit log: who changed what through the REST API or the console, and who tried to and
+//! was refused.
+
+use super::{rows, Store, StoreResult};
+use serde::Serialize;
+
+/// Which entries to list.
+#[derive(Debug, Clone, Default)]
+pub struct AuditFilter {
+    /// Only this user (exact name).
+    pub username: Option<String>,
+    /// Only actions containing this text, in any case (e.g. `jobs`, `login failed`).
+    pub action: Option<String>,
+    /// Only entries at or after this time, epoch ms.
+    pub from: Option<i64>,
+    /// Only entries before this time, epoch ms.
+    pub to: Option<i64>,
+    /// Only entries with an id below this (paging backwards).
+    pub before_id: Option<i64>,
+    /// At most this many (newest first).
+    pub limit: i64,
+}
+
+/// One recorded change or refused attempt.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditEntry {
+    /// Id.
+    pub id: i64,
+    /// When, epoch ms.
+    pub at: i64,
+    /// Who (`api-token` for the bearer token).
+    pub username: String,
+    /// What, e.g. `PUT /v1/jobs/{id}`.
+    pub action: String,
+    /// The path acted on, e.g. `/v1/jobs/7`.
+    pub target: String,
+    /// JSON: status and the request body with secrets removed.
+    pub detail: serde_json::Value,
+}
+
+impl Store {
+    /// Appends an entry.
+    pub async fn insert_audit(
+        &self,
+        at: i64,
+        username: &str,
+        action: &str,
+        target: &str,
+        detail: &str,
+    ) -> StoreResult<()> {
+        let q = self.sql("INSERT INTO audit_log (at, username, action, target, detail) VALUES (?, ?, ?, ?, ?)");
+        sqlx::query(&q)
+            .bind(at)
+            .bind(username)
+            .bind(action)
+            .bind(target)
+            .bind(detail)
+            .execute(&self.write)
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes entries recorded before `cutoff` (epoch ms), `batch` per statement so the
+    /// scheduler's writes get through in between; returns how many. Refused attempts are
+    /// recorded too, so without this a user could grow the table without bound.
+    pub async fn delete_audit_before(&self, cutoff: i64, batch: i64) -> StoreResult<u64> {
+        // `audit_log_at` indexes `at`; the ids are read first because MariaDB and PostgreSQL
+        // disagree on DELETE … LIMIT.
+        let select = self
+            .sql("SELECT id FROM audit_log WHERE at < ? ORDER BY at LIMIT ?")
+            .into_owned();
+        let mut deleted = 0;
+        loop {
+            let ids: Vec<i64> = sqlx::query(&select)
+                .bind(cutoff)
+                .bind(batch.max(1))
+                .fetch_all(&self.read)
+                .await?
+                .iter()
+                .map(|r| rows::int(r, "id"))
+                .collect::<Result<_, _>>()?;
+            if ids.is_empty() {
+                return Ok(deleted);
+            }
+            let q = self
+                .sql(&format!(
+                    "DELETE FROM audit_log WHERE id IN ({})",
+                    super::placeholders(ids.len())
+                ))
+                .into_owned();
+            let mut query = sqlx::query(&q);
+            for id in &ids {
+                query = query.bind(*id);
+            }
+            deleted += query.execute(&self.write).await?.rows_affected();
+            if (ids.len() as i64) < batch.max(1) {
+                return Ok(deleted);
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// Entries matching `f`, newest first.
+    pub async fn list_audit(&self, f: &AuditFilter) -> StoreResult<Vec<AuditEntry>> {
+        let mut sql = String::from("SELECT id, at, username, action, target, detail FROM audit_log WHERE id < ?");
+        if f.username.is_some() {
+            sql.push_str(" AND username = ?");
+        }
+        // LOWER on both sides: LIKE is case-insensitive on SQLite and MariaDB but not PostgreSQL.
+        // '!' escapes LIKE's wildcards in the user's text (a backslash would mean different things per engine).
+        if f.action.is_some() {
+            sql.push_str(" AND LOWER(action) LIKE ? ESCAPE '!'");
+        }
+        if f.from.is_some() {
+            sql.push_str(" AND at >= ?");
+        }
+        if f.to.is_some() {
+            sql.push_str(" AND at < ?");
+        }
+        sql.push_str(" ORDER BY id DESC LIMIT ?");
+        let q = self.sql(&sql).into_owned();
+        let mut query = sqlx::query(&q).bind(f.before_id.unwrap_or(i64::MAX));
+        if let Some(u) = &f.username {
+            query = query.bind(u.as_str());
+        }
+        if let Some(a) = &f.action {
+            let escaped: String = a
+                .to_lowercase()
+                .chars()
+                .flat_map(|c| match c {
+                    '!' | '%' | '_' => vec!['!', c],
+                    c => vec![c],
+                })
+                .collect();
+            query = query.bind(format!("%{escaped}%"));
+        }
+        for v in [f.from, f.to].into_iter().flatten() {
+            query = query.bind(v);
+        }
+        let all = query.bind(f.limit).fetch_all(&self.read).await?;
+        all.iter()
+            .map(|r| {
+                let detail = rows::text(r, "detail")?;
+                Ok(AuditEntry {
+                    id: rows::int(r, "id")?,
+                    at: rows::int(r, "at")?,
+                    username: rows::text(r, "username")?,
+                    action: rows::text(r, "action")?,
+                    target: rows::text(r, "target")?,
+                    detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::String(detail)),
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,123 @@
+//! The few places where SQLite, MySQL/MariaDB and PostgreSQL spell SQL differently.
+//!
+//! Every query in `store/` is written once, with `?` placeholders; [`Backend::sql`] rewrites
+//! them to `$1, $2, …` for PostgreSQL. The remaining differences (insert-or-ignore, row locks)
+//! are methods here, so a reader sees one query per operation, not three.
+
+use std::borrow::Cow;
+
+/// Which database engine a [`super::Store`] talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// Embedded SQLite (the default): one admin process.
+    Sqlite,
+    /// MySQL 8 or MariaDB 10.5+ (`INSERT … RETURNING` is needed).
+    MySql,
+    /// PostgreSQL 12+.
+    Postgres,
+}
+
+impl Backend {
+    /// The backend named by a database URL's scheme.
+    pub fn from_url(url: &str) -> Option<Backend> {
+        let scheme = url.split(':').next()?.to_ascii_lowercase();
+        match scheme.as_str() {
+            "sqlite" => Some(Backend::Sqlite),
+            "mysql" | "mariadb" => Some(Backend::MySql),
+            "postgres" | "postgresql" => Some(Backend::Postgres),
+            _ => None,
+        }
+    }
+
+    /// The query with placeholders in this backend's syntax.
+    ///
+    /// `?` inside single-quoted literals is left alone; Chime's queries never put one there,
+    /// but a rewrite that breaks literals would be a trap for the next query someone writes.
+    pub fn sql(self, query: &str) -> Cow<'_, str> {
+        if self != Backend::Postgres || !query.contains('?') {
+            return Cow::Borrowed(query);
+        }
+        let mut out = String::with_capacity(query.len() + 16);
+        let mut n = 0;
+        let mut in_literal = false;
+        for c in query.chars() {
+            match c {
+                '\'' => {
+                    in_literal = !in_literal;
+                    out.push(c);
+                }
+                '?' if !in_literal => {
+                    n += 1;
+                    out.push('$');
+                    out.push_str(&n.to_string());
+                }
+                _ => out.push(c),
+            }
+        }
+        Cow::Owned(out)
+    }
+
+    /// `INSERT` that silently skips rows violating a unique key: `(prefix, suffix)` around
+    /// `INTO table (…) VALUES …`.
+    pub fn insert_ignore(self) -> (&'static str, &'static str) {
+        match self {
+            Backend::MySql => ("INSERT IGNORE", ""),
+            Backend::Sqlite | Backend::Postgres => ("INSERT", " ON CONFLICT DO NOTHING"),
+        }
+    }
+
+    /// The row-lock suffix for a `SELECT` inside a write transaction (SQLite has one writer).
+    pub fn for_update(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "",
+            Backend::MySql | Backend::Postgres => " FOR UPDATE",
+        }
+    }
+
+    /// A short name for logs and docs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::MySql => "mysql",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
+
+/// `?, ?, …` with `n` placeholders (for `IN (…)` lists and multi-row `VALUES`).
+pub fn placeholders(n: usize) -> String {
+    let mut s = String::with_capacity(n * 3);
+    for i in 0..n {
+        if i > 0 {
+            s.push_str(", ");
+        }
+        s.push('?');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn postgres_placeholders_are_numbered_and_literals_kept() {
+        assert_eq!(
+            Backend::Postgres.sql("SELECT a FROM t WHERE b = ? AND c = '?' AND d IN (?, ?)"),
+            "SELECT a FROM t WHERE b = $1 AND c = '?' AND d IN ($2, $3)"
+        );
+        assert_eq!(Backend::Sqlite.sql("x = ?"), "x = ?");
+        assert_eq!(Backend::MySql.sql("x = ?"), "x = ?");
+    }
+
+    #[test]
+    fn backend_from_url() {
+        assert_eq!(Backend::from_url("sqlite://chime.db"), Some(Backend::Sqlite));
+        assert_eq!(Backend::from_url("mysql://root@127.0.0.1/test"), Some(Backend::MySql));
+        assert_eq!(
+            Backend::from_url("postgres://postgres@localhost/test"),
+            Some(Backend::Postgres)
+        );
+        assert_eq!(Backend::from_url("redis://x"), None);
+    }
+}

@@ -1,0 +1,482 @@
+//! Job definitions: create, change, start/stop, delete; child-job checks.
+
+use super::rows::{self, JOB_COLUMNS};
+use super::{placeholders, Store, StoreError, StoreResult, PARTITIONS};
+use crate::model::{now_ms, Invalid, Job, JobDraft};
+use crate::schedule::Calendar;
+use chime_protocol::ScheduleType;
+use sqlx::any::Any;
+use sqlx::Transaction;
+use std::collections::{HashMap, HashSet};
+
+/// A due job as the scheduler's claim sees it.
+pub type JobDue = Job;
+
+/// `updated_at = ` this, bound with `now` twice: the new value is strictly greater than the old
+/// one even when two edits fall in the same millisecond or clocks of several admins disagree.
+/// The claim loop's job cache (`Store::claim_due_fires`) trusts `updated_at` to tell a changed
+/// job, so every edit of a job's definition must move it.
+const BUMP_UPDATED_AT: &str = "CASE WHEN updated_at >= ? THEN updated_at + 1 ELSE ? END";
+
+/// The first fire time after `now` of a job about to be (re)started.
+pub(crate) fn first_fire(
+    draft_type: ScheduleType,
+    expr: &str,
+    zone: &str,
+    anchor: i64,
+    now: i64,
+) -> Result<i64, Invalid> {
+    let cal = Calendar::parse(draft_type, expr, zone, anchor).map_err(|e| Invalid::new("schedule_expr", e))?;
+    cal.next_after(now)
+        .ok_or_else(|| Invalid::new("schedule_expr", "the schedule has no fire time in the future"))
+}
+
+impl Store {
+    async fn resolve_group(&self, tx: &mut Transaction<'static, Any>, draft: &JobDraft) -> StoreResult<i64> {
+        if let Some(app) = &draft.group_app_name {
+            let q = self.sql("SELECT id FROM executor_group WHERE app_name = ?");
+            return match sqlx::query(&q).bind(app).fetch_optional(&mut **tx).await? {
+                Some(r) => Ok(rows::int(&r, "id")?),
+                None => Err(Invalid::new("group", format!("no executor group with app name '{app}'")).into()),
+            };
+        }
+        let Some(id) = draft.group_id else {
+            return Err(Invalid::new("group_id", "is required (or give the group's app name as 'group')").into());
+        };
+        let q = self.sql("SELECT id FROM executor_group WHERE id = ?");
+        match sqlx::query(&q).bind(id).fetch_optional(&mut **tx).await? {
+            Some(_) => Ok(id),
+            None => Err(Invalid::new("group_id", format!("executor group {id} does not exist")).into()),
+        }
+    }
+
+    /// Checks that every child exists and that `job_id → children` closes no cycle.
+    async fn check_children(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        job_id: Option<i64>,
+        children: &[i64],
+    ) -> StoreResult<()> {
+        if children.is_empty() {
+            return Ok(());
+        }
+        let q = self
+            .sql(&format!(
+                "SELECT id FROM job WHERE id IN ({})",
+                placeholders(children.len())
+            ))
+            .into_owned();
+        let mut query = sqlx::query(&q);
+        for c in children {
+            query = query.bind(*c);
+        }
+        let found: HashSet<i64> = query
+            .fetch_all(&mut **tx)
+            .await?
+            .iter()
+            .map(|r| rows::int(r, "id"))
+            .collect::<Result<_, _>>()?;
+        if let Some(missing) = children.iter().find(|c| !found.contains(c)) {
+            return Err(Invalid::new("child_job_ids", format!("job {missing} does not exist")).into());
+        }
+        let Some(job_id) = job_id else { return Ok(()) };
+        // A cycle through this job means some child reaches it again.
+        let edges_rows = sqlx::query("SELECT id, child_job_ids FROM job WHERE child_job_ids <> ''")
+            .fetch_all(&mut **tx)
+            .await?;
+        let mut edges: HashMap<i64, Vec<i64>> = HashMap::new();
+        for r in &edges_rows {
+            edges.insert(rows::int(r, "id")?, rows::id_list(&rows::text(r, "child_job_ids")?));
+        }
+        edges.insert(job_id, children.to_vec());
+        let mut stack: Vec<i64> = children.to_vec();
+        let mut seen = HashSet::new();
+        while let Some(n) = stack.pop() {
+            if n == job_id {
+                return Err(Invalid::new(
+                    "child_job_ids",
+                    format!("job {job_id} would trigger itself through its children (cycle)"),
+                )
+                .into());
+            }
+            if seen.insert(n) {
+                stack.extend(edges.get(&n).into_iter().flatten().copied());
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates a job (and its first script version), starting it when the draft says so.
+    pub async fn insert_job(&self, draft: &JobDraft, author: &str) -> StoreResult<Job> {
+        let now = now_ms();
+        let mut tx = self.write.begin().await?;
+        let group_id = self.resolve_group(&mut tx, draft).await?;
+        self.check_children(&mut tx, None, &draft.child_job_ids).await?;
+        let next = if draft.running {
+            first_fire(draft.schedule_type, &draft.schedule_expr, &draft.time_zone, now, now)?
+        } else {
+            0
+        };
+        let q = self.sql(
+            "INSERT INTO job (group_id, partition_no, description, owner, alarm_contacts, schedule_type, schedule_expr, \
+             time_zone, misfire_strategy, route_strategy, handler, param, block_strategy, timeout_secs, retry_count, \
+             child_job_ids, glue_type, glue_source, glue_updated_at, running, anchor_at, next_fire_at, last_fire_at, \
+             created_at, updated_at) VALUES (?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?) \
+             RETURNING id",
+        );
+        let row = sqlx::query(&q)
+            .bind(group_id)
+            .bind(&draft.description)
+            .bind(&draft.owner)
+            .bind(&draft.alarm_contacts)
+            .bind(draft.schedule_type.as_str())
+            .bind(&draft.schedule_expr)
+            .bind(&draft.time_zone)
+            .bind(draft.misfire_strategy.as_str())
+            .bind(draft.route_strategy.as_str())
+            .bind(&draft.handler)
+            .bind(&draft.param)
+            .bind(draft.block_strategy.as_str())
+            .bind(draft.timeout_secs)
+            .bind(draft.retry_count)
+            .bind(rows::join_ids(&draft.child_job_ids))
+            .bind(draft.glue_type.as_str())
+            .bind(&draft.glue_source)
+            .bind(now)
+            .bind(i64::from(draft.running))
+            .bind(now)
+            .bind(next)
+            .bind(now)
+            .bind(now)
+            .fetch_one(&mut *tx)
+            .await?;
+        let id = rows::int(&row, 0)?;
+        let q = self.sql("UPDATE job SET partition_no = ? WHERE id = ?");
+        sqlx::query(&q).bind(id % PARTITIONS).bind(id).execute(&mut *tx).await?;
+        if draft.glue_type.is_script() {
+            self.insert_glue_version(&mut tx, id, draft, author, now).await?;
+        }
+        tx.commit().await?;
+        self.job(id).await
+    }
+
+    async fn insert_glue_version(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        job_id: i64,
+        draft: &JobDraft,
+        author: &str,
+        now: i64,
+    ) -> StoreResult<()> {
+        let q = self.sql(
+            "INSERT INTO glue_version (job_id, glue_type, glue_source, author, created_at) VALUES (?, ?, ?, ?, ?)",
+        );
+        sqlx::query(&q)
+            .bind(job_id)
+            .bind(draft.glue_type.as_str())
+            .bind(&draft.glue_source)
+            .bind(author)
+            .bind(now)
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+
+    /// Replaces a job's definition. The schedule restarts from now when it changed or when the
+    /// job is being started; a script change adds a version with its author.
+    pub async fn update_job(&self, id: i64, draft: &JobDraft, author: &str) -> StoreResult<Job> {
+        let now = now_ms();
+        let mut tx = self.write.begin().await?;
+        let q = self
+            .sql(&format!(
+                "SELECT {JOB_COLUMNS} FROM job WHERE id = ?{}",
+                self.backend.for_update()
+            ))
+            .into_owned();
+        let Some(row) = sqlx::query(&q).bind(id).fetch_optional(&mut *tx).await? else {
+            return Err(StoreError::NotFound(format!("job {id}")));
+        };
+        let old = rows::job(&row)?;
+        let group_id = self.resolve_group(&mut tx, draft).await?;
+        self.check_children(&mut tx, Some(id), &draft.child_job_ids).await?;
+        let schedule_changed = old.schedule_type != draft.schedule_type
+            || old.schedule_expr != draft.schedule_expr
+            || old.time_zone != draft.time_zone;
+        let (anchor, next) = if !draft.running {
+            (old.anchor_at, 0)
+        } else if schedule_changed || !old.running {
+            (
+                now,
+                first_fire(draft.schedule_type, &draft.schedule_expr, &draft.time_zone, now, now)?,
+            )
+        } else {
+            (old.anchor_at, old.next_fire_at)
+        };
+        let glue_changed = old.glue_type != draft.glue_type || old.glue_source != draft.glue_source;
+        let glue_updated_at = if glue_changed { now } else { old.glue_updated_at };
+        let q = self
+            .sql(&format!(
+                "UPDATE job SET group_id = ?, description = ?, owner = ?, alarm_contacts = ?, schedule_type = ?, \
+                 schedule_expr = ?, time_zone = ?, misfire_strategy = ?, route_strategy = ?, handler = ?, param = ?, \
+                 block_strategy = ?, timeout_secs = ?, retry_count = ?, child_job_ids = ?, glue_type = ?, glue_source = ?, \
+                 glue_updated_at = ?, running = ?, anchor_at = ?, next_fire_at = ?, updated_at = {BUMP_UPDATED_AT} WHERE id = ?"
+            ))
+            .into_owned();
+        sqlx::query(&q)
+            .bind(group_id)
+            .bind(&draft.description)
+            .bind(&draft.owner)
+            .bind(&draft.alarm_contacts)
+            .bind(draft.schedule_type.as_str())
+            .bind(&draft.schedule_expr)
+            .bind(&draft.time_zone)
+            .bind(draft.misfire_strategy.as_str())
+            .bind(draft.route_strategy.as_str())
+            .bind(&draft.handler)
+            .bind(&draft.param)
+            .bind(draft.block_strategy.as_str())
+            .bind(draft.timeout_secs)
+            .bind(draft.retry_count)
+            .bind(rows::join_ids(&draft.child_job_ids))
+            .bind(draft.glue_type.as_str())
+            .bind(&draft.glue_source)
+            .bind(glue_updated_at)
+            .bind(i64::from(draft.running))
+            .bind(anchor)
+            .bind(next)
+            .bind(now)
+            .bind(now)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        if glue_changed && draft.glue_type.is_script() {
+            self.insert_glue_version(&mut tx, id, draft, author, now).await?;
+        }
+        tx.commit().await?;
+        self.job(id).await
+    }
+
+    /// Starts (schedules from now) or stops a job.
+    pub async fn set_job_running(&self, id: i64, running: bool) -> StoreResult<Job> {
+        let job = self.job(id).await?;
+        let now = now_ms();
+        if running {
+            if job.schedule_type == ScheduleType::None {
+                return Err(Invalid::new(
+                    "running",
+                    "a job with schedule type NONE cannot be started; trigger it instead",
+                )
+                .into());
+            }
+            if job.running {
+                return Ok(job);
+            }
+            let next = first_fire(job.schedule_type, &job.schedule_expr, &job.time_zone, now, now)?;
+            let q = self
+                .sql(&format!(
+                    "UPDATE job SET running = 1, anchor_at = ?, next_fire_at = ?, updated_at = {BUMP_UPDATED_AT} \
+                     WHERE id = ? AND running = 0"
+                ))
+                .into_owned();
+            sqlx::query(&q)
+                .bind(now)
+                .bind(next)
+                .bind(now)
+                .bind(now)
+                .bind(id)
+                .execute(&self.write)
+                .await?;
+        } else {
+            let q = self
+                .sql(&format!(
+                    "UPDATE job SET running = 0, next_fire_at = 0, updated_at = {BUMP_UPDATED_AT} WHERE id = ?"
+                ))
+                .into_owned();
+            sqlx::query(&q)
+                .bind(now)
+                .bind(now)
+                .bind(id)
+                .execute(&self.write)
+                .await?;
+        }
+        self.job(id).await
+    }
+
+    /// Deletes a job with its runs and script versions. Refused while another job names it
+    /// as a child.
+    pub async fn delete_job(&self, id: i64) -> StoreResult<()> {
+        let mut tx = self.write.begin().await?;
+        let parents = sqlx::query("SELECT id, child_job_ids FROM job WHERE child_job_ids <> ''")
+            .fetch_all(&mut *tx)
+            .await?;
+        for p in &parents {
+            if rows::id_list(&rows::text(p, "child_job_ids")?).contains(&id) {
+                let pid = rows::int(p, "id")?;
+                return Err(StoreError::Conflict(format!(
+                    "job {id} is a child of job {pid}; remove it there first"
+                )));
+            }
+        }
+        let q = self.sql("DELETE FROM job WHERE id = ?");
+        if sqlx::query(&q).bind(id).execute(&mut *tx).await?.rows_affected() == 0 {
+            return Err(StoreError::NotFound(format!("job {id}")));
+        }
+        for table in ["run", "glue_version"] {
+            let q = self.sql(&format!("DELETE FROM {table} WHERE job_id = ?")).into_owned();
+            sqlx::query(&q).bind(id).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// One job.
+    pub async fn job(&self, id: i64) -> StoreResult<Job> {
+        let q = self
+            .sql(&format!("SELECT {JOB_COLUMNS} FROM job WHERE id = ?"))
+            .into_owned();
+        match sqlx::query(&q).bind(id).fetch_optional(&self.read).await? {
+            Some(r) => Ok(rows::job(&r)?),
+            None => Err(StoreError::NotFound(format!("job {id}"))),
+        }
+    }
+
+    /// Jobs by id (missing ids are left out).
+    pub async fn jobs_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<Job>> {
+        let mut out = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(500) {
+            let q = self
+                .sql(&format!(
+                    "SELECT {JOB_COLUMNS} FROM job WHERE id IN ({})",
+                    placeholders(chunk.len())
+                ))
+                .into_owned();
+            let mut query = sqlx::query(&q);
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            for r in query.fetch_all(&self.read).await? {
+                out.push(rows::job(&r)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Jobs, optionally of one group, by id; `after_id`/`limit` page through them. `scope`
+    /// limits them to some groups (a console user's; `None`: every group) in the query itself,
+    /// so a page holds `limit` jobs the caller may see.
+    pub async fn list_jobs(
+        &self,
+        group_id: Option<i64>,
+        scope: Option<&[i64]>,
+        after_id: i64,
+        limit: i64,
+    ) -> StoreResult<Vec<Job>> {
+        let mut sql = format!("SELECT {JOB_COLUMNS} FROM job WHERE id > ?");
+        if group_id.is_some() {
+            sql.push_str(" AND group_id = ?");
+        }
+        if let Some(ids) = scope {
+            if ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            sql.push_str(&format!(" AND group_id IN ({})", placeholders(ids.len())));
+        }
+        sql.push_str(" ORDER BY id LIMIT ?");
+        let q = self.sql(&sql).into_owned();
+        let mut query = sqlx::query(&q).bind(after_id);
+        if let Some(g) = group_id {
+            query = query.bind(g);
+        }
+        for id in scope.unwrap_or(&[]) {
+            query = query.bind(*id);
+        }
+        let all = query.bind(limit).fetch_all(&self.read).await?;
+        Ok(all.iter().map(rows::job).collect::<Result<_, _>>()?)
+    }
+
+    /// Number of jobs (all, running).
+    pub async fn count_jobs(&self) -> StoreResult<(i64, i64)> {
+        let r = sqlx::query("SELECT COUNT(*) AS n FROM job")
+            .fetch_one(&self.read)
+            .await?;
+        let r2 = sqlx::query("SELECT COUNT(*) AS n FROM job WHERE running = 1")
+            .fetch_one(&self.read)
+            .await?;
+        Ok((rows::int(&r, "n")?, rows::int(&r2, "n")?))
+    }
+
+    /// Bulk-creates running jobs (load tests and benchmarks): one transaction per 500 jobs.
+    pub async fn insert_jobs_bulk(&self, drafts: &[JobDraft], group_id: i64) -> StoreResult<Vec<i64>> {
+        let now = now_ms();
+        let mut ids = Vec::with_capacity(drafts.len());
+        for chunk in drafts.chunks(500) {
+            let mut tx = self.write.begin().await?;
+            let mut sql = String::from(
+                "INSERT INTO job (group_id, partition_no, description, owner, alarm_contacts, schedule_type, schedule_expr, \
+                 time_zone, misfire_strategy, route_strategy, handler, param, block_strategy, timeout_secs, retry_count, \
+                 child_job_ids, glue_type, glue_source, glue_updated_at, running, anchor_at, next_fire_at, last_fire_at, \
+                 created_at, updated_at) VALUES ",
+            );
+            for i in 0..chunk.len() {
+                if i > 0 {
+                    sql.push(',');
+                }
+                sql.push_str("(?, 0, ?, '', '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', 'BEAN', '', ?, ?, ?, ?, 0, ?, ?)");
+            }
+            sql.push_str(" RETURNING id");
+            let q = self.sql(&sql).into_owned();
+            let mut query = sqlx::query(&q);
+            for d in chunk {
+                let next = if d.running {
+                    first_fire(d.schedule_type, &d.schedule_expr, &d.time_zone, now, now)?
+                } else {
+                    0
+                };
+                query = query
+                    .bind(group_id)
+                    .bind(&d.description)
+                    .bind(d.schedule_type.as_str())
+                    .bind(&d.schedule_expr)
+                    .bind(&d.time_zone)
+                    .bind(d.misfire_strategy.as_str())
+                    .bind(d.route_strategy.as_str())
+                    .bind(&d.handler)
+                    .bind(&d.param)
+                    .bind(d.block_strategy.as_str())
+                    .bind(d.timeout_secs)
+                    .bind(d.retry_count)
+                    .bind(now)
+                    .bind(i64::from(d.running))
+                    .bind(now)
+                    .bind(next)
+                    .bind(now)
+                    .bind(now);
+            }
+            let new_ids: Vec<i64> = query
+                .fetch_all(&mut *tx)
+                .await?
+                .iter()
+                .map(|r| rows::int(r, 0))
+                .collect::<Result<_, _>>()?;
+            let q = self
+                .sql(&format!(
+                    "UPDATE job SET partition_no = MOD(id, {PARTITIONS}) WHERE id IN ({})",
+                    placeholders(new_ids.len())
+                ))
+                .into_owned();
+            let q = if self.backend == super::Backend::Sqlite {
+                q.replace(&format!("MOD(id, {PARTITIONS})"), &format!("id % {PARTITIONS}"))
+            } else {
+                q
+            };
+            let mut query = sqlx::query(&q);
+            for id in &new_ids {
+                query = query.bind(*id);
+            }
+            query.execute(&mut *tx).await?;
+            tx.commit().await?;
+            ids.extend(new_ids);
+        }
+        Ok(ids)
+    }
+}

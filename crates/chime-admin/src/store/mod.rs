@@ -1,0 +1,247 @@
+//! Database access: the only module that writes SQL.
+//!
+//! One logical schema, three dialects (`migrations/{sqlite,mysql,postgres}`), reached through
+//! `sqlx::Any` so every query is written once (see `docs/admin.md` for why `Any` and not
+//! per-backend generic code). Methods are named for what they mean in the life of a fire
+//! (`claim_due_fires`, `record_outcomes`), so the scheduler reads like the design, not like SQL.
+//!
+//! SQLite allows one writer at a time; a second connection that upgrades a read transaction to
+//! a write fails with `SQLITE_BUSY` instead of waiting. So on SQLite every writing transaction
+//! goes through a one-connection `write` pool, and reads use their own pool. On MySQL and
+//! PostgreSQL both are the same pool.
+
+mod alarms;
+mod audit;
+mod console_queries;
+mod dialect;
+mod groups;
+mod jobs;
+mod leases;
+mod nodes;
+mod registry;
+mod retention;
+mod rows;
+mod runs;
+mod sessions;
+mod users;
+
+pub use alarms::alarm_status;
+pub use audit::{AuditEntry, AuditFilter};
+pub use console_queries::{DayCounts, GlueVersion};
+pub use dialect::{placeholders, Backend};
+pub use jobs::JobDue;
+pub use leases::Lease;
+pub use runs::{Claimed, FirePlan};
+pub use runs::{HandleOutcome, NewRun, RunTicket, TriggerOutcome, UnfinishedRun};
+pub use sessions::SessionUser;
+pub use users::User;
+
+use crate::model::Invalid;
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{AnyPool, Executor};
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Number of scheduling partitions: a job belongs to partition `id % PARTITIONS`. Fixed, because
+/// the `partition_lease` rows are created by the first migration.
+pub const PARTITIONS: i64 = 16;
+
+/// A store operation that did not succeed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database failed or refused.
+    #[error("database error: {0}")]
+    Db(#[from] sqlx::Error),
+    /// Migrations could not be applied.
+    #[error("database migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The input refers to something that does not exist or breaks a rule.
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    /// The thing asked for does not exist.
+    #[error("{0} not found")]
+    NotFound(String),
+    /// The change conflicts with existing data.
+    #[error("{0}")]
+    Conflict(String),
+    /// The database URL is not one Chime can use.
+    #[error("{0}")]
+    Url(String),
+}
+
+impl StoreError {
+    /// A failure that says nothing about the request and goes away when it is tried again: a
+    /// deadlock or serialization failure (the database rolled the transaction back), a lock
+    /// wait that timed out, a busy SQLite file, no free connection in time.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            StoreError::Db(sqlx::Error::PoolTimedOut) => true,
+            StoreError::Db(sqlx::Error::Database(e)) => {
+                // SQLSTATE 40001: MySQL/MariaDB deadlock (1213), PostgreSQL serialization
+                // failure; 40P01: PostgreSQL deadlock; SQLite reports its result code
+                // (5 BUSY, 6 LOCKED and their extended forms). MySQL's lock wait timeout (1205)
+                // has only the generic SQLSTATE HY000, so its message tells it.
+                matches!(e.code().as_deref(), Some("40001" | "40P01" | "5" | "6" | "261" | "262" | "517"))
+                    || e.message().contains("Lock wait timeout exceeded")
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Result of store operations.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// The scheduling center's database.
+#[derive(Clone, Debug)]
+pub struct Store {
+    backend: Backend,
+    read: AnyPool,
+    write: AnyPool,
+}
+
+static MIGRATE_SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+static MIGRATE_MYSQL: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/mysql");
+static MIGRATE_POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+
+impl Store {
+    /// Connects to `url` (`sqlite://file.db`, `mysql://…`, `postgres://…`), creating a SQLite
+    /// file on first use, and applies the embedded migrations.
+    pub async fn connect(url: &str) -> StoreResult<Store> {
+        sqlx::any::install_default_drivers();
+        let backend = Backend::from_url(url).ok_or_else(|| {
+            StoreError::Url(format!(
+                "unsupported database URL '{}': use sqlite://FILE, mysql://… or postgres://…",
+                redact_url(url)
+            ))
+        })?;
+        let store = match backend {
+            Backend::Sqlite => {
+                let url = if url.contains("mode=") || url.contains(":memory:") {
+                    url.to_owned()
+                } else if url.contains('?') {
+                    format!("{url}&mode=rwc")
+                } else {
+                    format!("{url}?mode=rwc")
+                };
+                let options = AnyConnectOptions::from_str(&url)?;
+                let write = AnyPoolOptions::new()
+                    .max_connections(1)
+                    .acquire_timeout(Duration::from_secs(60))
+                    .after_connect(sqlite_pragmas)
+                    .connect_with(options.clone())
+                    .await?;
+                let read = AnyPoolOptions::new()
+                    .max_connections(4)
+                    .acquire_timeout(Duration::from_secs(30))
+                    .after_connect(sqlite_pragmas)
+                    .connect_with(options)
+                    .await?;
+                Store { backend, read, write }
+            }
+            Backend::MySql | Backend::Postgres => {
+                let pool = AnyPoolOptions::new()
+                    .max_connections(16)
+                    .acquire_timeout(Duration::from_secs(30))
+                    .after_connect(move |conn, _meta| {
+                        Box::pin(async move {
+                            if backend == Backend::MySql {
+                                // InnoDB's default, REPEATABLE READ, makes the claim's locking
+                                // read of due jobs lock the gaps of the `(running,
+                                // next_fire_at)` index too, so a job created or changed while
+                                // fires are claimed can deadlock with the claim. Under READ
+                                // COMMITTED a locking read locks the rows it returns and reads
+                                // their latest committed version, which is all the claim needs
+                                // (the unique fire key guards the rest), as on PostgreSQL,
+                                // whose default it is.
+                                conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+                                    .await?;
+                            }
+                            Ok(())
+                        })
+                    })
+                    .connect(url)
+                    .await?;
+                Store {
+                    backend,
+                    read: pool.clone(),
+                    write: pool,
+                }
+            }
+        };
+        let migrator = match backend {
+            Backend::Sqlite => &MIGRATE_SQLITE,
+            Backend::MySql => &MIGRATE_MYSQL,
+            Backend::Postgres => &MIGRATE_POSTGRES,
+        };
+        migrator.run(&store.write).await?;
+        Ok(store)
+    }
+
+    /// Which engine this store talks to.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Closes the connection pools.
+    pub async fn close(&self) {
+        self.write.close().await;
+        self.read.close().await;
+    }
+
+    /// A cheap round trip, for `/healthz`.
+    pub async fn ping(&self) -> StoreResult<()> {
+        sqlx::query("SELECT 1").execute(&self.read).await?;
+        Ok(())
+    }
+
+    fn sql<'q>(&self, q: &'q str) -> std::borrow::Cow<'q, str> {
+        self.backend.sql(q)
+    }
+}
+
+/// WAL lets readers work while the writer commits. With `synchronous = NORMAL` in WAL mode a
+/// commit is written to the WAL file (the operating system's page cache) but not fsynced;
+/// a killed process (`kill -9`, panic, OOM) loses nothing that was committed, because the
+/// kernel still writes those pages. A power loss or kernel crash can roll back the last
+/// transactions (never corrupt the database): their fires are claimed again, runs whose trigger
+/// result was rolled back are sent again, a rolled-back callback leaves its run to the lost-run
+/// sweep. A 16 MB page cache per connection (SQLite's default is 2 MB) keeps the job and run
+/// indexes that every claim and result batch walks in memory. (A 64 MB cache with a 256 MB
+/// memory map was tried: peak RSS at 10,000 fires/s nearly doubled, mapped pages count as
+/// resident memory, without a measurable gain.)
+fn sqlite_pragmas(
+    conn: &mut sqlx::AnyConnection,
+    _meta: sqlx::pool::PoolConnectionMetadata,
+) -> futures::future::BoxFuture<'_, Result<(), sqlx::Error>> {
+    Box::pin(async move {
+        conn.execute("PRAGMA journal_mode = WAL").await?;
+        conn.execute("PRAGMA synchronous = NORMAL").await?;
+        conn.execute("PRAGMA busy_timeout = 10000").await?;
+        conn.execute("PRAGMA cache_size = -16384").await?;
+        Ok(())
+    })
+}
+
+/// The URL with any password replaced, for messages and logs.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let userinfo = &url[scheme_end + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => format!("{}{}:***{}", &url[..scheme_end + 3], user, &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(super::redact_url("mysql://u:secret@h/db"), "mysql://u:***@h/db");
+        assert_eq!(super::redact_url("sqlite://x.db"), "sqlite://x.db");
+    }
+}

@@ -1,0 +1,45 @@
+//! Admin presence: each admin renews a row in `admin_node` with its partition leases, so the
+//! admins that share the partitions know of each other — including one that just started and
+//! holds no lease yet.
+
+use super::rows;
+use super::{Store, StoreResult};
+
+impl Store {
+    /// Announces `node` as alive until `expires_at` and returns every admin alive at `now`
+    /// (including `node`).
+    pub async fn announce_admin(&self, node: &str, now: i64, expires_at: i64) -> StoreResult<Vec<String>> {
+        let update = self.sql("UPDATE admin_node SET expires_at = ? WHERE node_id = ?");
+        let done = sqlx::query(&update)
+            .bind(expires_at)
+            .bind(node)
+            .execute(&self.write)
+            .await?;
+        if done.rows_affected() == 0 {
+            let (prefix, suffix) = self.backend.insert_ignore();
+            let insert = self
+                .sql(&format!(
+                    "{prefix} INTO admin_node (node_id, expires_at) VALUES (?, ?){suffix}"
+                ))
+                .into_owned();
+            sqlx::query(&insert)
+                .bind(node)
+                .bind(expires_at)
+                .execute(&self.write)
+                .await?;
+        }
+        // Rows of admins gone for a while are removed, so the table stays small.
+        let purge = self.sql("DELETE FROM admin_node WHERE expires_at < ?");
+        sqlx::query(&purge).bind(now - 3_600_000).execute(&self.write).await?;
+        let live = self.sql("SELECT node_id FROM admin_node WHERE expires_at > ?");
+        let all = sqlx::query(&live).bind(now).fetch_all(&self.read).await?;
+        all.iter().map(|r| Ok(rows::text(r, "node_id")?)).collect()
+    }
+
+    /// Withdraws `node` (graceful stop), so the others take its share at once.
+    pub async fn withdraw_admin(&self, node: &str) -> StoreResult<()> {
+        let q = self.sql("DELETE FROM admin_node WHERE node_id = ?");
+        sqlx::query(&q).bind(node).execute(&self.write).await?;
+        Ok(())
+    }
+}

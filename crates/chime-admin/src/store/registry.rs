@@ -1,0 +1,65 @@
+//! Executor heartbeats (`/api/registry`).
+
+use super::rows;
+use super::{Store, StoreResult};
+
+impl Store {
+    /// Records a heartbeat of `address` for `app_name` (insert or refresh).
+    pub async fn upsert_registry(&self, app_name: &str, address: &str, now: i64) -> StoreResult<()> {
+        let q = self.sql("UPDATE registry SET updated_at = ? WHERE app_name = ? AND address = ?");
+        let done = sqlx::query(&q)
+            .bind(now)
+            .bind(app_name)
+            .bind(address)
+            .execute(&self.write)
+            .await?;
+        if done.rows_affected() == 0 {
+            let (prefix, suffix) = self.backend.insert_ignore();
+            let q = self
+                .sql(&format!(
+                    "{prefix} INTO registry (app_name, address, updated_at) VALUES (?, ?, ?){suffix}"
+                ))
+                .into_owned();
+            sqlx::query(&q)
+                .bind(app_name)
+                .bind(address)
+                .bind(now)
+                .execute(&self.write)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Forgets an address (`/api/registryRemove`).
+    pub async fn remove_registry(&self, app_name: &str, address: &str) -> StoreResult<()> {
+        let q = self.sql("DELETE FROM registry WHERE app_name = ? AND address = ?");
+        sqlx::query(&q)
+            .bind(app_name)
+            .bind(address)
+            .execute(&self.write)
+            .await?;
+        Ok(())
+    }
+
+    /// Heartbeats newer than `since`: `(app name, address, last heartbeat)`.
+    pub async fn live_registry(&self, since: i64) -> StoreResult<Vec<(String, String, i64)>> {
+        let q = self
+            .sql("SELECT app_name, address, updated_at FROM registry WHERE updated_at > ? ORDER BY app_name, address");
+        let all = sqlx::query(&q).bind(since).fetch_all(&self.read).await?;
+        all.iter()
+            .map(|r| {
+                Ok((
+                    rows::text(r, "app_name")?,
+                    rows::text(r, "address")?,
+                    rows::int(r, "updated_at")?,
+                ))
+            })
+            .collect()
+    }
+
+    /// Deletes heartbeats older than `before` (dead executors).
+    pub async fn delete_dead_registry(&self, before: i64) -> StoreResult<u64> {
+        let q = self.sql("DELETE FROM registry WHERE updated_at < ?");
+        Ok(sqlx::query(&q).bind(before).execute(&self.write).await?.rows_affected())
+    }
+}

@@ -1,0 +1,137 @@
+//! Reading columns from `AnyRow`s the same way on every backend.
+//!
+//! MySQL reports `TEXT` columns as blobs through `sqlx::Any`, which refuses to decode them as
+//! `String`; [`text`] accepts either. Integers are all `BIGINT` in the schema and read as `i64`.
+
+use crate::model::{AddressType, Group, Job, Run, RunStatus};
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+/// Column by name or by position. Rows of `INSERT … RETURNING` on MariaDB carry no column
+/// names through sqlx (the prepared statement reported none), so those are read by position.
+pub(super) fn int<I: sqlx::ColumnIndex<AnyRow> + Copy>(row: &AnyRow, col: I) -> Result<i64, sqlx::Error> {
+    row.try_get::<Option<i64>, _>(col).map(Option::unwrap_or_default)
+}
+
+pub(super) fn text<I: sqlx::ColumnIndex<AnyRow> + Copy>(row: &AnyRow, col: I) -> Result<String, sqlx::Error> {
+    match row.try_get::<Option<String>, _>(col) {
+        Ok(v) => Ok(v.unwrap_or_default()),
+        Err(sqlx::Error::ColumnDecode { .. }) => {
+            let bytes: Option<Vec<u8>> = row.try_get(col)?;
+            Ok(bytes
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn parsed<T: std::str::FromStr>(row: &AnyRow, col: &str) -> Result<T, sqlx::Error>
+where
+    T::Err: std::fmt::Display,
+{
+    let s = text(row, col)?;
+    s.parse::<T>().map_err(|e| sqlx::Error::ColumnDecode {
+        index: col.to_owned(),
+        source: e.to_string().into(),
+    })
+}
+
+pub(super) fn id_list(s: &str) -> Vec<i64> {
+    s.split(',').filter_map(|p| p.trim().parse().ok()).collect()
+}
+
+pub(super) fn join_ids(ids: &[i64]) -> String {
+    ids.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+}
+
+pub(super) const GROUP_COLUMNS: &str =
+    "id, app_name, title, address_type, address_list, protocol, access_token, created_at, updated_at";
+
+pub(super) fn group(row: &AnyRow) -> Result<Group, sqlx::Error> {
+    let list = text(row, "address_list")?;
+    Ok(Group {
+        id: int(row, "id")?,
+        app_name: text(row, "app_name")?,
+        title: text(row, "title")?,
+        address_type: AddressType::from_code(int(row, "address_type")?),
+        addresses: list
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        protocol: parsed(row, "protocol")?,
+        access_token: Some(text(row, "access_token")?).filter(|t| !t.is_empty()),
+        created_at: int(row, "created_at")?,
+        updated_at: int(row, "updated_at")?,
+    })
+}
+
+pub(super) const JOB_COLUMNS: &str = "id, group_id, partition_no, description, owner, alarm_contacts, schedule_type, \
+     schedule_expr, time_zone, misfire_strategy, route_strategy, handler, param, block_strategy, timeout_secs, \
+     retry_count, child_job_ids, glue_type, glue_source, glue_updated_at, running, anchor_at, next_fire_at, \
+     last_fire_at, created_at, updated_at";
+
+pub(super) fn job(row: &AnyRow) -> Result<Job, sqlx::Error> {
+    Ok(Job {
+        id: int(row, "id")?,
+        group_id: int(row, "group_id")?,
+        partition: int(row, "partition_no")?,
+        description: text(row, "description")?,
+        owner: text(row, "owner")?,
+        alarm_contacts: text(row, "alarm_contacts")?,
+        schedule_type: parsed(row, "schedule_type")?,
+        schedule_expr: text(row, "schedule_expr")?,
+        time_zone: text(row, "time_zone")?,
+        misfire_strategy: parsed(row, "misfire_strategy")?,
+        route_strategy: parsed(row, "route_strategy")?,
+        handler: text(row, "handler")?,
+        param: text(row, "param")?,
+        block_strategy: parsed(row, "block_strategy")?,
+        timeout_secs: int(row, "timeout_secs")?,
+        retry_count: int(row, "retry_count")?,
+        child_job_ids: id_list(&text(row, "child_job_ids")?),
+        glue_type: parsed(row, "glue_type")?,
+        glue_source: text(row, "glue_source")?,
+        glue_updated_at: int(row, "glue_updated_at")?,
+        running: int(row, "running")? != 0,
+        anchor_at: int(row, "anchor_at")?,
+        next_fire_at: int(row, "next_fire_at")?,
+        last_fire_at: int(row, "last_fire_at")?,
+        created_at: int(row, "created_at")?,
+        updated_at: int(row, "updated_at")?,
+    })
+}
+
+pub(super) const RUN_COLUMNS: &str =
+    "id, job_id, group_id, scheduled_at, trigger_type, triggered_at, executor_address, \
+     handler, param, shard_index, shard_total, retry_count, lineage, trigger_code, trigger_msg, handled_at, \
+     handle_code, handle_msg, created_at";
+
+pub(super) fn run(row: &AnyRow) -> Result<Run, sqlx::Error> {
+    let trigger_code = int(row, "trigger_code")?;
+    let handle_code = int(row, "handle_code")?;
+    Ok(Run {
+        id: int(row, "id")?,
+        job_id: int(row, "job_id")?,
+        group_id: int(row, "group_id")?,
+        scheduled_at: int(row, "scheduled_at")?,
+        triggered_at: int(row, "triggered_at")?,
+        trigger_type: parsed(row, "trigger_type")?,
+        executor_address: text(row, "executor_address")?,
+        handler: text(row, "handler")?,
+        param: text(row, "param")?,
+        shard_index: int(row, "shard_index")?,
+        shard_total: int(row, "shard_total")?,
+        retry_count: int(row, "retry_count")?,
+        trigger_code,
+        trigger_msg: text(row, "trigger_msg")?,
+        handled_at: int(row, "handled_at")?,
+        handle_code,
+        handle_msg: text(row, "handle_msg")?,
+        status: RunStatus::of(trigger_code, handle_code),
+        lineage: text(row, "lineage")?,
+        created_at: int(row, "created_at")?,
+    })
+}

@@ -1,0 +1,438 @@
+//! Shared pieces of the scheduling center's end-to-end tests: fresh databases on SQLite,
+//! MariaDB and PostgreSQL, an in-process admin, a REST client, Chime's demo executor as a real
+//! process, child processes that die with the test, and a small in-test XXL-JOB G2 executor
+//! for what a real one cannot be made to do on cue.
+
+#![allow(dead_code)]
+
+pub mod demo_executor;
+pub mod executor;
+pub mod process;
+
+use chime_admin::{AdminConfig, AdminHandle};
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+pub const API_TOKEN: &str = "test-api-token";
+pub const ACCESS_TOKEN: &str = "test-access-token";
+
+/// Which database a test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Db {
+    Sqlite,
+    MySql,
+    Postgres,
+}
+
+/// A database created for one test and dropped by [`TestDb::drop_db`].
+pub struct TestDb {
+    pub kind: Db,
+    pub url: String,
+    name: String,
+    _dir: Option<tempfile::TempDir>,
+}
+
+fn mysql_server() -> String {
+    std::env::var("CHIME_TEST_MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".to_owned())
+}
+
+fn postgres_server() -> String {
+    std::env::var("CHIME_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned())
+}
+
+impl TestDb {
+    pub async fn new(kind: Db) -> TestDb {
+        sqlx::any::install_default_drivers();
+        let name = format!("chime_t_{}_{:08x}", std::process::id(), rand::random::<u32>());
+        match kind {
+            Db::Sqlite => {
+                let dir = tempfile::tempdir().unwrap();
+                let url = format!("sqlite://{}/chime.db", dir.path().display());
+                TestDb {
+                    kind,
+                    url,
+                    name,
+                    _dir: Some(dir),
+                }
+            }
+            Db::MySql => {
+                let server = mysql_server();
+                let mut conn = connect(&format!("{server}/mysql")).await;
+                sqlx::raw_sql(&format!("CREATE DATABASE {name} CHARACTER SET utf8mb4"))
+                    .execute(&mut conn)
+                    .await
+                    .unwrap();
+                TestDb {
+                    kind,
+                    url: format!("{server}/{name}"),
+                    name,
+                    _dir: None,
+                }
+            }
+            Db::Postgres => {
+                let server = postgres_server();
+                let mut conn = connect(&format!("{server}/postgres")).await;
+                sqlx::raw_sql(&format!("CREATE DATABASE {name}"))
+                    .execute(&mut conn)
+                    .await
+                    .unwrap();
+                TestDb {
+                    kind,
+                    url: format!("{server}/{name}"),
+                    name,
+                    _dir: None,
+                }
+            }
+        }
+    }
+
+    pub async fn drop_db(self) {
+        match self.kind {
+            Db::Sqlite => {}
+            Db::MySql => {
+                let mut conn = connect(&format!("{}/mysql", mysql_server())).await;
+                let _ = sqlx::raw_sql(&format!("DROP DATABASE IF EXISTS {}", self.name))
+                    .execute(&mut conn)
+                    .await;
+            }
+            Db::Postgres => {
+                let mut conn = connect(&format!("{}/postgres", postgres_server())).await;
+                let _ = sqlx::raw_sql(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name))
+                    .execute(&mut conn)
+                    .await;
+            }
+        }
+    }
+}
+
+async fn connect(url: &str) -> sqlx::AnyConnection {
+    use sqlx::Connection;
+    match sqlx::AnyConnection::connect(url).await {
+        Ok(c) => c,
+        Err(e) => panic!("cannot reach the test database at {url} ({e}); scripts/test starts MariaDB and PostgreSQL"),
+    }
+}
+
+/// Test settings: short timers so failures and recoveries happen within seconds.
+pub fn config(db_url: &str) -> AdminConfig {
+    let mut c = AdminConfig::new(db_url);
+    c.listen = "127.0.0.1:0".parse().unwrap();
+    c.api_token = Some(API_TOKEN.to_owned());
+    c.access_token = Some(ACCESS_TOKEN.to_owned());
+    c.context_path = Some("/xxl-job-admin".to_owned());
+    c.tick = Duration::from_millis(200);
+    c.lookahead = Duration::from_secs(2);
+    c.registry_refresh = Duration::from_millis(300);
+    c.lost_sweep = Duration::from_millis(500);
+    c.dead_timeout = Duration::from_secs(4);
+    c.executor_timeout = Duration::from_secs(2);
+    c.default_time_zone = "UTC".to_owned();
+    c.admin_password = Some("test-password".to_owned());
+    c
+}
+
+pub async fn start_admin(db_url: &str) -> AdminHandle {
+    chime_admin::start(config(db_url)).await.expect("admin starts")
+}
+
+/// A REST client for `/v1`.
+#[derive(Clone)]
+pub struct Api {
+    pub base: String,
+    http: reqwest::Client,
+}
+
+impl Api {
+    pub fn new(addr: std::net::SocketAddr) -> Api {
+        Api {
+            base: format!("http://{addr}"),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    pub async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut req = self
+            .http
+            .request(method, format!("{}{}", self.base, path))
+            .bearer_auth(API_TOKEN);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.expect("request");
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap_or_default();
+        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        self.call(reqwest::Method::GET, path, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        self.call(reqwest::Method::POST, path, Some(body)).await
+    }
+
+    /// POST that must succeed; returns the body.
+    pub async fn ok(&self, path: &str, body: Value) -> Value {
+        let (s, v) = self.post(path, body).await;
+        assert!((200..300).contains(&s), "POST {path} -> {s} {v}");
+        v
+    }
+
+    pub async fn runs(&self, job_id: i64) -> Vec<Value> {
+        let (s, v) = self.get(&format!("/v1/runs?job_id={job_id}&limit=10000")).await;
+        assert_eq!(s, 200, "{v}");
+        v.as_array().cloned().unwrap_or_default()
+    }
+
+    /// Waits until `pred` holds for the job's runs (newest first) or panics after `secs`.
+    pub async fn wait_runs(&self, job_id: i64, secs: u64, what: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let runs = self.runs(job_id).await;
+            if pred(&runs) {
+                return runs;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "timed out waiting for {what}; runs of job {job_id}: {}",
+                    serde_json::to_string_pretty(&runs).unwrap()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits until the group lists `n` executors; returns their addresses, sorted as the
+    /// routes see them. Generous deadline: executor processes start slowly on a loaded machine.
+    pub async fn wait_executors(&self, app: &str, n: usize) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let (_, v) = self.get(&format!("/v1/executors?group={app}")).await;
+            let count = v[0]["executors"].as_array().map(|a| a.len()).unwrap_or(0);
+            if count == n {
+                let mut addresses: Vec<String> = v[0]["executors"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|e| e["address"].as_str().map(str::to_owned))
+                    .collect();
+                addresses.sort();
+                return addresses;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "group {app} has {count} executors, expected {n}: {v}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+pub fn status(run: &Value) -> &str {
+    run["status"].as_str().unwrap_or("")
+}
+
+/// True for a run that succeeded and whose trigger result is recorded too (see [`finished`]).
+pub fn succeeded(run: &Value) -> bool {
+    status(run) == "success" && run["trigger_code"] != 0
+}
+
+/// Runs whose result and trigger result are both recorded. They are written independently, and
+/// a fast executor's callback can be committed before the trigger result it answers.
+pub fn finished(runs: &[Value]) -> usize {
+    runs.iter()
+        .filter(|r| matches!(status(r), "success" | "failed") && r["trigger_code"] != 0)
+        .count()
+}
+
+/// The `chime` binary of this build (see [`workspace_binary`]).
+pub fn chime_binary() -> std::path::PathBuf {
+    static BUILT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| workspace_binary("chime", "chime")).clone()
+}
+
+/// Binary `bin` of workspace package `package`, (re)built first so a test never runs a stale
+/// one: the admin crate's tests do not get `CARGO_BIN_EXE_…` for binaries of other packages.
+pub fn workspace_binary(package: &str, bin: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target profile directory");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut build = std::process::Command::new(cargo);
+    build.args(["build", "--quiet", "-p", package, "--bin", bin]);
+    // Cargo runs this test with the variables of the admin crate (CARGO_PKG_NAME,
+    // CARGO_MANIFEST_DIR, …). Passed on, build scripts that watch them (ring's) see a changed
+    // environment and rebuild — and then the next `cargo test` rebuilds again: a minute of
+    // compiling on every run.
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        let per_crate = [
+            "CARGO_PKG_",
+            "CARGO_MANIFEST_",
+            "CARGO_CRATE_",
+            "CARGO_BIN_",
+            "CARGO_PRIMARY_",
+        ]
+        .iter()
+        .any(|p| key.starts_with(p));
+        if per_crate || key == "CARGO_TARGET_TMPDIR" || key == "OUT_DIR" {
+            build.env_remove(key.as_ref());
+        }
+    }
+    if dir.ends_with("release") {
+        build.arg("--release");
+    }
+    let status = build.status().expect("cargo runs");
+    assert!(status.success(), "building the {bin} binary failed");
+    let path = dir.join(bin);
+    assert!(path.exists(), "{bin} binary not found at {}", path.display());
+    path
+}
+
+/// Checks the runs of a one-second cron job across an outage: no scheduled time has two runs,
+/// and every second from the first run to the last has one, where the first must be more than
+/// 2 s before `outage_start` and the last more than 1 s after `outage_end`.
+pub fn assert_every_second_ran_once(
+    job_id: i64,
+    scheduled: impl IntoIterator<Item = i64>,
+    outage_start: i64,
+    outage_end: i64,
+) {
+    let mut seen: std::collections::BTreeMap<i64, usize> = std::collections::BTreeMap::new();
+    for at in scheduled {
+        *seen.entry(at).or_default() += 1;
+    }
+    let twice: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        twice.is_empty(),
+        "job {job_id}: scheduled times with more than one run: {twice:?}"
+    );
+    let first = *seen.keys().next().expect("the job has runs");
+    let last = *seen.keys().next_back().expect("the job has runs");
+    assert!(
+        first < outage_start - 2000 && last > outage_end + 1000,
+        "job {job_id}: runs only from {first} to {last}, outage {outage_start}..{outage_end}"
+    );
+    let missing: Vec<i64> = (0..)
+        .map(|k| first + k * 1000)
+        .take_while(|t| *t <= last)
+        .filter(|t| !seen.contains_key(t))
+        .collect();
+    assert!(missing.is_empty(), "job {job_id}: seconds without a run: {missing:?}");
+}
+
+/// An admin running in the test process on a fresh database, with a REST client: what the
+/// end-to-end scenarios start from.
+pub struct Env {
+    pub db: TestDb,
+    pub admin: AdminHandle,
+    pub api: Api,
+    /// The admin's base for executors, with XXL-JOB's context path.
+    pub prefix: String,
+}
+
+impl Env {
+    /// A fresh database and an admin on it whose executors count as dead after `dead_timeout`
+    /// without a heartbeat (real executors beat only every 10–30 s: see
+    /// [`demo_executor::REAL_EXECUTOR_DEAD_TIMEOUT`]).
+    pub async fn start(kind: Db, dead_timeout: Duration) -> Env {
+        let db = TestDb::new(kind).await;
+        let mut config = config(&db.url);
+        config.dead_timeout = dead_timeout;
+        let admin = chime_admin::start(config).await.expect("admin starts");
+        let api = Api::new(admin.local_addr);
+        let prefix = format!("http://{}/xxl-job-admin", admin.local_addr);
+        Env { db, admin, api, prefix }
+    }
+
+    /// Stops the admin and drops the database.
+    pub async fn close(self) {
+        self.admin.shutdown().await;
+        self.db.drop_db().await;
+    }
+
+    /// Creates a group registering executors under `app`; returns its id.
+    pub async fn group(&self, app: &str) -> i64 {
+        self.api
+            .ok("/v1/groups", serde_json::json!({"app_name": app, "title": "test"}))
+            .await["id"]
+            .as_i64()
+            .unwrap()
+    }
+
+    /// Creates a job; returns its id.
+    pub async fn job(&self, body: Value) -> i64 {
+        self.api.ok("/v1/jobs", body).await["id"].as_i64().unwrap()
+    }
+
+    /// Triggers `job` by hand; returns the run id.
+    pub async fn trigger(&self, job: i64, body: Value) -> i64 {
+        self.api.ok(&format!("/v1/jobs/{job}/trigger"), body).await["run_id"]
+            .as_i64()
+            .unwrap()
+    }
+
+    /// Triggers `job` `n` times and returns the executor address of each run once all are
+    /// finished, checking that every run was accepted and succeeded.
+    pub async fn trigger_n(&self, job: i64, n: usize) -> Vec<String> {
+        for _ in 0..n {
+            self.trigger(job, serde_json::json!({})).await;
+        }
+        let runs = self
+            .api
+            .wait_runs(job, 60, "triggered runs finished", |r| finished(r) == n)
+            .await;
+        runs.iter()
+            .map(|r| {
+                assert_eq!(r["trigger_code"], 200, "every trigger was sent: {r:#}");
+                assert_eq!(status(r), "success", "{r:#}");
+                address_of(r)
+            })
+            .collect()
+    }
+
+    /// One run.
+    pub async fn run(&self, run_id: i64) -> Value {
+        let (s, v) = self.api.get(&format!("/v1/runs/{run_id}")).await;
+        assert_eq!(s, 200, "{v}");
+        v
+    }
+
+    /// Starts `n` demo executors registering in `app` and waits until the admin lists exactly
+    /// them. Sorted by address: the order FIRST, LAST, FAILOVER, BUSYOVER and the shards use.
+    pub async fn demo_executors(&self, app: &str, n: usize) -> Vec<demo_executor::DemoExecutor> {
+        let mut executors: Vec<demo_executor::DemoExecutor> = (0..n)
+            .map(|_| demo_executor::DemoExecutor::start(&self.prefix, app))
+            .collect();
+        executors.sort_by(|a, b| a.address.cmp(&b.address));
+        let listed = self.api.wait_executors(app, n).await;
+        let started: Vec<&str> = executors.iter().map(|x| x.address.as_str()).collect();
+        assert_eq!(
+            listed, started,
+            "the admin lists the executors at the addresses they listen on (registered as \
+             `http://host:port/`, stored without the slash)"
+        );
+        executors
+    }
+}
+
+/// The executor a run was sent to.
+pub fn address_of(run: &Value) -> String {
+    run["executor_address"].as_str().unwrap_or_default().to_owned()
+}
+
+/// Waits until `check` returns `Ok`, or panics after `secs` naming `what` and the last `Err`.
+pub async fn eventually<T, F, Fut>(secs: u64, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        match check().await {
+            Ok(v) => return v,
+            Err(last) if Instant::now() > deadline => panic!("timed out waiting for {what}; last seen: {last}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! The lost-run sweep: it looks at every running run, however many there are, and fails runs
+//! whose result will never come — their executor is gone, or it is alive but dropped the result.
+
+mod common;
+
+use chime_admin::monitor::{sweep_lost_runs, SWEEP_PAGE};
+use chime_admin::store::{NewRun, TriggerOutcome};
+use chime_protocol::messages::JOB_RESULT_LOST;
+use chime_protocol::TriggerType;
+use common::{Api, Db, TestDb, ACCESS_TOKEN};
+use serde_json::{json, Value};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+async fn register(base: &str, app: &str, address: &str) {
+    let v: Value = reqwest::Client::new()
+        .post(format!("{base}/api/registry"))
+        .header("XXL-JOB-ACCESS-TOKEN", ACCESS_TOKEN)
+        .json(&json!({"registryGroup": "EXECUTOR", "registryKey": app, "registryValue": address}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["code"], 200, "{v}");
+}
+
+/// Creates `n` runs of `job` that `address` accepted ten seconds ago and never reported on.
+async fn running_runs(handle: &chime_admin::AdminHandle, job: i64, address: &str, n: usize) -> Vec<i64> {
+    let store = &handle.admin.store;
+    let job = store.job(job).await.unwrap();
+    let sent_at = chime_admin::model::now_ms() - 10_000;
+    let runs: Vec<NewRun> = (0..n)
+        .map(|_| NewRun::of_job(&job, TriggerType::Api, sent_at, None))
+        .collect();
+    let tickets = store.insert_runs(&runs).await.unwrap();
+    let sent: Vec<TriggerOutcome> = tickets
+        .iter()
+        .map(|t| TriggerOutcome {
+            run_id: t.id,
+            triggered_at: sent_at,
+            address: address.to_owned(),
+            code: 200,
+            msg: "sent".to_owned(),
+            shard_total: 1,
+            trigger_type: TriggerType::Api,
+        })
+        .collect();
+    store.record_outcomes(&sent, &[]).await.unwrap();
+    tickets.iter().map(|t| t.id).collect()
+}
+
+async fn run(api: &Api, id: i64) -> Value {
+    let (s, v) = api.get(&format!("/v1/runs/{id}")).await;
+    assert_eq!(s, 200, "{v}");
+    v
+}
+
+#[tokio::test]
+async fn the_sweep_looks_past_the_first_page_of_running_runs() {
+    let db = TestDb::new(Db::Sqlite).await;
+    let mut config = common::config(&db.url);
+    // Swept by hand below, once.
+    config.lost_sweep = Duration::from_secs(3600);
+    let handle = chime_admin::start(config).await.expect("admin starts");
+    let api = Api::new(handle.local_addr);
+    let base = format!("http://{}/xxl-job-admin", handle.local_addr);
+    api.ok("/v1/groups", json!({"app_name": "long"})).await;
+    let job = api.ok("/v1/jobs", json!({"group": "long", "handler": "h"})).await["id"]
+        .as_i64()
+        .unwrap();
+    // More than a page of long runs on a live executor, oldest first, then a few on an
+    // executor that never registered (or died long ago).
+    let alive = "http://127.0.0.1:4";
+    let long = running_runs(&handle, job, alive, SWEEP_PAGE as usize + 50).await;
+    let lost = running_runs(&handle, job, "http://127.0.0.1:5", 3).await;
+    register(&base, "long", &format!("{alive}/")).await;
+    api.wait_executors("long", 1).await;
+
+    assert_eq!(sweep_lost_runs(&handle.admin).await.unwrap(), lost.len());
+    for id in &lost {
+        let r = run(&api, *id).await;
+        assert_eq!(
+            (r["status"].as_str(), r["handle_msg"].as_str()),
+            (Some("failed"), Some(JOB_RESULT_LOST))
+        );
+    }
+    for id in [long[0], long[long.len() - 1]] {
+        assert_eq!(run(&api, id).await["status"], "running", "run {id} of a live executor");
+    }
+    handle.shutdown().await;
+    db.drop_db().await;
+}
+
+/// A G2 executor that accepts every run and never reports a result; `/idleBeat` says busy for
+/// the jobs in `busy`.
+async fn silent_executor(busy: Arc<Mutex<HashSet<i64>>>) -> (String, tokio_util::sync::CancellationToken) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    let stop = tokio_util::sync::CancellationToken::new();
+    let app = axum::Router::new()
+        .route(
+            "/{path}",
+            axum::routing::post(
+                |axum::extract::State(busy): axum::extract::State<Arc<Mutex<HashSet<i64>>>>,
+                 axum::extract::Path(path): axum::extract::Path<String>,
+                 body: axum::body::Bytes| async move {
+                    let job = serde_json::from_slice::<Value>(&body)
+                        .ok()
+                        .and_then(|v| v["jobId"].as_i64());
+                    if path == "idleBeat" && job.is_some_and(|j| busy.lock().unwrap().contains(&j)) {
+                        r#"{"code":500,"msg":"job thread is running or has trigger queue."}"#
+                    } else {
+                        r#"{"code":200}"#
+                    }
+                },
+            ),
+        )
+        .with_state(busy);
+    let s = stop.clone();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(async move { s.cancelled().await })
+            .await;
+    });
+    (address, stop)
+}
+
+#[tokio::test]
+async fn a_run_whose_result_was_dropped_fails_after_the_job_timeout() {
+    let db = TestDb::new(Db::Sqlite).await;
+    let handle = common::start_admin(&db.url).await;
+    let api = Api::new(handle.local_addr);
+    let busy = Arc::new(Mutex::new(HashSet::new()));
+    let (address, stop) = silent_executor(busy.clone()).await;
+    api.ok("/v1/groups", json!({"app_name": "silent", "addresses": [address]}))
+        .await;
+    let job = |timeout: i64| json!({"group": "silent", "handler": "h", "timeout_secs": timeout});
+    let dropped = api.ok("/v1/jobs", job(1)).await["id"].as_i64().unwrap();
+    let queued = api.ok("/v1/jobs", job(1)).await["id"].as_i64().unwrap();
+    let no_timeout = api.ok("/v1/jobs", job(0)).await["id"].as_i64().unwrap();
+    // The executor still works on (or has queued) runs of this job.
+    busy.lock().unwrap().insert(queued);
+    let mut runs = Vec::new();
+    for j in [dropped, queued, no_timeout] {
+        runs.push(
+            api.ok(&format!("/v1/jobs/{j}/trigger"), json!({})).await["run_id"]
+                .as_i64()
+                .unwrap(),
+        );
+    }
+
+    // Timeout 1 s plus the dead timeout (4 s in the tests) plus a sweep.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let failed = loop {
+        let r = run(&api, runs[0]).await;
+        if r["status"] == "failed" {
+            break r;
+        }
+        assert_eq!(r["status"], "running", "{r:#}");
+        assert!(
+            Instant::now() < deadline,
+            "the run with a dropped result was never failed: {r:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let msg = failed["handle_msg"].as_str().unwrap();
+    assert!(msg.contains("no result within the executor timeout (1s)"), "{msg}");
+    // The other two were as overdue in the same sweeps, and are left alone: one is still in the
+    // executor's hands, the other's job has no timeout.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for id in &runs[1..] {
+        assert_eq!(run(&api, *id).await["status"], "running", "run {id}");
+    }
+    // Once the executor is done with the queued job, its run is failed too.
+    busy.lock().unwrap().clear();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while run(&api, runs[1]).await["status"] != "failed" {
+        assert!(Instant::now() < deadline, "the queued run was never failed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(run(&api, runs[2]).await["status"], "running");
+    stop.cancel();
+    handle.shutdown().await;
+    db.drop_db().await;
+}
+
+#[tokio::test]
+async fn a_run_without_timeout_fails_once_its_executor_no_longer_has_it() {
+    let db = TestDb::new(Db::Sqlite).await;
+    let mut config = common::config(&db.url);
+    config.lost_result_after = Duration::from_secs(2);
+    let handle = chime_admin::start(config).await.expect("admin starts");
+    let api = Api::new(handle.local_addr);
+    let busy = Arc::new(Mutex::new(HashSet::new()));
+    let (address, stop) = silent_executor(busy.clone()).await;
+    api.ok("/v1/groups", json!({"app_name": "forgetful", "addresses": [address]}))
+        .await;
+    let job = api.ok("/v1/jobs", json!({"group": "forgetful", "handler": "h"})).await["id"]
+        .as_i64()
+        .unwrap();
+    // A long run: the executor says it is working on the job.
+    busy.lock().unwrap().insert(job);
+    let run_id = api.ok(&format!("/v1/jobs/{job}/trigger"), json!({})).await["run_id"]
+        .as_i64()
+        .unwrap();
+    // Well past the wait, and swept many times: still the executor's, so still running.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let r = run(&api, run_id).await;
+    assert_eq!(
+        r["status"], "running",
+        "a run its executor is working on is left alone: {r:#}"
+    );
+    // The executor forgets the run (restarted within the dead timeout, say): its result will
+    // never come, and the next sweep says so.
+    busy.lock().unwrap().clear();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let failed = loop {
+        let r = run(&api, run_id).await;
+        if r["status"] == "failed" {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "the forgotten run was never failed: {r:#}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let msg = failed["handle_msg"].as_str().unwrap();
+    assert!(msg.contains("no result within 2s"), "{msg}");
+    stop.cancel();
+    handle.shutdown().await;
+    db.drop_db().await;
+}

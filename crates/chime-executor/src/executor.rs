@@ -1,0 +1,530 @@
+//! Configuration ([`ExecutorBuilder`]) and life cycle ([`Executor`], [`ExecutorHandle`]):
+//! start the server, register, run, and shut down without losing a result.
+
+use crate::admin::AdminClient;
+use crate::callback::{self, CallbackOptions};
+use crate::handler::{Handler, IntoJobResult, JobContext};
+use crate::runlog::LogWriter;
+use crate::runner::{RunEnv, Runners};
+use crate::server::{self, ServerState};
+use crate::{address, registry, runlog, script};
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Why an executor could not be built or started.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecutorError {
+    /// The configuration is unusable; the message says what to change.
+    #[error("invalid executor configuration: {0}")]
+    Config(String),
+    /// The listen address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The log directory or callback spool could not be prepared.
+    #[error("cannot prepare {path}: {source}")]
+    Io {
+        /// The directory or file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// Builds an [`Executor`]. Every setting has a default except the handlers and, to register
+/// anywhere, the admin addresses and app name.
+#[must_use]
+pub struct ExecutorBuilder {
+    admins: Vec<String>,
+    app_name: String,
+    access_token: Option<String>,
+    listen: SocketAddr,
+    advertise: Option<String>,
+    log_dir: PathBuf,
+    log_retention_days: i64,
+    pack_run_logs: bool,
+    handlers: HashMap<String, Handler>,
+    duplicate_names: Vec<String>,
+    scripts: bool,
+    shell_handler: bool,
+    registry_interval: Duration,
+    callback_retry_interval: Duration,
+    callback_batch_size: usize,
+    runner_idle_timeout: Duration,
+    admin_timeout: Duration,
+    shutdown_grace: Duration,
+    callback_flush_timeout: Duration,
+}
+
+impl Default for ExecutorBuilder {
+    fn default() -> Self {
+        ExecutorBuilder {
+            admins: Vec::new(),
+            app_name: String::new(),
+            access_token: None,
+            listen: SocketAddr::from(([127, 0, 0, 1], 9999)),
+            advertise: None,
+            log_dir: PathBuf::from("chime-executor-logs"),
+            log_retention_days: 30,
+            pack_run_logs: false,
+            handlers: HashMap::new(),
+            duplicate_names: Vec::new(),
+            scripts: false,
+            shell_handler: false,
+            registry_interval: Duration::from_secs(chime_protocol::messages::BEAT_TIMEOUT_SECS),
+            callback_retry_interval: Duration::from_secs(3),
+            callback_batch_size: 500,
+            runner_idle_timeout: Duration::from_secs(90),
+            admin_timeout: Duration::from_secs(3),
+            shutdown_grace: Duration::from_secs(20),
+            callback_flush_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl ExecutorBuilder {
+    /// Admin base addresses, as XXL-JOB's `xxl.job.admin.addresses` gives them
+    /// (`http://host:8080/xxl-job-admin`, or `http://host:8080` for Chime and XXL-JOB ≥ 3.4.1).
+    /// Results and heartbeats go to `<base>/api/…`. Each entry may itself be a comma list.
+    pub fn admin_addresses<I, S>(mut self, addresses: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        for entry in addresses {
+            for address in entry.as_ref().split(',') {
+                let address = address.trim();
+                if !address.is_empty() {
+                    self.admins.push(address.to_owned());
+                }
+            }
+        }
+        self
+    }
+
+    /// The executor's app name: the admin groups executors by it (XXL-JOB's "AppName").
+    pub fn app_name(mut self, name: impl Into<String>) -> Self {
+        self.app_name = name.into();
+        self
+    }
+
+    /// The shared access token (`XXL-JOB-ACCESS-TOKEN`), checked on every incoming call and
+    /// sent on every call to the admin. Blank means none — acceptable only on loopback.
+    pub fn access_token(mut self, token: impl Into<String>) -> Self {
+        let token = token.into();
+        self.access_token = if token.trim().is_empty() { None } else { Some(token) };
+        self
+    }
+
+    /// Where the HTTP server listens. Default `127.0.0.1:9999`: reachable only from this host
+    /// until you choose otherwise. Port 0 picks a free port.
+    pub fn listen(mut self, addr: SocketAddr) -> Self {
+        self.listen = addr;
+        self
+    }
+
+    /// The address the admin should call, e.g. `http://10.0.0.5:9999` or `exec.svc:9999`.
+    /// Set it whenever the executor runs in a container or behind NAT; without it the bound IP
+    /// (or, for `0.0.0.0`, the first non-loopback IPv4) is used.
+    pub fn advertise(mut self, address: impl Into<String>) -> Self {
+        let address = address.into();
+        self.advertise = if address.trim().is_empty() { None } else { Some(address) };
+        self
+    }
+
+    /// Where run logs (`yyyy-MM-dd/<runId>.log`), script files (`gluesource/`) and the
+    /// callback spool (`callback-spool/`) live. Default `./chime-executor-logs`.
+    pub fn log_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.log_dir = dir.into();
+        self
+    }
+
+    /// Day directories of run logs older than this many days are removed at start and daily.
+    /// Below 1: keep forever. Default 30.
+    pub fn log_retention_days(mut self, days: i64) -> Self {
+        self.log_retention_days = days;
+        self
+    }
+
+    /// Packs the logs of short runs, many runs to a file, instead of giving every run its own
+    /// `yyyy-MM-dd/<runId>.log`. Off by default.
+    ///
+    /// With packing, a run that finished in one go with a log of at most 16 KiB becomes a
+    /// record in `yyyy-MM-dd/packed/<runId / 1000>.log`; runs that wait (their log is paged
+    /// while it grows), larger logs, and runs whose handler asked for
+    /// [`JobContext::log_path`] keep a file of their own. It buys throughput where creating a
+    /// file per run is the bottleneck — on ext4 thousands of tiny runs per second — at the
+    /// price of the one greppable file per run that operators (and XXL-JOB habits) expect.
+    /// `/log` answers the same either way, and reads logs written under the other setting, so
+    /// it can be changed across a restart.
+    pub fn pack_run_logs(mut self, pack: bool) -> Self {
+        self.pack_run_logs = pack;
+        self
+    }
+
+    /// Registers an async handler under `name` (the admin's "JobHandler" field).
+    pub fn handler<F, Fut, R>(self, name: impl Into<String>, f: F) -> Self
+    where
+        F: Fn(JobContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoJobResult + 'static,
+    {
+        self.register(name, Handler::new(f))
+    }
+
+    /// Registers a blocking (synchronous) handler under `name`; it runs on tokio's blocking
+    /// pool so that it cannot stall the server or other jobs.
+    pub fn blocking_handler<F, R>(self, name: impl Into<String>, f: F) -> Self
+    where
+        F: Fn(JobContext) -> R + Send + Sync + 'static,
+        R: IntoJobResult + 'static,
+    {
+        self.register(name, Handler::blocking(f))
+    }
+
+    /// Registers a prepared [`Handler`] (with init/destroy hooks) under `name`. A name used
+    /// twice makes [`ExecutorBuilder::build`] fail, as XXL-JOB refuses "naming conflicts".
+    pub fn register(mut self, name: impl Into<String>, handler: Handler) -> Self {
+        let name = name.into();
+        if self.handlers.insert(name.clone(), handler).is_some() {
+            self.duplicate_names.push(name);
+        }
+        self
+    }
+
+    /// Runs script jobs (GLUE_SHELL, GLUE_PYTHON, GLUE_NODEJS, GLUE_PHP, GLUE_POWERSHELL)
+    /// sent by the admin. Off by default: it lets anyone holding the token run code here.
+    pub fn enable_scripts(mut self, enabled: bool) -> Self {
+        self.scripts = enabled;
+        self
+    }
+
+    /// Registers the `shell` handler, which runs its parameter with `bash -c`. Off by default
+    /// for the same reason as scripts.
+    pub fn enable_shell_handler(mut self, enabled: bool) -> Self {
+        self.shell_handler = enabled;
+        self
+    }
+
+    /// Seconds between registry heartbeats. Default 30 (the admin drops an executor silent
+    /// for 90).
+    pub fn registry_interval(mut self, interval: Duration) -> Self {
+        self.registry_interval = interval;
+        self
+    }
+
+    /// How long to wait before re-sending results the admins did not accept. Default 3 s
+    /// (XXL-JOB: 30 s).
+    pub fn callback_retry_interval(mut self, interval: Duration) -> Self {
+        self.callback_retry_interval = interval;
+        self
+    }
+
+    /// Most results per callback request. Default 500.
+    pub fn callback_batch_size(mut self, size: usize) -> Self {
+        self.callback_batch_size = size.max(1);
+        self
+    }
+
+    /// How long a job's runner lives without work before it is reaped (its destroy hook
+    /// runs). Default 90 s.
+    pub fn runner_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.runner_idle_timeout = timeout;
+        self
+    }
+
+    /// Connect and response timeout of calls to the admin. Default 3 s (XXL-JOB's).
+    pub fn admin_timeout(mut self, timeout: Duration) -> Self {
+        self.admin_timeout = timeout;
+        self
+    }
+
+    /// On shutdown, how long running and queued runs may take before they are killed.
+    /// Default 20 s (below the usual 30 s before an orchestrator sends SIGKILL).
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// On shutdown, how long to try delivering the last results before leaving them in the
+    /// spool for the next start. Default 5 s.
+    pub fn callback_flush_timeout(mut self, timeout: Duration) -> Self {
+        self.callback_flush_timeout = timeout;
+        self
+    }
+
+    /// Checks the configuration.
+    pub fn build(mut self) -> Result<Executor, ExecutorError> {
+        if let Some(name) = self.duplicate_names.first() {
+            return Err(ExecutorError::Config(format!(
+                "handler name [{name}] registered twice (naming conflicts)"
+            )));
+        }
+        if self.handlers.keys().any(|n| n.trim().is_empty()) {
+            return Err(ExecutorError::Config("a handler name is blank".to_owned()));
+        }
+        for admin in &self.admins {
+            if !(admin.starts_with("http://") || admin.starts_with("https://")) {
+                return Err(ExecutorError::Config(format!(
+                    "admin address '{admin}' must start with http:// or https:// (e.g. http://host:8080/xxl-job-admin)"
+                )));
+            }
+        }
+        if !self.admins.is_empty() && self.app_name.trim().is_empty() {
+            return Err(ExecutorError::Config(
+                "an app name is required to register with the admin".to_owned(),
+            ));
+        }
+        let runs_code = self.scripts || self.shell_handler;
+        if runs_code && self.access_token.is_none() && !self.listen.ip().is_loopback() {
+            return Err(ExecutorError::Config(format!(
+                "script jobs / the shell handler are enabled and the executor listens on {} without an access token: \
+                 anyone who can reach this port could run any command here (XXL-JOB's default-token remote code \
+                 execution). Set an access token, listen on 127.0.0.1, or disable scripts and the shell handler.",
+                self.listen
+            )));
+        }
+        if self.shell_handler {
+            if self.handlers.contains_key("shell") {
+                return Err(ExecutorError::Config(
+                    "handler name [shell] registered twice (naming conflicts)".into(),
+                ));
+            }
+            self.handlers.insert("shell".to_owned(), script::shell_handler());
+        }
+        Ok(Executor { config: self })
+    }
+}
+
+/// A configured executor, ready to [`start`](Executor::start) or [`run`](Executor::run).
+pub struct Executor {
+    config: ExecutorBuilder,
+}
+
+impl Executor {
+    /// A builder with the defaults.
+    pub fn builder() -> ExecutorBuilder {
+        ExecutorBuilder::default()
+    }
+
+    /// Runs until SIGTERM or SIGINT (Ctrl-C), then shuts down gracefully.
+    pub async fn run(self) -> Result<(), ExecutorError> {
+        self.run_until(termination_signal()).await
+    }
+
+    /// Runs until `shutdown` resolves, then shuts down gracefully: running and queued runs
+    /// finish (up to the grace period), their results are delivered (or stay spooled), and
+    /// the executor leaves the registry.
+    pub async fn run_until(self, shutdown: impl Future<Output = ()>) -> Result<(), ExecutorError> {
+        let handle = self.start().await?;
+        shutdown.await;
+        handle.shutdown().await;
+        Ok(())
+    }
+
+    /// Starts the executor in the background and returns a handle to stop it.
+    ///
+    /// When this returns, the server is listening, results left in the spool by a previous
+    /// process are being re-sent, and the first registry heartbeat is on its way.
+    pub async fn start(self) -> Result<ExecutorHandle, ExecutorError> {
+        let config = self.config;
+        let io_err = |path: &PathBuf| {
+            let path = path.clone();
+            move |source| ExecutorError::Io { path, source }
+        };
+        std::fs::create_dir_all(&config.log_dir).map_err(io_err(&config.log_dir))?;
+        let admin = AdminClient::new(config.admins.clone(), config.access_token.clone(), config.admin_timeout);
+        let spool_dir = config.log_dir.join("callback-spool");
+        let pipeline = callback::start(
+            &spool_dir,
+            admin.clone(),
+            CallbackOptions {
+                retry_interval: config.callback_retry_interval,
+                max_batch: config.callback_batch_size,
+            },
+        )
+        .map_err(io_err(&spool_dir))?;
+        let logs = LogWriter::start(config.pack_run_logs).map_err(io_err(&config.log_dir))?;
+        let runners = Runners::new(RunEnv {
+            log_dir: config.log_dir.clone(),
+            sink: pipeline.sink.clone(),
+            logs: logs.clone(),
+            idle_timeout: config.runner_idle_timeout,
+            #[cfg(test)]
+            finish_probe: None,
+        });
+
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .map_err(|source| ExecutorError::Bind {
+                addr: config.listen,
+                source,
+            })?;
+        let local_addr = listener.local_addr().map_err(|source| ExecutorError::Bind {
+            addr: config.listen,
+            source,
+        })?;
+        let advertised = match &config.advertise {
+            Some(explicit) => address::normalize_advertised(explicit),
+            None => address::advertised_for(local_addr),
+        };
+        tracing::info!(
+            listen = %local_addr,
+            advertised = %advertised,
+            app_name = %config.app_name,
+            admins = ?config.admins,
+            scripts = config.scripts,
+            pack_run_logs = config.pack_run_logs,
+            "chime executor started; the admin will call the advertised address"
+        );
+        if config.access_token.is_none() && !local_addr.ip().is_loopback() {
+            tracing::warn!("no access token: any caller that reaches {local_addr} can trigger jobs");
+        }
+
+        let state = Arc::new(ServerState {
+            runners: runners.clone(),
+            handlers: Arc::new(config.handlers.clone()),
+            token: config.access_token.clone(),
+            scripts_enabled: config.scripts,
+            glue_dir: config.log_dir.join("gluesource"),
+        });
+        let server_stop = CancellationToken::new();
+        let server = {
+            let stop = server_stop.clone();
+            let app = server::router(state);
+            tokio::spawn(async move {
+                let result = axum::serve(listener, app)
+                    .with_graceful_shutdown(async move { stop.cancelled().await })
+                    .await;
+                if let Err(err) = result {
+                    tracing::error!(error = %err, "executor HTTP server failed");
+                }
+            })
+        };
+
+        let background = CancellationToken::new();
+        let registry_task = admin.has_admins().then(|| {
+            tokio::spawn(registry::heartbeat(
+                admin.clone(),
+                config.app_name.clone(),
+                advertised.clone(),
+                config.registry_interval,
+                background.clone(),
+            ))
+        });
+        let retention_task = tokio::spawn(retention_loop(
+            config.log_dir.clone(),
+            config.log_retention_days,
+            background.clone(),
+        ));
+
+        let shutdown = CancellationToken::new();
+        let done = {
+            let shutdown = shutdown.clone();
+            let advertised = advertised.clone();
+            tokio::spawn(async move {
+                shutdown.cancelled().await;
+                tracing::info!("shutting down: finishing runs, delivering results, leaving the registry");
+                background.cancel();
+                if let Some(task) = registry_task {
+                    let _ = task.await;
+                }
+                let _ = retention_task.await;
+                runners.shutdown(config.shutdown_grace).await;
+                // The writer hands on the last results once their logs are written.
+                let _ = tokio::task::spawn_blocking(move || logs.stop()).await;
+                pipeline.finish(config.callback_flush_timeout).await;
+                if admin.has_admins() {
+                    registry::remove(&admin, &config.app_name, &advertised).await;
+                }
+                server_stop.cancel();
+                let _ = server.await;
+                tracing::info!("chime executor stopped");
+            })
+        };
+        Ok(ExecutorHandle {
+            local_addr,
+            advertised,
+            shutdown,
+            done,
+        })
+    }
+}
+
+async fn retention_loop(log_dir: PathBuf, days: i64, stop: CancellationToken) {
+    if days < 1 {
+        return;
+    }
+    loop {
+        let dir = log_dir.clone();
+        let removed = tokio::task::spawn_blocking(move || runlog::remove_old_day_dirs(&dir, days))
+            .await
+            .unwrap_or_default();
+        if !removed.is_empty() {
+            tracing::info!(count = removed.len(), days, "removed old run log directories");
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(24 * 3600)) => {}
+            _ = stop.cancelled() => return,
+        }
+    }
+}
+
+/// Resolves on SIGTERM or SIGINT.
+pub async fn termination_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}
+
+/// A running executor.
+pub struct ExecutorHandle {
+    local_addr: SocketAddr,
+    advertised: String,
+    shutdown: CancellationToken,
+    done: tokio::task::JoinHandle<()>,
+}
+
+impl ExecutorHandle {
+    /// The address the server is bound to (useful with port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The address registered with the admin.
+    pub fn advertised_address(&self) -> &str {
+        &self.advertised
+    }
+
+    /// Shuts down gracefully and waits until done: new triggers are refused, running and
+    /// queued runs finish (or are killed after the grace period and reported so), results
+    /// are delivered (or stay spooled), then `registryRemove` is sent and the server stops.
+    pub async fn shutdown(self) {
+        self.shutdown.cancel();
+        let _ = self.done.await;
+    }
+}

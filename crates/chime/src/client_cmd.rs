@@ -1,0 +1,824 @@
+//! The command-line client of the REST API: `chime group|job|run|executors …`.
+//!
+//! Every command prints an aligned table for people, or the API's JSON with `--json`.
+
+use serde_json::{json, Map, Value};
+use std::process::ExitCode;
+
+/// Options shared by every client command (also accepted before the subcommand).
+#[derive(clap::Args, Debug, Clone)]
+pub struct ClientOpts {
+    /// Base URL of the admin.
+    #[arg(
+        long,
+        global = true,
+        env = "CHIME_ADMIN_URL",
+        default_value = "http://127.0.0.1:8080"
+    )]
+    pub admin: String,
+    /// Bearer token of the admin's REST API.
+    #[arg(long, global = true, env = "CHIME_API_TOKEN", hide_env_values = true)]
+    pub api_token: Option<String>,
+    /// Print machine-readable JSON.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// `chime group …`
+#[derive(clap::Args, Debug)]
+pub struct GroupArgs {
+    #[command(subcommand)]
+    cmd: GroupCmd,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum GroupCmd {
+    /// Create an executor group.
+    Add {
+        /// App name the executors register with.
+        #[arg(long)]
+        appname: String,
+        /// Display name.
+        #[arg(long)]
+        title: Option<String>,
+        /// Manual addresses (comma-separated); without them executors register themselves.
+        #[arg(long, value_delimiter = ',')]
+        addresses: Vec<String>,
+        /// Protocol generation: G2 (XXL-JOB 2.4, default), G3, G4.
+        #[arg(long)]
+        protocol: Option<String>,
+        /// The group's own executor access token (XXL-JOB 3.5 has one per group), used instead
+        /// of the admin's for this group's executors.
+        #[arg(long, env = "CHIME_GROUP_ACCESS_TOKEN", hide_env_values = true)]
+        access_token: Option<String>,
+    },
+    /// List groups.
+    List,
+    /// Delete a group (id or app name).
+    Rm {
+        /// Group id or app name.
+        group: String,
+    },
+}
+
+/// `chime job …`
+#[derive(clap::Args, Debug)]
+pub struct JobArgs {
+    #[command(subcommand)]
+    cmd: JobCmd,
+}
+
+/// Job fields shared by `job add` and `job update`.
+#[derive(clap::Args, Debug, Default)]
+struct JobFields {
+    /// Group app name.
+    #[arg(long)]
+    group: Option<String>,
+    /// BEAN handler name.
+    #[arg(long)]
+    handler: Option<String>,
+    /// Quartz cron expression (seconds first).
+    #[arg(long, conflicts_with_all = ["fix_rate", "manual"])]
+    cron: Option<String>,
+    /// Time zone of the cron expression (IANA name).
+    #[arg(long)]
+    tz: Option<String>,
+    /// Fixed rate in seconds (or e.g. 1500ms).
+    #[arg(long, conflicts_with = "manual")]
+    fix_rate: Option<String>,
+    /// No schedule: runs only when triggered.
+    #[arg(long)]
+    manual: bool,
+    /// Description.
+    #[arg(long)]
+    desc: Option<String>,
+    /// Owner.
+    #[arg(long)]
+    owner: Option<String>,
+    /// Parameter.
+    #[arg(long)]
+    param: Option<String>,
+    /// Route strategy (FIRST, ROUND, CONSISTENT_HASH, SHARDING_BROADCAST, …).
+    #[arg(long)]
+    route: Option<String>,
+    /// Block strategy (SERIAL_EXECUTION, DISCARD_LATER, COVER_EARLY).
+    #[arg(long)]
+    block: Option<String>,
+    /// Misfire policy (DO_NOTHING, FIRE_ONCE_NOW, CATCH_UP).
+    #[arg(long)]
+    misfire: Option<String>,
+    /// Timeout in seconds.
+    #[arg(long)]
+    timeout: Option<i64>,
+    /// Retries after a failure.
+    #[arg(long)]
+    retries: Option<i64>,
+    /// Child job ids (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    child: Option<Vec<i64>>,
+    /// Script type (GLUE_SHELL, GLUE_PYTHON, …).
+    #[arg(long)]
+    glue_type: Option<String>,
+    /// File holding the script source.
+    #[arg(long)]
+    glue_file: Option<std::path::PathBuf>,
+    /// Start scheduling right away.
+    #[arg(long)]
+    start: bool,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum JobCmd {
+    /// Create a job.
+    Add(JobFields),
+    /// List jobs by id (all of them unless --limit is given; fetched in pages).
+    List {
+        /// Only jobs of this group (app name).
+        #[arg(long)]
+        group: Option<String>,
+        /// At most this many.
+        #[arg(long)]
+        limit: Option<u64>,
+        /// Start after this job id (the next page after a listing that ended at this id).
+        #[arg(long, default_value_t = 0)]
+        after_id: i64,
+    },
+    /// Show a job.
+    Show {
+        /// Job id.
+        id: i64,
+    },
+    /// Change a job (only the fields given).
+    Update {
+        /// Job id.
+        id: i64,
+        #[command(flatten)]
+        fields: JobFields,
+    },
+    /// Start scheduling a job.
+    Start {
+        /// Job id.
+        id: i64,
+    },
+    /// Stop scheduling a job.
+    Stop {
+        /// Job id.
+        id: i64,
+    },
+    /// Delete a job with its runs.
+    Rm {
+        /// Job id.
+        id: i64,
+    },
+    /// Run a job now.
+    Trigger {
+        /// Job id.
+        id: i64,
+        /// Parameter for this run.
+        #[arg(long)]
+        param: Option<String>,
+        /// Executor address (one of the group's).
+        #[arg(long)]
+        address: Option<String>,
+    },
+    /// Next fire times.
+    Next {
+        /// Job id.
+        id: i64,
+        /// How many.
+        #[arg(long, default_value_t = 5)]
+        count: u32,
+    },
+}
+
+/// `chime run …`
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    #[command(subcommand)]
+    cmd: RunCmd,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum RunCmd {
+    /// List runs, newest first.
+    List {
+        /// Only runs of this job.
+        #[arg(long)]
+        job: Option<i64>,
+        /// Only runs in this state (pending, running, success, failed, skipped).
+        #[arg(long)]
+        status: Option<String>,
+        /// At most this many (any number; fetched in pages).
+        #[arg(long, default_value_t = 20)]
+        limit: u64,
+        /// Only runs older than this run id (the next page after a listing that ended at this id).
+        #[arg(long)]
+        before_id: Option<i64>,
+    },
+    /// Show a run.
+    Show {
+        /// Run id.
+        id: i64,
+    },
+    /// Print a run's log (read from its executor).
+    Log {
+        /// Run id.
+        id: i64,
+        /// First line.
+        #[arg(long, default_value_t = 1)]
+        from_line: u32,
+    },
+    /// Kill a running run.
+    Kill {
+        /// Run id.
+        id: i64,
+    },
+}
+
+/// `chime executors …`
+#[derive(clap::Args, Debug)]
+pub struct ExecutorsArgs {
+    #[command(subcommand)]
+    cmd: Option<ExecutorsCmd>,
+    /// Only this group (app name).
+    #[arg(long)]
+    group: Option<String>,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum ExecutorsCmd {
+    /// List executors per group with their last heartbeat.
+    List {
+        /// Only this group (app name).
+        #[arg(long)]
+        group: Option<String>,
+    },
+}
+
+struct Client {
+    opts: ClientOpts,
+    http: reqwest::Client,
+}
+
+#[derive(Debug)]
+struct Failure(String);
+
+impl Client {
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Value, Failure> {
+        let url = format!("{}{}", self.opts.admin.trim_end_matches('/'), path);
+        let mut req = self.http.request(method, &url);
+        if let Some(t) = &self.opts.api_token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req
+            .send()
+            .await
+            .map_err(|e| Failure(format!("cannot reach the admin at {}: {e}", self.opts.admin)))?;
+        let status = resp.status();
+        let text = resp.text().await.unwrap_or_default();
+        let value: Value = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        if status.is_success() {
+            Ok(value)
+        } else {
+            let msg = value["error"]
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| value.to_string());
+            Err(Failure(match value["field"].as_str() {
+                Some(f) => format!("{msg} (field: {f}; HTTP {})", status.as_u16()),
+                None => format!("{msg} (HTTP {})", status.as_u16()),
+            }))
+        }
+    }
+}
+
+/// Most rows asked of the REST API per request when a listing is fetched page by page.
+const PAGE: u64 = 1000;
+
+impl Client {
+    /// Fetches a listing page by page, following the id of the last row of each page, until
+    /// `limit` rows (all when `None`) or the end. `path(cursor, n)` is the request for `n` rows
+    /// after `cursor`. When the limit ends the listing early, a hint on standard error says how
+    /// to get the next page (`--{cursor_flag} ID`).
+    async fn pages(
+        &self,
+        limit: Option<u64>,
+        mut cursor: i64,
+        path: impl Fn(i64, u64) -> String,
+        cursor_flag: &str,
+    ) -> Result<Value, Failure> {
+        let mut rows: Vec<Value> = Vec::new();
+        loop {
+            let want = limit.map_or(PAGE, |l| (l - rows.len() as u64).min(PAGE));
+            if want == 0 {
+                break;
+            }
+            let page = self.call(reqwest::Method::GET, &path(cursor, want), None).await?;
+            let page = match page {
+                Value::Array(a) => a,
+                other => return Err(Failure(format!("unexpected answer from the admin: {other}"))),
+            };
+            let got = page.len() as u64;
+            rows.extend(page);
+            match rows.last().and_then(|r| r["id"].as_i64()) {
+                Some(last) if got == want => cursor = last,
+                _ => return Ok(Value::Array(rows)),
+            }
+        }
+        if limit.is_some_and(|l| l > 0) {
+            eprintln!("chime: more may follow: add --{cursor_flag} {cursor}");
+        }
+        Ok(Value::Array(rows))
+    }
+}
+
+fn fields_to_json(f: &JobFields, creating: bool) -> Result<Value, Failure> {
+    let mut m = Map::new();
+    let mut put = |k: &str, v: Option<Value>| {
+        if let Some(v) = v {
+            m.insert(k.to_owned(), v);
+        }
+    };
+    put("group", f.group.clone().map(Value::from));
+    put("handler", f.handler.clone().map(Value::from));
+    if let Some(c) = &f.cron {
+        put("schedule_type", Some("CRON".into()));
+        put("schedule_expr", Some(c.clone().into()));
+    } else if let Some(r) = &f.fix_rate {
+        put("schedule_type", Some("FIX_RATE".into()));
+        put("schedule_expr", Some(r.clone().into()));
+    } else if f.manual || creating {
+        put("schedule_type", Some("NONE".into()));
+    }
+    put("time_zone", f.tz.clone().map(Value::from));
+    put("description", f.desc.clone().map(Value::from));
+    put("owner", f.owner.clone().map(Value::from));
+    put("param", f.param.clone().map(Value::from));
+    put("route_strategy", f.route.clone().map(Value::from));
+    put("block_strategy", f.block.clone().map(Value::from));
+    put("misfire_strategy", f.misfire.clone().map(Value::from));
+    put("timeout_secs", f.timeout.map(Value::from));
+    put("retry_count", f.retries.map(Value::from));
+    put("child_job_ids", f.child.clone().map(|c| json!(c)));
+    put("glue_type", f.glue_type.clone().map(Value::from));
+    if let Some(path) = &f.glue_file {
+        let src = std::fs::read_to_string(path).map_err(|e| Failure(format!("cannot read {}: {e}", path.display())))?;
+        put("glue_source", Some(src.into()));
+    }
+    if f.start {
+        put("running", Some(true.into()));
+    }
+    Ok(Value::Object(m))
+}
+
+fn cell(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        Value::Array(a) => a.iter().map(cell).collect::<Vec<_>>().join(","),
+        other => other.to_string(),
+    }
+}
+
+fn time(v: &Value) -> String {
+    match v.as_i64() {
+        Some(0) | None => "-".to_owned(),
+        Some(ms) => chrono::DateTime::from_timestamp_millis(ms)
+            .map(|d| d.format("%Y-%m-%d %H:%M:%S%.3f").to_string())
+            .unwrap_or_else(|| ms.to_string()),
+    }
+}
+
+/// Prints rows as an aligned table.
+fn table(headers: &[&str], rows: Vec<Vec<String>>) {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for r in &rows {
+        for (i, c) in r.iter().enumerate() {
+            widths[i] = widths[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let parts: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:<w$}", w = widths[i]))
+            .collect();
+        outln!("{}", parts.join("  ").trim_end());
+    };
+    line(headers.iter().map(|h| h.to_string()).collect());
+    for r in rows {
+        line(r);
+    }
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    let flat = s.replace("<br>", " ").replace('\n', " ");
+    if flat.chars().count() > n {
+        format!("{}…", flat.chars().take(n - 1).collect::<String>())
+    } else {
+        flat
+    }
+}
+
+fn print_groups(v: &Value) {
+    let rows = v.as_array().cloned().unwrap_or_default();
+    table(
+        &["ID", "APP NAME", "TITLE", "TYPE", "PROTOCOL", "ADDRESSES"],
+        rows.iter()
+            .map(|g| {
+                vec![
+                    cell(&g["id"]),
+                    cell(&g["app_name"]),
+                    cell(&g["title"]),
+                    cell(&g["address_type"]),
+                    cell(&g["protocol"]),
+                    cell(&g["addresses"]),
+                ]
+            })
+            .collect(),
+    );
+}
+
+fn print_jobs(v: &Value) {
+    let rows: Vec<Value> = match v {
+        Value::Array(a) => a.clone(),
+        other => vec![other.clone()],
+    };
+    table(
+        &[
+            "ID",
+            "GROUP",
+            "HANDLER",
+            "SCHEDULE",
+            "TZ",
+            "ROUTE",
+            "STATE",
+            "NEXT FIRE",
+        ],
+        rows.iter()
+            .map(|j| {
+                let sched = match j["schedule_type"].as_str() {
+                    Some("NONE") => "manual".to_owned(),
+                    Some(t) => format!("{t} {}", cell(&j["schedule_expr"])),
+                    None => String::new(),
+                };
+                vec![
+                    cell(&j["id"]),
+                    cell(&j["group_id"]),
+                    cell(&j["handler"]),
+                    sched,
+                    cell(&j["time_zone"]),
+                    cell(&j["route_strategy"]),
+                    if j["running"].as_bool() == Some(true) {
+                        "running".into()
+                    } else {
+                        "stopped".into()
+                    },
+                    time(&j["next_fire_at"]),
+                ]
+            })
+            .collect(),
+    );
+}
+
+fn print_runs(v: &Value) {
+    let rows: Vec<Value> = match v {
+        Value::Array(a) => a.clone(),
+        other => vec![other.clone()],
+    };
+    table(
+        &[
+            "ID",
+            "JOB",
+            "TYPE",
+            "SCHEDULED",
+            "TRIGGERED",
+            "EXECUTOR",
+            "SHARD",
+            "STATUS",
+            "RESULT",
+        ],
+        rows.iter()
+            .map(|r| {
+                vec![
+                    cell(&r["id"]),
+                    cell(&r["job_id"]),
+                    cell(&r["trigger_type"]),
+                    time(&r["scheduled_at"]),
+                    time(&r["triggered_at"]),
+                    cell(&r["executor_address"]),
+                    format!("{}/{}", cell(&r["shard_index"]), cell(&r["shard_total"])),
+                    cell(&r["status"]),
+                    truncate(
+                        r["handle_msg"]
+                            .as_str()
+                            .filter(|s| !s.is_empty())
+                            .unwrap_or(r["trigger_msg"].as_str().unwrap_or("")),
+                        60,
+                    ),
+                ]
+            })
+            .collect(),
+    );
+}
+
+fn print_run_detail(r: &Value) {
+    let fields = [
+        "id",
+        "job_id",
+        "group_id",
+        "status",
+        "trigger_type",
+        "scheduled_at",
+        "triggered_at",
+        "executor_address",
+        "handler",
+        "param",
+        "shard_index",
+        "shard_total",
+        "retry_count",
+        "trigger_code",
+        "handle_code",
+        "handled_at",
+    ];
+    let rows = fields
+        .iter()
+        .map(|f| {
+            vec![
+                f.to_string(),
+                if f.ends_with("_at") {
+                    format!("{} ({})", time(&r[*f]), cell(&r[*f]))
+                } else {
+                    cell(&r[*f])
+                },
+            ]
+        })
+        .collect();
+    table(&["FIELD", "VALUE"], rows);
+    outln!(
+        "\ntrigger message:\n  {}",
+        r["trigger_msg"].as_str().unwrap_or("").replace("<br>", "\n  ")
+    );
+    outln!(
+        "\nresult message:\n  {}",
+        r["handle_msg"].as_str().unwrap_or("").replace("<br>", "\n  ")
+    );
+}
+
+async fn dispatch(c: &Client, cmd: Cmd) -> Result<(), Failure> {
+    use reqwest::Method;
+    let json_out = c.opts.json;
+    let out = |v: &Value, human: &dyn Fn(&Value)| {
+        if json_out {
+            outln!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+        } else {
+            human(v);
+        }
+    };
+    match cmd {
+        Cmd::Group(GroupCmd::Add {
+            appname,
+            title,
+            addresses,
+            protocol,
+            access_token,
+        }) => {
+            let mut body = json!({ "app_name": appname });
+            if let Some(t) = title {
+                body["title"] = t.into();
+            }
+            if !addresses.is_empty() {
+                body["addresses"] = json!(addresses);
+            }
+            if let Some(p) = protocol {
+                body["protocol"] = p.into();
+            }
+            if let Some(t) = access_token {
+                body["access_token"] = t.into();
+            }
+            let v = c.call(Method::POST, "/v1/groups", Some(body)).await?;
+            out(&v, &|v| print_groups(&json!([v])));
+        }
+        Cmd::Group(GroupCmd::List) => out(&c.call(Method::GET, "/v1/groups", None).await?, &print_groups),
+        Cmd::Group(GroupCmd::Rm { group }) => {
+            c.call(Method::DELETE, &format!("/v1/groups/{group}"), None).await?;
+            out(&json!({ "deleted": group }), &|_| outln!("deleted group {group}"));
+        }
+        Cmd::Job(JobCmd::Add(f)) => {
+            let v = c
+                .call(Method::POST, "/v1/jobs", Some(fields_to_json(&f, true)?))
+                .await?;
+            out(&v, &print_jobs);
+        }
+        Cmd::Job(JobCmd::List { group, limit, after_id }) => {
+            let filter = match group {
+                Some(g) => format!("&group={g}"),
+                None => String::new(),
+            };
+            let jobs = c
+                .pages(
+                    limit,
+                    after_id,
+                    |after, n| format!("/v1/jobs?limit={n}&after_id={after}{filter}"),
+                    "after-id",
+                )
+                .await?;
+            out(&jobs, &print_jobs);
+        }
+        Cmd::Job(JobCmd::Show { id }) => out(&c.call(Method::GET, &format!("/v1/jobs/{id}"), None).await?, &|v| {
+            let rows = v
+                .as_object()
+                .map(|m| m.iter().map(|(k, x)| vec![k.clone(), cell(x)]).collect())
+                .unwrap_or_default();
+            table(&["FIELD", "VALUE"], rows);
+        }),
+        Cmd::Job(JobCmd::Update { id, fields }) => {
+            let v = c
+                .call(
+                    Method::PUT,
+                    &format!("/v1/jobs/{id}"),
+                    Some(fields_to_json(&fields, false)?),
+                )
+                .await?;
+            out(&v, &print_jobs);
+        }
+        Cmd::Job(JobCmd::Start { id }) => out(
+            &c.call(Method::POST, &format!("/v1/jobs/{id}/start"), None).await?,
+            &print_jobs,
+        ),
+        Cmd::Job(JobCmd::Stop { id }) => out(
+            &c.call(Method::POST, &format!("/v1/jobs/{id}/stop"), None).await?,
+            &print_jobs,
+        ),
+        Cmd::Job(JobCmd::Rm { id }) => {
+            c.call(Method::DELETE, &format!("/v1/jobs/{id}"), None).await?;
+            out(&json!({ "deleted": id }), &|_| outln!("deleted job {id}"));
+        }
+        Cmd::Job(JobCmd::Trigger { id, param, address }) => {
+            let mut body = json!({ "trigger_type": "MANUAL" });
+            if let Some(p) = param {
+                body["param"] = p.into();
+            }
+            if let Some(a) = address {
+                body["address"] = a.into();
+            }
+            let v = c
+                .call(Method::POST, &format!("/v1/jobs/{id}/trigger"), Some(body))
+                .await?;
+            out(&v, &|v| outln!("triggered job {id}: run {}", cell(&v["run_id"])));
+        }
+        Cmd::Job(JobCmd::Next { id, count }) => {
+            let v = c
+                .call(Method::GET, &format!("/v1/jobs/{id}/next?count={count}"), None)
+                .await?;
+            out(&v, &|v| {
+                let rows = v["next"].as_array().cloned().unwrap_or_default();
+                table(
+                    &["EPOCH MS", &format!("LOCAL ({})", cell(&v["time_zone"]))],
+                    rows.iter().map(|n| vec![cell(&n["at"]), cell(&n["local"])]).collect(),
+                );
+            });
+        }
+        Cmd::Run(RunCmd::List {
+            job,
+            status,
+            limit,
+            before_id,
+        }) => {
+            let mut filter = String::new();
+            if let Some(j) = job {
+                filter.push_str(&format!("&job_id={j}"));
+            }
+            if let Some(s) = status {
+                filter.push_str(&format!("&status={s}"));
+            }
+            // Runs come newest first, so the cursor goes down; 0 stands for "from the newest".
+            let runs = c
+                .pages(
+                    Some(limit),
+                    before_id.unwrap_or(0),
+                    |before, n| {
+                        let cursor = if before > 0 {
+                            format!("&before_id={before}")
+                        } else {
+                            String::new()
+                        };
+                        format!("/v1/runs?limit={n}{cursor}{filter}")
+                    },
+                    "before-id",
+                )
+                .await?;
+            out(&runs, &print_runs);
+        }
+        Cmd::Run(RunCmd::Show { id }) => out(
+            &c.call(Method::GET, &format!("/v1/runs/{id}"), None).await?,
+            &print_run_detail,
+        ),
+        Cmd::Run(RunCmd::Log { id, from_line }) => {
+            let v = c
+                .call(Method::GET, &format!("/v1/runs/{id}/log?from_line={from_line}"), None)
+                .await?;
+            out(&v, &|v| out!("{}", v["content"].as_str().unwrap_or("")));
+        }
+        Cmd::Run(RunCmd::Kill { id }) => out(
+            &c.call(Method::POST, &format!("/v1/runs/{id}/kill"), None).await?,
+            &print_runs,
+        ),
+        Cmd::Executors(group) => {
+            let path = match group {
+                Some(g) => format!("/v1/executors?group={g}"),
+                None => "/v1/executors".to_owned(),
+            };
+            out(&c.call(Method::GET, &path, None).await?, &|v| {
+                let mut rows = Vec::new();
+                for g in v.as_array().cloned().unwrap_or_default() {
+                    let list = g["executors"].as_array().cloned().unwrap_or_default();
+                    if list.is_empty() {
+                        rows.push(vec![
+                            cell(&g["app_name"]),
+                            "(none)".into(),
+                            String::new(),
+                            String::new(),
+                        ]);
+                    }
+                    for e in list {
+                        rows.push(vec![
+                            cell(&g["app_name"]),
+                            cell(&e["address"]),
+                            cell(&e["source"]),
+                            time(&e["last_heartbeat"]),
+                        ]);
+                    }
+                }
+                table(&["GROUP", "ADDRESS", "SOURCE", "LAST HEARTBEAT"], rows);
+            });
+        }
+    }
+    Ok(())
+}
+
+/// One parsed client command (built once per process, so variant sizes do not matter).
+#[allow(clippy::large_enum_variant)]
+enum Cmd {
+    Group(GroupCmd),
+    Job(JobCmd),
+    Run(RunCmd),
+    Executors(Option<String>),
+}
+
+fn execute(opts: ClientOpts, cmd: Cmd) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("chime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let client = Client {
+        opts,
+        http: reqwest::Client::new(),
+    };
+    match runtime.block_on(dispatch(&client, cmd)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure(msg)) => {
+            eprintln!("chime: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs `chime group …`.
+pub fn run_group(opts: ClientOpts, args: GroupArgs) -> ExitCode {
+    execute(opts, Cmd::Group(args.cmd))
+}
+
+/// Runs `chime job …`.
+pub fn run_job(opts: ClientOpts, args: JobArgs) -> ExitCode {
+    execute(opts, Cmd::Job(args.cmd))
+}
+
+/// Runs `chime run …`.
+pub fn run_run(opts: ClientOpts, args: RunArgs) -> ExitCode {
+    execute(opts, Cmd::Run(args.cmd))
+}
+
+/// Runs `chime executors [list] [--group A]`.
+pub fn run_executors(opts: ClientOpts, args: ExecutorsArgs) -> ExitCode {
+    let group = match args.cmd {
+        Some(ExecutorsCmd::List { group }) => group.or(args.group),
+        None => args.group,
+    };
+    execute(opts, Cmd::Executors(group))
+}
+
+/// Runs `chime executor list [--group A]`.
+pub fn run_executor_list(opts: ClientOpts, group: Option<String>) -> ExitCode {
+    execute(opts, Cmd::Executors(group))
+}

@@ -1,0 +1,195 @@
+//! `chime executor`: a ready executor process for script jobs and the `shell` handler (and,
+//! optionally, the demo handlers). The logic lives in `chime-executor`; this file only maps
+//! flags and `CHIME_*` environment variables onto its builder.
+
+use chime_executor::Executor;
+use clap::builder::BoolishValueParser;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// `chime executor [FLAGS]` runs an executor; `chime executor list` asks the admin for its
+/// executors instead (the name XXL-JOB users know for both).
+#[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ExecutorCommand {
+    /// `list`, or nothing to run an executor.
+    #[command(subcommand)]
+    pub action: Option<ExecutorAction>,
+    /// Settings of the executor process.
+    #[command(flatten)]
+    pub run: ExecutorArgs,
+}
+
+/// Subcommands of `chime executor`.
+#[derive(clap::Subcommand, Debug)]
+pub enum ExecutorAction {
+    /// List executors per group with their last heartbeat (through the admin's REST API).
+    List {
+        /// Only this group (app name).
+        #[arg(long)]
+        group: Option<String>,
+    },
+}
+
+/// Arguments of `chime executor` when it runs an executor.
+#[derive(clap::Args, Debug)]
+pub struct ExecutorArgs {
+    /// Admin base addresses, comma-separated, as XXL-JOB's `xxl.job.admin.addresses`
+    /// (e.g. `http://admin:8080/xxl-job-admin`, or `http://admin:8080` for Chime). Results and
+    /// heartbeats go to `<base>/api/...`.
+    #[arg(
+        long,
+        env = "CHIME_ADMIN",
+        value_delimiter = ',',
+        default_value = "http://127.0.0.1:8080"
+    )]
+    admin: Vec<String>,
+
+    /// App name: the executor group this executor registers in.
+    #[arg(long, env = "CHIME_APPNAME", default_value = "chime-executor")]
+    appname: String,
+
+    /// Access token shared with the admin (header XXL-JOB-ACCESS-TOKEN): the same flag and
+    /// variable as `chime admin --access-token`. Required when scripts or the shell handler are
+    /// enabled and --listen is not a loopback address.
+    #[arg(
+        long,
+        visible_alias = "token",
+        env = "CHIME_ACCESS_TOKEN",
+        default_value = "",
+        hide_env_values = true
+    )]
+    access_token: String,
+
+    /// Address to listen on. The default, 127.0.0.1:9999, is reachable only from this host:
+    /// use 0.0.0.0:9999 (with --access-token and usually --advertise) for an admin on another host.
+    #[arg(long, env = "CHIME_LISTEN", default_value = "127.0.0.1:9999")]
+    listen: SocketAddr,
+
+    /// Address the admin should call, e.g. http://10.0.0.5:9999 or exec.internal:9999. Set it
+    /// in containers and behind NAT; by default the listen IP (or, for 0.0.0.0, the first
+    /// non-loopback IPv4) is registered. The registered address is logged at start.
+    #[arg(long, env = "CHIME_ADVERTISE")]
+    advertise: Option<String>,
+
+    /// Directory for run logs (yyyy-MM-dd/<runId>.log), script files and the callback spool.
+    #[arg(long, env = "CHIME_LOGDIR", default_value = "./chime-executor-logs")]
+    logdir: PathBuf,
+
+    /// Pack the logs of short runs (finished in one go, at most 16 KiB) into
+    /// yyyy-MM-dd/packed/<runId/1000>.log instead of one file per run: much faster for
+    /// thousands of tiny runs per second on ext4, but a run's log is then no file of its own
+    /// to grep or open. The admin pages logs the same either way, across restarts too.
+    #[arg(long, env = "CHIME_PACK_RUN_LOGS", value_parser = BoolishValueParser::new())]
+    pack_run_logs: bool,
+
+    /// Remove run-log day directories older than this many days (at start and daily);
+    /// 0 keeps them forever.
+    #[arg(long, env = "CHIME_LOG_RETENTION_DAYS", default_value_t = 30)]
+    log_retention_days: i64,
+
+    /// Run script jobs (GLUE_SHELL, GLUE_PYTHON, GLUE_NODEJS, GLUE_PHP, GLUE_POWERSHELL) sent by
+    /// the admin. OFF by default: anyone holding the token can then run any code on this host.
+    #[arg(long, env = "CHIME_ENABLE_SCRIPTS", value_parser = BoolishValueParser::new())]
+    enable_scripts: bool,
+
+    /// Register the `shell` handler, which runs its job parameter with `bash -c`. OFF by
+    /// default, for the same reason as --enable-scripts.
+    #[arg(long, env = "CHIME_ENABLE_SHELL_HANDLER", value_parser = BoolishValueParser::new())]
+    enable_shell_handler: bool,
+
+    /// Also register the demo handlers (demoJobHandler, shardingJobHandler, sleepJobHandler,
+    /// failJobHandler, panicJobHandler), to try an admin out.
+    #[arg(long, env = "CHIME_DEMO_HANDLERS", value_parser = BoolishValueParser::new())]
+    demo_handlers: bool,
+
+    /// On SIGTERM/SIGINT, seconds that running and queued runs may take before they are
+    /// killed (and reported as killed).
+    #[arg(long, env = "CHIME_SHUTDOWN_GRACE_SECS", default_value_t = 20)]
+    shutdown_grace_secs: u64,
+}
+
+/// Runs `chime executor` until SIGTERM or SIGINT.
+pub fn run(args: ExecutorArgs) -> ExitCode {
+    use tracing_subscriber::EnvFilter;
+    // The old name, silently ignored, would leave the executor without its token.
+    if std::env::var_os("CHIME_TOKEN").is_some() && std::env::var_os("CHIME_ACCESS_TOKEN").is_none() {
+        eprintln!("chime executor: CHIME_TOKEN is no longer read: set CHIME_ACCESS_TOKEN (as for chime admin)");
+        return ExitCode::from(2);
+    }
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+
+    let mut builder = Executor::builder()
+        .admin_addresses(&args.admin)
+        .app_name(args.appname)
+        .access_token(args.access_token)
+        .listen(args.listen)
+        .advertise(args.advertise.unwrap_or_default())
+        .log_dir(args.logdir)
+        .pack_run_logs(args.pack_run_logs)
+        .log_retention_days(args.log_retention_days)
+        .enable_scripts(args.enable_scripts)
+        .enable_shell_handler(args.enable_shell_handler)
+        .shutdown_grace(Duration::from_secs(args.shutdown_grace_secs));
+    if args.demo_handlers {
+        builder = chime_executor::demo::register_demo_handlers(builder);
+    }
+    let executor = match builder.build() {
+        Ok(executor) => executor,
+        Err(err) => {
+            eprintln!("chime executor: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("chime executor: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(executor.run());
+    // Blocking handlers that ignore cancellation must not keep the process alive.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("chime executor: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ExecutorArgs,
+    }
+
+    #[test]
+    fn one_file_per_run_unless_packing_is_asked_for() {
+        let cli = Cli::try_parse_from(["chime"]).unwrap();
+        assert!(!cli.args.pack_run_logs);
+        let cli = Cli::try_parse_from(["chime", "--pack-run-logs"]).unwrap();
+        assert!(cli.args.pack_run_logs);
+    }
+
+    #[test]
+    fn the_token_flag_is_named_as_for_the_admin() {
+        let cli = Cli::try_parse_from(["chime", "--access-token", "s3cret"]).unwrap();
+        assert_eq!(cli.args.access_token, "s3cret");
+        let cli = Cli::try_parse_from(["chime", "--token", "s3cret"]).unwrap();
+        assert_eq!(cli.args.access_token, "s3cret");
+    }
+}

@@ -1,0 +1,91 @@
+//! `chime`: the one binary. It parses arguments and calls into the library crates; the logic
+//! lives there, where it can be tested without a process.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Writes to standard output like `print!`, but a reader that went away (`chime … | head`)
+/// ends the process quietly with success instead of a panic: the reader has what it wanted.
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::write_stdout(format_args!($($arg)*)) };
+}
+
+/// [`out!`] with a line end, like `println!`.
+macro_rules! outln {
+    () => { $crate::write_stdout(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::write_stdout(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+mod admin_cmd;
+mod client_cmd;
+mod cron_cmd;
+mod demo_cmd;
+mod executor_cmd;
+
+/// mimalloc instead of the system allocator: every fire allocates (HTTP request and reply,
+/// database rows, the trigger report), and with the system allocator `malloc`/`free` were a
+/// fifth of the admin's CPU at 20,000 fires/s. Measured gain: docs/BENCHMARKS.md.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Chime: a distributed job scheduler, wire-compatible with XXL-JOB executors.
+#[derive(Parser)]
+#[command(name = "chime", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    #[command(flatten)]
+    client: client_cmd::ClientOpts,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Work with schedules: print the next fire times of a cron expression.
+    Cron(cron_cmd::CronArgs),
+    /// Run the scheduling center (admin): storage, scheduler, executor API, REST API.
+    Admin(admin_cmd::AdminArgs),
+    /// Run an executor (registers with the admin and runs script and shell jobs), or
+    /// `executor list` to list the executors the admin knows.
+    Executor(executor_cmd::ExecutorCommand),
+    /// Try Chime: the admin on SQLite, a demo executor and a demo job, in one process.
+    Demo(demo_cmd::DemoArgs),
+    /// Manage executor groups through the admin's REST API.
+    Group(client_cmd::GroupArgs),
+    /// Manage jobs through the admin's REST API.
+    Job(client_cmd::JobArgs),
+    /// Inspect runs: list, show, log, kill.
+    Run(client_cmd::RunArgs),
+    /// Same as `executor list`.
+    #[command(hide = true)]
+    Executors(client_cmd::ExecutorsArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Cron(args) => cron_cmd::run(args),
+        Command::Admin(args) => admin_cmd::run(args),
+        Command::Executor(args) => match args.action {
+            Some(executor_cmd::ExecutorAction::List { group }) => client_cmd::run_executor_list(cli.client, group),
+            None => executor_cmd::run(args.run),
+        },
+        Command::Demo(args) => demo_cmd::run(args),
+        Command::Group(args) => client_cmd::run_group(cli.client, args),
+        Command::Job(args) => client_cmd::run_job(cli.client, args),
+        Command::Run(args) => client_cmd::run_run(cli.client, args),
+        Command::Executors(args) => client_cmd::run_executors(cli.client, args),
+    }
+}
+
+/// The writer behind [`out!`] and [`outln!`]. Any other write error is reported once on
+/// standard error, with a failure exit code.
+pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        let _ = writeln!(std::io::stderr(), "chime: cannot write the output: {e}");
+        std::process::exit(1);
+    }
+}

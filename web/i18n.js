@@ -1,0 +1,68 @@
+// The console's words in English and Simplified Chinese. Missing keys fall back to English;
+// the browser test checks that both languages have every key.
+export const dict = {
+  en: {
+    login: 'Log in', username: 'User name', password: 'Password', logout: 'Log out',
+    dashboard: 'Dashboard', executors: 'Executors', jobs: 'Jobs', runs: 'Runs', users: 'Users', audit: 'Audit',
+    groups: 'Groups', running_jobs: 'Started jobs', live_executors: 'Live executors', lateness: 'Mean dispatch lateness (s)',
+    runs_per_day: 'Runs per day', from: 'From', to: 'To', refresh: 'Refresh',
+    app_name: 'App name', title: 'Title', addresses: 'Addresses', last_heartbeat: 'Last heartbeat', add: 'Add', save: 'Save',
+    edit: 'Edit', remove: 'Remove', cancel: 'Cancel', group: 'Group', all: 'All', status: 'Status', handler: 'Handler',
+    description: 'Description', schedule: 'Schedule', schedule_type: 'Schedule type', time_zone: 'Time zone', param: 'Parameter',
+    next_fires: 'Next fire times', start: 'Start', stop: 'Stop', run_once: 'Run once', copy: 'Copy', script: 'Script',
+    child_jobs: 'Child jobs', glue_type: 'GLUE type', retry_count: 'Retries', timeout_secs: 'Timeout (s)',
+    route_strategy: 'Route', block_strategy: 'Block strategy', misfire_strategy: 'Misfire', job: 'Job',
+    details: 'Details', log: 'Log', kill: 'Kill', clear_old: 'Clear finished runs older than (days)', clear: 'Clear',
+    role: 'Role', read_only: 'Read-only', can_write: 'Can write', new_password: 'New password', history: 'History', restore: 'Restore',
+    diff: 'Diff', confirm_delete: 'Delete this?', saved: 'Saved', dst: 'DST change', at: 'When', action: 'Action', target: 'Target',
+    user: 'User', scheduled: 'Scheduled', address: 'Executor', message: 'Message', change_password: 'Change my password',
+    current_password: 'Current password', valid: 'valid', none: '(none)',
+    success: 'Success', failed: 'Failed', running: 'Running', pending: 'Pending', skipped: 'Skipped',
+    started: 'Started', stopped: 'Stopped', runs_in_range: 'Runs in range', lateness_now: 'Current trigger lateness (s)',
+    too_long_to_diff: 'Too long to compare.', restored: 'Restored into the editor; save to keep it.', trigger_type: 'Trigger',
+    triggered: 'Triggered', handled: 'Finished', shard: 'Shard', trigger_msg: 'Trigger details', handle_msg: 'Result',
+    live: 'live', shown: 'Shown', confirm_clear: 'Delete these finished runs?', deleted: 'Deleted',
+    MANUAL: 'Manual', CRON: 'Schedule', RETRY: 'Retry', PARENT: 'Parent job', API: 'API', MISFIRE: 'Misfire',
+    schedule_expr: 'Schedule expression', child_job_ids: 'Child jobs (run after success)',
+    param_prompt: 'Parameter for this run', admin_only: 'admins only', new_job: 'New job',
+    owner: 'Owner', alarm_contacts: 'Alarm e-mails', next_fire: 'Next fire', job_runs: 'Runs of this job',
+    more: 'Load more', language: 'Language', groups_admin_only: 'Only admins add, change or remove executor groups.',
+    clear_needs_scope: 'Choose a group or a job first: you may clear runs of your own groups only.',
+    time_range_note: 'by scheduled time', audit_refused: 'refused', response: 'Response',
+  },
+  zh: {
+    login: '登录', username: '用户名', password: '密码', logout: '退出',
+    dashboard: '运行报表', executors: '执行器管理', jobs: '任务管理', runs: '调度日志', users: '用户管理', audit: '审计日志',
+    groups: '执行器', running_jobs: '已启动任务', live_executors: '在线执行器', lateness: '平均调度延迟(秒)',
+    runs_per_day: '每日调度', from: '开始', to: '结束', refresh: '刷新',
+    app_name: 'AppName', title: '名称', addresses: '机器地址', last_heartbeat: '最后心跳', add: '新增', save: '保存',
+    edit: '编辑', remove: '删除', cancel: '取消', group: '执行器', all: '全部', status: '状态', handler: 'JobHandler',
+    description: '任务描述', schedule: '调度配置', schedule_type: '调度类型', time_zone: '时区', param: '任务参数',
+    next_fires: '下次执行时间', start: '启动', stop: '停止', run_once: '执行一次', copy: '复制', script: 'GLUE IDE',
+    child_jobs: '子任务', glue_type: '运行模式', retry_count: '失败重试次数', timeout_secs: '任务超时时间(秒)',
+    route_strategy: '路由策略', block_strategy: '阻塞处理策略', misfire_strategy: '调度过期策略', job: '任务',
+    details: '详情', log: '执行日志', kill: '终止任务', clear_old: '清理多少天前的已结束日志', clear: '清理',
+    role: '角色', read_only: '只读', can_write: '可写', new_password: '新密码', history: '版本历史', restore: '恢复',
+    diff: '对比', confirm_delete: '确认删除？', saved: '已保存', dst: '夏令时切换', at: '时间', action: '操作', target: '对象',
+    user: '用户', scheduled: '调度时间', address: '执行器地址', message: '信息', change_password: '修改密码',
+    current_password: '当前密码', valid: '有效', none: '（无）',
+    success: '成功', failed: '失败', running: '运行中', pending: '等待中', skipped: '已跳过',
+    started: '运行', stopped: '停止', runs_in_range: '区间调度次数', lateness_now: '当前调度延迟(秒)',
+    too_long_to_diff: '内容过长，无法对比。', restored: '已恢复到编辑器，保存后生效。', trigger_type: '触发类型',
+    triggered: '触发时间', handled: '执行结束时间', shard: '分片', trigger_msg: '调度备注', handle_msg: '执行备注',
+    live: '实时', shown: '显示', confirm_clear: '确认删除这些已结束的日志？', deleted: '已删除',
+    MANUAL: '手动触发', CRON: 'Cron触发', RETRY: '失败重试触发', PARENT: '父任务触发', API: 'API触发', MISFIRE: '调度过期补偿',
+    schedule_expr: 'Cron/固定速度', child_job_ids: '子任务',
+    param_prompt: '本次执行的任务参数', admin_only: '仅管理员', new_job: '新增任务',
+    owner: '负责人', alarm_contacts: '报警邮件', next_fire: '下次调度时间', job_runs: '该任务的调度日志',
+    more: '加载更多', language: '语言', groups_admin_only: '只有管理员可以新增、修改或删除执行器。',
+    clear_needs_scope: '请先选择执行器或任务：只能清理你有权限的执行器的日志。',
+    time_range_note: '按调度时间', audit_refused: '已拒绝', response: '结果',
+  },
+};
+
+let lang = localStorage.getItem('chime.lang') || (navigator.language.startsWith('zh') ? 'zh' : 'en');
+
+export function t(key) { return (dict[lang] && dict[lang][key]) || dict.en[key] || key; }
+export function getLang() { return lang; }
+export function setLang(l) { lang = dict[l] ? l : 'en'; localStorage.setItem('chime.lang', lang); }
