@@ -81,8 +81,10 @@ impl StoreError {
                 // failure; 40P01: PostgreSQL deadlock; SQLite reports its result code
                 // (5 BUSY, 6 LOCKED and their extended forms). MySQL's lock wait timeout (1205)
                 // has only the generic SQLSTATE HY000, so its message tells it.
-                matches!(e.code().as_deref(), Some("40001" | "40P01" | "5" | "6" | "261" | "262" | "517"))
-                    || e.message().contains("Lock wait timeout exceeded")
+                matches!(
+                    e.code().as_deref(),
+                    Some("40001" | "40P01" | "5" | "6" | "261" | "262" | "517")
+                ) || e.message().contains("Lock wait timeout exceeded")
             }
             _ => false,
         }

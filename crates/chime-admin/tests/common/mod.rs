@@ -249,17 +249,20 @@ pub fn finished(runs: &[Value]) -> usize {
 /// The `chime` binary of this build (see [`workspace_binary`]).
 pub fn chime_binary() -> std::path::PathBuf {
     static BUILT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    BUILT.get_or_init(|| workspace_binary("chime", "chime")).clone()
+    BUILT.get_or_init(|| workspace_binary("chime")).clone()
 }
 
-/// Binary `bin` of workspace package `package`, (re)built first so a test never runs a stale
-/// one: the admin crate's tests do not get `CARGO_BIN_EXE_…` for binaries of other packages.
-pub fn workspace_binary(package: &str, bin: &str) -> std::path::PathBuf {
+/// Binary `bin` of the workspace, (re)built first so a test never runs a stale one: the admin
+/// crate's tests do not get `CARGO_BIN_EXE_…` for binaries of other packages.
+pub fn workspace_binary(bin: &str) -> std::path::PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     let dir = exe.parent().and_then(|d| d.parent()).expect("target profile directory");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut build = std::process::Command::new(cargo);
-    build.args(["build", "--quiet", "-p", package, "--bin", bin]);
+    // The whole workspace's binaries and examples, as `scripts/test` and a workspace test run
+    // build them: the same feature set, so in CI this is a no-op. `-p PACKAGE` alone would
+    // resolve features for that one package and build the dependency tree a second time.
+    build.args(["build", "--quiet", "--workspace", "--bins", "--examples"]);
     // Cargo runs this test with the variables of the admin crate (CARGO_PKG_NAME,
     // CARGO_MANIFEST_DIR, …). Passed on, build scripts that watch them (ring's) see a changed
     // environment and rebuild — and then the next `cargo test` rebuilds again: a minute of
