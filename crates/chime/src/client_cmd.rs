@@ -266,17 +266,34 @@ struct Failure(String);
 impl Client {
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Value, Failure> {
         let url = format!("{}{}", self.opts.admin.trim_end_matches('/'), path);
-        let mut req = self.http.request(method, &url);
-        if let Some(t) = &self.opts.api_token {
-            req = req.bearer_auth(t);
-        }
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let resp = req
-            .send()
-            .await
-            .map_err(|e| Failure(format!("cannot reach the admin at {}: {e}", self.opts.admin)))?;
+        let mut attempt = 1;
+        let resp = loop {
+            let mut req = self.http.request(method.clone(), &url);
+            if let Some(t) = &self.opts.api_token {
+                req = req.bearer_auth(t);
+            }
+            if let Some(b) = &body {
+                req = req.json(b);
+            }
+            let resp = req
+                .send()
+                .await
+                .map_err(|e| Failure(format!("cannot reach the admin at {}: {e}", self.opts.admin)))?;
+            // The admin answers 503 only when its database was momentarily busy (a lock
+            // conflict) and nothing was changed, so even a POST is safe to send again.
+            if resp.status() != reqwest::StatusCode::SERVICE_UNAVAILABLE || attempt >= BUSY_ATTEMPTS {
+                break resp;
+            }
+            let wait = resp
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .unwrap_or(1)
+                .clamp(1, 10);
+            tokio::time::sleep(std::time::Duration::from_secs(wait)).await;
+            attempt += 1;
+        };
         let status = resp.status();
         let text = resp.text().await.unwrap_or_default();
         let value: Value = if text.is_empty() {
@@ -298,6 +315,9 @@ impl Client {
         }
     }
 }
+
+/// How many times a request is sent while the admin answers 503 (database busy).
+const BUSY_ATTEMPTS: u32 = 3;
 
 /// Most rows asked of the REST API per request when a listing is fetched page by page.
 const PAGE: u64 = 1000;

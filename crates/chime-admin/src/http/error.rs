@@ -130,3 +130,41 @@ impl From<OpError> for ApiError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqlx::{AnyConnection, Connection, Executor};
+
+    /// A real lock conflict: a second SQLite connection writes while the first holds the write
+    /// lock. The client must be told to try again, not that something is broken.
+    #[tokio::test]
+    async fn a_busy_database_answers_503_with_retry_after() {
+        sqlx::any::install_default_drivers();
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("busy.db").display());
+        let mut holder = AnyConnection::connect(&url).await.unwrap();
+        holder.execute("CREATE TABLE t (x INTEGER)").await.unwrap();
+        holder.execute("BEGIN IMMEDIATE").await.unwrap();
+        let mut other = AnyConnection::connect(&url).await.unwrap();
+        other.execute("PRAGMA busy_timeout = 0").await.unwrap();
+        let busy = StoreError::Db(other.execute("INSERT INTO t VALUES (1)").await.unwrap_err());
+        assert!(busy.is_transient(), "{busy:?}");
+
+        let resp = ApiError::from(busy).into_response();
+        assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(resp.headers()["Retry-After"], "1");
+    }
+
+    /// Any other database failure stays a 500: trying again would not help.
+    #[tokio::test]
+    async fn other_database_errors_are_not_transient() {
+        sqlx::any::install_default_drivers();
+        let mut conn = AnyConnection::connect("sqlite::memory:").await.unwrap();
+        let broken = StoreError::Db(conn.execute("SELECT * FROM no_such_table").await.unwrap_err());
+        assert!(!broken.is_transient());
+        let resp = ApiError::from(broken).into_response();
+        assert_eq!(resp.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(resp.headers().get("Retry-After").is_none());
+    }
+}
