@@ -417,5 +417,9 @@ mod tests {
         let c = AdminConfig::new("sqlite::memory:");
         assert!(c.dead_timeout <= Duration::from_secs(90));
         assert!(c.dead_timeout + c.lost_sweep <= Duration::from_secs(95), "{c:?}");
+        // The sweep skips younger runs; an executor that took a run right after its heartbeat
+        // (30 s period) and died is gone 60 s after the trigger, so it must look by then.
+        let min_age = crate::monitor::sweep_min_age(c.dead_timeout, c.lost_result_after);
+        assert!(min_age <= c.dead_timeout - Duration::from_secs(30), "{min_age:?}");
     }
 }
