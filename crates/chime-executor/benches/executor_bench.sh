@@ -15,6 +15,12 @@
 #   CHIME_BENCH_PROFILE=debug use (and build) the debug binaries instead of release: the
 #                             smoke run of scripts/test, where only correctness counts
 #   CHIME_BENCH_EXECUTOR      another executor binary to compare (e.g. one built from an older tree)
+#   CHIME_BENCH_KEEP_LOGS=1   leave the run-log directory in place (its path is printed) instead
+#                             of deleting it at exit. For series of one-file-per-run runs: for
+#                             60–300 s after a mass deletion ext4 skips the freed inodes
+#                             (`recently_deleted`, reading an inode table block for each), and
+#                             file creation costs several times more kernel time, so deleting
+#                             one run's 600,000 files slows the next run down, not the executor.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 parent=${1:-/tmp}
@@ -43,7 +49,11 @@ RUST_LOG=error "${CHIME_BENCH_EXECUTOR:-$target/$profile/chime-demo-executor}" \
     --admin "http://127.0.0.1:$admin_port/xxl-job-admin" --listen "127.0.0.1:$executor_port" \
     --logdir "$logdir" "${executor_flags[@]}" &
 pid=$!
-trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$logdir" "$out"' EXIT
+if [ "${CHIME_BENCH_KEEP_LOGS:-0}" = 1 ]; then
+    trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -f "$out"; echo "run logs kept in $logdir"' EXIT
+else
+    trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$logdir" "$out"' EXIT
+fi
 for _ in $(seq 1 100); do
     (echo >"/dev/tcp/127.0.0.1/$executor_port") 2>/dev/null && break
     sleep 0.1
