@@ -114,7 +114,7 @@ async function render() {
   const langSel = document.getElementById('lang');
   langSel.value = getLang(); langSel.title = t('language'); langSel.setAttribute('aria-label', t('language'));
   document.getElementById('who').replaceChildren(h('a', { href: '#password', title: t('change_password') },
-    `${state.me.username} (${state.me.admin ? 'admin' : (state.me.can_write ? 'user' : t('read_only'))})`));
+    `${state.me.username} (${state.me.admin ? t('role_admin') : (state.me.can_write ? t('role_user') : t('read_only'))})`));
   document.getElementById('logout').textContent = t('logout');
   const [page, ...args] = (location.hash.slice(1) || 'dashboard').split('/');
   document.getElementById('nav').replaceChildren(...nav.filter(([, adm]) => !adm || state.me.admin)

@@ -196,7 +196,7 @@ async function jobs(root, args) {
     const job = args[1] ? list.find((j) => j.id === Number(args[1])) : null;
     if (args[0] !== 'new' && !job) throw Object.assign(new Error(`job ${args[1]} not found`), { status: 404 });
     // A copy is the job without its id: the form saves it as a new job.
-    return jobForm(root, args[0] === 'copy' ? { ...job, id: undefined, description: `${job.description} (copy)` } : job, groups, list);
+    return jobForm(root, args[0] === 'copy' ? { ...job, id: undefined, description: `${job.description} ${t('copy_suffix')}` } : job, groups, list);
   }
   const fg = sel('group', [['', `${t('group')}: ${t('all')}`], ...groups.map((g) => [g.id, g.app_name])], '');
   const fs = sel('status', [['', `${t('status')}: ${t('all')}`], ['1', t('started')], ['0', t('stopped')]], '');
@@ -448,7 +448,7 @@ async function users(root) {
   const form = (u) => {
     const name = h('input', { name: 'username', value: u ? u.username : '', disabled: u ? true : null });
     const pw = h('input', { name: 'password', type: 'password', autocomplete: 'new-password' });
-    const role = sel('role', [['user', 'user'], ['admin', 'admin']], u ? u.role : 'user');
+    const role = sel('role', [['user', t('role_user')], ['admin', t('role_admin')]], u ? u.role : 'user');
     const cw = h('input', { name: 'can_write', type: 'checkbox', checked: u ? u.can_write : true });
     const gs = groups.map((g) => h('label', {}, h('input', { type: 'checkbox', name: 'group', value: g.id, checked: u && u.group_ids.includes(g.id) }), ` ${g.app_name}`));
     const msg = h('div');
@@ -463,7 +463,7 @@ async function users(root) {
   const gname = (id) => (groups.find((g) => g.id === id) || {}).app_name || id;
   root.replaceChildren(h('h2', {}, t('users')), h('button', { id: 'add-user', type: 'button', onclick: () => slot.replaceChildren(form(null)) }, t('add')), slot,
     h('table', { id: 'users' }, h('tr', {}, [t('username'), t('role'), t('can_write'), t('groups'), ''].map((x) => h('th', {}, x))),
-      list.map((u) => h('tr', { 'data-user': u.username }, h('td', {}, u.username), h('td', {}, u.role), h('td', {}, u.can_write ? '✓' : t('read_only')),
+      list.map((u) => h('tr', { 'data-user': u.username }, h('td', {}, u.username), h('td', {}, t(`role_${u.role}`)), h('td', {}, u.can_write ? '✓' : t('read_only')),
         h('td', {}, u.role === 'admin' ? t('all') : u.group_ids.map(gname).join(', ')),
         h('td', {}, h('button', { type: 'button', class: 'edit', onclick: () => slot.replaceChildren(form(u)) }, t('edit')),
           h('button', { type: 'button', onclick: async () => { if (confirm(t('confirm_delete'))) { try { await api('DELETE', `/v1/users/${u.id}`); go('#users'); } catch (e) { slot.replaceChildren(errorBox(e)); } } } }, t('remove')))))));
