@@ -103,7 +103,10 @@ pub async fn sweep_lost_runs(admin: &Arc<Admin>) -> crate::store::StoreResult<us
     let mut after_id = 0;
     let mut total = 0;
     loop {
-        let page = admin.store.unfinished_runs(triggered_before, after_id, SWEEP_PAGE).await?;
+        let page = admin
+            .store
+            .unfinished_runs(triggered_before, after_id, SWEEP_PAGE)
+            .await?;
         let full = page.len() as i64 >= SWEEP_PAGE;
         let Some(last) = page.last() else { break };
         after_id = last.id;
