@@ -418,8 +418,10 @@ mod tests {
         assert!(c.dead_timeout <= Duration::from_secs(90));
         assert!(c.dead_timeout + c.lost_sweep <= Duration::from_secs(95), "{c:?}");
         // The sweep skips younger runs; an executor that took a run right after its heartbeat
-        // (30 s period) and died is gone 60 s after the trigger, so it must look by then.
+        // and died is gone a dead timeout minus one heartbeat period after the trigger, so the
+        // sweep must look by then.
+        let beat = Duration::from_secs(chime_protocol::messages::BEAT_TIMEOUT_SECS);
         let min_age = crate::monitor::sweep_min_age(c.dead_timeout, c.lost_result_after);
-        assert!(min_age <= c.dead_timeout - Duration::from_secs(30), "{min_age:?}");
+        assert!(min_age <= c.dead_timeout - beat, "{min_age:?}");
     }
 }
