@@ -150,7 +150,12 @@ pub async fn start(config: AdminConfig) -> Result<AdminHandle, StartError> {
     let admin = Arc::new(Admin {
         directory: Directory::new(store.clone(), config.dead_timeout),
         metrics: Metrics::new(),
-        client: ExecutorClient::new(config.executor_timeout, config.access_token.clone()),
+        // Sends and probes each have `per_executor_concurrency` permits per executor.
+        client: ExecutorClient::new(
+            config.executor_timeout,
+            config.access_token.clone(),
+            config.per_executor_concurrency.saturating_mul(2),
+        ),
         router: Router::default(),
         wheel_tx,
         results_tx,

@@ -15,7 +15,8 @@ use crate::model::{now_ms, AddressType, ExecutorEntry, Group};
 use crate::store::{Store, StoreResult};
 use chime_protocol::paths::normalize_address;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 /// app name → address → last heartbeat (epoch ms).
@@ -80,12 +81,29 @@ struct State {
     live: Live,
 }
 
+/// A computed [`GroupView`] and how long it holds.
+#[derive(Debug)]
+struct CachedView {
+    /// [`Directory::version`] when it was computed.
+    version: u64,
+    /// Epoch ms at which its oldest heartbeat turns dead and the list would change.
+    valid_until: i64,
+    view: Arc<GroupView>,
+}
+
 /// The admin's view of groups and their live executors.
 #[derive(Debug)]
 pub struct Directory {
     store: Store,
     dead_timeout: Duration,
     state: RwLock<State>,
+    /// Bumped (under the state's write lock) by every change to groups or heartbeats.
+    version: AtomicU64,
+    /// Views by group id. Every run sent asks for its group's view; building it (cloning the
+    /// group, filtering, de-duplicating and sorting the addresses) for each one was measurable
+    /// at tens of thousands of runs a second, and the answer changes only when the state does
+    /// or a heartbeat in it grows too old.
+    views: Mutex<HashMap<i64, CachedView>>,
 }
 
 impl Directory {
@@ -95,6 +113,8 @@ impl Directory {
             store,
             dead_timeout,
             state: RwLock::new(State::default()),
+            version: AtomicU64::new(0),
+            views: Mutex::new(HashMap::new()),
         }
     }
 
@@ -111,6 +131,7 @@ impl Directory {
         // than such a refresh, and the executor would drop out of its group until the next one.
         let committed_at = now_ms();
         let mut s = self.state.write().unwrap_or_else(|p| p.into_inner());
+        self.version.fetch_add(1, Ordering::Release);
         s.live
             .entry(app_name.to_owned())
             .or_default()
@@ -124,6 +145,7 @@ impl Directory {
         self.store.remove_registry(app_name, bare).await?;
         self.store.remove_registry(app_name, &format!("{bare}/")).await?;
         let mut s = self.state.write().unwrap_or_else(|p| p.into_inner());
+        self.version.fetch_add(1, Ordering::Release);
         if let Some(m) = s.live.get_mut(app_name) {
             m.retain(|a, _| normalize_address(a) != bare);
         }
@@ -142,6 +164,9 @@ impl Directory {
             live.entry(app).or_default().insert(addr, at);
         }
         let mut s = self.state.write().unwrap_or_else(|p| p.into_inner());
+        self.version.fetch_add(1, Ordering::Release);
+        // Deleted groups must not linger here.
+        self.views.lock().unwrap_or_else(|p| p.into_inner()).clear();
         keep_heartbeats_since(&mut live, &s.live, now);
         s.groups = groups.into_iter().map(|g| (g.id, g)).collect();
         s.live = live;
@@ -149,25 +174,49 @@ impl Directory {
     }
 
     /// A group and its current addresses.
-    pub fn view(&self, group_id: i64) -> Option<GroupView> {
+    pub fn view(&self, group_id: i64) -> Option<Arc<GroupView>> {
         let s = self.state.read().unwrap_or_else(|p| p.into_inner());
+        // Read under the state lock: a writer bumps it while holding the write lock, so the
+        // version and the state read here belong together.
+        let version = self.version.load(Ordering::Acquire);
+        let now = now_ms();
+        let mut views = self.views.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = views.get(&group_id) {
+            if c.version == version && now < c.valid_until {
+                return Some(c.view.clone());
+            }
+        }
         let group = s.groups.get(&group_id)?.clone();
+        let mut valid_until = i64::MAX;
         let addresses = match group.address_type {
             AddressType::Manual => manual_addresses(&group),
             AddressType::Auto => {
-                let cutoff = now_ms() - self.dead_ms();
+                let dead_ms = self.dead_ms();
+                let cutoff = now - dead_ms;
                 s.live
                     .get(&group.app_name)
                     .map(|m| {
                         one_per_executor(m.iter().filter(|(_, at)| **at > cutoff))
                             .into_iter()
-                            .map(|(a, _)| a)
+                            .map(|(a, at)| {
+                                valid_until = valid_until.min(at + dead_ms);
+                                a
+                            })
                             .collect()
                     })
                     .unwrap_or_default()
             }
         };
-        Some(GroupView { group, addresses })
+        let view = Arc::new(GroupView { group, addresses });
+        views.insert(
+            group_id,
+            CachedView {
+                version,
+                valid_until,
+                view: view.clone(),
+            },
+        );
+        Some(view)
     }
 
     /// A group by id, as last loaded.

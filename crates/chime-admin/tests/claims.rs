@@ -1,0 +1,127 @@
+//! The claim transaction on every database: the tickets it hands to the timer must name the
+//! run rows it inserted — right ids, no fire claimed twice — also when some fires of a batch
+//! were claimed before (the unique `(job_id, fire_key)` key skips them). SQLite learns the new
+//! ids without `RETURNING` (`Store::inserted_ids_sqlite`), which is what this guards.
+
+mod common;
+
+use chime_admin::model::{GroupSpec, JobSpec};
+use chime_admin::store::{FirePlan, NewRun, Store};
+use chime_protocol::TriggerType;
+use common::{Db, TestDb};
+use std::collections::HashMap;
+
+const OWNER: &str = "claims-test";
+
+/// Claims the fires `keys` of every due job (its `next_fire_at` set to 1 first), and returns
+/// `(run id, job id, scheduled_at)` of the tickets.
+async fn claim(store: &Store, url: &str, keys: &[i64]) -> Vec<(i64, i64, i64)> {
+    let pool = sqlx::AnyPool::connect(url).await.unwrap();
+    sqlx::query("UPDATE job SET next_fire_at = 1")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    let mut cache = HashMap::new();
+    let ready: Vec<i64> = (0..chime_admin::store::PARTITIONS).collect();
+    let claimed = store
+        .claim_due_fires(OWNER, &ready, 10, 1000, &mut cache, |job| FirePlan {
+            runs: keys
+                .iter()
+                .map(|k| NewRun::of_job(job, TriggerType::Cron, *k, Some(*k)))
+                .collect(),
+            next_fire_at: 1_000_000,
+            last_fire_at: *keys.last().unwrap_or(&0),
+        })
+        .await
+        .unwrap();
+    let mut out: Vec<(i64, i64, i64)> = claimed
+        .jobs
+        .iter()
+        .flat_map(|(job, tickets)| tickets.iter().map(move |t| (t.id, job.id, t.scheduled_at)))
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+async fn tickets_name_their_rows(kind: Db) {
+    let db = TestDb::new(kind).await;
+    let store = Store::connect(&db.url).await.unwrap();
+    let group = store
+        .insert_group(
+            &GroupSpec {
+                app_name: Some("claims".into()),
+                addresses: Some(vec!["http://127.0.0.1:1".into()]),
+                ..Default::default()
+            }
+            .validate(None)
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let draft = JobSpec {
+        group_id: Some(group.id),
+        handler: Some("h".into()),
+        schedule_type: Some("FIX_RATE".into()),
+        schedule_expr: Some("1".into()),
+        running: Some(true),
+        ..Default::default()
+    }
+    .validate(None, "UTC")
+    .unwrap();
+    let jobs = store.insert_jobs_bulk(&vec![draft; 3], group.id).await.unwrap();
+    let now = chime_admin::model::now_ms();
+    for p in 0..chime_admin::store::PARTITIONS {
+        assert!(store.acquire_lease(p, OWNER, now, now + 60_000, true).await.unwrap());
+    }
+
+    let check = |tickets: &[(i64, i64, i64)], keys: &[i64]| {
+        let mut want: Vec<(i64, i64)> = jobs.iter().flat_map(|j| keys.iter().map(move |k| (*j, *k))).collect();
+        want.sort_unstable();
+        let mut got: Vec<(i64, i64)> = tickets.iter().map(|(_, j, k)| (*j, *k)).collect();
+        got.sort_unstable();
+        assert_eq!(got, want, "{kind:?}: tickets for exactly the fires not claimed before");
+    };
+
+    // A fresh batch: every fire is new.
+    let first = claim(&store, &db.url, &[1000, 2000, 3000]).await;
+    check(&first, &[1000, 2000, 3000]);
+    // Half of this batch was claimed above: only 4000 and 5000 are new, and they come after
+    // skipped rows in the same statement.
+    let second = claim(&store, &db.url, &[2000, 3000, 4000, 5000]).await;
+    check(&second, &[4000, 5000]);
+    // Nothing new at all.
+    let third = claim(&store, &db.url, &[1000, 5000]).await;
+    check(&third, &[]);
+
+    // Every ticket names the row of its own fire, and no row was made twice.
+    for (id, job_id, scheduled_at) in first.iter().chain(&second) {
+        let run = store.run(*id).await.unwrap();
+        assert_eq!(
+            (run.job_id, run.scheduled_at),
+            (*job_id, *scheduled_at),
+            "{kind:?}: run {id}"
+        );
+    }
+    let ids: std::collections::HashSet<i64> = first.iter().chain(&second).map(|t| t.0).collect();
+    assert_eq!(ids.len(), 15, "{kind:?}: distinct run ids");
+    let (pending, _) = store.count_open_runs().await.unwrap();
+    assert_eq!(pending, 15, "{kind:?}: five fires of three jobs, each stored once");
+    store.close().await;
+    db.drop_db().await;
+}
+
+#[tokio::test]
+async fn tickets_name_their_rows_sqlite() {
+    tickets_name_their_rows(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn tickets_name_their_rows_mysql() {
+    tickets_name_their_rows(Db::MySql).await;
+}
+
+#[tokio::test]
+async fn tickets_name_their_rows_postgres() {
+    tickets_name_their_rows(Db::Postgres).await;
+}
