@@ -82,9 +82,7 @@ impl Backend {
             Backend::Postgres => "postgres",
         }
     }
-}
 
-impl Backend {
     /// An `UPDATE` of `table` that sets `cols` row by row from `rows` tuples of bound values,
     /// each `(id, value of cols[0], value of cols[1], …)`, bound row after row. `guard`, if not
     /// empty, is a further condition on the updated row (its columns qualified with `table`).
