@@ -13,6 +13,7 @@ use crate::store::{HandleOutcome, NewRun, Store, StoreError};
 use chime_protocol::{LogParam, LogResult, TriggerType};
 use std::collections::{BTreeSet, HashSet};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::{mpsc, Notify};
 use tokio_util::sync::CancellationToken;
@@ -69,6 +70,8 @@ pub struct Admin {
     pub(crate) router: Router,
     pub(crate) wheel_tx: mpsc::UnboundedSender<WheelEntry>,
     results_tx: mpsc::Sender<ResultMsg>,
+    /// Outcomes handed to the results writer and not yet written (see [`Admin::results_backlog`]).
+    results_queued: AtomicUsize,
     /// Partitions this admin schedules: leased, and recovered since this process leased them
     /// (see `schedule::lease::balance` and `schedule::recover`).
     pub(crate) held: RwLock<BTreeSet<i64>>,
@@ -159,6 +162,7 @@ pub async fn start(config: AdminConfig) -> Result<AdminHandle, StartError> {
         router: Router::default(),
         wheel_tx,
         results_tx,
+        results_queued: AtomicUsize::new(0),
         held: RwLock::new(BTreeSet::new()),
         inflight: Mutex::new(HashSet::new()),
         killing: Mutex::new(HashSet::new()),
@@ -183,6 +187,9 @@ pub async fn start(config: AdminConfig) -> Result<AdminHandle, StartError> {
     tasks.spawn(crate::monitor::run_lost_sweep(admin.clone()));
     tasks.spawn(crate::alarm::run(admin.clone(), alarm_rx));
     tasks.spawn(crate::retention::run(admin.clone()));
+    if admin.store.backend() == crate::store::Backend::Sqlite {
+        tasks.spawn(run_wal_checkpoints(admin.clone()));
+    }
     let app = crate::http::router(admin.clone());
     let shutdown = admin.shutdown.clone();
     tasks.spawn(async move {
@@ -200,8 +207,23 @@ pub async fn start(config: AdminConfig) -> Result<AdminHandle, StartError> {
     })
 }
 
+/// SQLite: checkpoints the write-ahead log once a second off the writing connection (see
+/// `Store::checkpoint_wal`), until shutdown.
+async fn run_wal_checkpoints(admin: Arc<Admin>) {
+    loop {
+        tokio::select! {
+            _ = admin.shutdown.cancelled() => return,
+            _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+        }
+        if let Err(e) = admin.store.checkpoint_wal().await {
+            tracing::debug!(error = %e, "WAL checkpoint failed; the writer checkpoints itself past its limit");
+        }
+    }
+}
+
 impl Admin {
     pub(crate) fn send_result(&self, msg: ResultMsg) {
+        self.results_queued.fetch_add(msg.outcomes(), Ordering::Relaxed);
         if let Err(e) = self.results_tx.try_send(msg) {
             // Full channel: wait for room from a task instead of blocking the caller.
             let tx = self.results_tx.clone();
@@ -214,13 +236,34 @@ impl Admin {
         }
     }
 
+    /// Trigger results and run results handed to the results writer and not yet written. A
+    /// callback batch counts as many results as it carries.
+    pub fn results_backlog(&self) -> usize {
+        self.results_queued.load(Ordering::Relaxed)
+    }
+
+    /// The results writer finished with `n` outcomes (written, or given up on).
+    pub(crate) fn results_done(&self, n: usize) {
+        // Saturating: never wraps, whatever the order of the two counters' updates.
+        let _ = self
+            .results_queued
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |q| Some(q.saturating_sub(n)));
+    }
+
     /// Records results and waits for the commit.
     pub async fn record_results(&self, outcomes: Vec<HandleOutcome>) -> Result<(), String> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        self.results_tx
+        let n = outcomes.len();
+        self.results_queued.fetch_add(n, Ordering::Relaxed);
+        if self
+            .results_tx
             .send(ResultMsg::Handle(outcomes, Some(tx)))
             .await
-            .map_err(|_| "admin is shutting down".to_owned())?;
+            .is_err()
+        {
+            self.results_done(n);
+            return Err("admin is shutting down".to_owned());
+        }
         rx.await.map_err(|_| "admin is shutting down".to_owned())?
     }
 

@@ -29,6 +29,10 @@ pub struct Metrics {
     pub claimed: Counter,
     /// Missed fires recorded as skipped.
     pub misfires_skipped: Counter,
+    /// Claim rounds put off because results waited to be written (the database is behind).
+    pub claims_deferred: Counter,
+    /// Trigger results and run results waiting for the results writer (updated when scraped).
+    pub results_backlog: Gauge,
     /// Seconds from a run's scheduled time to the moment it is sent.
     pub lateness: Histogram,
     /// Runs claimed but not yet sent (updated when scraped).
@@ -52,6 +56,8 @@ impl Metrics {
         let callbacks = Counter::default();
         let claimed = Counter::default();
         let misfires_skipped = Counter::default();
+        let claims_deferred = Counter::default();
+        let results_backlog = Gauge::default();
         let lateness = Histogram::new([
             0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
         ]);
@@ -75,6 +81,16 @@ impl Metrics {
             misfires_skipped.clone(),
         );
         registry.register(
+            "claims_deferred",
+            "Claim rounds put off because the results writer was behind",
+            claims_deferred.clone(),
+        );
+        registry.register(
+            "results_backlog",
+            "Trigger and run results waiting to be written",
+            results_backlog.clone(),
+        );
+        registry.register(
             "dispatch_lateness_seconds",
             "Time from a run's scheduled time to its sending",
             lateness.clone(),
@@ -92,6 +108,8 @@ impl Metrics {
             callbacks,
             claimed,
             misfires_skipped,
+            claims_deferred,
+            results_backlog,
             lateness,
             pending_runs,
             running_runs,

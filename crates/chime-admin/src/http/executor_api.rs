@@ -26,12 +26,19 @@ use chime_protocol::messages::{self, ACCESS_TOKEN_HEADER};
 use chime_protocol::{CallbackBatch, RegistryParam, ReturnT};
 use std::sync::Arc;
 
+/// Largest request body the executor API reads. An executor sends every result it has pending
+/// in one callback (xxl-job-core drains its whole queue into one request, and re-sends a spooled
+/// backlog after an admin outage), so a busy executor's callback can be far larger than axum's
+/// default limit of 2 MB; 16 MB holds about 200,000 results.
+const EXECUTOR_API_BODY_LIMIT: usize = 16 * 1024 * 1024;
+
 /// Routes of the executor API (to be mounted at `/` and at the context path).
 pub fn routes() -> Router<Arc<Admin>> {
     Router::new()
         .route("/api/{uri}", any(api))
         .route("/api", any(empty_uri))
         .route("/api/", any(empty_uri))
+        .layer(axum::extract::DefaultBodyLimit::max(EXECUTOR_API_BODY_LIMIT))
 }
 
 fn reply(r: ReturnT<String>) -> Response {

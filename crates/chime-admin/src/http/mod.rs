@@ -51,6 +51,7 @@ async fn metrics(State(admin): State<Arc<Admin>>) -> Response {
         admin.metrics.pending_runs.set(pending);
         admin.metrics.running_runs.set(running);
     }
+    admin.metrics.results_backlog.set(admin.results_backlog() as i64);
     (
         StatusCode::OK,
         [(

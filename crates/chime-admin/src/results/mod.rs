@@ -27,6 +27,16 @@ pub enum ResultMsg {
     Handle(Vec<HandleOutcome>, Option<oneshot::Sender<Result<(), String>>>),
 }
 
+impl ResultMsg {
+    /// How many outcomes this message carries.
+    pub fn outcomes(&self) -> usize {
+        match self {
+            ResultMsg::Trigger(_) => 1,
+            ResultMsg::Handle(h, _) => h.len(),
+        }
+    }
+}
+
 /// Runs the writer until shutdown. At shutdown it keeps writing while runs are still being
 /// sent (bounded by the executor timeout), so a graceful stop leaves no run that was sent but
 /// looks unsent — which the next start would send again.
@@ -58,6 +68,7 @@ pub async fn run(admin: Arc<Admin>, mut rx: mpsc::Receiver<ResultMsg>) {
         let mut triggers = Vec::new();
         let mut handles = Vec::new();
         let mut acks = Vec::new();
+        let taken: usize = buf.iter().map(ResultMsg::outcomes).sum();
         for m in buf.drain(..) {
             match m {
                 ResultMsg::Trigger(t) => triggers.push(t),
@@ -96,6 +107,7 @@ pub async fn run(admin: Arc<Admin>, mut rx: mpsc::Receiver<ResultMsg>) {
         for t in &triggers {
             admin.clear_inflight(t.run_id);
         }
+        admin.results_done(taken);
         match follow_ups {
             Ok(tickets) => {
                 crate::alarm::after_commit(&admin, &triggers, &handles);

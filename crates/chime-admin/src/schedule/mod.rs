@@ -157,6 +157,14 @@ const CALENDAR_CACHE_MAX: usize = 200_000;
 /// Job rows kept between claim rounds (see `Store::claim_due_fires`); cleared when full.
 const JOB_CACHE_MAX: usize = 100_000;
 
+/// Results waiting for the writer beyond which the claim loop waits: about four of the
+/// writer's batches. Past it the database is not keeping up with what is being sent. Claiming
+/// on would only let fires pile up in memory, sent but not yet recorded, and all of them would
+/// be sent again after a crash. Waiting keeps that backlog bounded. Fires that wait long enough
+/// become misfires and follow their job's policy, as after an outage. A slow executor does not
+/// count here: its sends wait for its own permits, not for the writer.
+const RESULTS_BACKLOG_PAUSE: usize = 20_000;
+
 /// Claims due fires until shutdown.
 pub async fn run_claims(admin: Arc<Admin>) {
     let tick = admin.config.tick;
@@ -169,6 +177,18 @@ pub async fn run_claims(admin: Arc<Admin>) {
         }
         if jobs.len() >= JOB_CACHE_MAX {
             jobs.clear();
+        }
+        if admin.results_backlog() >= RESULTS_BACKLOG_PAUSE {
+            admin.metrics.claims_deferred.inc();
+            tracing::debug!(
+                backlog = admin.results_backlog(),
+                "results writer behind; claim round put off"
+            );
+            tokio::select! {
+                _ = admin.shutdown.cancelled() => return,
+                _ = tokio::time::sleep(tick) => {}
+            }
+            continue;
         }
         let now = now_ms();
         let horizon = now + lookahead;
