@@ -40,6 +40,7 @@ async fn running_runs(handle: &chime_admin::AdminHandle, job: i64, address: &str
         .iter()
         .map(|t| TriggerOutcome {
             run_id: t.id,
+            job_id: t.job_id,
             triggered_at: sent_at,
             address: address.to_owned(),
             code: 200,

@@ -184,6 +184,7 @@ async fn dispatch(admin: &Arc<Admin>, entry: WheelEntry) {
     );
     admin.send_result(ResultMsg::Trigger(TriggerOutcome {
         run_id: ticket.id,
+        job_id: ticket.job_id,
         triggered_at,
         address,
         code: i64::from(reply.code),
@@ -198,6 +199,7 @@ fn fail(admin: &Arc<Admin>, ticket: &crate::store::RunTicket, shard_total: i64, 
     admin.metrics.fired(ticket.trigger_type);
     admin.send_result(ResultMsg::Trigger(TriggerOutcome {
         run_id: ticket.id,
+        job_id: ticket.job_id,
         triggered_at: now_ms(),
         address,
         code: 500,

@@ -14,8 +14,12 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
-/// Most outcomes written in one transaction.
-const BATCH_MAX: usize = 5_000;
+/// Most messages taken into one transaction: in practice everything queued. When the writer
+/// falls behind, a run's callback queues behind trigger results sent after its own; taking only
+/// the oldest few thousand would split most runs' two outcomes over two batches, and the one
+/// write that records both (`Store::record_outcomes`) would stop happening exactly when it is
+/// needed. (The claim loop waits while more than 20,000 outcomes are queued, which bounds this.)
+const BATCH_MAX: usize = 100_000;
 
 /// Something to record.
 #[derive(Debug)]

@@ -143,6 +143,8 @@ fn ticket(row: &AnyRow) -> Result<(RunTicket, i64), sqlx::Error> {
 pub struct TriggerOutcome {
     /// Run.
     pub run_id: i64,
+    /// The run's job.
+    pub job_id: i64,
     /// When it was sent, epoch ms.
     pub triggered_at: i64,
     /// Where (empty when routing found no address).
@@ -442,21 +444,15 @@ impl Store {
                 self.backend.for_update()
             ))
             .into_owned();
-        let due = sqlx::query(&q).bind(horizon).bind(limit).fetch_all(&mut *tx).await?;
+        let due: Vec<[i64; 5]> = self
+            .int_rows(
+                &mut tx,
+                &q,
+                ["id", "updated_at", "anchor_at", "next_fire_at", "last_fire_at"],
+                &[horizon, limit],
+            )
+            .await?;
         let more = due.len() as i64 == limit;
-        // (id, updated_at, anchor_at, next_fire_at, last_fire_at)
-        let due: Vec<[i64; 5]> = due
-            .iter()
-            .map(|r| {
-                Ok([
-                    rows::int(r, 0)?,
-                    rows::int(r, 1)?,
-                    rows::int(r, 2)?,
-                    rows::int(r, 3)?,
-                    rows::int(r, 4)?,
-                ])
-            })
-            .collect::<Result<_, sqlx::Error>>()?;
         if due.is_empty() {
             return Ok(Claimed::default());
         }
@@ -596,9 +592,12 @@ impl Store {
         }
         let now = now_ms();
         let mut tx = self.write.begin().await?;
-        // One multi-row UPDATE per chunk: per-row statements made the writer the bottleneck at
-        // ten thousand fires per second.
-        for chunk in triggers.chunks(UPDATE_ROWS) {
+        // A run sent and already reported on when the writer gets to it, successfully, by a job
+        // without children, needs nothing read and nothing followed up: its trigger result and
+        // its result go into the row in one write. The busier the writer, the longer results
+        // wait for it and the more runs take this way.
+        let (merged, triggers, handles) = self.merge_simple_successes(&mut tx, triggers, handles).await?;
+        for chunk in merged.chunks(UPDATE_ROWS) {
             let q = self.backend.update_by_id(
                 "run",
                 &[
@@ -608,12 +607,15 @@ impl Store {
                     "trigger_msg",
                     "shard_total",
                     "trigger_type",
+                    "handled_at",
+                    "handle_code",
+                    "handle_msg",
                 ],
                 chunk.len(),
-                "",
+                "run.handle_code = 0",
             );
             let mut query = sqlx::query(&q);
-            for t in chunk {
+            for (t, h) in chunk {
                 query = query
                     .bind(t.run_id)
                     .bind(t.triggered_at)
@@ -621,38 +623,45 @@ impl Store {
                     .bind(t.code)
                     .bind(&t.msg)
                     .bind(t.shard_total)
-                    .bind(t.trigger_type.as_str());
+                    .bind(t.trigger_type.as_str())
+                    .bind(now)
+                    .bind(h.code)
+                    .bind(truncate(h.msg.clone().unwrap_or_default()));
             }
-            query.execute(&mut *tx).await?;
+            let done = query.execute(&mut *tx).await?;
+            if done.rows_affected() < chunk.len() as u64 {
+                // Some run had a result already (a kill recorded first): the guard skipped its
+                // whole row, but the trigger result must still be written. Writing the chunk's
+                // trigger results again is the same values for the others.
+                let only: Vec<&TriggerOutcome> = chunk.iter().map(|(t, _)| *t).collect();
+                self.write_trigger_results(&mut tx, &only).await?;
+            }
         }
+        let (triggers, handles) = (&triggers[..], &handles[..]);
+        self.write_trigger_results(&mut tx, &triggers.iter().collect::<Vec<_>>())
+            .await?;
         // What recording a result needs of each run (job, current result), for every run with
         // a result in this batch. Most are successes of jobs without children, which need
         // nothing more; full rows are read below only for the others.
         let mut handle_ids: Vec<i64> = handles.iter().map(|h| h.run_id).collect();
         handle_ids.sort_unstable();
         handle_ids.dedup();
-        let mut brief: HashMap<i64, (i64, i64, String)> = HashMap::with_capacity(handle_ids.len());
+        // (No `handle_msg`: a run's message is written only together with its result, so a run
+        // still without one has none to append to.)
+        let mut brief: HashMap<i64, (i64, i64)> = HashMap::with_capacity(handle_ids.len());
         for chunk in handle_ids.chunks(500) {
             let q = self
                 .sql(&format!(
-                    "SELECT id, job_id, handle_code, handle_msg FROM run WHERE id IN ({}){}",
+                    "SELECT id, job_id, handle_code FROM run WHERE id IN ({}){}",
                     placeholders(chunk.len()),
                     self.backend.for_update()
                 ))
                 .into_owned();
-            let mut query = sqlx::query(&q);
-            for id in chunk {
-                query = query.bind(*id);
-            }
-            for r in query.fetch_all(&mut *tx).await? {
-                brief.insert(
-                    rows::int(&r, "id")?,
-                    (
-                        rows::int(&r, "job_id")?,
-                        rows::int(&r, "handle_code")?,
-                        rows::text(&r, "handle_msg")?,
-                    ),
-                );
+            for [id, job_id, handle_code] in self
+                .int_rows(&mut tx, &q, ["id", "job_id", "handle_code"], chunk)
+                .await?
+            {
+                brief.insert(id, (job_id, handle_code));
             }
         }
         // Children of jobs whose runs succeeded now.
@@ -711,19 +720,13 @@ impl Store {
         // Successes without children need no follow-up: written together, several per statement.
         let mut simple: Vec<(i64, i64, String)> = Vec::new();
         for h in handles {
-            let Some((job_id, handle_code, handle_msg)) = brief.get(&h.run_id) else {
+            let Some((job_id, handle_code)) = brief.get(&h.run_id) else {
                 continue;
             };
             if *handle_code != 0 || !seen.insert(h.run_id) {
                 continue;
             }
-            let mut msg = handle_msg.clone();
-            if let Some(m) = &h.msg {
-                if !msg.is_empty() {
-                    msg.push_str("<br>");
-                }
-                msg.push_str(m);
-            }
+            let mut msg = h.msg.clone().unwrap_or_default();
             let has_children = parents.get(job_id).is_some_and(|p| !p.child_job_ids.is_empty());
             if h.code == 200 && !has_children {
                 simple.push((h.run_id, h.code, truncate(msg)));
@@ -805,6 +808,136 @@ impl Store {
         let tickets = self.insert_runs_tx(&mut tx, &follow_ups).await?;
         tx.commit().await?;
         Ok(tickets)
+    }
+
+    /// Runs `sql`, a query of the integer columns `cols` (in that order) with integer `binds`,
+    /// and returns its rows.
+    ///
+    /// On SQLite the rows come back packed into one text value (`group_concat`) and are split
+    /// here: the driver hands each result row from its worker thread to the async side on its
+    /// own, which for the twenty thousand rows of a busy claim cost more than the query itself
+    /// (65 ms against 25 ms per round).
+    async fn int_rows<const N: usize>(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        sql: &str,
+        cols: [&str; N],
+        binds: &[i64],
+    ) -> StoreResult<Vec<[i64; N]>> {
+        if self.backend != Backend::Sqlite {
+            let mut query = sqlx::query(sql);
+            for b in binds {
+                query = query.bind(*b);
+            }
+            let mut out = Vec::new();
+            for r in query.fetch_all(&mut *conn).await? {
+                let mut row = [0i64; N];
+                for (i, v) in row.iter_mut().enumerate() {
+                    *v = rows::int(&r, i)?;
+                }
+                out.push(row);
+            }
+            return Ok(out);
+        }
+        let packed = format!(
+            "SELECT group_concat({}, ';') FROM ({sql})",
+            cols.map(|c| format!("IFNULL({c}, 0)")).join(" || ',' || ")
+        );
+        let mut query = sqlx::query(&packed);
+        for b in binds {
+            query = query.bind(*b);
+        }
+        let row = query.fetch_one(&mut *conn).await?;
+        let text = rows::text(&row, 0)?;
+        unpack_int_rows(&text).map_err(|e| StoreError::from(sqlx::Error::Protocol(e)))
+    }
+
+    /// Writes trigger results, one multi-row UPDATE per chunk: per-row statements made the
+    /// writer the bottleneck at ten thousand fires per second.
+    async fn write_trigger_results(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        triggers: &[&TriggerOutcome],
+    ) -> StoreResult<()> {
+        for chunk in triggers.chunks(UPDATE_ROWS) {
+            let q = self.backend.update_by_id(
+                "run",
+                &[
+                    "triggered_at",
+                    "executor_address",
+                    "trigger_code",
+                    "trigger_msg",
+                    "shard_total",
+                    "trigger_type",
+                ],
+                chunk.len(),
+                "",
+            );
+            let mut query = sqlx::query(&q);
+            for t in chunk {
+                query = query
+                    .bind(t.run_id)
+                    .bind(t.triggered_at)
+                    .bind(&t.address)
+                    .bind(t.code)
+                    .bind(&t.msg)
+                    .bind(t.shard_total)
+                    .bind(t.trigger_type.as_str());
+            }
+            query.execute(&mut **tx).await?;
+        }
+        Ok(())
+    }
+
+    /// Splits a batch into the runs whose trigger result (code 200) and successful result
+    /// are both in it, for jobs without children, and the outcomes left. A run reported on
+    /// twice in the batch stays with the rest, which records only the first result.
+    async fn merge_simple_successes<'a>(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        triggers: &'a [TriggerOutcome],
+        handles: &'a [HandleOutcome],
+    ) -> StoreResult<(
+        Vec<(&'a TriggerOutcome, &'a HandleOutcome)>,
+        Vec<TriggerOutcome>,
+        Vec<HandleOutcome>,
+    )> {
+        let sent: HashMap<i64, &TriggerOutcome> = triggers
+            .iter()
+            .filter(|t| t.code == 200)
+            .map(|t| (t.run_id, t))
+            .collect();
+        let mut reports: HashMap<i64, usize> = HashMap::new();
+        for h in handles {
+            *reports.entry(h.run_id).or_default() += 1;
+        }
+        let candidates: Vec<(&TriggerOutcome, &HandleOutcome)> = handles
+            .iter()
+            .filter(|h| h.code == 200 && reports[&h.run_id] == 1)
+            .filter_map(|h| sent.get(&h.run_id).map(|t| (*t, h)))
+            .collect();
+        if candidates.is_empty() {
+            return Ok((Vec::new(), triggers.to_vec(), handles.to_vec()));
+        }
+        let job_ids: Vec<i64> = candidates
+            .iter()
+            .map(|(t, _)| t.job_id)
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        let parents = self.jobs_with_children_tx(tx, &job_ids).await?;
+        let merged: Vec<(&TriggerOutcome, &HandleOutcome)> = candidates
+            .into_iter()
+            .filter(|(t, _)| !parents.contains_key(&t.job_id))
+            .collect();
+        let taken: HashSet<i64> = merged.iter().map(|(t, _)| t.run_id).collect();
+        let triggers = triggers
+            .iter()
+            .filter(|t| !taken.contains(&t.run_id))
+            .cloned()
+            .collect();
+        let handles = handles.iter().filter(|h| !taken.contains(&h.run_id)).cloned().collect();
+        Ok((merged, triggers, handles))
     }
 
     async fn jobs_with_children_tx(
@@ -968,6 +1101,27 @@ impl Store {
     }
 }
 
+/// Splits `group_concat` output of `N` integer columns (`1,2,3;4,5,6`) into rows.
+fn unpack_int_rows<const N: usize>(text: &str) -> Result<Vec<[i64; N]>, String> {
+    text.split(';')
+        .filter(|r| !r.is_empty())
+        .map(|r| {
+            let mut row = [0i64; N];
+            let mut fields = r.split(',');
+            for v in row.iter_mut() {
+                let f = fields
+                    .next()
+                    .ok_or_else(|| format!("packed row {r:?} has fewer than {N} values"))?;
+                *v = f.parse().map_err(|e| format!("packed row {r:?}: {e}"))?;
+            }
+            if fields.next().is_some() {
+                return Err(format!("packed row {r:?} has more than {N} values"));
+            }
+            Ok(row)
+        })
+        .collect()
+}
+
 /// The child runs a successful run of `parent` causes, and the lines XXL-JOB appends to the
 /// parent's result message. A child already in the parent chain is not fired (cycle guard at
 /// fire time; cycles are also refused when jobs are saved).
@@ -1005,4 +1159,19 @@ fn child_runs(run: &Run, parent: &Job, children: &HashMap<i64, Job>) -> (String,
         }
     }
     (lines, plans)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn packed_rows_unpack() {
+        assert_eq!(super::unpack_int_rows::<3>("").unwrap(), Vec::<[i64; 3]>::new());
+        assert_eq!(
+            super::unpack_int_rows::<3>("1,2,3;-4,5,0").unwrap(),
+            vec![[1, 2, 3], [-4, 5, 0]]
+        );
+        assert!(super::unpack_int_rows::<3>("1,2").is_err());
+        assert!(super::unpack_int_rows::<3>("1,2,3,4").is_err());
+        assert!(super::unpack_int_rows::<3>("1,x,3").is_err());
+    }
 }
