@@ -600,30 +600,13 @@ impl Store {
         for chunk in merged.chunks(UPDATE_ROWS) {
             let q = self.backend.update_by_id(
                 "run",
-                &[
-                    "triggered_at",
-                    "executor_address",
-                    "trigger_code",
-                    "trigger_msg",
-                    "shard_total",
-                    "trigger_type",
-                    "handled_at",
-                    "handle_code",
-                    "handle_msg",
-                ],
+                &[TRIGGER_RESULT_COLUMNS, &["handled_at", "handle_code", "handle_msg"]].concat(),
                 chunk.len(),
                 "run.handle_code = 0",
             );
             let mut query = sqlx::query(&q);
             for (t, h) in chunk {
-                query = query
-                    .bind(t.run_id)
-                    .bind(t.triggered_at)
-                    .bind(&t.address)
-                    .bind(t.code)
-                    .bind(&t.msg)
-                    .bind(t.shard_total)
-                    .bind(t.trigger_type.as_str())
+                query = bind_trigger_result(query, t)
                     .bind(now)
                     .bind(h.code)
                     .bind(truncate(h.msg.clone().unwrap_or_default()));
@@ -860,29 +843,12 @@ impl Store {
         triggers: &[&TriggerOutcome],
     ) -> StoreResult<()> {
         for chunk in triggers.chunks(UPDATE_ROWS) {
-            let q = self.backend.update_by_id(
-                "run",
-                &[
-                    "triggered_at",
-                    "executor_address",
-                    "trigger_code",
-                    "trigger_msg",
-                    "shard_total",
-                    "trigger_type",
-                ],
-                chunk.len(),
-                "",
-            );
+            let q = self
+                .backend
+                .update_by_id("run", TRIGGER_RESULT_COLUMNS, chunk.len(), "");
             let mut query = sqlx::query(&q);
             for t in chunk {
-                query = query
-                    .bind(t.run_id)
-                    .bind(t.triggered_at)
-                    .bind(&t.address)
-                    .bind(t.code)
-                    .bind(&t.msg)
-                    .bind(t.shard_total)
-                    .bind(t.trigger_type.as_str());
+                query = bind_trigger_result(query, t);
             }
             query.execute(&mut **tx).await?;
         }
@@ -1099,6 +1065,32 @@ impl Store {
             .await?;
         Ok((rows::int(&p, "n")?, rows::int(&r, "n")?))
     }
+}
+
+/// The columns a trigger result sets, in the order `bind_trigger_result` binds them (after the
+/// run id that `update_by_id` keys on).
+const TRIGGER_RESULT_COLUMNS: &[&str] = &[
+    "triggered_at",
+    "executor_address",
+    "trigger_code",
+    "trigger_msg",
+    "shard_total",
+    "trigger_type",
+];
+
+/// Binds one run's id and trigger result for an `update_by_id` over `TRIGGER_RESULT_COLUMNS`.
+fn bind_trigger_result<'q>(
+    query: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
+    t: &'q TriggerOutcome,
+) -> sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>> {
+    query
+        .bind(t.run_id)
+        .bind(t.triggered_at)
+        .bind(&t.address)
+        .bind(t.code)
+        .bind(&t.msg)
+        .bind(t.shard_total)
+        .bind(t.trigger_type.as_str())
 }
 
 /// Splits `group_concat` output of `N` integer columns (`1,2,3;4,5,6`) into rows.
