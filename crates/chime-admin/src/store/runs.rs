@@ -620,9 +620,7 @@ impl Store {
                 self.write_trigger_results(&mut tx, &only).await?;
             }
         }
-        let (triggers, handles) = (&triggers[..], &handles[..]);
-        self.write_trigger_results(&mut tx, &triggers.iter().collect::<Vec<_>>())
-            .await?;
+        self.write_trigger_results(&mut tx, &triggers).await?;
         // What recording a result needs of each run (job, current result), for every run with
         // a result in this batch. Most are successes of jobs without children, which need
         // nothing more; full rows are read below only for the others.
@@ -630,7 +628,8 @@ impl Store {
         handle_ids.sort_unstable();
         handle_ids.dedup();
         // (No `handle_msg`: a run's message is written only together with its result, so a run
-        // still without one has none to append to.)
+        // still without one has none to append to. The exception is a callback reporting code 0,
+        // which no XXL-JOB executor sends: the next result replaces its message.)
         let mut brief: HashMap<i64, (i64, i64)> = HashMap::with_capacity(handle_ids.len());
         for chunk in handle_ids.chunks(500) {
             let q = self
@@ -865,8 +864,8 @@ impl Store {
         handles: &'a [HandleOutcome],
     ) -> StoreResult<(
         Vec<(&'a TriggerOutcome, &'a HandleOutcome)>,
-        Vec<TriggerOutcome>,
-        Vec<HandleOutcome>,
+        Vec<&'a TriggerOutcome>,
+        Vec<&'a HandleOutcome>,
     )> {
         let sent: HashMap<i64, &TriggerOutcome> = triggers
             .iter()
@@ -883,7 +882,7 @@ impl Store {
             .filter_map(|h| sent.get(&h.run_id).map(|t| (*t, h)))
             .collect();
         if candidates.is_empty() {
-            return Ok((Vec::new(), triggers.to_vec(), handles.to_vec()));
+            return Ok((Vec::new(), triggers.iter().collect(), handles.iter().collect()));
         }
         let job_ids: Vec<i64> = candidates
             .iter()
@@ -897,12 +896,8 @@ impl Store {
             .filter(|(t, _)| !parents.contains_key(&t.job_id))
             .collect();
         let taken: HashSet<i64> = merged.iter().map(|(t, _)| t.run_id).collect();
-        let triggers = triggers
-            .iter()
-            .filter(|t| !taken.contains(&t.run_id))
-            .cloned()
-            .collect();
-        let handles = handles.iter().filter(|h| !taken.contains(&h.run_id)).cloned().collect();
+        let triggers = triggers.iter().filter(|t| !taken.contains(&t.run_id)).collect();
+        let handles = handles.iter().filter(|h| !taken.contains(&h.run_id)).collect();
         Ok((merged, triggers, handles))
     }
 
