@@ -5,7 +5,7 @@
 
 mod common;
 
-use chime_admin::model::{GroupSpec, JobSpec};
+use chime_admin::model::JobSpec;
 use chime_admin::store::{FirePlan, NewRun, Store};
 use chime_protocol::TriggerType;
 use common::{Db, TestDb};
@@ -47,18 +47,7 @@ async fn claim(store: &Store, url: &str, keys: &[i64]) -> Vec<(i64, i64, i64)> {
 async fn tickets_name_their_rows(kind: Db) {
     let db = TestDb::new(kind).await;
     let store = Store::connect(&db.url).await.unwrap();
-    let group = store
-        .insert_group(
-            &GroupSpec {
-                app_name: Some("claims".into()),
-                addresses: Some(vec!["http://127.0.0.1:1".into()]),
-                ..Default::default()
-            }
-            .validate(None)
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+    let group = common::insert_manual_group(&store, "claims").await;
     let draft = JobSpec {
         group_id: Some(group.id),
         handler: Some("h".into()),

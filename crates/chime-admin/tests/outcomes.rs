@@ -6,7 +6,7 @@
 
 mod common;
 
-use chime_admin::model::{GroupSpec, JobSpec};
+use chime_admin::model::JobSpec;
 use chime_admin::store::{HandleOutcome, NewRun, Store, TriggerOutcome};
 use chime_protocol::TriggerType;
 use common::{Db, TestDb};
@@ -36,18 +36,7 @@ fn result(run_id: i64, code: i64, msg: &str) -> HandleOutcome {
 async fn one_batch(kind: Db) {
     let db = TestDb::new(kind).await;
     let store = Store::connect(&db.url).await.unwrap();
-    let group = store
-        .insert_group(
-            &GroupSpec {
-                app_name: Some("outcomes".into()),
-                addresses: Some(vec!["http://127.0.0.1:1".into()]),
-                ..Default::default()
-            }
-            .validate(None)
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+    let group = common::insert_manual_group(&store, "outcomes").await;
     let spec = |children: Option<Vec<i64>>| JobSpec {
         group_id: Some(group.id),
         handler: Some("h".into()),

@@ -16,6 +16,19 @@ use std::time::{Duration, Instant};
 pub const API_TOKEN: &str = "test-api-token";
 pub const ACCESS_TOKEN: &str = "test-access-token";
 
+/// Stores a group named `app_name` with one manual address that nothing listens on, for tests
+/// of the store alone (no executor is ever called).
+pub async fn insert_manual_group(store: &chime_admin::store::Store, app_name: &str) -> chime_admin::model::Group {
+    let draft = chime_admin::model::GroupSpec {
+        app_name: Some(app_name.into()),
+        addresses: Some(vec!["http://127.0.0.1:1".into()]),
+        ..Default::default()
+    }
+    .validate(None)
+    .unwrap();
+    store.insert_group(&draft).await.unwrap()
+}
+
 /// Which database a test runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Db {
