@@ -319,6 +319,11 @@ async function runDetail(root, id) {
   const status = h('span', { id: 'run-status', class: `st-${run.status}` }, t(run.status));
   const handle = h('td', { id: 'handle-msg' }, lines(run.handle_msg));
   const handled = h('td', {}, fmtTime(run.handled_at));
+  // A run opened right after "Run once" may not be sent yet: the poll below fills these in.
+  const triggered = h('td', {}, fmtTime(run.triggered_at));
+  const address = h('td', {}, run.executor_address);
+  const triggerMsg = (r) => [h('code', {}, `${r.trigger_code}`), ' ', ...lines(r.trigger_msg)];
+  const trigger = h('td', { id: 'trigger-msg' }, ...triggerMsg(run));
   const row = (k, v, attrs = {}) => h('tr', {}, h('th', {}, t(k)), v instanceof Node ? v : h('td', attrs, v));
   // Kill is offered only while the run is running (the admin refuses it otherwise).
   const kill = state.me.can_write ? h('button', { id: 'kill', type: 'button', hidden: run.status !== 'running', onclick: async () => { try { await api('POST', `/v1/runs/${id}/kill`); } catch (e) { msg.replaceChildren(errorBox(e)); } } }, t('kill')) : '';
@@ -326,10 +331,10 @@ async function runDetail(root, id) {
     h('div', { class: 'card' }, h('table', { id: 'run-detail' },
       row('job', h('td', {}, h('a', { href: `#jobs/edit/${run.job_id}` }, `#${run.job_id}`))), row('status', h('td', {}, status)),
       row('trigger_type', t(run.trigger_type)),
-      row('scheduled', fmtTime(run.scheduled_at)), row('triggered', fmtTime(run.triggered_at)), row('address', run.executor_address),
+      row('scheduled', fmtTime(run.scheduled_at)), row('triggered', triggered), row('address', address),
       row('handler', run.handler), row('param', run.param, { id: 'run-param' }),
       run.shard_total > 1 ? row('shard', `${run.shard_index + 1} / ${run.shard_total}`) : '',
-      row('trigger_msg', h('td', { id: 'trigger-msg' }, h('code', {}, `${run.trigger_code}`), ' ', lines(run.trigger_msg))),
+      row('trigger_msg', trigger),
       row('handled', handled), row('handle_msg', handle))),
     kill, h('button', { type: 'button', onclick: () => go(`#runs/job/${run.job_id}`) }, t('job_runs')), msg,
     h('h3', {}, t('log'), ' ', h('small', { id: 'log-state' }, '')), log);
@@ -352,6 +357,8 @@ async function runDetail(root, id) {
       const r = await api('GET', `/v1/runs/${id}`);
       status.textContent = t(r.status); status.className = `st-${r.status}`; status.dataset.status = r.status;
       handle.replaceChildren(...lines(r.handle_msg)); handled.textContent = fmtTime(r.handled_at);
+      triggered.textContent = fmtTime(r.triggered_at); address.textContent = r.executor_address;
+      trigger.replaceChildren(...triggerMsg(r));
       if (kill) kill.hidden = r.status !== 'running';
       done = part.is_end && r.status !== 'running' && r.status !== 'pending';
       logState.textContent = done ? '' : `(${t('live')})`;
