@@ -190,7 +190,7 @@ async fn main() {
                 addresses: Some(vec![exec_addr.clone()]),
                 ..Default::default()
             }
-            .validate(None)
+            .validate(None, &Default::default())
             .unwrap(),
         )
         .await
@@ -206,7 +206,7 @@ async fn main() {
             running: Some(true),
             ..Default::default()
         };
-        let draft = spec.validate(None, "UTC").unwrap();
+        let draft = spec.validate(None, "UTC", group.id).unwrap();
         let t = std::time::Instant::now();
         for _ in 0..(define / 10_000).max(1) {
             let drafts = vec![draft.clone(); 10_000.min(define as usize)];
@@ -235,7 +235,7 @@ async fn main() {
         running: Some(!spread),
         ..Default::default()
     };
-    let draft = spec.validate(None, "UTC").unwrap();
+    let draft = spec.validate(None, "UTC", group.id).unwrap();
     store
         .insert_jobs_bulk(&vec![draft; jobs as usize], group.id)
         .await

@@ -46,7 +46,7 @@ async fn main() {
                 addresses: Some(vec!["http://127.0.0.1:9999".into()]),
                 ..Default::default()
             }
-            .validate(None)
+            .validate(None, &Default::default())
             .unwrap(),
         )
         .await
@@ -59,7 +59,7 @@ async fn main() {
         running: Some(true),
         ..Default::default()
     }
-    .validate(None, "UTC")
+    .validate(None, "UTC", group.id)
     .unwrap();
     store.insert_jobs_bulk(&vec![draft; jobs], group.id).await.unwrap();
     let owner = "bench";

@@ -1,5 +1,5 @@
-//! The scheduling center: shared state, start-up order, and the operations the REST API offers
-//! (manual trigger, kill, log).
+//! The scheduling center's shared state ([`Admin`]) and the operations the REST API offers
+//! (manual trigger, kill, log). Starting one is `start.rs`'s.
 
 use crate::config::AdminConfig;
 use crate::dispatch::client::{ExecutorClient, Target};
@@ -7,35 +7,15 @@ use crate::dispatch::route::Router;
 use crate::metrics::Metrics;
 use crate::model::{now_ms, Group, Job, Run, RunStatus};
 use crate::registry::Directory;
-use crate::results::ResultMsg;
-use crate::schedule::wheel::WheelEntry;
+use crate::results::msg::ResultMsg;
+use crate::run::WheelEntry;
 use crate::store::{HandleOutcome, NewRun, Store, StoreError};
 use chime_protocol::{LogParam, LogResult, TriggerType};
 use std::collections::{BTreeSet, HashSet};
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::{mpsc, Notify};
 use tokio_util::sync::CancellationToken;
-
-/// Why the admin could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    /// The configuration is unsafe or invalid.
-    #[error("{0}")]
-    Config(String),
-    /// The database could not be opened or migrated.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// The listen address could not be bound.
-    #[error("cannot listen on {addr}: {source}")]
-    Bind {
-        /// Address.
-        addr: SocketAddr,
-        /// Cause.
-        source: std::io::Error,
-    },
-}
 
 /// Why an operation requested through the API failed.
 #[derive(Debug, thiserror::Error)]
@@ -85,143 +65,61 @@ pub struct Admin {
     /// question, never queues behind a slow executor's backlog of sends.
     pub(crate) probe_gate: crate::dispatch::gate::Gate,
     pub(crate) claim_notify: Notify,
-    pub(crate) alarms: crate::alarm::AlarmQueue,
+    pub(crate) alarms: crate::alarm::queue::AlarmQueue,
     /// Cancelled to stop every loop.
     pub shutdown: CancellationToken,
 }
 
-/// A running admin: its address, and a way to stop it.
+/// The receiving ends of the channels an [`Admin`] sends on, for the loops that drain them.
 #[derive(Debug)]
-pub struct AdminHandle {
-    /// Where the HTTP server listens.
-    pub local_addr: SocketAddr,
-    /// The shared state (for in-process callers and tests).
-    pub admin: Arc<Admin>,
-    tasks: tokio::task::JoinSet<()>,
-}
-
-impl AdminHandle {
-    /// Stops the loops and the HTTP server and waits for them.
-    pub async fn shutdown(mut self) {
-        self.admin.shutdown.cancel();
-        while self.tasks.join_next().await.is_some() {}
-        self.admin.store.close().await;
-    }
-
-    /// Waits until the admin stops (after [`Admin::shutdown`] is cancelled, e.g. by a signal).
-    pub async fn wait(mut self) {
-        while self.tasks.join_next().await.is_some() {}
-        self.admin.store.close().await;
-    }
-}
-
-/// Starts the scheduling center: database and migrations, first user, partition leases,
-/// recovery of pending runs, then the loops and the HTTP server.
-pub async fn start(config: AdminConfig) -> Result<AdminHandle, StartError> {
-    if let Some(problem) = config.safety_problem() {
-        return Err(StartError::Config(problem));
-    }
-    if let Some(cp) = &config.context_path {
-        if !cp.starts_with('/') || cp.len() < 2 || cp.ends_with('/') || cp.contains("//") {
-            return Err(StartError::Config(format!(
-                "context path '{cp}' must look like /xxl-job-admin"
-            )));
-        }
-    }
-    if config.default_time_zone.parse::<chrono_tz::Tz>().is_err() {
-        return Err(StartError::Config(format!(
-            "unknown default time zone '{}'",
-            config.default_time_zone
-        )));
-    }
-    let store = Store::connect(&config.db_url).await?;
-    crate::http::auth::ensure_first_user(&store, config.admin_password.as_deref()).await?;
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .map_err(|source| StartError::Bind {
-            addr: config.listen,
-            source,
-        })?;
-    let local_addr = listener.local_addr().map_err(|source| StartError::Bind {
-        addr: config.listen,
-        source,
-    })?;
-
-    let (wheel_tx, wheel_rx) = mpsc::unbounded_channel();
-    let (results_tx, results_rx) = mpsc::channel(100_000);
-    let (alarms, alarm_rx) = crate::alarm::AlarmQueue::new();
-    let admin = Arc::new(Admin {
-        directory: Directory::new(store.clone(), config.dead_timeout),
-        metrics: Metrics::new(),
-        // Sends and probes each have `per_executor_concurrency` permits per executor.
-        client: ExecutorClient::new(
-            config.executor_timeout,
-            config.access_token.clone(),
-            config.per_executor_concurrency.saturating_mul(2),
-        ),
-        router: Router::default(),
-        wheel_tx,
-        results_tx,
-        results_queued: AtomicUsize::new(0),
-        held: RwLock::new(BTreeSet::new()),
-        inflight: Mutex::new(HashSet::new()),
-        killing: Mutex::new(HashSet::new()),
-        gate: crate::dispatch::gate::Gate::new(config.dispatch_concurrency, config.per_executor_concurrency),
-        probe_gate: crate::dispatch::gate::Gate::new(config.dispatch_concurrency, config.per_executor_concurrency),
-        claim_notify: Notify::new(),
-        alarms,
-        shutdown: CancellationToken::new(),
-        store,
-        config,
-    });
-    admin.directory.refresh().await?;
-
-    let mut tasks = tokio::task::JoinSet::new();
-    tasks.spawn(crate::results::run(admin.clone(), results_rx));
-    tasks.spawn(crate::schedule::wheel::run(admin.clone(), wheel_rx));
-    let acquired = crate::schedule::lease::balance(&admin, true).await?;
-    crate::schedule::recover(&admin, &acquired).await?;
-    tasks.spawn(crate::schedule::lease::run(admin.clone()));
-    tasks.spawn(crate::schedule::run_claims(admin.clone()));
-    tasks.spawn(crate::monitor::run_registry_refresh(admin.clone()));
-    tasks.spawn(crate::monitor::run_lost_sweep(admin.clone()));
-    tasks.spawn(crate::alarm::run(admin.clone(), alarm_rx));
-    tasks.spawn(crate::retention::run(admin.clone()));
-    if admin.store.backend() == crate::store::Backend::Sqlite {
-        tasks.spawn(run_wal_checkpoints(admin.clone()));
-    }
-    let app = crate::http::router(admin.clone());
-    let shutdown = admin.shutdown.clone();
-    tasks.spawn(async move {
-        let app = app.into_make_service_with_connect_info::<SocketAddr>();
-        let serve = axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await });
-        if let Err(e) = serve.await {
-            tracing::error!(error = %e, "HTTP server stopped");
-        }
-    });
-    tracing::info!(%local_addr, db = %admin.store.backend().name(), node = %admin.config.node_id, "scheduling center started");
-    Ok(AdminHandle {
-        local_addr,
-        admin,
-        tasks,
-    })
-}
-
-/// SQLite: checkpoints the write-ahead log once a second off the writing connection (see
-/// `Store::checkpoint_wal`), until shutdown.
-async fn run_wal_checkpoints(admin: Arc<Admin>) {
-    loop {
-        tokio::select! {
-            _ = admin.shutdown.cancelled() => return,
-            _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
-        }
-        if let Err(e) = admin.store.checkpoint_wal().await {
-            tracing::debug!(error = %e, "WAL checkpoint failed; the writer checkpoints itself past its limit");
-        }
-    }
+pub struct Channels {
+    /// Runs due on the timer (`schedule::wheel`).
+    pub wheel: mpsc::UnboundedReceiver<WheelEntry>,
+    /// Outcomes to record (`results`).
+    pub results: mpsc::Receiver<ResultMsg>,
+    /// Runs to raise alarms for (`alarm`).
+    pub alarms: mpsc::UnboundedReceiver<Vec<i64>>,
 }
 
 impl Admin {
+    /// The shared state of an admin on `store`, and the channels its loops drain.
+    pub fn new(config: AdminConfig, store: Store) -> (Admin, Channels) {
+        let (wheel_tx, wheel_rx) = mpsc::unbounded_channel();
+        let (results_tx, results_rx) = mpsc::channel(100_000);
+        let (alarms, alarm_rx) = crate::alarm::queue::AlarmQueue::new();
+        let admin = Admin {
+            directory: Directory::new(store.clone(), config.dead_timeout),
+            metrics: Metrics::new(),
+            // Sends and probes each have `per_executor_concurrency` permits per executor.
+            client: ExecutorClient::new(
+                config.executor_timeout,
+                config.access_token.clone(),
+                config.per_executor_concurrency.saturating_mul(2),
+                config.executor_networks.clone(),
+            ),
+            router: Router::default(),
+            wheel_tx,
+            results_tx,
+            results_queued: AtomicUsize::new(0),
+            held: RwLock::new(BTreeSet::new()),
+            inflight: Mutex::new(HashSet::new()),
+            killing: Mutex::new(HashSet::new()),
+            gate: crate::dispatch::gate::Gate::new(config.dispatch_concurrency, config.per_executor_concurrency),
+            probe_gate: crate::dispatch::gate::Gate::new(config.dispatch_concurrency, config.per_executor_concurrency),
+            claim_notify: Notify::new(),
+            alarms,
+            shutdown: CancellationToken::new(),
+            store,
+            config,
+        };
+        let channels = Channels {
+            wheel: wheel_rx,
+            results: results_rx,
+            alarms: alarm_rx,
+        };
+        (admin, channels)
+    }
+
     pub(crate) fn send_result(&self, msg: ResultMsg) {
         self.results_queued.fetch_add(msg.outcomes(), Ordering::Relaxed);
         if let Err(e) = self.results_tx.try_send(msg) {

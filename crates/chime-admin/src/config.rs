@@ -1,107 +1,255 @@
-//! The scheduling center's settings (the `chime admin` command fills them from flags,
-//! `CHIME_*` variables and a TOML file).
+//! The scheduling center's settings, each declared once.
+//!
+//! A setting is one field of [`AdminConfig`]: its doc comment is its help text, its `#[arg]`
+//! gives its flag, its `CHIME_*` variable and its default, and its field name is its key in the
+//! TOML file (`--default-tz` is `default_tz = "Europe/Berlin"`). clap and serde derive from the
+//! same struct, so a setting added here is a flag, a variable and a file key at once, with one
+//! default; nothing else lists the settings. Layers: flag > environment > file > default
+//! ([`AdminConfig::from_layers`]).
 
+use crate::address_policy::ExecutorNetworks;
+use clap::parser::ValueSource;
+use clap::{ArgMatches, FromArgMatches};
+use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::time::Duration;
 
 /// Everything `start` needs to know.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, clap::Args, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct AdminConfig {
-    /// Address of the HTTP server (executor API, REST API, metrics).
+    /// Address to listen on: executor API, REST API, console, /metrics, /healthz. Beyond loopback
+    /// an access token is required.
+    #[arg(long, env = "CHIME_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
-    /// `sqlite://FILE`, `mysql://…` or `postgres://…`.
+    /// Database: sqlite://FILE (created on first start), mysql://USER:PASS@HOST/DB or
+    /// postgres://USER@HOST/DB.
+    #[arg(id = "db", long = "db", value_name = "URL", env = "CHIME_DB", default_value = "sqlite://chime.db")]
+    #[serde(rename = "db")]
     pub db_url: String,
-    /// Token of the XXL-JOB executor protocol (`XXL-JOB-ACCESS-TOKEN`), both directions.
+    /// Token of the executor protocol (XXL-JOB-ACCESS-TOKEN), checked on /api/* and sent to
+    /// executors.
+    #[arg(long, env = "CHIME_ACCESS_TOKEN", hide_env_values = true)]
     pub access_token: Option<String>,
-    /// Bearer token of the REST API; without one the REST API refuses every call.
+    /// Bearer token of the REST API (/v1). Without one the REST API refuses every call.
+    #[arg(long, env = "CHIME_API_TOKEN", hide_env_values = true)]
     pub api_token: Option<String>,
-    /// Extra path prefix for the executor API, e.g. `/xxl-job-admin` (served with and without).
+    /// Also serve the executor API under this prefix, e.g. /xxl-job-admin.
+    #[arg(long, env = "CHIME_CONTEXT_PATH")]
     pub context_path: Option<String>,
     /// Connect and read timeout of calls to executors.
+    #[arg(long, env = "CHIME_EXECUTOR_TIMEOUT", default_value = "3s", value_parser = parse_duration)]
+    #[serde(with = "duration_text")]
     pub executor_timeout: Duration,
     /// How far ahead fires are claimed into run rows.
+    #[arg(long, env = "CHIME_LOOKAHEAD", default_value = "3s", value_parser = parse_duration)]
+    #[serde(with = "duration_text")]
     pub lookahead: Duration,
     /// How often the scheduler claims.
+    #[arg(long, env = "CHIME_TICK", default_value = "500ms", value_parser = parse_duration)]
+    #[serde(with = "duration_text")]
     pub tick: Duration,
-    /// A fire later than this is a misfire and handled by the job's misfire policy.
+    /// A fire later than this is a misfire, handled by the job's misfire policy.
+    #[arg(long, env = "CHIME_MISFIRE_THRESHOLD", default_value = "5s", value_parser = parse_duration)]
+    #[serde(with = "duration_text")]
     pub misfire_threshold: Duration,
     /// CATCH_UP replays at most this many missed fires per job.
+    #[arg(long, env = "CHIME_CATCH_UP_MAX", default_value_t = 100)]
     pub catch_up_max: usize,
     /// CATCH_UP replays at most this many fires per second per job.
+    #[arg(long, env = "CHIME_CATCH_UP_RATE", default_value_t = 10)]
     pub catch_up_rate: u32,
-    /// An executor without heartbeat for this long leaves its group's list.
+    /// An executor without heartbeat for this long is dead and leaves its group's list.
+    #[arg(long, env = "CHIME_DEAD_TIMEOUT", default_value = "90s", value_parser = parse_duration)]
+    #[serde(with = "duration_text")]
     pub dead_timeout: Duration,
     /// How often groups and heartbeats are reloaded from the database.
+    #[arg(long, env = "CHIME_REGISTRY_REFRESH", default_value = "5s", value_parser = parse_duration)]
+    #[serde(with = "duration_text")]
     pub registry_refresh: Duration,
-    /// How often running runs whose executor vanished are looked for.
+    /// How often runs whose result will not come (executor vanished, result lost) are looked for.
+    #[arg(long, env = "CHIME_LOST_SWEEP", default_value = "5s", value_parser = parse_duration)]
+    #[serde(with = "duration_text")]
     pub lost_sweep: Duration,
-    /// A run of a job without executor timeout that has waited this long for its result, while
-    /// its executor says the job is neither running nor queued there, is failed as lost.
+    /// A run of a job without executor timeout that has waited this long for its result is
+    /// failed as lost when its executor says the job is neither running nor queued there.
+    /// XXL-JOB's lost-job monitor waits ten minutes too.
+    #[arg(long, env = "CHIME_LOST_RESULT_AFTER", default_value = "10m", value_parser = parse_duration)]
+    #[serde(with = "duration_text")]
     pub lost_result_after: Duration,
-    /// Partition lease duration (renewed every third of it).
+    /// A run is failed as lost when its executor says twice, at least this far apart, that the
+    /// run's job is neither running nor queued there. Longer than an executor's callback retry
+    /// (xxl-job-core re-sends failed callbacks every 30 s), so a result still on its way is
+    /// never taken for lost.
+    #[arg(long, env = "CHIME_LOST_IDLE_CONFIRM", default_value = "35s", value_parser = parse_duration)]
+    #[serde(with = "duration_text")]
+    pub lost_idle_confirm: Duration,
+    /// Networks the admin may call executors in, as CIDRs (10.0.0.0/8,fd00::/8); registrations
+    /// and manual addresses elsewhere are refused [default: all but link-local 169.254.0.0/16
+    /// and fe80::/10].
+    #[arg(long, env = "CHIME_EXECUTOR_NETWORKS", default_value = "", hide_default_value = true)]
+    pub executor_networks: ExecutorNetworks,
+    /// Partition lease time, renewed every third of it.
+    #[arg(long, env = "CHIME_LEASE_TTL", default_value = "15s", value_parser = parse_duration)]
+    #[serde(with = "duration_text")]
     pub lease_ttl: Duration,
-    /// Runs being sent at once, over all executors.
+    /// Runs being sent at once over all executors.
+    #[arg(long, env = "CHIME_DISPATCH_CONCURRENCY", default_value_t = 1024)]
     pub dispatch_concurrency: usize,
-    /// Runs being sent at once to one executor address.
+    /// Runs being sent at once to one executor.
+    #[arg(long, env = "CHIME_PER_EXECUTOR_CONCURRENCY", default_value_t = 256)]
     pub per_executor_concurrency: usize,
-    /// Most fires one claim transaction reads (jobs).
+    /// Most fires one claim transaction reads (jobs). Not a flag: a tuning constant kept here
+    /// so benchmarks and tests can change it.
+    #[arg(skip = 20_000)]
+    #[serde(skip)]
     pub claim_batch: i64,
-    /// Zone of jobs created without one.
+    /// Time zone of jobs created without one [default: this machine's]. The key
+    /// `default_time_zone` of older files is read too.
+    #[arg(id = "default_tz", long = "default-tz", env = "CHIME_DEFAULT_TZ", default_value = "", hide_default_value = true)]
+    #[serde(rename = "default_tz", alias = "default_time_zone")]
     pub default_time_zone: String,
-    /// This admin's name in partition leases.
+    /// This admin's name in partition leases [default: host-pid-random].
+    #[arg(long, env = "CHIME_NODE_ID", default_value = "", hide_default_value = true)]
     pub node_id: String,
-    /// Password of the first `admin` user; random (printed once) when unset.
+    /// Password of the first `admin` user; random (printed once) when unset. Read from
+    /// `CHIME_ADMIN_PASSWORD` only, never a flag or a file key: a secret on a command line is
+    /// visible to every user of the machine.
+    #[arg(skip)]
+    #[serde(skip)]
     pub admin_password: Option<String>,
-    /// Mark the console session cookie `Secure` (serve over https or behind a TLS proxy).
+    /// Mark the console session cookie Secure (when served over https or behind a TLS proxy).
+    #[arg(long, env = "CHIME_COOKIE_SECURE")]
     pub cookie_secure: bool,
-    /// SMTP server for alarm e-mails (`smtps://user:pass@host:465`,
-    /// `smtp://user:pass@host:587?tls=required`); none = no e-mail alarms. Holds a password:
-    /// log it only through [`crate::store::redact_url`].
+    /// SMTP server for alarm e-mails: smtps://USER:PASS@HOST:465 or
+    /// smtp://USER:PASS@HOST:587?tls=required [default: no e-mail]. Holds a password: log it
+    /// only through `store::redact_url`.
+    #[arg(long, env = "CHIME_SMTP_URL", hide_env_values = true)]
     pub smtp_url: Option<String>,
-    /// Sender address of alarm e-mails.
+    /// Sender of alarm e-mails.
+    #[arg(long, env = "CHIME_ALARM_FROM", default_value = "chime@localhost")]
     pub alarm_from: String,
-    /// URL that receives a JSON POST for every final failure; none = no webhook.
+    /// URL that receives a JSON POST for every run that fails for good [default: none].
+    #[arg(long, env = "CHIME_ALARM_WEBHOOK", hide_env_values = true)]
     pub alarm_webhook: Option<String>,
-    /// Finished runs older than this many days are deleted (0 = keep forever).
+    /// Finished runs older than this many days are deleted, daily; 0 keeps them forever.
+    #[arg(long, env = "CHIME_RUN_RETENTION_DAYS", default_value_t = 30)]
     pub run_retention_days: u32,
-    /// Audit log entries older than this many days are deleted (0 = keep forever).
+    /// Audit log entries older than this many days are deleted, daily; 0 keeps them forever.
+    #[arg(long, env = "CHIME_AUDIT_RETENTION_DAYS", default_value_t = 365)]
     pub audit_retention_days: u32,
+}
+
+impl Default for AdminConfig {
+    /// Every setting at the default its `#[arg]` declares (no environment is read).
+    fn default() -> AdminConfig {
+        let cmd = <AdminConfig as clap::Args>::augment_args(clap::Command::new("defaults"))
+            .mut_args(|a| a.env(None::<&str>));
+        let matches = cmd
+            .try_get_matches_from(["defaults"])
+            .expect("the declared defaults parse");
+        let mut c = AdminConfig::from_arg_matches(&matches).expect("the declared defaults parse");
+        c.resolve_machine_defaults();
+        c
+    }
 }
 
 impl AdminConfig {
     /// Defaults for everything but the database URL.
     pub fn new(db_url: impl Into<String>) -> AdminConfig {
         AdminConfig {
-            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             db_url: db_url.into(),
-            access_token: None,
-            api_token: None,
-            context_path: None,
-            executor_timeout: Duration::from_secs(3),
-            lookahead: Duration::from_secs(3),
-            tick: Duration::from_millis(500),
-            misfire_threshold: Duration::from_secs(5),
-            catch_up_max: 100,
-            catch_up_rate: 10,
-            dead_timeout: Duration::from_secs(90),
-            registry_refresh: Duration::from_secs(5),
-            lost_sweep: Duration::from_secs(5),
-            // XXL-JOB's lost-job monitor waits ten minutes too; a result still in an executor's
-            // retry queue (Java re-sends every 30 s) arrives well within it.
-            lost_result_after: Duration::from_secs(600),
-            lease_ttl: Duration::from_secs(15),
-            dispatch_concurrency: 1024,
-            per_executor_concurrency: 256,
-            claim_batch: 20_000,
-            default_time_zone: crate::schedule::local_zone_name(),
-            node_id: format!("{}-{}-{:08x}", hostname(), std::process::id(), rand::random::<u32>()),
-            admin_password: None,
-            cookie_secure: false,
-            smtp_url: None,
-            alarm_from: "chime@localhost".to_owned(),
-            alarm_webhook: None,
-            run_retention_days: 30,
-            audit_retention_days: 365,
+            ..AdminConfig::default()
+        }
+    }
+
+    /// The configuration from parsed flags and environment (`matches`, from a command built
+    /// with [`clap::Args::augment_args`] of this type) and the text of a TOML file: a value
+    /// from the file counts where no flag or variable gave one. Errors name the setting.
+    pub fn from_layers(matches: &ArgMatches, file: Option<&str>) -> Result<AdminConfig, String> {
+        let given = AdminConfig::from_arg_matches(matches).map_err(|e| e.to_string())?;
+        let Some(text) = file else {
+            return given.checked();
+        };
+        let file: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
+        // Typed first, for errors that name the key (unknown keys, wrong types, bad values).
+        AdminConfig::deserialize(toml::Value::Table(file.clone())).map_err(|e| e.to_string())?;
+        let mut merged = toml::Table::try_from(&given).map_err(|e| e.to_string())?;
+        for (key, value) in file {
+            let key = if key == "default_time_zone" { "default_tz".to_owned() } else { key };
+            let from_flag_or_env = matches
+                .value_source(&key)
+                .is_some_and(|s| s != ValueSource::DefaultValue);
+            if !from_flag_or_env {
+                merged.insert(key, value);
+            }
+        }
+        AdminConfig::deserialize(toml::Value::Table(merged))
+            .map_err(|e| e.to_string())?
+            .checked()
+    }
+
+    /// Reads a TOML file's settings over the defaults (tests and tools; `chime admin` uses
+    /// [`AdminConfig::from_layers`]).
+    pub fn from_toml(text: &str) -> Result<AdminConfig, String> {
+        let c: AdminConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        c.checked()
+    }
+
+    /// Fills what depends on the machine (zone, node id) and checks what one setting alone
+    /// cannot: positive intervals, lookahead of at least a tick, usable alarm addresses.
+    /// Errors name the setting.
+    pub fn checked(mut self) -> Result<AdminConfig, String> {
+        self.resolve_machine_defaults();
+        for token in [&mut self.access_token, &mut self.api_token] {
+            if token.as_deref().is_some_and(str::is_empty) {
+                *token = None;
+            }
+        }
+        self.context_path = self
+            .context_path
+            .take()
+            .filter(|p| !p.is_empty() && p != "/")
+            .map(|p| p.trim_end_matches('/').to_owned());
+        if self.tick.is_zero()
+            || self.lease_ttl < Duration::from_secs(1)
+            || self.registry_refresh.is_zero()
+            || self.lost_sweep.is_zero()
+        {
+            return Err("tick, registry_refresh and lost_sweep must be positive, lease_ttl at least 1s".to_owned());
+        }
+        if self.lookahead < self.tick {
+            return Err("lookahead must be at least one tick".to_owned());
+        }
+        self.catch_up_rate = self.catch_up_rate.max(1);
+        self.dispatch_concurrency = self.dispatch_concurrency.max(1);
+        self.per_executor_concurrency = self.per_executor_concurrency.max(1);
+        if self.default_time_zone.parse::<chrono_tz::Tz>().is_err() {
+            return Err(format!("default_tz: unknown time zone '{}'", self.default_time_zone));
+        }
+        self.smtp_url = self.smtp_url.take().filter(|u| !u.is_empty());
+        if let Some(url) = &self.smtp_url {
+            crate::alarm::deliver::check_smtp_url(url).map_err(|e| format!("smtp_url: {e}"))?;
+        }
+        if self.alarm_from.is_empty() {
+            self.alarm_from = "chime@localhost".to_owned();
+        }
+        crate::alarm::deliver::check_mailbox(&self.alarm_from).map_err(|e| format!("alarm_from: {e}"))?;
+        self.alarm_webhook = self.alarm_webhook.take().filter(|u| !u.is_empty());
+        if let Some(url) = &self.alarm_webhook {
+            crate::alarm::deliver::check_webhook_url(url).map_err(|e| format!("alarm_webhook: {e}"))?;
+        }
+        Ok(self)
+    }
+
+    /// Defaults that depend on the machine cannot be written in `#[arg]`: an empty zone is this
+    /// machine's, an empty node id is made from host, process and a random number.
+    fn resolve_machine_defaults(&mut self) {
+        if self.default_time_zone.is_empty() {
+            self.default_time_zone = crate::calendar::local_zone_name();
+        }
+        if self.node_id.is_empty() {
+            self.node_id = format!("{}-{}-{:08x}", hostname(), std::process::id(), rand::random::<u32>());
         }
     }
 
@@ -127,212 +275,57 @@ fn hostname() -> String {
         .unwrap_or_else(|| "admin".to_owned())
 }
 
-/// Settings as a person writes them (flags, `CHIME_*` variables, TOML file): every field
-/// optional, durations as text (`3s`, `500ms`, `2m`). Layers are merged with
-/// [`Settings::overlay`] and turned into an [`AdminConfig`] with [`Settings::into_config`].
-///
-/// The TOML key of each setting is its `chime admin` flag without the dashes, words joined by
-/// underscores (`--default-tz` → `default_tz`), so a flag's name is all a person has to know.
-#[derive(Debug, Clone, Default, serde::Deserialize, serde::Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct Settings {
-    /// `host:port` to listen on.
-    pub listen: Option<String>,
-    /// Database URL.
-    pub db: Option<String>,
-    /// Executor protocol token.
-    pub access_token: Option<String>,
-    /// REST API bearer token.
-    pub api_token: Option<String>,
-    /// Executor API path prefix, e.g. `/xxl-job-admin`.
-    pub context_path: Option<String>,
-    /// Executor call timeout.
-    pub executor_timeout: Option<String>,
-    /// Claim look-ahead.
-    pub lookahead: Option<String>,
-    /// Claim interval.
-    pub tick: Option<String>,
-    /// Lateness after which a fire is a misfire.
-    pub misfire_threshold: Option<String>,
-    /// CATCH_UP limit per job.
-    pub catch_up_max: Option<usize>,
-    /// CATCH_UP replays per second per job.
-    pub catch_up_rate: Option<u32>,
-    /// Executor dead timeout.
-    pub dead_timeout: Option<String>,
-    /// Registry reload interval.
-    pub registry_refresh: Option<String>,
-    /// Lost-run sweep interval.
-    pub lost_sweep: Option<String>,
-    /// Wait for the result of a run without executor timeout before asking its executor.
-    pub lost_result_after: Option<String>,
-    /// Partition lease time.
-    pub lease_ttl: Option<String>,
-    /// Global dispatch concurrency.
-    pub dispatch_concurrency: Option<usize>,
-    /// Per-executor dispatch concurrency.
-    pub per_executor_concurrency: Option<usize>,
-    /// Default zone of new jobs (`--default-tz`; `default_time_zone` is read too, the key
-    /// older files used).
-    #[serde(alias = "default_time_zone")]
-    pub default_tz: Option<String>,
-    /// Node id in partition leases.
-    pub node_id: Option<String>,
-    /// SMTP server URL for alarm e-mails.
-    pub smtp_url: Option<String>,
-    /// Sender of alarm e-mails.
-    pub alarm_from: Option<String>,
-    /// Webhook URL for alarms.
-    pub alarm_webhook: Option<String>,
-    /// Days finished runs are kept (0 = forever).
-    pub run_retention_days: Option<u32>,
-    /// Days audit log entries are kept (0 = forever).
-    pub audit_retention_days: Option<u32>,
-    /// Mark the console session cookie `Secure`.
-    pub cookie_secure: Option<bool>,
-}
-
-/// Parses `3s`, `500ms`, `2m`, `1h` or a bare number of seconds.
+/// Parses a duration: `humantime`'s forms (`3s`, `500ms`, `2m`, `1h 30m`, `2min`) or a bare
+/// number of seconds (`7`, `1.5`), as earlier versions accepted.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
-    let (num, unit) = match t.find(|c: char| !c.is_ascii_digit() && c != '.') {
-        Some(i) => (&t[..i], t[i..].trim()),
-        None => (t, "s"),
+    let d = match t.parse::<f64>() {
+        Ok(secs) if (0.0..=1e9).contains(&secs) => Duration::from_secs_f64(secs),
+        Ok(_) => return Err(format!("'{text}' is out of range")),
+        Err(_) => humantime::parse_duration(t)
+            .map_err(|e| format!("'{text}' is not a duration (use e.g. 3s, 500ms, 2m): {e}"))?,
     };
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("'{text}' is not a duration (use e.g. 3s, 500ms, 2m)"))?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" | "sec" | "secs" => n,
-        "m" | "min" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return Err(format!("'{text}' has an unknown unit '{unit}' (use ms, s, m or h)")),
-    };
-    if !(0.0..=1e9).contains(&secs) {
+    if d > Duration::from_secs(1_000_000_000) {
         return Err(format!("'{text}' is out of range"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    Ok(d)
 }
 
-impl Settings {
-    /// Reads a TOML file's settings.
-    pub fn from_toml(text: &str) -> Result<Settings, String> {
-        toml::from_str(text).map_err(|e| e.to_string())
+/// Durations in the TOML file as text (`"3s"`), the same text flags take.
+mod duration_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(*d).to_string())
     }
 
-    /// `self` with every field that `over` sets replaced by `over`'s value.
-    pub fn overlay(self, over: Settings) -> Settings {
-        macro_rules! pick {
-            ($($f:ident),*) => { Settings { $($f: over.$f.or(self.$f)),* } };
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Text {
+            Text(String),
+            Seconds(f64),
         }
-        pick!(
-            listen,
-            db,
-            access_token,
-            api_token,
-            context_path,
-            executor_timeout,
-            lookahead,
-            tick,
-            misfire_threshold,
-            catch_up_max,
-            catch_up_rate,
-            dead_timeout,
-            registry_refresh,
-            lost_sweep,
-            lost_result_after,
-            lease_ttl,
-            dispatch_concurrency,
-            per_executor_concurrency,
-            default_tz,
-            node_id,
-            smtp_url,
-            alarm_from,
-            alarm_webhook,
-            run_retention_days,
-            audit_retention_days,
-            cookie_secure
-        )
-    }
-
-    /// The configuration, with defaults for what is not set. Errors name the setting.
-    pub fn into_config(self) -> Result<AdminConfig, String> {
-        let mut c = AdminConfig::new(self.db.unwrap_or_else(|| "sqlite://chime.db".to_owned()));
-        if let Some(l) = self.listen {
-            c.listen = l
-                .parse()
-                .map_err(|_| format!("listen: '{l}' is not host:port (e.g. 127.0.0.1:8080)"))?;
-        }
-        c.access_token = self.access_token.filter(|t| !t.is_empty());
-        c.api_token = self.api_token.filter(|t| !t.is_empty());
-        c.context_path = self
-            .context_path
-            .filter(|p| !p.is_empty() && p != "/")
-            .map(|p| p.trim_end_matches('/').to_owned());
-        let dur = |name: &str, v: Option<String>, d: Duration| -> Result<Duration, String> {
-            match v {
-                None => Ok(d),
-                Some(s) => parse_duration(&s).map_err(|e| format!("{name}: {e}")),
-            }
+        let text = match Text::deserialize(d)? {
+            Text::Text(t) => t,
+            Text::Seconds(n) => n.to_string(),
         };
-        c.executor_timeout = dur("executor_timeout", self.executor_timeout, c.executor_timeout)?;
-        c.lookahead = dur("lookahead", self.lookahead, c.lookahead)?;
-        c.tick = dur("tick", self.tick, c.tick)?;
-        c.misfire_threshold = dur("misfire_threshold", self.misfire_threshold, c.misfire_threshold)?;
-        c.dead_timeout = dur("dead_timeout", self.dead_timeout, c.dead_timeout)?;
-        c.registry_refresh = dur("registry_refresh", self.registry_refresh, c.registry_refresh)?;
-        c.lost_sweep = dur("lost_sweep", self.lost_sweep, c.lost_sweep)?;
-        c.lost_result_after = dur("lost_result_after", self.lost_result_after, c.lost_result_after)?;
-        c.lease_ttl = dur("lease_ttl", self.lease_ttl, c.lease_ttl)?;
-        if c.tick.is_zero()
-            || c.lease_ttl < Duration::from_secs(1)
-            || c.registry_refresh.is_zero()
-            || c.lost_sweep.is_zero()
-        {
-            return Err("tick, registry_refresh and lost_sweep must be positive, lease_ttl at least 1s".to_owned());
-        }
-        if c.lookahead < c.tick {
-            return Err("lookahead must be at least one tick".to_owned());
-        }
-        c.catch_up_max = self.catch_up_max.unwrap_or(c.catch_up_max);
-        c.catch_up_rate = self.catch_up_rate.unwrap_or(c.catch_up_rate).max(1);
-        c.dispatch_concurrency = self.dispatch_concurrency.unwrap_or(c.dispatch_concurrency).max(1);
-        c.per_executor_concurrency = self
-            .per_executor_concurrency
-            .unwrap_or(c.per_executor_concurrency)
-            .max(1);
-        if let Some(z) = self.default_tz {
-            if z.parse::<chrono_tz::Tz>().is_err() {
-                return Err(format!("default_tz: unknown time zone '{z}'"));
-            }
-            c.default_time_zone = z;
-        }
-        if let Some(n) = self.node_id.filter(|n| !n.is_empty()) {
-            c.node_id = n;
-        }
-        if let Some(url) = self.smtp_url.filter(|u| !u.is_empty()) {
-            crate::alarm::check_smtp_url(&url).map_err(|e| format!("smtp_url: {e}"))?;
-            c.smtp_url = Some(url);
-        }
-        if let Some(from) = self.alarm_from.filter(|f| !f.is_empty()) {
-            crate::alarm::check_mailbox(&from).map_err(|e| format!("alarm_from: {e}"))?;
-            c.alarm_from = from;
-        }
-        if let Some(url) = self.alarm_webhook.filter(|u| !u.is_empty()) {
-            crate::alarm::check_webhook_url(&url).map_err(|e| format!("alarm_webhook: {e}"))?;
-            c.alarm_webhook = Some(url);
-        }
-        c.run_retention_days = self.run_retention_days.unwrap_or(c.run_retention_days);
-        c.audit_retention_days = self.audit_retention_days.unwrap_or(c.audit_retention_days);
-        c.cookie_secure = self.cookie_secure.unwrap_or(c.cookie_secure);
-        Ok(c)
+        super::parse_duration(&text).map_err(serde::de::Error::custom)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Args;
+
+    /// Parses `args` as flags of a command made of the settings, with the environment as it is.
+    fn parse(args: &[&str]) -> ArgMatches {
+        AdminConfig::augment_args(clap::Command::new("admin"))
+            .try_get_matches_from(std::iter::once("admin").chain(args.iter().copied()))
+            .unwrap()
+    }
 
     #[test]
     fn durations() {
@@ -341,64 +334,110 @@ mod tests {
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
         assert_eq!(parse_duration("7").unwrap(), Duration::from_secs(7));
         assert!(parse_duration("3 parsecs").is_err());
+        assert_eq!(parse_duration("1h 30m").unwrap(), Duration::from_secs(5400));
+        assert!(parse_duration("-1").is_err());
     }
 
     #[test]
     fn layers_and_file() {
-        let file =
-            Settings::from_toml("listen = \"0.0.0.0:9000\"\naccess_token = \"t\"\ndead_timeout = \"10s\"\n").unwrap();
-        let flags = Settings {
-            listen: Some("127.0.0.1:9001".into()),
-            ..Default::default()
-        };
-        let c = file.overlay(flags).into_config().unwrap();
+        let file = "listen = \"0.0.0.0:9000\"\naccess_token = \"t\"\ndead_timeout = \"10s\"\n";
+        let c = AdminConfig::from_layers(&parse(&["--listen", "127.0.0.1:9001"]), Some(file)).unwrap();
         assert_eq!(c.listen.port(), 9001);
         assert_eq!(c.access_token.as_deref(), Some("t"));
         assert_eq!(c.dead_timeout, Duration::from_secs(10));
-        assert!(Settings::from_toml("bogus = 1").is_err());
-        let bad = Settings {
-            listen: Some("nope".into()),
-            ..Default::default()
-        };
-        assert!(bad.into_config().unwrap_err().starts_with("listen"));
+        assert!(AdminConfig::from_toml("bogus = 1").is_err());
+        let bad = AdminConfig::augment_args(clap::Command::new("admin")).try_get_matches_from(["admin", "--listen", "nope"]);
+        assert!(bad.unwrap_err().to_string().contains("listen"));
+        let bad = AdminConfig::from_toml("listen = \"nope\"").unwrap_err();
+        assert!(bad.contains("listen"), "{bad}");
+    }
+
+    #[test]
+    fn defaults_are_the_declared_ones() {
+        let c = AdminConfig::new("sqlite::memory:");
+        assert_eq!(c.listen, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(c.tick, Duration::from_millis(500));
+        assert_eq!(c.lost_idle_confirm, Duration::from_secs(35));
+        assert_eq!((c.catch_up_max, c.dispatch_concurrency, c.claim_batch), (100, 1024, 20_000));
+        assert_eq!(c.executor_networks, ExecutorNetworks::default());
+        assert!(!c.default_time_zone.is_empty() && !c.node_id.is_empty());
+        // The file's value counts where no flag gave one; an explicit flag wins over the file.
+        let file = "tick = \"200ms\"\nexecutor_networks = \"10.0.0.0/8\"\ncatch_up_max = 7\n";
+        let c = AdminConfig::from_layers(&parse(&["--catch-up-max", "9"]), Some(file)).unwrap();
+        assert_eq!(c.tick, Duration::from_millis(200));
+        assert_eq!(c.executor_networks, "10.0.0.0/8".parse().unwrap());
+        assert_eq!(c.catch_up_max, 9);
     }
 
     #[test]
     fn alarm_and_retention_settings() {
-        let file = Settings::from_toml(
+        let c = AdminConfig::from_toml(
             "smtp_url = \"smtps://u:secret@mail.example.com:465\"\nalarm_from = \"Chime <c@example.com>\"\n\
              alarm_webhook = \"https://chat.example.com/hook\"\nrun_retention_days = 7\n",
         )
         .unwrap();
-        let c = file.into_config().unwrap();
         assert_eq!(c.smtp_url.as_deref(), Some("smtps://u:secret@mail.example.com:465"));
         assert_eq!(c.alarm_from, "Chime <c@example.com>");
         assert_eq!(c.run_retention_days, 7);
         assert_eq!(AdminConfig::new("sqlite::memory:").run_retention_days, 30);
-        let plain = Settings {
+        let plain = AdminConfig {
             smtp_url: Some("smtp://u:secret@mail.example.com:587".into()),
             ..Default::default()
         };
-        let e = plain.into_config().unwrap_err();
+        let e = plain.checked().unwrap_err();
         assert!(e.starts_with("smtp_url") && !e.contains("secret"), "{e}");
-        let bad_hook = Settings {
+        let bad_hook = AdminConfig {
             alarm_webhook: Some("mailto:x@example.com".into()),
             ..Default::default()
         };
-        assert!(bad_hook.into_config().unwrap_err().starts_with("alarm_webhook"));
+        assert!(bad_hook.checked().unwrap_err().starts_with("alarm_webhook"));
     }
 
     #[test]
     fn zone_and_cookie_keys_are_the_flag_names() {
-        let c = Settings::from_toml("default_tz = \"Asia/Tokyo\"\ncookie_secure = true\n")
-            .unwrap()
-            .into_config()
-            .unwrap();
+        let c = AdminConfig::from_toml("default_tz = \"Asia/Tokyo\"\ncookie_secure = true\n").unwrap();
         assert_eq!((c.default_time_zone.as_str(), c.cookie_secure), ("Asia/Tokyo", true));
-        let old_key = Settings::from_toml("default_time_zone = \"Europe/Paris\"").unwrap();
-        assert_eq!(old_key.into_config().unwrap().default_time_zone, "Europe/Paris");
-        let bad = Settings::from_toml("default_tz = \"Mars/Base\"").unwrap();
-        assert!(bad.into_config().unwrap_err().starts_with("default_tz"));
+        let old_key = AdminConfig::from_toml("default_time_zone = \"Europe/Paris\"").unwrap();
+        assert_eq!(old_key.default_time_zone, "Europe/Paris");
+        let bad = AdminConfig::from_toml("default_tz = \"Mars/Base\"").unwrap_err();
+        assert!(bad.starts_with("default_tz"), "{bad}");
+    }
+
+    #[test]
+    fn every_flag_is_a_toml_key_and_a_chime_variable() {
+        let cmd = AdminConfig::augment_args(clap::Command::new("admin"));
+        let args: Vec<&clap::Arg> = cmd.get_arguments().collect();
+        assert!(args.len() > 25, "{}", args.len());
+        for arg in args {
+            let long = arg.get_long().expect("every setting has a flag");
+            let key = long.replace('-', "_");
+            let env = arg.get_env().expect("every setting has a variable").to_string_lossy();
+            assert_eq!(env, format!("CHIME_{}", key.to_uppercase()), "--{long}");
+            // A value of the wrong type is refused with another message; only an unknown key
+            // says "unknown field".
+            for value in ["\"x\"", "1", "true"] {
+                if let Err(e) = AdminConfig::from_toml(&format!("{key} = {value}")) {
+                    assert!(!e.contains("unknown field"), "--{long} has no TOML key: {e}");
+                }
+            }
+        }
+    }
+
+    /// docs/admin.md has a row for every setting, with its flag and variable, so the manual
+    /// cannot fall behind the one declaration above.
+    #[test]
+    fn the_manual_lists_every_setting() {
+        let manual = include_str!("../../../docs/admin.md");
+        let cmd = AdminConfig::augment_args(clap::Command::new("admin"));
+        for arg in cmd.get_arguments() {
+            let long = arg.get_long().unwrap();
+            let env = arg.get_env().unwrap().to_string_lossy().into_owned();
+            let row = manual
+                .lines()
+                .find(|l| l.starts_with(&format!("| `--{long}")))
+                .unwrap_or_else(|| panic!("docs/admin.md has no row for --{long}"));
+            assert!(row.contains(&format!("`{env}`")), "the row of --{long} names {env}: {row}");
+        }
     }
 
     #[test]

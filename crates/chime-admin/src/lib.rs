@@ -10,7 +10,9 @@
 //! Start one with [`start`] and an [`AdminConfig`]; `chime admin` is a thin wrapper around it.
 
 #![recursion_limit = "512"]
+pub mod address_policy;
 pub mod alarm;
+pub mod calendar;
 mod center;
 pub mod config;
 pub mod dispatch;
@@ -21,8 +23,11 @@ pub mod monitor;
 pub mod registry;
 pub mod results;
 pub mod retention;
+mod run;
 pub mod schedule;
+mod start;
 pub mod store;
 
-pub use center::{start, Admin, AdminHandle, OpError, StartError};
-pub use config::{AdminConfig, Settings};
+pub use center::{Admin, Channels, OpError};
+pub use start::{start, AdminHandle, StartError};
+pub use config::AdminConfig;

@@ -7,12 +7,119 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// Label of per-trigger-type counters.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct TriggerLabel {
     /// CRON, MANUAL, RETRY, …
     pub trigger_type: String,
+}
+
+/// Label of the refused-request counter: the executor API endpoint.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EndpointLabel {
+    /// `registry`, `registryRemove`, `callback`, or `other` (any other path: the path is the
+    /// caller's choice and must not create label values).
+    pub endpoint: String,
+}
+
+/// How long one warning about refused executor requests speaks for one (endpoint, address).
+const REFUSAL_LOG_WINDOW: Duration = Duration::from_secs(60);
+/// (endpoint, address) pairs remembered by the refusal warnings' limiter. An attacker with many
+/// addresses (an IPv6 network) cannot grow it past this; beyond it, one shared entry per
+/// endpoint limits the warnings for every address not remembered.
+const REFUSAL_LOG_KEYS: usize = 10_000;
+
+/// One (endpoint, address)'s current window: when its warning was written, and the refusals
+/// not written since.
+#[derive(Debug, Clone, Copy)]
+struct RefusalWindow {
+    since: Instant,
+    suppressed: u64,
+}
+
+/// The limiter behind [`Metrics::executor_refused`].
+#[derive(Debug, Default)]
+struct RefusalLog {
+    by_peer: HashMap<(&'static str, IpAddr), RefusalWindow>,
+    /// Shared per-endpoint windows for addresses that did not fit in `by_peer`.
+    overflow: HashMap<&'static str, RefusalWindow>,
+    /// When `by_peer` was last cleared of ended windows (at most once a second: a full table of
+    /// live windows is not scanned on every refusal).
+    pruned: Option<Instant>,
+}
+
+/// What to say in the warning about a refused executor request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RefusalWarning {
+    /// Refusals of the same kind not written since the last warning.
+    pub suppressed: u64,
+    /// False when the admin remembers too many addresses already: the warning then speaks for
+    /// every address not remembered, and its count too.
+    pub per_peer: bool,
+}
+
+/// Starts a window at `now` when `w`'s has ended; returns the warning to write, if any.
+fn open_window(w: &mut RefusalWindow, now: Instant, per_peer: bool) -> Option<RefusalWarning> {
+    if now.saturating_duration_since(w.since) < REFUSAL_LOG_WINDOW {
+        w.suppressed = w.suppressed.saturating_add(1);
+        return None;
+    }
+    let suppressed = std::mem::take(&mut w.suppressed);
+    w.since = now;
+    Some(RefusalWarning { suppressed, per_peer })
+}
+
+impl RefusalLog {
+    fn admit(&mut self, endpoint: &'static str, ip: IpAddr, now: Instant) -> Option<RefusalWarning> {
+        if let Some(w) = self.by_peer.get_mut(&(endpoint, ip)) {
+            return open_window(w, now, true);
+        }
+        if self.by_peer.len() >= REFUSAL_LOG_KEYS
+            && self
+                .pruned
+                .is_none_or(|t| now.saturating_duration_since(t) >= Duration::from_secs(1))
+        {
+            self.pruned = Some(now);
+            // A pair whose window ended gets a fresh one on its next refusal anyway; its
+            // suppressed count (already in the counter) is all that is lost.
+            self.by_peer
+                .retain(|_, w| now.saturating_duration_since(w.since) < REFUSAL_LOG_WINDOW);
+        }
+        if self.by_peer.len() < REFUSAL_LOG_KEYS {
+            self.by_peer.insert(
+                (endpoint, ip),
+                RefusalWindow {
+                    since: now,
+                    suppressed: 0,
+                },
+            );
+            return Some(RefusalWarning {
+                suppressed: 0,
+                per_peer: true,
+            });
+        }
+        match self.overflow.get_mut(endpoint) {
+            Some(w) => open_window(w, now, false),
+            None => {
+                self.overflow.insert(
+                    endpoint,
+                    RefusalWindow {
+                        since: now,
+                        suppressed: 0,
+                    },
+                );
+                Some(RefusalWarning {
+                    suppressed: 0,
+                    per_peer: false,
+                })
+            }
+        }
+    }
 }
 
 /// The admin's counters and histograms.
@@ -39,6 +146,9 @@ pub struct Metrics {
     pub pending_runs: Gauge,
     /// Runs sent and waiting for their result (updated when scraped).
     pub running_runs: Gauge,
+    /// Executor API requests refused for their access token, by endpoint.
+    pub executor_refused: Family<EndpointLabel, Counter>,
+    refusal_log: Mutex<RefusalLog>,
 }
 
 impl Default for Metrics {
@@ -63,6 +173,7 @@ impl Metrics {
         ]);
         let pending_runs = Gauge::default();
         let running_runs = Gauge::default();
+        let executor_refused = Family::<EndpointLabel, Counter>::default();
         registry.register("fires", "Runs sent to an executor, by trigger type", fires.clone());
         registry.register(
             "dispatch_failures",
@@ -101,6 +212,11 @@ impl Metrics {
             "Runs sent and waiting for a result",
             running_runs.clone(),
         );
+        registry.register(
+            "executor_requests_refused",
+            "Executor API requests (registrations, callbacks) refused for a wrong access token",
+            executor_refused.clone(),
+        );
         Metrics {
             registry,
             fires,
@@ -113,7 +229,25 @@ impl Metrics {
             lateness,
             pending_runs,
             running_runs,
+            executor_refused,
+            refusal_log: Mutex::new(RefusalLog::default()),
         }
+    }
+
+    /// Counts an executor API request to `endpoint` from `peer` refused for its access token,
+    /// and says whether to write a warning about it: at most one per (endpoint, address) per
+    /// minute, carrying the number of refusals not written since. `endpoint` must be one of a
+    /// fixed set of names (it becomes a label value).
+    pub fn executor_refused(&self, endpoint: &'static str, peer: IpAddr) -> Option<RefusalWarning> {
+        self.executor_refused
+            .get_or_create(&EndpointLabel {
+                endpoint: endpoint.to_owned(),
+            })
+            .inc();
+        self.refusal_log
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .admit(endpoint, peer, Instant::now())
     }
 
     /// Counts a fire of this trigger type.
@@ -130,5 +264,62 @@ impl Metrics {
         let mut out = String::new();
         let _ = encode(&mut out, &self.registry);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    fn ip(n: u32) -> IpAddr {
+        IpAddr::V4(Ipv4Addr::from(n))
+    }
+
+    #[test]
+    fn one_warning_per_endpoint_and_address_per_window_with_the_count_left_out() {
+        let mut log = RefusalLog::default();
+        let t0 = Instant::now();
+        let first = RefusalWarning {
+            suppressed: 0,
+            per_peer: true,
+        };
+        assert_eq!(log.admit("registry", ip(1), t0), Some(first));
+        assert_eq!(log.admit("registry", ip(1), t0 + Duration::from_secs(1)), None);
+        assert_eq!(log.admit("registry", ip(1), t0 + Duration::from_secs(59)), None);
+        // Another endpoint or another address has its own window.
+        assert_eq!(log.admit("callback", ip(1), t0), Some(first));
+        assert_eq!(log.admit("registry", ip(2), t0), Some(first));
+        assert_eq!(
+            log.admit("registry", ip(1), t0 + REFUSAL_LOG_WINDOW),
+            Some(RefusalWarning {
+                suppressed: 2,
+                per_peer: true
+            })
+        );
+    }
+
+    #[test]
+    fn the_limiter_stays_bounded_whatever_the_number_of_addresses() {
+        let mut log = RefusalLog::default();
+        let t0 = Instant::now();
+        let mut written = 0;
+        for n in 0..(REFUSAL_LOG_KEYS as u32 * 3) {
+            if log.admit("registry", ip(n), t0).is_some() {
+                written += 1;
+            }
+        }
+        assert_eq!(log.by_peer.len(), REFUSAL_LOG_KEYS);
+        // One warning per remembered address, then one for all the others together.
+        assert_eq!(written, REFUSAL_LOG_KEYS + 1);
+        assert_eq!(
+            log.admit("registry", ip(u32::MAX), t0 + REFUSAL_LOG_WINDOW),
+            Some(RefusalWarning {
+                suppressed: 0,
+                per_peer: true
+            }),
+            "ended windows make room for new addresses"
+        );
+        assert_eq!(log.by_peer.len(), 1);
     }
 }

@@ -7,6 +7,7 @@
 use chime_protocol::{
     BlockStrategy, GlueType, MisfireStrategy, ProtocolGeneration, RouteStrategy, ScheduleType, TriggerType,
 };
+use crate::address_policy::ExecutorNetworks;
 use serde::{Deserialize, Serialize};
 
 /// A value the user gave that cannot be accepted, with the field it came from.
@@ -135,7 +136,8 @@ pub struct GroupDraft {
 impl GroupSpec {
     /// Checks the input; `base` is the current group when updating (fields left out keep
     /// their value).
-    pub fn validate(&self, base: Option<&Group>) -> Result<GroupDraft, Invalid> {
+    /// Addresses must lie in `networks` (`--executor-networks`).
+    pub fn validate(&self, base: Option<&Group>, networks: &ExecutorNetworks) -> Result<GroupDraft, Invalid> {
         let app_name = match (&self.app_name, base) {
             (Some(a), _) => a.trim().to_owned(),
             (None, Some(g)) => g.app_name.clone(),
@@ -150,6 +152,14 @@ impl GroupSpec {
         {
             return Err(Invalid::new("app_name", "must not contain whitespace or commas"));
         }
+        // `/v1/groups/{key}` reads a number as a group id, so such a group could be reached by
+        // its id only. A group that has one from earlier keeps it (it is not renamed here).
+        if app_name.bytes().all(|b| b.is_ascii_digit()) && base.is_none_or(|g| g.app_name != app_name) {
+            return Err(Invalid::new(
+                "app_name",
+                "must not be a number (group paths read numbers as ids); add a letter",
+            ));
+        }
         let title = match (&self.title, base) {
             (Some(t), _) => t.trim().to_owned(),
             (None, Some(g)) => g.title.clone(),
@@ -161,7 +171,7 @@ impl GroupSpec {
         let addresses = match (&self.addresses, base) {
             (Some(list), _) => list
                 .iter()
-                .map(|a| validate_address(a).map_err(|m| Invalid::new("addresses", m)))
+                .map(|a| validate_address(a, networks).map_err(|m| Invalid::new("addresses", m)))
                 .collect::<Result<Vec<_>, _>>()?,
             (None, Some(g)) => g.addresses.clone(),
             (None, None) => Vec::new(),
@@ -215,20 +225,10 @@ impl GroupSpec {
 /// and returns it as written, without surrounding whitespace. It is kept that way because
 /// XXL-JOB's CONSISTENT_HASH and FIRST/LAST work on the address strings exactly as registered
 /// (Java executors register `http://ip:port/`, pyxxl `http://ip:port`); calls go to
-/// [`chime_protocol::paths::normalize_address`] of it.
-pub fn validate_address(address: &str) -> Result<String, String> {
-    let a = chime_protocol::paths::normalize_address(address);
-    let rest = a
-        .strip_prefix("http://")
-        .or_else(|| a.strip_prefix("https://"))
-        .ok_or_else(|| format!("'{address}' must start with http:// or https://"))?;
-    if rest.is_empty() || rest.starts_with('/') || a.len() > 255 {
-        return Err(format!("'{address}' is not a valid executor address"));
-    }
-    if a.chars().any(|c| c.is_whitespace() || c == ',' || c.is_control()) {
-        return Err(format!("'{address}' must not contain whitespace or commas"));
-    }
-    Ok(address.trim().to_owned())
+/// [`chime_protocol::paths::normalize_address`] of it. No user:password, query or fragment, and
+/// a literal IP must lie in `networks` (see [`crate::address_policy`]).
+pub fn validate_address(address: &str, networks: &ExecutorNetworks) -> Result<String, String> {
+    crate::address_policy::check_address(address, networks)
 }
 
 /// A job definition.
@@ -333,14 +333,26 @@ pub struct JobSpec {
     pub running: Option<bool>,
 }
 
+/// How a job body names its group (`group_id`, `group`, both, or neither).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NamedGroup<'a> {
+    /// `group_id` only.
+    Id(i64),
+    /// `group` (the app name) only.
+    AppName(&'a str),
+    /// Both: valid only when the app name is the group with this id.
+    Both(i64, &'a str),
+    /// Neither.
+    Unnamed,
+}
+
 /// A job input after validation, ready to store. References to other rows (group, children)
 /// are checked by the store inside the writing transaction.
 #[derive(Debug, Clone)]
 pub struct JobDraft {
-    /// Group id (resolved from the app name when one was given).
-    pub group_id: Option<i64>,
-    /// Group app name to resolve.
-    pub group_app_name: Option<String>,
+    /// The one group the job belongs to, resolved from `group_id` or `group` before validation
+    /// (see [`JobSpec::named_group`]): the group that was authorised is the group stored.
+    pub group_id: i64,
     /// Description.
     pub description: String,
     /// Owner.
@@ -398,9 +410,22 @@ fn pick<T: Clone>(value: &Option<T>, current: Option<&T>, default: T) -> T {
 }
 
 impl JobSpec {
+    /// How the body names the job's group: by id, by app name, or not at all (on update: the
+    /// job stays in its group). A body may give both only when they name the same group; the
+    /// caller resolves the app name and compares, see `http::rest`.
+    pub fn named_group(&self) -> NamedGroup<'_> {
+        match (self.group_id, self.group.as_deref()) {
+            (Some(id), Some(app)) => NamedGroup::Both(id, app),
+            (Some(id), None) => NamedGroup::Id(id),
+            (None, Some(app)) => NamedGroup::AppName(app),
+            (None, None) => NamedGroup::Unnamed,
+        }
+    }
+
     /// Checks every field that can be checked without the database; `base` is the current job
-    /// on update. The schedule is parsed with `chime-cron` so a bad cron names its field.
-    pub fn validate(&self, base: Option<&Job>, default_zone: &str) -> Result<JobDraft, Invalid> {
+    /// on update, `group_id` the one group the body named, already resolved and authorised.
+    /// The schedule is parsed with `chime-cron` so a bad cron names its field.
+    pub fn validate(&self, base: Option<&Job>, default_zone: &str, group_id: i64) -> Result<JobDraft, Invalid> {
         let schedule_type = parse_enum(
             "schedule_type",
             &self.schedule_type,
@@ -428,7 +453,7 @@ impl JobSpec {
                         format!("is required for schedule type {schedule_type}"),
                     ));
                 }
-                crate::schedule::Calendar::parse(schedule_type, &schedule_expr, &time_zone, 0)
+                crate::calendar::Calendar::parse(schedule_type, &schedule_expr, &time_zone, 0)
                     .map_err(|e| Invalid::new("schedule_expr", e))?;
             }
         }
@@ -504,12 +529,7 @@ impl JobSpec {
             return Err(Invalid::new("param", "must be at most 64 KiB"));
         }
         Ok(JobDraft {
-            group_id: self.group_id.or(if self.group.is_none() {
-                base.map(|b| b.group_id)
-            } else {
-                None
-            }),
-            group_app_name: self.group.clone(),
+            group_id,
             description,
             owner,
             alarm_contacts,
@@ -704,12 +724,24 @@ mod tests {
 
     #[test]
     fn addresses_are_checked_and_kept_as_written() {
-        assert_eq!(validate_address(" http://h:1/ ").unwrap(), "http://h:1/");
-        assert_eq!(validate_address("http://h:1").unwrap(), "http://h:1");
-        assert!(validate_address("http:///").is_err());
-        assert!(validate_address("h:1").is_err());
-        assert!(validate_address("http://").is_err());
-        assert!(validate_address("http://a b").is_err());
+        assert_eq!(validate_address(" http://h:1/ ", &ExecutorNetworks::default()).unwrap(), "http://h:1/");
+        assert_eq!(validate_address("http://h:1", &ExecutorNetworks::default()).unwrap(), "http://h:1");
+        assert!(validate_address("http:///", &ExecutorNetworks::default()).is_err());
+        assert!(validate_address("h:1", &ExecutorNetworks::default()).is_err());
+        assert!(validate_address("http://", &ExecutorNetworks::default()).is_err());
+        assert!(validate_address("http://a b", &ExecutorNetworks::default()).is_err());
+    }
+
+    #[test]
+    fn an_app_name_is_not_a_number() {
+        let spec = |name: &str| GroupSpec {
+            app_name: Some(name.into()),
+            ..Default::default()
+        };
+        let nets = ExecutorNetworks::default();
+        assert_eq!(spec("0").validate(None, &nets).unwrap_err().field, "app_name");
+        assert_eq!(spec("123").validate(None, &nets).unwrap_err().field, "app_name");
+        assert!(spec("app1").validate(None, &nets).is_ok());
     }
 
     #[test]
@@ -719,7 +751,7 @@ mod tests {
             addresses: Some(vec!["http://b:1".into(), "http://a:1/".into(), "http://a:1".into()]),
             ..Default::default()
         };
-        assert_eq!(spec.validate(None).unwrap().addresses, ["http://a:1", "http://b:1"]);
+        assert_eq!(spec.validate(None, &ExecutorNetworks::default()).unwrap().addresses, ["http://a:1", "http://b:1"]);
     }
 
     #[test]
@@ -729,7 +761,7 @@ mod tests {
             access_token: token.map(str::to_owned),
             ..Default::default()
         };
-        let draft = spec(Some(" s3cret ")).validate(None).unwrap();
+        let draft = spec(Some(" s3cret ")).validate(None, &ExecutorNetworks::default()).unwrap();
         assert_eq!(draft.access_token.as_deref(), Some("s3cret"));
         let group = Group {
             id: 1,
@@ -746,11 +778,11 @@ mod tests {
         assert_eq!(json["access_token_set"], true);
         assert!(!json.to_string().contains("s3cret"), "{json}");
         assert_eq!(group.effective_token(Some("global")), Some("s3cret"));
-        let kept = spec(None).validate(Some(&group)).unwrap();
+        let kept = spec(None).validate(Some(&group), &ExecutorNetworks::default()).unwrap();
         assert_eq!(kept.access_token.as_deref(), Some("s3cret"));
-        let removed = spec(Some("")).validate(Some(&group)).unwrap();
+        let removed = spec(Some("")).validate(Some(&group), &ExecutorNetworks::default()).unwrap();
         assert_eq!(removed.access_token, None);
-        assert_eq!(spec(Some("a b")).validate(None).unwrap_err().field, "access_token");
+        assert_eq!(spec(Some("a b")).validate(None, &ExecutorNetworks::default()).unwrap_err().field, "access_token");
     }
 
     #[test]
@@ -760,7 +792,7 @@ mod tests {
             schedule_type: Some("CRONN".into()),
             ..Default::default()
         };
-        assert_eq!(spec.validate(None, "UTC").unwrap_err().field, "schedule_type");
+        assert_eq!(spec.validate(None, "UTC", 1).unwrap_err().field, "schedule_type");
         let spec = JobSpec {
             handler: Some("h".into()),
             schedule_type: Some("CRON".into()),
@@ -768,23 +800,23 @@ mod tests {
             time_zone: Some("Mars/Olympus".into()),
             ..Default::default()
         };
-        assert_eq!(spec.validate(None, "UTC").unwrap_err().field, "time_zone");
+        assert_eq!(spec.validate(None, "UTC", 1).unwrap_err().field, "time_zone");
         let spec = JobSpec {
             route_strategy: Some("ROUND_ROBIN".into()),
             handler: Some("h".into()),
             ..Default::default()
         };
-        let err = spec.validate(None, "UTC").unwrap_err();
+        let err = spec.validate(None, "UTC", 1).unwrap_err();
         assert_eq!(err.field, "route_strategy");
         assert!(err.message.contains("CONSISTENT_HASH"));
         let spec = JobSpec::default();
-        assert_eq!(spec.validate(None, "UTC").unwrap_err().field, "handler");
+        assert_eq!(spec.validate(None, "UTC", 1).unwrap_err().field, "handler");
         let spec = JobSpec {
             handler: Some("h".into()),
             running: Some(true),
             ..Default::default()
         };
-        assert_eq!(spec.validate(None, "UTC").unwrap_err().field, "running");
+        assert_eq!(spec.validate(None, "UTC", 1).unwrap_err().field, "running");
     }
 
     #[test]
@@ -794,6 +826,6 @@ mod tests {
             child_job_ids: Some(vec![3, 1, 1, 2, 1, 3]),
             ..Default::default()
         };
-        assert_eq!(spec.validate(None, "UTC").unwrap().child_job_ids, [3, 1, 2]);
+        assert_eq!(spec.validate(None, "UTC", 1).unwrap().child_job_ids, [3, 1, 2]);
     }
 }

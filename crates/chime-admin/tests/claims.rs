@@ -56,7 +56,7 @@ async fn tickets_name_their_rows(kind: Db) {
         running: Some(true),
         ..Default::default()
     }
-    .validate(None, "UTC")
+    .validate(None, "UTC", group.id)
     .unwrap();
     let jobs = store.insert_jobs_bulk(&vec![draft; 3], group.id).await.unwrap();
     let now = chime_admin::model::now_ms();

@@ -1,5 +1,8 @@
 //! The lost-run sweep: it looks at every running run, however many there are, and fails runs
-//! whose result will never come — their executor is gone, or it is alive but dropped the result.
+//! whose result will never come — their executor is gone, restarted since it took the run, or
+//! alive but dropped the result — and only those. A result that arrives after all is not
+//! counted a second time. (With real executor processes killed and restarted:
+//! `restarted_executors.rs`.)
 
 mod common;
 
@@ -231,4 +234,234 @@ async fn a_run_without_timeout_fails_once_its_executor_no_longer_has_it() {
     stop.cancel();
     handle.shutdown().await;
     db.drop_db().await;
+}
+
+/// Registers `address` in `app` every half second as a Chime executor does, naming its process:
+/// the id and start in `process` (changed by the test to play a restart).
+fn chime_heartbeats(
+    base: String,
+    app: &str,
+    address: String,
+    process: Arc<Mutex<(String, Instant)>>,
+) -> tokio_util::sync::CancellationToken {
+    let stop = tokio_util::sync::CancellationToken::new();
+    let (app, s) = (app.to_owned(), stop.clone());
+    tokio::spawn(async move {
+        let http = reqwest::Client::new();
+        loop {
+            let (id, uptime) = {
+                let p = process.lock().unwrap();
+                (p.0.clone(), p.1.elapsed().as_millis() as u64)
+            };
+            let body = json!({"registryGroup": "EXECUTOR", "registryKey": app, "registryValue": address,
+                              "instance": {"id": id, "uptimeMs": uptime}});
+            let _ = http
+                .post(format!("{base}/api/registry"))
+                .header("XXL-JOB-ACCESS-TOKEN", ACCESS_TOKEN)
+                .json(&body)
+                .send()
+                .await;
+            tokio::select! {
+                _ = s.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            }
+        }
+    });
+    stop
+}
+
+/// Waits until run `id` has a result; returns it.
+async fn wait_handled(api: &Api, id: i64, secs: u64, what: &str) -> Value {
+    common::eventually(secs, what, || async {
+        let r = run(api, id).await;
+        if matches!(r["status"].as_str(), Some("pending" | "running")) {
+            Err(format!("{r:#}"))
+        } else {
+            Ok(r)
+        }
+    })
+    .await
+}
+
+/// A Chime executor that restarted (a new process id at the same address, serving since the
+/// restart) lost the runs its predecessor accepted: they are failed and retried, although the
+/// new process says it is busy with their job — and runs sent to the new process are not.
+async fn runs_of_a_restarted_process_fail(kind: Db) {
+    let db = TestDb::new(kind).await;
+    let handle = common::start_admin(&db.url).await;
+    let api = Api::new(handle.local_addr);
+    let base = format!("http://{}/xxl-job-admin", handle.local_addr);
+    // Busy with every job it is given, for ever: neither idle rule can fail these runs, and the
+    // job has no timeout (`--lost-result-after` is ten minutes).
+    let busy = Arc::new(Mutex::new(HashSet::new()));
+    let (address, stop) = silent_executor(busy.clone()).await;
+    api.ok("/v1/groups", json!({"app_name": "restarting"})).await;
+    let process = Arc::new(Mutex::new(("first-process".to_owned(), Instant::now())));
+    let beats = chime_heartbeats(base, "restarting", address.clone(), process.clone());
+    api.wait_executors("restarting", 1).await;
+    let job = api
+        .ok(
+            "/v1/jobs",
+            json!({"group": "restarting", "handler": "h", "retry_count": 1}),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    busy.lock().unwrap().insert(job);
+    let trigger = || async {
+        api.ok(&format!("/v1/jobs/{job}/trigger"), json!({})).await["run_id"]
+            .as_i64()
+            .unwrap()
+    };
+    let before = trigger().await;
+    common::eventually(10, "the first run accepted", || async {
+        let r = run(&api, before).await;
+        (r["trigger_code"] == 200).then_some(()).ok_or(format!("{r:#}"))
+    })
+    .await;
+    // More than the margin for a slow call (the executor timeout, 2 s here, plus 1 s) later,
+    // the executor restarts: a new id, serving from now.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(run(&api, before).await["status"], "running");
+    *process.lock().unwrap() = ("second-process".to_owned(), Instant::now());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after = trigger().await;
+    let restarted_at = chime_admin::model::now_ms();
+
+    let failed = wait_handled(&api, before, 60, "the run of the earlier process failed").await;
+    let msg = failed["handle_msg"].as_str().unwrap();
+    assert_eq!(failed["status"], "failed", "{failed:#}");
+    assert!(
+        msg.starts_with(JOB_RESULT_LOST) && msg.contains("restarted"),
+        "failed as lost because of the restart: {msg}"
+    );
+    println!(
+        "{kind:?}: run of the earlier process failed {} ms after the restart",
+        failed["handled_at"].as_i64().unwrap() - restarted_at
+    );
+    let runs = api.runs(job).await;
+    let retry = runs.iter().find(|r| r["trigger_type"] == "RETRY").expect("a retry");
+    assert_eq!(runs.len(), 3, "one retry: {runs:#?}");
+    // The retry and the run sent after the restart went to the new process, and stay its own
+    // through more sweeps than it took to fail the other.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for id in [after, retry["id"].as_i64().unwrap()] {
+        let r = run(&api, id).await;
+        assert_eq!(
+            r["status"], "running",
+            "a run of the process now serving is left alone: {r:#}"
+        );
+    }
+    beats.cancel();
+    stop.cancel();
+    handle.shutdown().await;
+    db.drop_db().await;
+}
+
+#[tokio::test]
+async fn runs_of_a_restarted_process_fail_sqlite() {
+    runs_of_a_restarted_process_fail(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn runs_of_a_restarted_process_fail_mariadb() {
+    runs_of_a_restarted_process_fail(Db::MySql).await;
+}
+
+#[tokio::test]
+async fn runs_of_a_restarted_process_fail_postgres() {
+    runs_of_a_restarted_process_fail(Db::Postgres).await;
+}
+
+/// Posts one result for `run_id` as an executor's callback; returns the admin's reply.
+async fn callback(base: &str, run_id: i64, code: i64) -> Value {
+    reqwest::Client::new()
+        .post(format!("{base}/api/callback"))
+        .header("XXL-JOB-ACCESS-TOKEN", ACCESS_TOKEN)
+        .json(&json!([{"logId": run_id, "logDateTim": 0, "handleCode": code, "handleMsg": "late"}]))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// An executor (without process id: XXL-JOB's kind) says twice, `--lost-idle-confirm` apart,
+/// that it does not have the run's job: the run is failed as lost and retried once. Its result
+/// arriving afterwards changes nothing — not the run, and no second retry.
+async fn a_late_result_is_not_counted_twice(kind: Db) {
+    let db = TestDb::new(kind).await;
+    let mut config = common::config(&db.url);
+    config.lost_idle_confirm = Duration::from_secs(2);
+    let handle = chime_admin::start(config).await.expect("admin starts");
+    let api = Api::new(handle.local_addr);
+    let base = format!("http://{}/xxl-job-admin", handle.local_addr);
+    let busy = Arc::new(Mutex::new(HashSet::new()));
+    let (address, stop) = silent_executor(busy.clone()).await;
+    api.ok("/v1/groups", json!({"app_name": "late", "addresses": [address]}))
+        .await;
+    let job = api
+        .ok("/v1/jobs", json!({"group": "late", "handler": "h", "retry_count": 1}))
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    let lost = api.ok(&format!("/v1/jobs/{job}/trigger"), json!({})).await["run_id"]
+        .as_i64()
+        .unwrap();
+    let failed = wait_handled(&api, lost, 60, "the run its executor does not have failed").await;
+    let msg = failed["handle_msg"].as_str().unwrap();
+    assert_eq!(failed["status"], "failed", "{failed:#}");
+    assert!(msg.starts_with(JOB_RESULT_LOST) && msg.contains("said twice"), "{msg}");
+    println!(
+        "{kind:?}: idle run failed {} ms after it was sent",
+        failed["handled_at"].as_i64().unwrap() - failed["triggered_at"].as_i64().unwrap()
+    );
+    // The retry is the executor's now, for good.
+    busy.lock().unwrap().insert(job);
+    let runs = api.runs(job).await;
+    assert_eq!(runs.len(), 2, "{runs:#?}");
+    let retry = runs.iter().find(|r| r["trigger_type"] == "RETRY").expect("a retry")["id"]
+        .as_i64()
+        .unwrap();
+
+    // The lost run's result after all: a success, then a failure (an executor re-sending).
+    for code in [200, 500] {
+        let reply = callback(&base, lost, code).await;
+        assert_eq!(reply["code"], 200, "accepted and ignored, not refused: {reply}");
+    }
+    let r = run(&api, lost).await;
+    assert_eq!(
+        (r["status"].as_str(), r["handle_msg"].as_str(), r["handled_at"].as_i64()),
+        (Some("failed"), Some(msg), failed["handled_at"].as_i64()),
+        "the first result recorded is kept"
+    );
+    // Long enough for a retry to have been written by now, had the late failure made one.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(api.runs(job).await.len(), 2, "no second retry");
+    // The retry's own result counts.
+    assert_eq!(callback(&base, retry, 200).await["code"], 200);
+    common::eventually(10, "the retry's result recorded", || async {
+        let r = run(&api, retry).await;
+        (r["status"] == "success").then_some(()).ok_or(format!("{r:#}"))
+    })
+    .await;
+    stop.cancel();
+    handle.shutdown().await;
+    db.drop_db().await;
+}
+
+#[tokio::test]
+async fn a_late_result_is_not_counted_twice_sqlite() {
+    a_late_result_is_not_counted_twice(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_late_result_is_not_counted_twice_mariadb() {
+    a_late_result_is_not_counted_twice(Db::MySql).await;
+}
+
+#[tokio::test]
+async fn a_late_result_is_not_counted_twice_postgres() {
+    a_late_result_is_not_counted_twice(Db::Postgres).await;
 }

@@ -45,15 +45,15 @@ async fn one_batch(kind: Db) {
         ..Default::default()
     };
     let plain = store
-        .insert_job(&spec(None).validate(None, "UTC").unwrap(), "test")
+        .insert_job(&spec(None).validate(None, "UTC", group.id).unwrap(), "test")
         .await
         .unwrap();
     let child = store
-        .insert_job(&spec(None).validate(None, "UTC").unwrap(), "test")
+        .insert_job(&spec(None).validate(None, "UTC", group.id).unwrap(), "test")
         .await
         .unwrap();
     let parent = store
-        .insert_job(&spec(Some(vec![child.id])).validate(None, "UTC").unwrap(), "test")
+        .insert_job(&spec(Some(vec![child.id])).validate(None, "UTC", group.id).unwrap(), "test")
         .await
         .unwrap();
     let new = |job: &chime_admin::model::Job| NewRun::of_job(job, TriggerType::Api, 1_000, None);

@@ -118,7 +118,9 @@ impl ExecutorBuilder {
     }
 
     /// The shared access token (`XXL-JOB-ACCESS-TOKEN`), checked on every incoming call and
-    /// sent on every call to the admin. Blank means none — acceptable only on loopback.
+    /// sent on every call to the admin. Blank means none — acceptable only on loopback, and
+    /// never with script jobs or the shell handler (see [`ExecutorBuilder::enable_scripts`]);
+    /// [`crate::generate_access_token`] makes a strong one.
     pub fn access_token(mut self, token: impl Into<String>) -> Self {
         let token = token.into();
         self.access_token = if token.trim().is_empty() { None } else { Some(token) };
@@ -203,13 +205,20 @@ impl ExecutorBuilder {
 
     /// Runs script jobs (GLUE_SHELL, GLUE_PYTHON, GLUE_NODEJS, GLUE_PHP, GLUE_POWERSHELL)
     /// sent by the admin. Off by default: it lets anyone holding the token run code here.
+    ///
+    /// Requires an [access token](ExecutorBuilder::access_token), on loopback too:
+    /// [`ExecutorBuilder::build`] refuses the configuration without one. Loopback is no
+    /// boundary for code execution — every local user and process can reach it, and so can a
+    /// web page open in a browser on this host.
     pub fn enable_scripts(mut self, enabled: bool) -> Self {
         self.scripts = enabled;
         self
     }
 
-    /// Registers the `shell` handler, which runs its parameter with `bash -c`. Off by default
-    /// for the same reason as scripts.
+    /// Registers the `shell` handler, which runs its parameter with `bash -c`. Off by default,
+    /// and requires an access token, for the same reasons as
+    /// [scripts](ExecutorBuilder::enable_scripts). So does registering
+    /// [`crate::script::shell_handler`] under a name of your own.
     pub fn enable_shell_handler(mut self, enabled: bool) -> Self {
         self.shell_handler = enabled;
         self
@@ -263,6 +272,9 @@ impl ExecutorBuilder {
     }
 
     /// Checks the configuration.
+    ///
+    /// Fails when script jobs or a handler that runs arbitrary commands (the `shell` handler)
+    /// are enabled without an access token, whatever the listen address.
     pub fn build(mut self) -> Result<Executor, ExecutorError> {
         if let Some(name) = self.duplicate_names.first() {
             return Err(ExecutorError::Config(format!(
@@ -284,12 +296,16 @@ impl ExecutorBuilder {
                 "an app name is required to register with the admin".to_owned(),
             ));
         }
-        let runs_code = self.scripts || self.shell_handler;
-        if runs_code && self.access_token.is_none() && !self.listen.ip().is_loopback() {
+        let runs_code = self.scripts || self.shell_handler || self.handlers.values().any(|h| h.runs_code);
+        if runs_code && self.access_token.is_none() {
+            // Loopback included: every local user and process can reach a loopback port, and
+            // so can any web page open in a browser here. The token is what proves the caller
+            // is the admin.
             return Err(ExecutorError::Config(format!(
                 "script jobs / the shell handler are enabled and the executor listens on {} without an access token: \
-                 anyone who can reach this port could run any command here (XXL-JOB's default-token remote code \
-                 execution). Set an access token, listen on 127.0.0.1, or disable scripts and the shell handler.",
+                 anyone who can reach this port (on loopback: any local process, or a web page in a browser on this \
+                 host) could run any command here. Set an access token, the same as the admin's \
+                 (chime_executor::generate_access_token() makes one), or disable scripts and the shell handler.",
                 self.listen
             )));
         }
@@ -377,11 +393,14 @@ impl Executor {
             Some(explicit) => address::normalize_advertised(explicit),
             None => address::advertised_for(local_addr),
         };
+        // Uptime counts from here: the port is bound, so calls are accepted from now on.
+        let instance = registry::Instance::new();
         tracing::info!(
             listen = %local_addr,
             advertised = %advertised,
             app_name = %config.app_name,
             admins = ?config.admins,
+            instance = instance.id(),
             scripts = config.scripts,
             pack_run_logs = config.pack_run_logs,
             "chime executor started; the admin will call the advertised address"
@@ -417,6 +436,7 @@ impl Executor {
                 admin.clone(),
                 config.app_name.clone(),
                 advertised.clone(),
+                instance.clone(),
                 config.registry_interval,
                 background.clone(),
             ))
@@ -444,7 +464,7 @@ impl Executor {
                 let _ = tokio::task::spawn_blocking(move || logs.stop()).await;
                 pipeline.finish(config.callback_flush_timeout).await;
                 if admin.has_admins() {
-                    registry::remove(&admin, &config.app_name, &advertised).await;
+                    registry::remove(&admin, &config.app_name, &advertised, &instance).await;
                 }
                 server_stop.cancel();
                 let _ = server.await;

@@ -203,6 +203,9 @@ pub struct Handler {
     pub(crate) run: Arc<AsyncFn>,
     pub(crate) init: Option<Arc<HookFn>>,
     pub(crate) destroy: Option<Arc<HookFn>>,
+    /// Runs whatever code its parameter names (the `shell` handler): an executor holding one
+    /// must have an access token, as with script jobs.
+    pub(crate) runs_code: bool,
 }
 
 impl Handler {
@@ -222,6 +225,7 @@ impl Handler {
             run: Arc::new(run),
             init: None,
             destroy: None,
+            runs_code: false,
         }
     }
 
@@ -249,6 +253,7 @@ impl Handler {
             run: Arc::new(run),
             init: None,
             destroy: None,
+            runs_code: false,
         }
     }
 

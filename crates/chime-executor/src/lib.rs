@@ -17,7 +17,11 @@
 //!   re-sent in order until an admin accepts it, across crashes and restarts;
 //! - **registry heartbeat** and `registryRemove` on graceful shutdown;
 //! - **script jobs** (shell, Python, Node.js, PHP, PowerShell) — off unless enabled, because
-//!   they let anyone holding the access token run code on this host.
+//!   they let anyone holding the access token run code on this host; enabling them (or the
+//!   `shell` handler) requires an access token, on loopback too;
+//! - **only scheduling centers are served**: requests whose body is not `application/json`, or
+//!   that carry a browser's `Origin` or `Sec-Fetch-Site` header, are refused, so a web page
+//!   cannot make a browser call the executor.
 //!
 //! It is not a scheduler: when to run is the admin's business.
 //!
@@ -59,6 +63,7 @@ mod runner;
 pub mod script;
 mod server;
 mod spool;
+mod token;
 
 // The examples of the README and of docs/executor.md, compiled by `cargo test --doc` so that
 // they cannot rot.
@@ -74,3 +79,4 @@ pub use address::{detect_ipv4, normalize_advertised};
 pub use executor::{termination_signal, Executor, ExecutorBuilder, ExecutorError, ExecutorHandle};
 pub use handler::{Handler, IntoJobResult, JobContext, JobResult};
 pub use runlog::{day_dir_name, run_log_path};
+pub use token::generate_access_token;

@@ -1,13 +1,58 @@
 //! The registry heartbeat: `POST <admin>/api/registry` at start and every interval, to every
 //! admin; `registryRemove` once on shutdown.
+//!
+//! Every registration names this executor process ([`Instance`]): a random id, the same for
+//! the whole life of the process, and how long it has been serving. An admin that sees a new id
+//! at an address knows the earlier process there is gone, and so are the runs it accepted and
+//! never reported; the uptime tells it which runs those were without comparing clocks across
+//! machines. XXL-JOB admins ignore the extra key.
 
 use crate::admin::AdminClient;
-use chime_protocol::{paths, RegistryParam};
-use std::time::Duration;
+use chime_protocol::{paths, ExecutorInstance, RegistryParam};
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-fn body(app_name: &str, address: &str) -> String {
-    serde_json::to_string(&RegistryParam::executor(app_name, address)).expect("registry params serialize")
+/// Which executor process this is, as sent with every registration.
+#[derive(Clone, Debug)]
+pub(crate) struct Instance {
+    /// Random per start (hex, 32 characters; the admin accepts up to 64).
+    id: String,
+    /// When the server started serving: a monotonic clock, so a wall-clock step cannot make
+    /// the uptime jump or run backwards.
+    serving_since: Instant,
+}
+
+impl Instance {
+    /// A new instance whose uptime counts from now.
+    pub(crate) fn new() -> Instance {
+        Instance {
+            id: crate::token::instance_id(),
+            serving_since: Instant::now(),
+        }
+    }
+
+    /// The instance id.
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The wire form, with the uptime as of now.
+    fn describe(&self) -> ExecutorInstance {
+        ExecutorInstance {
+            id: self.id.clone(),
+            uptime_ms: u64::try_from(self.serving_since.elapsed().as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+}
+
+/// The registration body, built at send time: the uptime in it must be that of the moment it
+/// leaves, not of the first beat.
+fn body(app_name: &str, address: &str, instance: &Instance) -> String {
+    let param = RegistryParam {
+        instance: Some(instance.describe()),
+        ..RegistryParam::executor(app_name, address)
+    };
+    serde_json::to_string(&param).expect("registry params serialize")
 }
 
 /// Registers now and then every `interval` until `stop` is cancelled.
@@ -15,10 +60,10 @@ pub(crate) async fn heartbeat(
     admin: AdminClient,
     app_name: String,
     address: String,
+    instance: Instance,
     interval: Duration,
     stop: CancellationToken,
 ) {
-    let body = body(&app_name, &address);
     let mut ticker = tokio::time::interval(interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut was_ok = None;
@@ -28,12 +73,12 @@ pub(crate) async fn heartbeat(
             _ = stop.cancelled() => return,
         }
         let result = tokio::select! {
-            r = admin.post_all(paths::API_REGISTRY, body.clone()) => r,
+            r = admin.post_all(paths::API_REGISTRY, body(&app_name, &address, &instance)) => r,
             _ = stop.cancelled() => return,
         };
         match (&result, was_ok) {
             (Ok(()), Some(true)) => tracing::debug!("registry heartbeat accepted"),
-            (Ok(()), _) => tracing::info!(app_name, address, "registered with the admin"),
+            (Ok(()), _) => tracing::info!(app_name, address, instance = instance.id(), "registered with the admin"),
             (Err(err), _) => tracing::warn!(error = %err, "registry heartbeat failed"),
         }
         was_ok = Some(result.is_ok());
@@ -41,12 +86,31 @@ pub(crate) async fn heartbeat(
 }
 
 /// Tells every admin this address is going away, so no trigger is routed here meanwhile.
-pub(crate) async fn remove(admin: &AdminClient, app_name: &str, address: &str) {
+pub(crate) async fn remove(admin: &AdminClient, app_name: &str, address: &str, instance: &Instance) {
     match admin
-        .post_all(paths::API_REGISTRY_REMOVE, body(app_name, address))
+        .post_all(paths::API_REGISTRY_REMOVE, body(app_name, address, instance))
         .await
     {
         Ok(()) => tracing::info!(app_name, address, "registry removed"),
         Err(err) => tracing::warn!(error = %err, "registryRemove failed"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_body_carries_the_instance_with_the_uptime_of_the_moment_it_is_built() {
+        let instance = Instance {
+            id: "ab12".into(),
+            serving_since: Instant::now() - Duration::from_secs(5),
+        };
+        let value: serde_json::Value = serde_json::from_str(&body("app", "http://h:1/", &instance)).unwrap();
+        assert_eq!(value["registryGroup"], "EXECUTOR");
+        assert_eq!(value["registryKey"], "app");
+        assert_eq!(value["registryValue"], "http://h:1/");
+        assert_eq!(value["instance"]["id"], "ab12");
+        assert!(value["instance"]["uptimeMs"].as_u64().unwrap() >= 5000, "{value}");
     }
 }

@@ -100,16 +100,19 @@ pub(crate) fn script_handler(
 /// The `shell` BEAN handler: runs its parameter with `bash -c` in its own process group.
 ///
 /// Anyone who can trigger jobs can run any command with it, so executors enable it explicitly
-/// (`chime executor --enable-shell-handler`), and only with an access token when reachable
-/// from the network.
+/// (`chime executor --enable-shell-handler`), and only with an access token: an executor
+/// holding this handler, under any name, is refused by [`crate::ExecutorBuilder::build`]
+/// without one.
 pub fn shell_handler() -> Handler {
-    Handler::new(|ctx: JobContext| async move {
+    let mut handler = Handler::new(|ctx: JobContext| async move {
         if ctx.param().trim().is_empty() {
             return JobResult::fail("the shell handler needs a command as its parameter");
         }
         let argv = vec!["bash".to_owned(), "-c".to_owned(), ctx.param().to_owned()];
         run_process(&ctx, &argv).await
-    })
+    });
+    handler.runs_code = true;
+    handler
 }
 
 /// Kills a whole process group when dropped, unless disarmed: dropping the run's future (kill,

@@ -5,13 +5,22 @@
 //! wrong method, a wrong token and an unknown path with specific messages in a specific order
 //! (method, then token, then path), always with HTTP 200 — its clients discard the body of any
 //! other status, which would hide the reason from the user.
+//!
+//! Only scheduling centers are served, never browsers. A web page can make the browser it is
+//! open in send a "simple" cross-origin POST — `text/plain` body, no preflight — to any
+//! address the browser reaches, loopback included; to an executor without a token, such a
+//! request would look like any trigger. Every admin (XXL-JOB's, Chime's) sends
+//! `Content-Type: application/json;charset=UTF-8` and never `Origin` or `Sec-Fetch-Site`,
+//! which browsers add and pages cannot remove, so after the method check any request with
+//! those headers, or with a body that is not declared JSON, is refused (HTTP 200, code 500,
+//! as every refusal here) before its body is read.
 
 use crate::handler::Handler;
 use crate::runner::{JobKind, Runners};
 use crate::script;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::Response;
 use chime_protocol::messages::{self, ACCESS_TOKEN_HEADER};
 use chime_protocol::{
@@ -43,8 +52,12 @@ async fn dispatch(State(state): State<Arc<ServerState>>, request: Request) -> Re
     let (parts, body) = request.into_parts();
     let json = if parts.method != Method::POST {
         fail(messages::METHOD_NOT_SUPPORTED)
+    } else if let Some(msg) = from_a_browser(&parts.headers) {
+        fail(msg)
     } else if !token_ok(&state, parts.headers.get(ACCESS_TOKEN_HEADER)) {
         fail(messages::ACCESS_TOKEN_WRONG)
+    } else if let Err(msg) = json_content_type(parts.headers.get(header::CONTENT_TYPE)) {
+        fail(msg)
     } else {
         match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
             Ok(bytes) => route(&state, parts.uri.path(), &bytes).await,
@@ -59,6 +72,50 @@ async fn dispatch(State(state): State<Arc<ServerState>>, request: Request) -> Re
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
+}
+
+/// Why a request looks sent by a web browser (`None`: it does not). `Origin` is added by
+/// browsers to every cross-origin request and to every POST; `Sec-Fetch-Site` by current
+/// browsers to every request. Neither can be removed by a page, and no admin sends them.
+fn from_a_browser(headers: &HeaderMap) -> Option<&'static str> {
+    if headers.contains_key(header::ORIGIN) {
+        Some(
+            "request refused: it carries an Origin header, so a web browser sent it; \
+             only a scheduling center may call this executor",
+        )
+    } else if headers.contains_key(SEC_FETCH_SITE) {
+        Some(
+            "request refused: it carries a Sec-Fetch-Site header, so a web browser sent it; \
+             only a scheduling center may call this executor",
+        )
+    } else {
+        None
+    }
+}
+
+/// `Sec-Fetch-Site` (not among the `http` crate's constants).
+const SEC_FETCH_SITE: &str = "sec-fetch-site";
+
+/// Longest piece of a wrong `Content-Type` quoted back in the refusal.
+const MAX_QUOTED_CONTENT_TYPE: usize = 100;
+
+/// Accepts `application/json` with any parameters (`;charset=UTF-8`, as XXL-JOB's and Chime's
+/// admins send it), compared without regard to case as media types are. A missing header is
+/// refused too: a browser sends a `Blob` body without one, and no admin omits it.
+fn json_content_type(value: Option<&HeaderValue>) -> Result<(), String> {
+    let Some(value) = value else {
+        return Err("request refused: no Content-Type; the body must be sent as application/json".to_owned());
+    };
+    let text = String::from_utf8_lossy(value.as_bytes());
+    let essence = text.split(';').next().unwrap_or_default().trim();
+    if essence.eq_ignore_ascii_case("application/json") {
+        Ok(())
+    } else {
+        let quoted: String = text.chars().take(MAX_QUOTED_CONTENT_TYPE).collect();
+        Err(format!(
+            "request refused: Content-Type is '{quoted}'; the body must be sent as application/json"
+        ))
+    }
 }
 
 fn token_ok(state: &ServerState, header: Option<&HeaderValue>) -> bool {

@@ -1,9 +1,15 @@
 //! The executor's HTTP endpoints over real loopback HTTP: replies, codes and messages exactly
-//! as XXL-JOB 2.4's Java executor gives them, token checks, malformed input, log paging.
+//! as XXL-JOB 2.4's Java executor gives them, token checks, requests shaped by a web browser,
+//! malformed input, log paging, and what every registration says about the process.
 
 mod support;
 
+use chime_executor::JobContext;
 use serde_json::json;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 use support::*;
 
 #[tokio::test]
@@ -541,4 +547,213 @@ async fn works_against_a_g3_admin() {
         "{:?}",
         r.tokens
     );
+}
+
+/// Registers the handler `counted`, which counts its runs in the returned counter.
+fn counted(runs: &Arc<AtomicUsize>) -> impl FnOnce(chime_executor::ExecutorBuilder) -> chime_executor::ExecutorBuilder {
+    let runs = runs.clone();
+    move |b| {
+        b.handler("counted", move |_ctx: JobContext| {
+            let runs = runs.clone();
+            async move {
+                runs.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+    }
+}
+
+const JSON_UTF8: (&str, &str) = ("Content-Type", "application/json;charset=UTF-8");
+
+/// Bodies for every endpoint, well-formed: only the headers may decide the replies below.
+fn bodies(job_id: i64, log_id: i64) -> [(&'static str, String); 5] {
+    [
+        ("/run", trigger(job_id, log_id, "counted", "").to_string()),
+        ("/beat", String::new()),
+        ("/idleBeat", json!({"jobId": job_id}).to_string()),
+        ("/kill", json!({"jobId": job_id}).to_string()),
+        (
+            "/log",
+            json!({"logDateTim": now_ms(), "logId": log_id, "fromLineNum": 1}).to_string(),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn bodies_not_declared_json_are_refused_on_every_endpoint_and_run_nothing() {
+    // A web page can make a browser POST a `text/plain` body to any address without a CORS
+    // preflight; the executor has no token here, so the content type alone must stop it.
+    let admin = FakeAdmin::start(true).await;
+    let runs = Arc::new(AtomicUsize::new(0));
+    let exec = start_executor(&admin, None, counted(&runs)).await;
+    let c = &exec.client;
+    let refused_types = [
+        Some("text/plain"),
+        Some("text/plain;charset=UTF-8"),
+        Some("application/x-www-form-urlencoded"),
+        Some("multipart/form-data; boundary=x"),
+        Some("application/json-seq"),
+        Some("json"),
+        None,
+    ];
+    for content_type in refused_types {
+        let headers: Vec<(&str, &str)> = content_type.iter().map(|ct| ("Content-Type", *ct)).collect();
+        for (path, body) in bodies(3, 30) {
+            let reply = c.post_with(path, &headers, body).await;
+            assert_eq!(
+                (reply.status, reply.code()),
+                (200, 500),
+                "{path} with {content_type:?}: {:?}",
+                reply.body
+            );
+            assert!(
+                reply.msg().starts_with("request refused:") && reply.msg().contains("application/json"),
+                "{path} with {content_type:?}: {}",
+                reply.msg()
+            );
+        }
+    }
+    // The same trigger declared as JSON runs: the refusals above were for the header alone.
+    assert_eq!(c.run(trigger(3, 31, "counted", "")).await.body, json!({"code": 200}));
+    assert_eq!(admin.result_of(31).await.0, 200);
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "only the JSON trigger ran");
+    assert!(admin.callbacks_for(30).is_empty());
+    exec.handle.shutdown().await;
+}
+
+#[tokio::test]
+async fn application_json_is_accepted_with_parameters_and_in_any_case() {
+    let admin = FakeAdmin::start(true).await;
+    let runs = Arc::new(AtomicUsize::new(0));
+    let exec = start_executor(&admin, Some("s3cret"), counted(&runs)).await;
+    let accepted = [
+        "application/json;charset=UTF-8", // XXL-JOB's admins and Chime's
+        "application/json",
+        "Application/JSON; Charset=utf-8",
+    ];
+    for (i, content_type) in accepted.into_iter().enumerate() {
+        let log_id = 60 + i as i64;
+        let headers = [("Content-Type", content_type)];
+        let reply = exec
+            .client
+            .post_with("/run", &headers, trigger(6, log_id, "counted", "").to_string())
+            .await;
+        assert_eq!(reply.body, json!({"code": 200}), "{content_type}");
+        assert_eq!(admin.result_of(log_id).await.0, 200, "{content_type}");
+        assert_eq!(
+            exec.client.post_with("/beat", &headers, "").await.body,
+            json!({"code": 200}),
+            "{content_type}"
+        );
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+    exec.handle.shutdown().await;
+}
+
+#[tokio::test]
+async fn requests_a_browser_sent_are_refused_on_every_endpoint_and_change_nothing() {
+    let admin = FakeAdmin::start(true).await;
+    let runs = Arc::new(AtomicUsize::new(0));
+    // No token: the browser headers alone must be enough to refuse.
+    let exec = start_executor(&admin, None, counted(&runs)).await;
+    let c = &exec.client;
+
+    // A long run to try to kill from a page.
+    assert_eq!(
+        c.run(trigger(7, 70, "sleepJobHandler", "60")).await.body,
+        json!({"code": 200})
+    );
+    let busy = wait_for_async(WAIT, || async {
+        (c.post("/idleBeat", json!({"jobId": 7}).to_string()).await.code() == 500).then_some(())
+    })
+    .await;
+    assert_eq!(busy, Some(()), "the sleep job never ran");
+
+    let browser_headers = [
+        ("Origin", "https://evil.example"),
+        ("Origin", "null"),
+        ("Sec-Fetch-Site", "cross-site"),
+        ("Sec-Fetch-Site", "same-site"),
+    ];
+    for browser in browser_headers {
+        for (path, body) in bodies(7, 71) {
+            let reply = c.post_with(path, &[JSON_UTF8, browser], body).await;
+            assert_eq!(
+                (reply.status, reply.code()),
+                (200, 500),
+                "{path} with {browser:?}: {:?}",
+                reply.body
+            );
+            assert!(
+                reply.msg().starts_with("request refused:") && reply.msg().contains("web browser"),
+                "{path} with {browser:?}: {}",
+                reply.msg()
+            );
+        }
+    }
+    // Nothing ran, and the refused kills left the sleep job running.
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert_eq!(c.post("/idleBeat", json!({"jobId": 7}).to_string()).await.code(), 500);
+    assert!(admin.callbacks_for(70).is_empty());
+    // The admin's own kill works.
+    assert_eq!(c.post("/kill", json!({"jobId": 7}).to_string()).await.code(), 200);
+    assert_eq!(
+        admin.result_of(70).await,
+        (500, "scheduling center kill job. [job running, killed]".to_owned())
+    );
+    assert!(admin.callbacks_for(71).is_empty());
+    exec.handle.shutdown().await;
+}
+
+#[tokio::test]
+async fn every_registration_names_the_process_with_a_stable_id_and_its_uptime() {
+    let admin = FakeAdmin::start(true).await;
+    let exec = start_executor(&admin, None, |b| b.registry_interval(Duration::from_millis(30))).await;
+    let beats = wait_for(WAIT, || {
+        let r = admin.recorded.lock().unwrap();
+        (r.registry.len() >= 4).then(|| r.registry.clone())
+    })
+    .await
+    .expect("four registry beats");
+    exec.handle.shutdown().await;
+
+    let instances: Vec<_> = beats
+        .iter()
+        .map(|b| b.instance.clone().expect("every registration carries the instance"))
+        .collect();
+    let id = instances[0].id.clone();
+    assert!(!id.is_empty() && id.len() <= 64, "{id}");
+    assert!(
+        instances.iter().all(|i| i.id == id),
+        "one id per process: {instances:?}"
+    );
+    for pair in instances.windows(2) {
+        assert!(
+            pair[1].uptime_ms > pair[0].uptime_ms,
+            "the uptime is measured at each beat: {instances:?}"
+        );
+    }
+    let removed = admin.recorded.lock().unwrap().registry_remove.clone();
+    assert_eq!(removed.len(), 1);
+    let last = removed[0]
+        .instance
+        .clone()
+        .expect("registryRemove carries the instance");
+    assert_eq!(last.id, id);
+    assert!(last.uptime_ms >= instances.last().unwrap().uptime_ms);
+
+    // Another process (here: another start) at the same admin is another instance.
+    let again = start_executor(&admin, None, |b| b).await;
+    let address = again.handle.advertised_address().to_owned();
+    let second = wait_for(WAIT, || {
+        let r = admin.recorded.lock().unwrap();
+        r.registry
+            .iter()
+            .find(|b| b.registry_value == address)
+            .and_then(|b| b.instance.clone())
+    })
+    .await
+    .expect("the second executor registered");
+    again.handle.shutdown().await;
+    let ids: HashSet<_> = [id, second.id].into_iter().collect();
+    assert_eq!(ids.len(), 2, "each start draws a new id");
 }

@@ -377,7 +377,7 @@ async fn log_text(exec: &TestExecutor, t: &Value) -> String {
 #[tokio::test]
 async fn script_jobs_get_xxl_jobs_argv_and_their_exit_code_decides() {
     let admin = FakeAdmin::start(true).await;
-    let exec = start_executor(&admin, None, |b| b.enable_scripts(true)).await;
+    let exec = start_executor(&admin, Some("tok"), |b| b.enable_scripts(true)).await;
     let t = with(
         script(
             10,
@@ -475,7 +475,7 @@ async fn start_group_script(exec: &TestExecutor, job_id: i64, log_id: i64, timeo
 #[tokio::test]
 async fn kill_and_timeout_take_down_the_scripts_whole_process_group() {
     let admin = FakeAdmin::start(true).await;
-    let exec = start_executor(&admin, None, |b| b.enable_scripts(true)).await;
+    let exec = start_executor(&admin, Some("tok"), |b| b.enable_scripts(true)).await;
 
     let pid = start_group_script(&exec, 14, 140, 0).await;
     assert_eq!(
@@ -503,7 +503,7 @@ async fn kill_and_timeout_take_down_the_scripts_whole_process_group() {
 #[tokio::test]
 async fn the_shell_handler_runs_its_parameter_when_enabled() {
     let admin = FakeAdmin::start(true).await;
-    let exec = start_executor(&admin, None, |b| b.enable_shell_handler(true)).await;
+    let exec = start_executor(&admin, Some("tok"), |b| b.enable_shell_handler(true)).await;
     let t = trigger(16, 160, "shell", "echo shell-says-$CHIME_SHARD_TOTAL && exit 0");
     assert_eq!(exec.client.run(t.clone()).await.code(), 200);
     assert_eq!(admin.result_of(160).await.0, 200);
@@ -517,25 +517,47 @@ async fn the_shell_handler_runs_its_parameter_when_enabled() {
 }
 
 #[tokio::test]
-async fn scripts_with_an_open_port_and_no_token_are_refused_at_build() {
-    let err = chime_executor::Executor::builder()
-        .listen("0.0.0.0:0".parse().unwrap())
-        .enable_scripts(true)
-        .build()
-        .err()
-        .expect("refused");
-    assert!(err.to_string().contains("without an access token"), "{err}");
-    assert!(chime_executor::Executor::builder()
-        .listen("0.0.0.0:0".parse().unwrap())
-        .enable_scripts(true)
-        .access_token("t")
-        .build()
-        .is_ok());
-    assert!(
-        chime_executor::Executor::builder()
-            .enable_shell_handler(true)
-            .build()
-            .is_ok(),
-        "loopback is fine"
-    );
+async fn code_running_handlers_without_a_token_are_refused_at_build_on_loopback_too() {
+    use chime_executor::Executor;
+    // Loopback is no boundary: local processes, and web pages in a local browser, reach it.
+    for listen in ["0.0.0.0:0", "127.0.0.1:0"] {
+        let listen = listen.parse().unwrap();
+        let refused = [
+            Executor::builder().listen(listen).enable_scripts(true),
+            Executor::builder().listen(listen).enable_shell_handler(true),
+            // The shell handler under a name of one's own is the same thing.
+            Executor::builder()
+                .listen(listen)
+                .register("run-anything", chime_executor::script::shell_handler()),
+            Executor::builder()
+                .listen(listen)
+                .enable_scripts(true)
+                .access_token("  "),
+        ];
+        for builder in refused {
+            let err = builder.build().err().expect("refused");
+            assert!(err.to_string().contains("without an access token"), "{err}");
+        }
+        let allowed = [
+            Executor::builder()
+                .listen(listen)
+                .enable_scripts(true)
+                .access_token("t"),
+            Executor::builder()
+                .listen(listen)
+                .enable_shell_handler(true)
+                .access_token("t"),
+            Executor::builder()
+                .listen(listen)
+                .register("run-anything", chime_executor::script::shell_handler())
+                .access_token("t"),
+            // Handlers that run only their own code need no token on loopback (as before).
+            Executor::builder()
+                .listen(listen)
+                .handler("plain", |_ctx: JobContext| async {}),
+        ];
+        for builder in allowed {
+            assert!(builder.build().is_ok(), "{listen}");
+        }
+    }
 }

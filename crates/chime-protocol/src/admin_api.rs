@@ -19,6 +19,23 @@ pub struct RegistryParam {
     /// The address the admin calls, e.g. `http://10.0.0.5:9999/` (trailing slash optional).
     #[serde(default, deserialize_with = "lenient::string")]
     pub registry_value: String,
+    /// Chime's extension, absent from XXL-JOB's executors: which process this is. A new value
+    /// at the same address tells the admin that the executor restarted, so runs the earlier
+    /// process accepted and never reported are lost. XXL-JOB admins ignore unknown keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<ExecutorInstance>,
+}
+
+/// One executor process, as a Chime executor describes itself in each registration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecutorInstance {
+    /// Random per process, the same in every registration the process sends.
+    pub id: String,
+    /// Milliseconds since the process started serving runs. The admin subtracts it from the
+    /// time the registration arrived, so no clock is compared across machines: a run sent
+    /// before that moment was accepted by an earlier process at this address.
+    pub uptime_ms: u64,
 }
 
 impl RegistryParam {
@@ -28,6 +45,7 @@ impl RegistryParam {
             registry_group: crate::RegistryGroup::Executor.as_str().to_owned(),
             registry_key: app_name.into(),
             registry_value: address.into(),
+            instance: None,
         }
     }
 
@@ -37,6 +55,80 @@ impl RegistryParam {
             .iter()
             .any(|s| s.trim().is_empty())
     }
+
+    /// Checks the sizes and characters of the fields (blank fields are [`has_blank_field`]'s
+    /// business): the app name and `registryGroup` at most [`MAX_APP_NAME_CHARS`], the address
+    /// at most [`MAX_ADDRESS_CHARS`], no control characters in them (trimmed, as the admin keeps
+    /// them), and an instance id of 1 to [`MAX_INSTANCE_ID_CHARS`] characters `A-Z a-z 0-9 _ -`.
+    ///
+    /// An admin checks this before it stores or keeps anything of a registration: the widths are
+    /// those of XXL-JOB's tables, which SQLite does not enforce, and a registration is repeated
+    /// every heartbeat, so one oversized value would be held in memory and in the database for
+    /// as long as its sender keeps beating.
+    ///
+    /// [`has_blank_field`]: RegistryParam::has_blank_field
+    pub fn validate(&self) -> Result<(), RegistryParamError> {
+        check_text("registryGroup", &self.registry_group, MAX_APP_NAME_CHARS)?;
+        check_text("registryKey", &self.registry_key, MAX_APP_NAME_CHARS)?;
+        check_text("registryValue", &self.registry_value, MAX_ADDRESS_CHARS)?;
+        if let Some(instance) = &self.instance {
+            let id = &instance.id;
+            let fits = !id.is_empty()
+                && id.len() <= MAX_INSTANCE_ID_CHARS
+                && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            if !fits {
+                return Err(RegistryParamError::InstanceId);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Longest app name (`registryKey`) and `registryGroup`, in characters: the width of the app
+/// name column in XXL-JOB's tables and Chime's.
+pub const MAX_APP_NAME_CHARS: usize = 64;
+
+/// Longest executor address (`registryValue`), in characters: the width of the address column.
+pub const MAX_ADDRESS_CHARS: usize = 255;
+
+/// Longest instance id a Chime executor may send (it sends 32 hex digits).
+pub const MAX_INSTANCE_ID_CHARS: usize = 64;
+
+/// Why a registration was refused by [`RegistryParam::validate`]. The message names the field
+/// and the rule, never the value: a refused value may be megabytes long, or made to forge log
+/// lines.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryParamError {
+    /// A field is longer than its column.
+    #[error("{field} is longer than {max} characters")]
+    TooLong {
+        /// The field's name on the wire.
+        field: &'static str,
+        /// Its limit.
+        max: usize,
+    },
+    /// A field holds a control character (a line break, say).
+    #[error("{field} must not contain control characters")]
+    ControlCharacter {
+        /// The field's name on the wire.
+        field: &'static str,
+    },
+    /// The instance id is empty, too long, or has other characters than `A-Z a-z 0-9 _ -`.
+    #[error("instance.id must be 1 to {MAX_INSTANCE_ID_CHARS} characters of A-Z, a-z, 0-9, '_' and '-'")]
+    InstanceId,
+}
+
+/// `value`, trimmed as the admin keeps it, is at most `max` characters without control ones.
+fn check_text(field: &'static str, value: &str, max: usize) -> Result<(), RegistryParamError> {
+    let value = value.trim();
+    // Counting stops past the limit: a value of megabytes costs no more than a short one.
+    if value.chars().nth(max).is_some() {
+        return Err(RegistryParamError::TooLong { field, max });
+    }
+    if value.chars().any(char::is_control) {
+        return Err(RegistryParamError::ControlCharacter { field });
+    }
+    Ok(())
 }
 
 /// One run's result as an executor reports it (XXL-JOB's `HandleCallbackParam`).
@@ -130,6 +222,82 @@ impl<'de> Deserialize<'de> for CallbackBatch {
             Err(_) => Err(serde::de::Error::custom(
                 "callback body must be a JSON array of {logId, logDateTim, handleCode, handleMsg} or {\"callbackList\": [...]}",
             )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn param(key: &str, value: &str) -> RegistryParam {
+        RegistryParam::executor(key, value)
+    }
+
+    #[test]
+    fn registrations_within_the_column_widths_pass() {
+        let mut p = param(&"a".repeat(64), &format!("http://{}", "h".repeat(248)));
+        assert_eq!(p.registry_value.chars().count(), 255);
+        p.instance = Some(ExecutorInstance {
+            id: format!("{}-_", "Az09".repeat(15)),
+            uptime_ms: u64::MAX,
+        });
+        assert_eq!(p.validate(), Ok(()));
+        // Counted in characters, as the databases count VARCHAR widths, and trimmed, as kept.
+        assert_eq!(
+            param(&format!(" {} ", "é".repeat(64)), "http://h:1/\n").validate(),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn oversized_fields_are_refused_by_name() {
+        let too_long = |field, max| Err(RegistryParamError::TooLong { field, max });
+        assert_eq!(
+            param(&"a".repeat(65), "http://h:1").validate(),
+            too_long("registryKey", 64)
+        );
+        assert_eq!(
+            param("app", &format!("http://{}", "h".repeat(249))).validate(),
+            too_long("registryValue", 255)
+        );
+        let mut p = param("app", "http://h:1");
+        p.registry_group = "E".repeat(65);
+        assert_eq!(p.validate(), too_long("registryGroup", 64));
+        let msg = param(&"k".repeat(10 << 20), "http://h:1")
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            msg, "registryKey is longer than 64 characters",
+            "the value is not echoed"
+        );
+    }
+
+    #[test]
+    fn control_characters_are_refused() {
+        for (key, value, field) in [
+            ("a\u{0}pp", "http://h:1", "registryKey"),
+            ("app", "http://h:1/\r\nX-Forged: 1", "registryValue"),
+            ("a\u{7f}", "http://h:1", "registryKey"),
+        ] {
+            assert_eq!(
+                param(key, value).validate(),
+                Err(RegistryParamError::ControlCharacter { field }),
+                "{key:?} {value:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn instance_ids_are_short_and_plain() {
+        for id in ["", "has space", "dot.ted", "ünï", &"x".repeat(65)] {
+            let mut p = param("app", "http://h:1");
+            p.instance = Some(ExecutorInstance {
+                id: id.to_owned(),
+                uptime_ms: 1,
+            });
+            assert_eq!(p.validate(), Err(RegistryParamError::InstanceId), "{id:?}");
         }
     }
 }

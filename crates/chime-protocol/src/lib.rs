@@ -34,7 +34,10 @@ pub mod lenient;
 pub mod messages;
 pub mod paths;
 
-pub use admin_api::{CallbackBatch, HandleCallbackParam, RegistryParam};
+pub use admin_api::{
+    CallbackBatch, ExecutorInstance, HandleCallbackParam, RegistryParam, RegistryParamError, MAX_ADDRESS_CHARS,
+    MAX_APP_NAME_CHARS, MAX_INSTANCE_ID_CHARS,
+};
 pub use enums::{
     BlockStrategy, GlueType, MisfireStrategy, ProtocolGeneration, RegistryGroup, RouteStrategy, ScheduleType,
     TriggerType, UnknownVariant,

@@ -44,18 +44,18 @@ pub fn run(args: DemoArgs) -> ExitCode {
 }
 
 async fn demo(args: DemoArgs) -> Result<(), String> {
-    let settings = chime_admin::Settings {
-        listen: Some(args.listen.clone()),
-        db: Some(args.db.clone()),
-        api_token: Some(
-            args.api_token
-                .clone()
-                .unwrap_or_else(chime_admin::http::auth::random_password),
-        ),
-        access_token: Some(chime_admin::http::auth::random_password()),
-        ..Default::default()
-    };
-    let mut config = settings.into_config()?;
+    let mut config = chime_admin::AdminConfig::new(args.db.clone());
+    config.listen = args
+        .listen
+        .parse()
+        .map_err(|e| format!("--listen '{}': {e}", args.listen))?;
+    config.api_token = Some(
+        args.api_token
+            .clone()
+            .unwrap_or_else(chime_admin::http::auth::random_password),
+    );
+    config.access_token = Some(chime_admin::http::auth::random_password());
+    let mut config = config.checked()?;
     if !config.listen.ip().is_loopback() {
         return Err("the demo listens on loopback only; use `chime admin` for anything else".into());
     }
@@ -92,7 +92,7 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
                 ..Default::default()
             };
             store
-                .insert_group(&spec.validate(None).map_err(|e| e.to_string())?)
+                .insert_group(&spec.validate(None, &handle.admin.config.executor_networks).map_err(|e| e.to_string())?)
                 .await
                 .map_err(|e| e.to_string())?
         }
@@ -115,7 +115,7 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
             ..Default::default()
         };
         let draft = spec
-            .validate(None, &handle.admin.config.default_time_zone)
+            .validate(None, &handle.admin.config.default_time_zone, group.id)
             .map_err(|e| e.to_string())?;
         store.insert_job(&draft, "demo").await.map_err(|e| e.to_string())?;
         handle.admin.wake_scheduler();

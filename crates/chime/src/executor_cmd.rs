@@ -53,7 +53,8 @@ pub struct ExecutorArgs {
 
     /// Access token shared with the admin (header XXL-JOB-ACCESS-TOKEN): the same flag and
     /// variable as `chime admin --access-token`. Required when scripts or the shell handler are
-    /// enabled and --listen is not a loopback address.
+    /// enabled, on loopback too: if none is given then, a random one is generated and printed
+    /// once at start, to be given to the admin.
     #[arg(
         long,
         visible_alias = "token",
@@ -125,10 +126,18 @@ pub fn run(args: ExecutorArgs) -> ExitCode {
         .with_writer(std::io::stderr)
         .try_init();
 
+    let runs_code = args.enable_scripts || args.enable_shell_handler;
+    let access_token = if runs_code && args.access_token.trim().is_empty() {
+        let token = chime_executor::generate_access_token();
+        announce_generated_token(&token);
+        token
+    } else {
+        args.access_token
+    };
     let mut builder = Executor::builder()
         .admin_addresses(&args.admin)
         .app_name(args.appname)
-        .access_token(args.access_token)
+        .access_token(access_token)
         .listen(args.listen)
         .advertise(args.advertise.unwrap_or_default())
         .log_dir(args.logdir)
@@ -164,6 +173,21 @@ pub fn run(args: ExecutorArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Prints a generated token once, on standard error before any log line, with what to do with
+/// it: the admin must send the same token or every trigger is refused. (Printed for the person
+/// starting the process, like the admin's generated password; never logged through `tracing`.)
+fn announce_generated_token(token: &str) {
+    eprintln!(
+        "chime executor: script jobs / the shell handler are enabled and no access token was given, \
+         so one was generated for this process (an executor that runs code must check a token, on loopback too)."
+    );
+    eprintln!("chime executor: access token: {token}");
+    eprintln!(
+        "chime executor: give the admin the same token (`chime admin --access-token TOKEN`, or CHIME_ACCESS_TOKEN; \
+         an XXL-JOB admin: xxl.job.accessToken). It changes at every start: pass --access-token to keep one."
+    );
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! `chime`: the one binary. It parses arguments and calls into the library crates; the logic
 //! lives there, where it can be tested without a process.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Subcommand};
 use std::process::ExitCode;
 
 /// Writes to standard output like `print!`, but a reader that went away (`chime … | head`)
@@ -29,7 +29,7 @@ mod executor_cmd;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Chime: a distributed job scheduler, wire-compatible with XXL-JOB executors.
-#[derive(Parser)]
+#[derive(clap::Parser)]
 #[command(name = "chime", version, about, propagate_version = true)]
 struct Cli {
     #[command(subcommand)]
@@ -43,7 +43,8 @@ enum Command {
     /// Work with schedules: print the next fire times of a cron expression.
     Cron(cron_cmd::CronArgs),
     /// Run the scheduling center (admin): storage, scheduler, executor API, REST API.
-    Admin(admin_cmd::AdminArgs),
+    // Boxed: the admin's many settings would make every other command as large.
+    Admin(Box<admin_cmd::AdminArgs>),
     /// Run an executor (registers with the admin and runs script and shell jobs), or
     /// `executor list` to list the executors the admin knows.
     Executor(executor_cmd::ExecutorCommand),
@@ -61,10 +62,16 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // Matches are kept: `chime admin` tells a setting given by flag or variable from a default
+    // that its settings file may replace.
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     match cli.command {
         Command::Cron(args) => cron_cmd::run(args),
-        Command::Admin(args) => admin_cmd::run(args),
+        Command::Admin(args) => admin_cmd::run(*args, matches.subcommand_matches("admin").expect("the admin command matched")),
         Command::Executor(args) => match args.action {
             Some(executor_cmd::ExecutorAction::List { group }) => client_cmd::run_executor_list(cli.client, group),
             None => executor_cmd::run(args.run),

@@ -6,7 +6,6 @@
 //! encodes headers and bodies correctly (plain text + HTML alternatives).
 
 use super::message::Alarm;
-use crate::config::AdminConfig;
 use crate::store::redact_url;
 use lettre::message::{Mailbox, MultiPart};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
@@ -88,9 +87,16 @@ pub(super) struct Sender {
     http: reqwest::Client,
 }
 
+/// Where alarms go, as the settings name it (`--smtp-url`, `--alarm-from`, `--alarm-webhook`).
+pub(super) struct Channels<'a> {
+    pub smtp_url: Option<&'a str>,
+    pub from: &'a str,
+    pub webhook: Option<&'a str>,
+}
+
 impl Sender {
-    pub(super) fn new(config: &AdminConfig) -> Result<Sender, String> {
-        let smtp = match &config.smtp_url {
+    pub(super) fn new(channels: Channels<'_>) -> Result<Sender, String> {
+        let smtp = match channels.smtp_url {
             None => None,
             Some(url) => {
                 check_smtp_url(url)?;
@@ -101,11 +107,11 @@ impl Sender {
                 Some(t)
             }
         };
-        let from = config
-            .alarm_from
+        let from = channels
+            .from
             .parse::<Mailbox>()
-            .map_err(|e| format!("alarm_from '{}': {e}", config.alarm_from))?;
-        let webhook = match &config.alarm_webhook {
+            .map_err(|e| format!("alarm_from '{}': {e}", channels.from))?;
+        let webhook = match channels.webhook {
             None => None,
             Some(u) => Some(reqwest::Url::parse(u).map_err(|e| format!("alarm_webhook: {e}"))?),
         };

@@ -10,14 +10,16 @@
 //! tell), XXL-JOB's values. A sweep at start and every few minutes claims failures whose notification was lost
 //! because an admin stopped between the commit and the claim.
 
-mod deliver;
+pub mod deliver;
 mod message;
+pub mod queue;
 
 pub use deliver::{check_mailbox, check_smtp_url, check_webhook_url};
 pub use message::{escape_html, Alarm};
+pub use queue::AlarmQueue;
 
 use crate::center::Admin;
-use crate::store::{alarm_status, HandleOutcome, TriggerOutcome};
+use crate::store::alarm_status;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, Semaphore};
@@ -29,29 +31,9 @@ const SWEEP_WINDOW_MS: i64 = 24 * 3600 * 1000;
 /// Alarms delivered at once.
 const CONCURRENT_DELIVERIES: usize = 8;
 
-/// The alarm task's inbox. Cheap to clone; sending never blocks.
-#[derive(Debug, Clone)]
-pub struct AlarmQueue {
-    tx: mpsc::UnboundedSender<Vec<i64>>,
-}
-
-impl AlarmQueue {
-    /// A queue and the receiver [`run`] reads.
-    pub fn new() -> (AlarmQueue, mpsc::UnboundedReceiver<Vec<i64>>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (AlarmQueue { tx }, rx)
-    }
-}
-
 /// Called by the results writer after a batch is committed: passes on the ids of runs that
-/// failed (the claim decides which of them failed for good). Returns at once.
-pub fn after_commit(admin: &Admin, triggers: &[TriggerOutcome], handles: &[HandleOutcome]) {
-    let failed: Vec<i64> = triggers
-        .iter()
-        .filter(|t| t.code != 200)
-        .map(|t| t.run_id)
-        .chain(handles.iter().filter(|h| h.code != 200).map(|h| h.run_id))
-        .collect();
+/// failed for good (`results::plan` decides which; the claim still checks each). Returns at once.
+pub fn after_commit(admin: &Admin, failed: Vec<i64>) {
     if !failed.is_empty() {
         // Closed only at shutdown; the start-up sweep of the next start covers these.
         let _ = admin.alarms.tx.send(failed);
@@ -60,7 +42,12 @@ pub fn after_commit(admin: &Admin, triggers: &[TriggerOutcome], handles: &[Handl
 
 /// Runs the alarm task until shutdown.
 pub async fn run(admin: Arc<Admin>, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
-    let sender = match deliver::Sender::new(&admin.config) {
+    let channels = deliver::Channels {
+        smtp_url: admin.config.smtp_url.as_deref(),
+        from: &admin.config.alarm_from,
+        webhook: admin.config.alarm_webhook.as_deref(),
+    };
+    let sender = match deliver::Sender::new(channels) {
         Ok(s) => Arc::new(s),
         Err(e) => {
             // Settings are checked at start, so this is unexpected; without a sender every

@@ -5,20 +5,63 @@
 //! configuration (XXL-JOB hard-codes 3 s). The access token sent is the executor's group's own,
 //! if it has one (XXL-JOB 3.5), else the admin's. Failures are turned into `ReturnT` failures with
 //! XXL-JOB's message texts, so what a user reads in a run's trigger message is familiar.
+//!
+//! A reply is read only up to a limit ([`REPLY_LIMIT`], [`LOG_REPLY_LIMIT`] for `/log`): an
+//! executor is a remote party, and one that answers with gigabytes must not grow the admin by
+//! as much. A larger reply is refused and the call fails with "executor reply larger than …".
 
 use crate::model::Group;
 use bytes::Bytes;
 use chime_protocol::messages::{ACCESS_TOKEN_HEADER, APPNAME_HEADER};
 use chime_protocol::paths::{self, BEAT, IDLE_BEAT, KILL, LOG};
 use chime_protocol::{IdleBeatParam, KillParam, LogParam, LogResult, ProtocolGeneration, ReturnT, TriggerParam};
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::header::{ACCEPT_CHARSET, CONTENT_TYPE};
 use hyper_rustls::HttpsConnector;
+use super::network_guard::GuardedConnector;
+use crate::address_policy::ExecutorNetworks;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Largest reply body read from `/run` (`/trigger`), `/beat`, `/idleBeat` and `/kill`. Their
+/// replies are an envelope with a short message (a few hundred bytes from every known executor);
+/// 1 MiB leaves ample room and bounds what a misbehaving executor costs the admin per call.
+pub const REPLY_LIMIT: usize = 1024 * 1024;
+
+/// Largest reply body read from `/log`. The admin asks for a run's log from a line number to
+/// the end (the protocol has no page size), so a page is as large as the part of the log not
+/// read yet: the whole log on the first read, then what was written since the last poll. 16 MiB
+/// of text (about 200,000 lines) shows any log a person reads in the console in one page; a
+/// larger one is refused with a message saying so, and stays readable on the executor host.
+pub const LOG_REPLY_LIMIT: usize = 16 * 1024 * 1024;
+
+/// Characters kept of the `msg` of an executor's reply. The store keeps at most this many of a
+/// run's trigger and result messages (XXL-JOB's limit); cutting here as well keeps a reply's
+/// message from occupying up to [`REPLY_LIMIT`] in memory while it waits for the results writer.
+const REPLY_MSG_MAX_CHARS: usize = 15_000;
+
+/// The failure text of a reply over `limit` bytes.
+fn too_large(limit: usize, url: &str) -> String {
+    format!(
+        "xxl-job remoting error(executor reply larger than {} MiB), for url : {url}",
+        limit / (1024 * 1024)
+    )
+}
+
+/// Cuts a reply's message to [`REPLY_MSG_MAX_CHARS`] characters.
+fn cap_msg(msg: &mut Option<String>) {
+    if let Some(m) = msg {
+        // Byte length bounds character count: most messages are short and need no scan.
+        if m.len() > REPLY_MSG_MAX_CHARS {
+            if let Some((at, _)) = m.char_indices().nth(REPLY_MSG_MAX_CHARS) {
+                m.truncate(at);
+            }
+        }
+    }
+}
 
 /// How to reach one executor.
 #[derive(Debug, Clone, Copy)]
@@ -47,7 +90,7 @@ impl<'a> Target<'a> {
 
 /// The pooled HTTP/1.1 client under [`ExecutorClient`]: plain HTTP, or HTTPS for executors
 /// behind a TLS proxy.
-type Pool = hyper_util::client::legacy::Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+type Pool = hyper_util::client::legacy::Client<HttpsConnector<GuardedConnector>, Full<Bytes>>;
 
 /// Calls executors.
 ///
@@ -69,7 +112,14 @@ impl ExecutorClient {
     /// `idle_per_executor` should be at least the number of calls allowed to one executor at
     /// once: with fewer, every burst closes the surplus connections and the next one opens them
     /// again (a TCP handshake and a TIME_WAIT socket per call beyond the pool).
-    pub fn new(timeout: Duration, access_token: Option<String>, idle_per_executor: usize) -> ExecutorClient {
+    ///
+    /// Connections go only to peers in `networks` (see [`GuardedConnector`]).
+    pub fn new(
+        timeout: Duration,
+        access_token: Option<String>,
+        idle_per_executor: usize,
+        networks: ExecutorNetworks,
+    ) -> ExecutorClient {
         let mut tcp = HttpConnector::new();
         tcp.enforce_http(false);
         tcp.set_nodelay(true);
@@ -85,7 +135,7 @@ impl ExecutorClient {
             .with_tls_config(tls)
             .https_or_http()
             .enable_http1()
-            .wrap_connector(tcp);
+            .wrap_connector(GuardedConnector::new(tcp, networks));
         let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(60))
             .pool_max_idle_per_host(idle_per_executor.max(1))
@@ -98,7 +148,14 @@ impl ExecutorClient {
         }
     }
 
-    async fn call<T: DeserializeOwned>(&self, target: Target<'_>, path: &str, body: String) -> ReturnT<T> {
+    /// Posts `body` to `path` and reads a reply of at most `limit` bytes.
+    async fn call<T: DeserializeOwned>(
+        &self,
+        target: Target<'_>,
+        path: &str,
+        body: String,
+        limit: usize,
+    ) -> ReturnT<T> {
         let url = paths::join(target.address, path);
         let uri = match hyper::Uri::try_from(url.as_str()) {
             Ok(u) if u.scheme().is_some() && u.host().is_some() => u,
@@ -120,17 +177,36 @@ impl ExecutorClient {
         };
         // One deadline for the whole exchange, as XXL-JOB's read timeout: connect, send, answer.
         let exchange = async {
-            let resp = self.http.request(req).await.map_err(|e| error_text(&e))?;
+            let resp = self
+                .http
+                .request(req)
+                .await
+                .map_err(|e| format!("xxl-job remoting error({}), for url : {url}", error_text(&e)))?;
             let status = resp.status();
             if status != hyper::StatusCode::OK {
                 return Ok::<_, String>(Err(status));
             }
-            let bytes = resp.into_body().collect().await.map_err(|e| error_text(&e))?.to_bytes();
+            // A declared length over the limit is refused before anything is read; otherwise
+            // reading stops at the limit (a chunked reply declares none). Either way the
+            // response is dropped unread, which closes its connection instead of pooling it.
+            let declared = resp
+                .headers()
+                .get(hyper::header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok());
+            if declared.is_some_and(|n| n > limit as u64) {
+                return Err(too_large(limit, &url));
+            }
+            let bytes = match Limited::new(resp.into_body(), limit).collect().await {
+                Ok(b) => b.to_bytes(),
+                Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => return Err(too_large(limit, &url)),
+                Err(e) => return Err(format!("xxl-job remoting error({}), for url : {url}", error_text(&*e))),
+            };
             Ok(Ok(bytes))
         };
         let bytes = match tokio::time::timeout(self.timeout, exchange).await {
             Err(_) => return ReturnT::fail(format!("xxl-job remoting error(operation timed out), for url : {url}")),
-            Ok(Err(e)) => return ReturnT::fail(format!("xxl-job remoting error({e}), for url : {url}")),
+            Ok(Err(e)) => return ReturnT::fail(e),
             Ok(Ok(Err(status))) => {
                 return ReturnT::fail(format!(
                     "xxl-job remoting fail, StatusCode({}) invalid. for url : {url}",
@@ -141,7 +217,10 @@ impl ExecutorClient {
         };
         // Java executors answer with Content-Type text/html: parse whatever the header says.
         match ReturnT::<T>::from_json(&bytes) {
-            Ok(r) => r,
+            Ok(mut r) => {
+                cap_msg(&mut r.msg);
+                r
+            }
             Err(_) => {
                 let shown: String = String::from_utf8_lossy(&bytes).chars().take(200).collect();
                 ReturnT::fail(format!(
@@ -154,31 +233,32 @@ impl ExecutorClient {
     /// Sends a trigger (`/run`, or `/trigger` for G4).
     pub async fn run(&self, target: Target<'_>, param: &TriggerParam) -> ReturnT<serde_json::Value> {
         let body = serde_json::to_string(param).unwrap_or_default();
-        self.call(target, target.protocol.trigger_path(), body).await
+        self.call(target, target.protocol.trigger_path(), body, REPLY_LIMIT)
+            .await
     }
 
     /// Liveness probe.
     pub async fn beat(&self, target: Target<'_>) -> ReturnT<serde_json::Value> {
         // XXL-JOB 2.4 sends the JSON string literal "" as the body.
-        self.call(target, BEAT, "\"\"".to_owned()).await
+        self.call(target, BEAT, "\"\"".to_owned(), REPLY_LIMIT).await
     }
 
     /// Is the job busy on this executor?
     pub async fn idle_beat(&self, target: Target<'_>, job_id: i64) -> ReturnT<serde_json::Value> {
         let body = serde_json::to_string(&IdleBeatParam { job_id }).unwrap_or_default();
-        self.call(target, IDLE_BEAT, body).await
+        self.call(target, IDLE_BEAT, body, REPLY_LIMIT).await
     }
 
     /// Stops the job's runner on this executor.
     pub async fn kill(&self, target: Target<'_>, job_id: i64) -> ReturnT<serde_json::Value> {
         let body = serde_json::to_string(&KillParam { job_id }).unwrap_or_default();
-        self.call(target, KILL, body).await
+        self.call(target, KILL, body, REPLY_LIMIT).await
     }
 
     /// Reads a run's log from `from_line` on.
     pub async fn log(&self, target: Target<'_>, param: &LogParam) -> ReturnT<LogResult> {
         let body = param.to_json(target.protocol);
-        self.call(target, LOG, body).await
+        self.call(target, LOG, body, LOG_REPLY_LIMIT).await
     }
 }
 

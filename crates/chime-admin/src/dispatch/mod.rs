@@ -10,12 +10,13 @@
 
 pub mod client;
 pub mod gate;
+pub mod network_guard;
 pub mod route;
 
 use crate::center::Admin;
 use crate::model::now_ms;
-use crate::results::ResultMsg;
-use crate::schedule::wheel::WheelEntry;
+use crate::results::msg::ResultMsg;
+use crate::run::WheelEntry;
 use crate::store::{NewRun, TriggerOutcome};
 use chime_protocol::paths::normalize_address;
 use chime_protocol::{RouteStrategy, TriggerParam, TriggerType};

@@ -6,8 +6,9 @@
 //! the router without a rule fails closed (403) instead of being open; the access test checks
 //! that the table and the router list the same routes.
 //!
-//! Targets (`/jobs/{id}`, `/runs/{id}`, `/groups/{key}`, the `group` and `child_job_ids` of a
-//! job body) are resolved to their group before the handler runs. The job and run lists are
+//! Targets (`/jobs/{id}`, `/runs/{id}`, `/groups/{key}`, the `child_job_ids` of a job body) are
+//! resolved to their group before the handler runs. The group a job body names is resolved and
+//! authorised by the job handlers themselves, from the one value they then store. The job and run lists are
 //! limited to the caller's groups in SQL by their handlers (so `limit` and paging count only
 //! rows the caller may see); every list response is filtered here again by group, as a second
 //! wall. Refused (403) and successful changes are written to the audit log.
@@ -29,8 +30,9 @@ use std::sync::Arc;
 pub const SESSION_COOKIE: &str = "chime_session";
 /// Header carrying the CSRF token on cookie-authenticated state changes.
 pub const CSRF_HEADER: &str = "x-csrf-token";
-/// Largest request body the middleware reads (to resolve groups and write the audit log).
-const MAX_BODY: usize = 4 << 20;
+/// Largest request body the middleware reads (to resolve groups and write the audit log), and
+/// so the largest any `/v1` handler is given.
+pub const MAX_BODY: usize = 4 << 20;
 
 /// Who is calling.
 #[derive(Debug, Clone)]
@@ -126,10 +128,11 @@ pub enum Rule {
     Read(Target),
     /// Change one target in a permitted group; read-only users are refused.
     Write(Target),
-    /// Create a job: the body's group and its child jobs' groups must be permitted and writable.
+    /// Create a job: its child jobs' groups must be permitted and writable, and only admins
+    /// edit GLUE source. The body's group is checked by the handler, which resolves it.
     CreateJob,
-    /// Change a job: its group, the body's new group and the groups of child jobs it adds
-    /// must be permitted and writable.
+    /// Change a job: its group and the groups of child jobs it adds must be permitted and
+    /// writable. The body's new group is checked by the handler, which resolves it.
     UpdateJob,
 }
 
@@ -278,8 +281,19 @@ async fn guard_inner(admin: Arc<Admin>, req: Request, next: Next) -> Result<Resp
         .map(|m| m.as_str().to_owned())
         .unwrap_or_default();
     let Some(rule) = rule_for(&method, &pattern) else {
-        tracing::error!(%method, %pattern, "route without an access rule refused");
-        return Err(forbidden("this route has no access rule"));
+        // `route_layer` also wraps the router's method-not-allowed fallback, so a method the
+        // route does not serve arrives here too. That is the caller's mistake (a browser's
+        // preflight, a scanner, a typo), not a gap in the table: answer 405 with the methods
+        // the table has for this route, before authentication (which methods a route has is
+        // no secret). Only a route with no rule for any method is a programming error, and
+        // stays refused (fail closed) and logged as one.
+        let allow = allowed_methods(&pattern);
+        if allow.is_empty() {
+            tracing::error!(%method, %pattern, "route without an access rule refused");
+            return Err(forbidden("this route has no access rule"));
+        }
+        tracing::debug!(%method, %pattern, "method not allowed");
+        return Ok(method_not_allowed(&method, &pattern, &allow));
     };
     if rule == Rule::Public {
         return Ok(next.run(req).await);
@@ -327,9 +341,11 @@ async fn guard_inner(admin: Arc<Admin>, req: Request, next: Next) -> Result<Resp
     let param = path_param(&pattern, &path);
     let (parts, body) = req.into_parts();
     let body = if writes {
-        to_bytes(body, MAX_BODY)
-            .await
-            .map_err(|_| ApiError::bad_request(None, "request body too large"))?
+        to_bytes(body, MAX_BODY).await.map_err(|_| ApiError {
+            status: StatusCode::PAYLOAD_TOO_LARGE,
+            error: format!("request body too large (at most {} MiB)", MAX_BODY >> 20),
+            field: None,
+        })?
     } else {
         Bytes::new()
     };
@@ -352,6 +368,34 @@ async fn guard_inner(admin: Arc<Admin>, req: Request, next: Next) -> Result<Resp
         audit(&admin, &principal.username, &action, &path, status, None, &body).await;
     }
     Ok(resp)
+}
+
+/// The methods [`ROUTES`] has for a route pattern, in table order, with `HEAD` after `GET`
+/// (the router answers `HEAD` with the `GET` handler); empty for a pattern the table lacks.
+pub fn allowed_methods(pattern: &str) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    for r in ROUTES.iter().filter(|r| r.path == pattern) {
+        out.push(r.method);
+        if r.method == "GET" {
+            out.push("HEAD");
+        }
+    }
+    out
+}
+
+/// 405 with the `Allow` header and the JSON error body every other refusal has.
+fn method_not_allowed(method: &Method, pattern: &str, allow: &[&str]) -> Response {
+    let allow = allow.join(", ");
+    let mut resp = ApiError {
+        status: StatusCode::METHOD_NOT_ALLOWED,
+        error: format!("{method} is not allowed on {pattern}; allowed: {allow}"),
+        field: None,
+    }
+    .into_response();
+    if let Ok(v) = header::HeaderValue::from_str(&allow) {
+        resp.headers_mut().insert(header::ALLOW, v);
+    }
+    resp
 }
 
 /// The value of the single `{…}` parameter of `pattern` in `path`.
@@ -402,17 +446,6 @@ async fn target_group(admin: &Admin, target: Target, param: Option<&str>) -> Res
         },
     };
     Ok(found)
-}
-
-/// The group a job body names (`group_id` or `group` app name), if any.
-async fn body_group(admin: &Admin, body: &Value) -> Result<Option<i64>, ApiError> {
-    if let Some(id) = body.get("group_id").and_then(Value::as_i64) {
-        return Ok(Some(id));
-    }
-    if let Some(app) = body.get("group").and_then(Value::as_str) {
-        return Ok(admin.store.group_by_app_name(app).await?.map(|g| g.id));
-    }
-    Ok(None)
 }
 
 /// Refuses GLUE source changes by non-admins: any `glue_source`, or a `glue_type` other than
@@ -537,13 +570,9 @@ async fn authorise(
             if !p.can_write {
                 return Err(forbidden("your account is read-only"));
             }
+            // The body's group is resolved and authorised once, by the handler, which then
+            // stores that same group (`rest::job_group`): resolving it here too could disagree.
             let b = json_body();
-            if let Some(g) = body_group(admin, &b).await? {
-                p.check_write(g)?;
-            } else if !p.admin {
-                // Without a group the handler refuses anyway; do not let a user probe.
-                return Err(forbidden("give the job's group"));
-            }
             check_glue(p, &b, "BEAN")?;
             check_children(admin, p, &b, &[]).await
         }
@@ -559,9 +588,6 @@ async fn authorise(
             if let Some(job) = &job {
                 p.check_write(job.group_id)?;
                 check_glue(p, &b, job.glue_type.as_str())?;
-            }
-            if let Some(g) = body_group(admin, &b).await? {
-                p.check_write(g)?;
             }
             let current = job.as_ref().map_or(&[][..], |j| j.child_job_ids.as_slice());
             check_children(admin, p, &b, current).await

@@ -7,7 +7,7 @@ use super::auth::{hash_password, verify_password};
 use super::error::ApiError;
 use crate::center::Admin;
 use crate::model::{now_ms, Invalid};
-use crate::schedule::Calendar;
+use crate::calendar::Calendar;
 use crate::store::{AuditEntry, AuditFilter, DayCounts, GlueVersion};
 use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -432,19 +432,29 @@ async fn update_user(
     }
     let groups = b.group_ids.clone().unwrap_or_else(|| u.group_ids.clone());
     check_groups(&admin, &groups).await?;
+    // Everything is checked before anything is written, and written in one transaction: a
+    // request refused for one field changes nothing.
+    if let Some(pw) = &b.password {
+        check_password(pw)?;
+    }
+    let hash = match b.password {
+        Some(pw) => {
+            let hash = tokio::task::spawn_blocking(move || hash_password(&pw))
+                .await
+                .map_err(|e| ApiError {
+                    status: StatusCode::INTERNAL_SERVER_ERROR,
+                    error: format!("hashing the password failed: {e}"),
+                    field: None,
+                })?;
+            Some(hash)
+        }
+        None => None,
+    };
+    // A reset password logs the user out everywhere (in the same transaction).
     admin
         .store
-        .update_user_access(id, &role, b.can_write.unwrap_or(u.can_write), &groups)
+        .update_user(id, &role, b.can_write.unwrap_or(u.can_write), &groups, hash.as_deref())
         .await?;
-    if let Some(pw) = b.password {
-        check_password(&pw)?;
-        let hash = tokio::task::spawn_blocking(move || hash_password(&pw))
-            .await
-            .unwrap_or_default();
-        admin.store.set_password_hash(id, &hash).await?;
-        // A reset password logs the user out everywhere.
-        admin.store.delete_user_sessions(id, None).await?;
-    }
     Ok(Json(user_json(&admin.store.user_by_id(id).await?)))
 }
 
@@ -503,14 +513,10 @@ async fn change_password(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// An optional integer query parameter, parsed as the REST API parses them (an empty value is
+/// refused, not taken as absent).
 fn int_q(q: &HashMap<String, String>, name: &str) -> ApiResult<Option<i64>> {
-    match q.get(name).map(|s| s.trim()).filter(|s| !s.is_empty()) {
-        None => Ok(None),
-        Some(v) => v
-            .parse()
-            .map(Some)
-            .map_err(|_| ApiError::bad_request(Some(name), format!("'{v}' is not an integer"))),
-    }
+    super::rest::int_param(q, name)
 }
 
 /// The audit log, newest first: `username` (exact), `action` (contains, any case), `from` /
@@ -597,9 +603,28 @@ async fn stats(
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
     const DAY: i64 = 86_400_000;
+    // Times are epoch ms from 1970 to the end of year 9999: the day arithmetic below and in the
+    // store then cannot overflow, whatever a caller sends.
+    const LATEST: i64 = 253_402_300_799_999;
+    let in_range = |name: &'static str, t: i64| {
+        if (0..=LATEST).contains(&t) {
+            Ok(t)
+        } else {
+            Err(ApiError::bad_request(
+                Some(name),
+                format!("must be epoch milliseconds from 0 to {LATEST} (years 1970 to 9999)"),
+            ))
+        }
+    };
     let now = now_ms();
-    let to = int_q(&q, "to")?.unwrap_or(now - now.rem_euclid(DAY) + DAY);
-    let from = int_q(&q, "from")?.unwrap_or(to - 7 * DAY);
+    let to = match int_q(&q, "to")? {
+        Some(t) => in_range("to", t)?,
+        None => now - now.rem_euclid(DAY) + DAY,
+    };
+    let from = match int_q(&q, "from")? {
+        Some(f) => in_range("from", f)?,
+        None => (to - 7 * DAY).max(0),
+    };
     if from >= to || to - from > 366 * DAY {
         return Err(ApiError::bad_request(Some("from"), "the range must be 1 to 366 days"));
     }
@@ -618,7 +643,7 @@ async fn stats(
         .store
         .earliest_next_fire(scope)
         .await?
-        .map_or(0.0, |t| (now - t).max(0) as f64 / 1000.0);
+        .map_or(0.0, |t| now.saturating_sub(t).max(0) as f64 / 1000.0);
     let mut lateness = lateness(&admin.metrics.render());
     lateness["current_seconds"] = json!(current_lateness);
     Ok(Json(json!({

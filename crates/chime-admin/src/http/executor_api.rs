@@ -4,7 +4,8 @@
 //! Access: a request must carry the access token of the group it acts for — the group's own
 //! (XXL-JOB 3.5 keeps one per group), else the admin's `--access-token`; no token is needed
 //! where neither is set. A registration acts for the group of its app name, a callback for the
-//! groups of the runs it reports on.
+//! groups of the runs it reports on. A refusal is counted and logged (rate-limited, without the
+//! token): see `refuse`.
 //!
 //! Every reply is HTTP 200 with `Content-Type: application/json` and XXL-JOB's envelope
 //! `{"code":200,"msg":null,"content":null}`; failures are `code: 500` with the reason — XXL-JOB
@@ -17,13 +18,14 @@ use crate::center::Admin;
 use crate::model::Group;
 use crate::store::HandleOutcome;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
-use axum::Router;
+use axum::{Extension, Router};
 use chime_protocol::messages::{self, ACCESS_TOKEN_HEADER};
 use chime_protocol::{CallbackBatch, RegistryParam, ReturnT};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 /// Largest request body the executor API reads. An executor sends every result it has pending
@@ -31,6 +33,11 @@ use std::sync::Arc;
 /// backlog after an admin outage), so a busy executor's callback can be far larger than axum's
 /// default limit of 2 MB; 16 MB holds about 200,000 results.
 const EXECUTOR_API_BODY_LIMIT: usize = 16 * 1024 * 1024;
+
+/// Largest registration body accepted. A registration is a few hundred bytes (three fields of
+/// at most 255 characters, and Chime's instance); anything bigger is refused before it is
+/// parsed, so no part of it is copied into strings.
+const REGISTRY_BODY_LIMIT: usize = 64 * 1024;
 
 /// Routes of the executor API (to be mounted at `/` and at the context path).
 pub fn routes() -> Router<Arc<Admin>> {
@@ -59,8 +66,10 @@ async fn api(
     method: Method,
     Path(uri): Path<String>,
     headers: HeaderMap,
+    connect: Option<Extension<ConnectInfo<SocketAddr>>>,
     body: Bytes,
 ) -> Response {
+    let peer = connect.map(|Extension(ConnectInfo(a))| a);
     if method != Method::POST {
         return reply(ReturnT::fail(messages::METHOD_NOT_SUPPORTED));
     }
@@ -70,10 +79,29 @@ async fn api(
         .unwrap_or("");
     // A token that no group and not the admin accepts is refused before anything is read.
     if !allowed(&admin, None, given) && !admin.directory.any_group_token(|t| token_matches(given, t)) {
-        return reply(ReturnT::fail(messages::ACCESS_TOKEN_WRONG));
+        // The app name is read from the body only for a warning actually written.
+        let registration = matches!(uri.as_str(), "registry" | "registryRemove");
+        return refuse(&admin, &uri, peer, || {
+            #[derive(serde::Deserialize)]
+            struct Key {
+                #[serde(rename = "registryKey")]
+                registry_key: String,
+            }
+            registration
+                .then(|| serde_json::from_slice::<Key>(&body).ok())
+                .flatten()
+                .map(|k| k.registry_key)
+        });
     }
     match uri.as_str() {
         "registry" | "registryRemove" => {
+            if body.len() > REGISTRY_BODY_LIMIT {
+                return reply(ReturnT::fail(format!(
+                    "{} registration body is larger than {} KiB",
+                    messages::ILLEGAL_ARGUMENT,
+                    REGISTRY_BODY_LIMIT / 1024
+                )));
+            }
             let param: RegistryParam = match serde_json::from_slice(&body) {
                 Ok(p) => p,
                 Err(_) => return reply(ReturnT::fail(messages::ILLEGAL_ARGUMENT)),
@@ -81,16 +109,20 @@ async fn api(
             if param.has_blank_field() {
                 return reply(ReturnT::fail(messages::ILLEGAL_ARGUMENT));
             }
-            let address = match crate::model::validate_address(&param.registry_value) {
+            // Before anything of it is stored or kept: see `RegistryParam::validate`.
+            if let Err(e) = param.validate() {
+                return reply(ReturnT::fail(format!("{} {e}", messages::ILLEGAL_ARGUMENT)));
+            }
+            let address = match crate::model::validate_address(&param.registry_value, &admin.config.executor_networks) {
                 Ok(a) => a,
                 Err(e) => return reply(ReturnT::fail(format!("{} {e}", messages::ILLEGAL_ARGUMENT))),
             };
             let app = param.registry_key.trim();
             if !allowed(&admin, admin.directory.group_by_app(app).as_ref(), given) {
-                return reply(ReturnT::fail(messages::ACCESS_TOKEN_WRONG));
+                return refuse(&admin, &uri, peer, || Some(app.to_owned()));
             }
             let done = if uri == "registry" {
-                admin.directory.heartbeat(app, &address).await
+                admin.directory.heartbeat(app, &address, param.instance.as_ref()).await
             } else {
                 admin.directory.remove(app, &address).await
             };
@@ -122,7 +154,7 @@ async fn api(
             if outcomes.is_empty() {
                 return reply(ReturnT::success());
             }
-            if let Err(r) = check_run_groups(&admin, &outcomes, given).await {
+            if let Err(r) = check_run_groups(&admin, &outcomes, given, peer).await {
                 return r;
             }
             match admin.record_results(outcomes).await {
@@ -148,7 +180,12 @@ fn allowed(admin: &Admin, group: Option<&Group>, given: &str) -> bool {
 /// Refuses a callback that reports on a run of a group whose token the caller does not hold.
 /// Only looked up when some group has its own token: otherwise the check at the door (the
 /// admin's token) covers every group.
-async fn check_run_groups(admin: &Admin, outcomes: &[HandleOutcome], given: &str) -> Result<(), Response> {
+async fn check_run_groups(
+    admin: &Admin,
+    outcomes: &[HandleOutcome],
+    given: &str,
+    peer: Option<SocketAddr>,
+) -> Result<(), Response> {
     if !admin.directory.any_group_token(|_| true) {
         return Ok(());
     }
@@ -160,8 +197,62 @@ async fn check_run_groups(admin: &Admin, outcomes: &[HandleOutcome], given: &str
     let mut checked = std::collections::HashSet::new();
     for group_id in groups.into_values() {
         if checked.insert(group_id) && !allowed(admin, admin.directory.group(group_id).as_ref(), given) {
-            return Err(reply(ReturnT::fail(messages::ACCESS_TOKEN_WRONG)));
+            return Err(refuse(admin, "callback", peer, || None));
         }
     }
     Ok(())
+}
+
+/// Characters of a refused registration's app name shown in the warning (XXL-JOB's app names
+/// are at most 64 characters).
+const SHOWN_APP_CHARS: usize = 64;
+
+/// Refuses a request whose access token does not fit, visibly (XXL-JOB refuses silently, which
+/// leaves a misconfigured executor and a token-guessing caller alike unnoticed): the refusal is
+/// counted in `/metrics` (`chime_executor_requests_refused_total`, by endpoint), and a warning
+/// names the endpoint, the caller's address and a registration's app name (`app`, asked for
+/// only when a warning is written) — never the token. Warnings are limited to one per endpoint
+/// and caller address a minute, carrying the number left out (see
+/// [`crate::metrics::Metrics::executor_refused`]).
+fn refuse(admin: &Admin, uri: &str, peer: Option<SocketAddr>, app: impl FnOnce() -> Option<String>) -> Response {
+    // A fixed set of names: the path is the caller's choice and becomes a label value.
+    let endpoint = match uri {
+        "registry" => "registry",
+        "registryRemove" => "registryRemove",
+        "callback" => "callback",
+        _ => "other",
+    };
+    let ip = peer.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |p| p.ip());
+    if let Some(w) = admin.metrics.executor_refused(endpoint, ip) {
+        // The app name is the caller's text: cut, and quoted with control characters escaped,
+        // so it can neither flood the log nor forge lines in it.
+        let app = app().map_or_else(
+            || "-".to_owned(),
+            |a| {
+                let cut: String = a.chars().take(SHOWN_APP_CHARS).collect();
+                let more = if cut.len() < a.len() { "…" } else { "" };
+                format!("{cut:?}{more}")
+            },
+        );
+        let peer = peer.map_or_else(|| "unknown".to_owned(), |p| p.to_string());
+        if w.per_peer {
+            tracing::warn!(
+                endpoint,
+                peer = %peer,
+                app = %app,
+                suppressed = w.suppressed,
+                "executor request refused: wrong access token"
+            );
+        } else {
+            tracing::warn!(
+                endpoint,
+                peer = %peer,
+                app = %app,
+                suppressed = w.suppressed,
+                "executor request refused: wrong access token (callers from too many addresses: \
+                 the addresses not tracked share one warning a minute)"
+            );
+        }
+    }
+    reply(ReturnT::fail(messages::ACCESS_TOKEN_WRONG))
 }

@@ -12,7 +12,7 @@ pub mod openapi;
 pub mod rest;
 
 use crate::center::Admin;
-use axum::extract::State;
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, StatusCode};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
@@ -26,6 +26,10 @@ pub fn router(admin: Arc<Admin>) -> Router {
     let v1 = rest::routes()
         .merge(console_api::v1_routes())
         .route_layer(middleware::from_fn_with_state(admin.clone(), access::guard))
+        // The guard reads bodies up to this size and answers 413 (JSON) beyond it; the
+        // handlers' own limit (axum's default, 2 MB) would refuse some of those with a
+        // plain-text 413 instead.
+        .layer(DefaultBodyLimit::max(access::MAX_BODY))
         .layer(middleware::from_fn(console_assets::security_headers));
     let console = console_api::console_routes()
         .route_layer(middleware::from_fn_with_state(admin.clone(), access::guard))

@@ -4,8 +4,8 @@
 use super::access::Principal;
 use super::error::ApiError;
 use crate::center::Admin;
-use crate::model::{now_ms, Group, GroupSpec, Job, JobSpec, Run, RunFilter, RunStatus};
-use crate::schedule::Calendar;
+use crate::model::{now_ms, Group, GroupSpec, Invalid, Job, JobSpec, NamedGroup, Run, RunFilter, RunStatus};
+use crate::calendar::Calendar;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -70,13 +70,16 @@ fn parse_body<T: DeserializeOwned>(body: &Bytes) -> ApiResult<T> {
     })
 }
 
-fn int_param(q: &HashMap<String, String>, name: &str) -> ApiResult<Option<i64>> {
-    match q.get(name).map(|s| s.trim()).filter(|s| !s.is_empty()) {
+/// An optional integer query parameter: `None` when absent. A value that is given must be an
+/// integer; an empty one (`?limit=`) is refused like any other, rather than quietly taken as
+/// absent, so the API takes what its OpenAPI document says and nothing else.
+pub(crate) fn int_param(q: &HashMap<String, String>, name: &str) -> ApiResult<Option<i64>> {
+    match q.get(name) {
         None => Ok(None),
-        Some(v) => v
+        Some(raw) => raw
             .parse::<i64>()
             .map(Some)
-            .map_err(|_| ApiError::bad_request(Some(name), format!("'{v}' is not an integer"))),
+            .map_err(|_| ApiError::bad_request(Some(name), format!("'{raw}' is not an integer"))),
     }
 }
 
@@ -113,7 +116,7 @@ async fn list_groups(State(admin): State<Arc<Admin>>) -> ApiResult<Json<Vec<Grou
 
 async fn create_group(State(admin): State<Arc<Admin>>, body: Bytes) -> ApiResult<(StatusCode, Json<Group>)> {
     let spec: GroupSpec = parse_body(&body)?;
-    let draft = spec.validate(None)?;
+    let draft = spec.validate(None, &admin.config.executor_networks)?;
     let g = admin.store.insert_group(&draft).await?;
     refresh_directory(&admin).await;
     Ok((StatusCode::CREATED, Json(g)))
@@ -132,7 +135,7 @@ async fn show_group(State(admin): State<Arc<Admin>>, Path(key): Path<String>) ->
 async fn update_group(State(admin): State<Arc<Admin>>, Path(key): Path<String>, body: Bytes) -> ApiResult<Json<Group>> {
     let spec: GroupSpec = parse_body(&body)?;
     let current = group_by_key(&admin, &key).await?;
-    let draft = spec.validate(Some(&current))?;
+    let draft = spec.validate(Some(&current), &admin.config.executor_networks)?;
     let g = admin.store.update_group(current.id, &draft).await?;
     refresh_directory(&admin).await;
     Ok(Json(g))
@@ -170,10 +173,50 @@ async fn create_job(
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<Job>)> {
     let spec: JobSpec = parse_body(&body)?;
-    let draft = spec.validate(None, &admin.config.default_time_zone)?;
+    let group_id = job_group(&admin, &spec, None).await?;
+    if let Some(who) = who.as_deref() {
+        who.check_write(group_id)?;
+    }
+    let draft = spec.validate(None, &admin.config.default_time_zone, group_id)?;
     let job = admin.store.insert_job(&draft, &author(who.as_deref())).await?;
     admin.wake_scheduler();
     Ok((StatusCode::CREATED, Json(job)))
+}
+
+/// The one executor group a job body names, resolved once: this id is what the caller is
+/// authorised for and what is stored. A body may name the group by id, by app name, or both
+/// when both are the same group; two different groups are refused (422) rather than one of
+/// them silently winning. Without either, an update keeps the job's group.
+async fn job_group(admin: &Admin, spec: &JobSpec, current: Option<&Job>) -> ApiResult<i64> {
+    let by_app_name = |app: &str| {
+        let app = app.trim().to_owned();
+        async move {
+            admin
+                .store
+                .group_by_app_name(&app)
+                .await?
+                .map(|g| g.id)
+                .ok_or_else(|| ApiError::from(Invalid::new("group", "no executor group has this app name")))
+        }
+    };
+    match spec.named_group() {
+        NamedGroup::Id(id) => Ok(id),
+        NamedGroup::AppName(app) => by_app_name(app).await,
+        NamedGroup::Both(id, app) => {
+            let named = by_app_name(app).await?;
+            if named != id {
+                return Err(Invalid::new(
+                    "group",
+                    format!("'group' names executor group {named} but 'group_id' is {id}: give one of them"),
+                )
+                .into());
+            }
+            Ok(id)
+        }
+        NamedGroup::Unnamed => current.map(|j| j.group_id).ok_or_else(|| {
+            Invalid::new("group_id", "is required (or give the group's app name as 'group')").into()
+        }),
+    }
 }
 
 /// Who saved a job (recorded with GLUE versions): the console user, `api-token` for the bearer
@@ -195,7 +238,13 @@ async fn update_job(
     let id = path_id(&id, "job")?;
     let spec: JobSpec = parse_body(&body)?;
     let current = admin.store.job(id).await?;
-    let draft = spec.validate(Some(&current), &admin.config.default_time_zone)?;
+    let group_id = job_group(&admin, &spec, Some(&current)).await?;
+    if let Some(who) = who.as_deref() {
+        // Both ends of a move: the group the job leaves and the group it joins.
+        who.check_write(current.group_id)?;
+        who.check_write(group_id)?;
+    }
+    let draft = spec.validate(Some(&current), &admin.config.default_time_zone, group_id)?;
     let job = admin.store.update_job(id, &draft, &author(who.as_deref())).await?;
     admin.wake_scheduler();
     Ok(Json(job))

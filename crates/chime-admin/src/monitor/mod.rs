@@ -5,11 +5,11 @@
 use crate::center::Admin;
 use crate::dispatch::client::Target;
 use crate::model::{now_ms, AddressType, Group};
-use crate::results::ResultMsg;
+use crate::results::msg::ResultMsg;
 use crate::store::HandleOutcome;
 use chime_protocol::messages::JOB_RESULT_LOST;
 use chime_protocol::paths::normalize_address;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,11 +29,31 @@ pub async fn run_registry_refresh(admin: Arc<Admin>) {
 /// Running runs the lost-run sweep reads per query; it pages through all of them by id.
 pub const SWEEP_PAGE: i64 = 1_000;
 
+/// How long after an admin first hears of a restarted Chime executor the runs its predecessor
+/// accepted may be failed. A new process first re-sends the results its predecessor left in
+/// the callback spool (it starts doing so before it even registers), so a run finished just
+/// before the restart reports in within this time: each attempt waits at most 3 s for an admin
+/// (`admin_timeout`), and a round no admin accepted is retried after 3 s
+/// (`callback_retry_interval`), so 15 s cover the first attempt, a failed round over two
+/// admins and the retry after it. Longer would only delay the runs that are really lost.
+pub const RESTART_REPLAY_GRACE: Duration = Duration::from_secs(15);
+
+/// A run sent less than this before the start of the process now at its address may still have
+/// reached that process: the admin's clock started before the call was made, and the call may
+/// wait for the connection for up to the executor timeout (a SYN retried while the new process
+/// came up). One more second covers the delay of the registration the start was told by. Such a
+/// run — sent just before a quick restart — is left to the idle rule, which asks the new
+/// process whether it has the job.
+fn restart_margin(admin: &Admin) -> i64 {
+    (admin.config.executor_timeout + Duration::from_secs(1)).as_millis() as i64
+}
+
 /// What the sweep knows about an executor address, asked at most once per sweep.
 #[derive(Default)]
 struct Probes {
     beats: HashMap<String, bool>,
-    idle: HashMap<(String, i64), bool>,
+    /// `Some(when it answered, epoch ms)` for an executor that said it is idle for the job.
+    idle: HashMap<(String, i64), Option<i64>>,
 }
 
 /// The result message of a run that waited `waited` for its result (the job's executor
@@ -51,6 +71,25 @@ pub fn no_result_message(timeout_secs: i64, waited: Duration) -> String {
     format!(
         "{JOB_RESULT_LOST}: no result within {waited}, and the executor is not running the job any more \
          (its result was never delivered)"
+    )
+}
+
+/// The result message of a run whose executor said twice, `apart` between the answers, that it
+/// neither runs nor queues the run's job.
+pub fn idle_twice_message(apart: Duration) -> String {
+    format!(
+        "{JOB_RESULT_LOST}: the executor said twice, {}s apart, that it is neither running nor queueing \
+         the job (its result was never delivered)",
+        apart.as_secs()
+    )
+}
+
+/// The result message of a run accepted by an executor process that was replaced at its
+/// address (restarted) before reporting on it.
+pub fn restarted_message(address: &str) -> String {
+    format!(
+        "{JOB_RESULT_LOST}: the executor at {address} restarted after it accepted the run, and the result \
+         was not among those it delivered since"
     )
 }
 
@@ -73,85 +112,173 @@ fn result_wait(admin: &Admin, timeout_secs: i64) -> Duration {
 /// `--lost-result-after`. Skipping them keeps the sweep's reads to runs that have been running
 /// a while: reading every running run each sweep cost the admin about a tenth of its
 /// throughput at 20,000 fires/s, when callbacks lag and hundreds of thousands are running.
+/// A run lost younger (its executor restarted at once) is found from this age on: with the
+/// defaults 30 s, plus the 35 s of `--lost-idle-confirm` for executors that do not say which
+/// process they are, which keeps it within the 90 s of the dead timeout.
 pub fn sweep_min_age(dead_timeout: Duration, lost_result_after: Duration) -> Duration {
     (dead_timeout / 3).min(lost_result_after).max(Duration::from_secs(1))
 }
 
-/// Fails runs still waiting for a result that will never come, and returns how many:
-///
-/// * their executor is gone: for groups that register, an address without heartbeat for the
-///   dead timeout; for manual groups, an address that does not answer `/beat`. XXL-JOB waits
-///   ten minutes; here it is the dead timeout plus at most one sweep.
-/// * the run was sent longer ago than its job's executor timeout plus the dead timeout (the
-///   time an executor gets to deliver a result) — or, for a job without timeout, longer ago
-///   than `--lost-result-after` — and the executor, asked with `/idleBeat`, is neither running
-///   the job nor holding it in its queue: the executor finished or dropped the run, and its
-///   result was lost on the way (pyxxl, for one, drops a result the admin did not accept; a
-///   Java executor restarted within the dead timeout forgets its queue). A run queued behind
-///   others of a SERIAL_EXECUTION job is still waiting there, so the executor answers busy and
-///   the run is left alone, however long it takes.
-///
-/// Both kinds are failed with a retry, as XXL-JOB's fail monitor does.
+/// Fails runs still waiting for a result that will never come, and returns how many (see
+/// [`LostRunSweep::sweep`]). Starts from nothing: the idle answers of earlier sweeps are not
+/// known to it, so it fails no run for two of them. The admin's own sweep loop keeps one
+/// [`LostRunSweep`] for its lifetime.
 pub async fn sweep_lost_runs(admin: &Arc<Admin>) -> crate::store::StoreResult<usize> {
-    let now = now_ms();
-    let min_age = sweep_min_age(admin.config.dead_timeout, admin.config.lost_result_after);
-    let triggered_before = now - min_age.as_millis() as i64;
-    let alive = admin.directory.alive_addresses();
-    let mut probes = Probes::default();
-    // Looked up once per sweep: there may be many more running runs than groups.
-    let mut groups: HashMap<i64, Option<Group>> = HashMap::new();
-    let mut after_id = 0;
-    let mut total = 0;
-    loop {
-        let page = admin
-            .store
-            .unfinished_runs(triggered_before, after_id, SWEEP_PAGE)
-            .await?;
-        let full = page.len() as i64 >= SWEEP_PAGE;
-        let Some(last) = page.last() else { break };
-        after_id = last.id;
-        let mut lost = Vec::new();
-        for run in page {
-            let group = groups
-                .entry(run.group_id)
-                .or_insert_with(|| admin.directory.group(run.group_id));
-            let Some(group) = group.as_ref() else {
-                continue;
-            };
-            let target = Target::of(group, &run.address);
-            let gone = match group.address_type {
-                AddressType::Auto => !alive.contains(normalize_address(&run.address)),
-                AddressType::Manual => !beat(admin, &mut probes, target).await,
-            };
-            let wait = result_wait(admin, run.timeout_secs);
-            let overdue = now > run.triggered_at.saturating_add(wait.as_millis() as i64);
-            let msg = if gone {
-                JOB_RESULT_LOST.to_owned()
-            } else if overdue && idle(admin, &mut probes, target, run.job_id).await {
-                no_result_message(run.timeout_secs, wait)
-            } else {
-                continue;
-            };
-            lost.push(HandleOutcome {
-                run_id: run.id,
-                code: 500,
-                msg: Some(msg),
-                retry: true,
-            });
+    LostRunSweep::default().sweep(admin).await
+}
+
+/// The lost-run sweep, with what it remembers from one sweep to the next.
+#[derive(Debug, Default)]
+pub struct LostRunSweep {
+    /// Run id → when its executor first said it is idle for the run's job (epoch ms), with no
+    /// busy answer since. Only runs still running and old enough to be swept, not sent to the
+    /// Chime executor process serving now: an entry is dropped on a busy answer, and at the
+    /// end of each complete sweep for runs it did not keep.
+    first_idle: HashMap<i64, i64>,
+}
+
+impl LostRunSweep {
+    /// Fails runs still waiting for a result that will never come, and returns how many.
+    /// Running runs sent at least [`sweep_min_age`] ago are looked at, 1,000 per query:
+    ///
+    /// * their executor is gone: for groups that register, an address without heartbeat for
+    ///   the dead timeout; for manual groups, an address that does not answer `/beat`. XXL-JOB
+    ///   waits ten minutes; here it is the dead timeout plus at most one sweep.
+    /// * their executor restarted: a Chime executor says in each registration which process it
+    ///   is and how long it has been serving, so a run sent before the process now at its
+    ///   address started (less a margin for the time the call took) was accepted by an earlier
+    ///   one, which is gone with the run. Failed once the new process had
+    ///   [`RESTART_REPLAY_GRACE`] to re-send the results its predecessor spooled. Found however
+    ///   busy the new process is with the same job.
+    /// * their executor twice said, at least `--lost-idle-confirm` apart and with no busy
+    ///   answer between, that it is neither running nor queueing the run's job (`/idleBeat`):
+    ///   the run is finished or forgotten there (a Java or pyxxl executor restarted within the
+    ///   dead timeout forgets its queue; pyxxl drops a result the admin did not accept), and a
+    ///   result still on its way would have come by then (xxl-job-core re-sends every 30 s).
+    ///   Not for runs sent to the Chime executor process serving now: it loses a result only
+    ///   with its process, and its spooled results may wait behind a backlog. It does apply to
+    ///   a run sent just before such a process started (within the margin of the rule above).
+    /// * the run was sent longer ago than its job's executor timeout plus the dead timeout (the
+    ///   time an executor gets to deliver a result) — or, for a job without timeout, longer
+    ///   ago than `--lost-result-after` — and the executor says once that it is idle for the
+    ///   job.
+    ///
+    /// A run queued behind others of a SERIAL_EXECUTION job is still waiting in its executor,
+    /// which answers busy, so it is left alone however long it takes; an executor that cannot
+    /// be asked counts as busy (whether it is gone is the first rule's business). Every kind
+    /// is failed with a retry, as XXL-JOB's fail monitor does. A result that arrives after all
+    /// is not recorded: a run's first result is the one kept.
+    pub async fn sweep(&mut self, admin: &Arc<Admin>) -> crate::store::StoreResult<usize> {
+        let now = now_ms();
+        let min_age = sweep_min_age(admin.config.dead_timeout, admin.config.lost_result_after);
+        let triggered_before = now - min_age.as_millis() as i64;
+        let confirm = admin.config.lost_idle_confirm;
+        let margin = restart_margin(admin);
+        let grace = RESTART_REPLAY_GRACE.as_millis() as i64;
+        let alive = admin.directory.alive_addresses();
+        let mut probes = Probes::default();
+        // Looked up once per sweep: there may be many more running runs than groups.
+        let mut groups: HashMap<i64, Option<Group>> = HashMap::new();
+        // Runs whose first idle answer is kept for the next sweep; the others' are dropped.
+        let mut watched: HashSet<i64> = HashSet::new();
+        let mut after_id = 0;
+        let mut total = 0;
+        loop {
+            let page = admin
+                .store
+                .unfinished_runs(triggered_before, after_id, SWEEP_PAGE)
+                .await?;
+            let full = page.len() as i64 >= SWEEP_PAGE;
+            let Some(last) = page.last() else { break };
+            after_id = last.id;
+            let mut lost = Vec::new();
+            let mut kinds = LostKinds::default();
+            for run in page {
+                let group = groups
+                    .entry(run.group_id)
+                    .or_insert_with(|| admin.directory.group(run.group_id));
+                let Some(group) = group.as_ref() else {
+                    continue;
+                };
+                let target = Target::of(group, &run.address);
+                let gone = match group.address_type {
+                    AddressType::Auto => !alive.contains(normalize_address(&run.address)),
+                    AddressType::Manual => !beat(admin, &mut probes, target).await,
+                };
+                let process = admin.directory.executor_process(&group.app_name, &run.address);
+                let wait = result_wait(admin, run.timeout_secs);
+                let overdue = now > run.triggered_at.saturating_add(wait.as_millis() as i64);
+                let msg = if gone {
+                    kinds.gone += 1;
+                    JOB_RESULT_LOST.to_owned()
+                } else if process
+                    .is_some_and(|p| run.triggered_at < p.started_at - margin && now >= p.first_seen + grace)
+                {
+                    kinds.restarted += 1;
+                    restarted_message(&run.address)
+                } else if overdue && idle(admin, &mut probes, target, run.job_id).await.is_some() {
+                    kinds.overdue += 1;
+                    no_result_message(run.timeout_secs, wait)
+                } else if process.is_some_and(|p| run.triggered_at >= p.started_at) {
+                    // Sent to the process serving now, which says which it is: a Chime
+                    // executor, which keeps every result until an admin takes it.
+                    self.first_idle.remove(&run.id);
+                    continue;
+                } else if let Some(answered) = idle(admin, &mut probes, target, run.job_id).await {
+                    // Timed by the answers, not by the sweeps: probes late in one sweep and
+                    // early in the next are closer together than the sweeps' starts.
+                    let first = *self.first_idle.entry(run.id).or_insert(answered);
+                    let apart = Duration::from_millis((answered - first).max(0) as u64);
+                    if apart < confirm {
+                        watched.insert(run.id);
+                        continue;
+                    }
+                    kinds.idle += 1;
+                    idle_twice_message(apart)
+                } else {
+                    self.first_idle.remove(&run.id);
+                    continue;
+                };
+                self.first_idle.remove(&run.id);
+                lost.push(HandleOutcome {
+                    run_id: run.id,
+                    code: 500,
+                    msg: Some(msg),
+                    retry: true,
+                });
+            }
+            let n = lost.len();
+            if n > 0 {
+                tracing::info!(
+                    runs = n,
+                    executor_gone = kinds.gone,
+                    executor_restarted = kinds.restarted,
+                    idle_twice = kinds.idle,
+                    overdue_and_idle = kinds.overdue,
+                    "runs without a result to come marked as failed"
+                );
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                admin.send_result(ResultMsg::Handle(lost, Some(tx)));
+                let _ = rx.await;
+            }
+            total += n;
+            if !full {
+                break;
+            }
         }
-        let n = lost.len();
-        if n > 0 {
-            tracing::info!(runs = n, "runs without a result to come marked as failed");
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            admin.send_result(ResultMsg::Handle(lost, Some(tx)));
-            let _ = rx.await;
-        }
-        total += n;
-        if !full {
-            break;
-        }
+        // Runs no longer running (or not looked at: their group is gone) are forgotten.
+        self.first_idle.retain(|id, _| watched.contains(id));
+        Ok(total)
     }
-    Ok(total)
+}
+
+/// Runs failed by one page of a sweep, by reason (for the log line).
+#[derive(Default)]
+struct LostKinds {
+    gone: usize,
+    restarted: usize,
+    idle: usize,
+    overdue: usize,
 }
 
 /// Does the executor answer `/beat`?
@@ -167,16 +294,20 @@ async fn beat(admin: &Admin, probes: &mut Probes, target: Target<'_>) -> bool {
     ok
 }
 
-/// Does the executor say `job_id` is neither running nor queued there? An executor that cannot
-/// be asked counts as busy: the run is left to the dead-executor check.
-async fn idle(admin: &Admin, probes: &mut Probes, target: Target<'_>, job_id: i64) -> bool {
+/// Does the executor say `job_id` is neither running nor queued there? `Some(when it said so)`
+/// if it does. An executor that cannot be asked counts as busy: the run is left to the
+/// dead-executor check.
+async fn idle(admin: &Admin, probes: &mut Probes, target: Target<'_>, job_id: i64) -> Option<i64> {
     let key = (target.address.to_owned(), job_id);
     if let Some(idle) = probes.idle.get(&key) {
         return *idle;
     }
     let idle = match admin.probe_gate.enter(target.address).await {
-        Some(_pass) => admin.client.idle_beat(target, job_id).await.is_success(),
-        None => false,
+        Some(_pass) => {
+            let reply = admin.client.idle_beat(target, job_id).await;
+            reply.is_success().then(now_ms)
+        }
+        None => None,
     };
     probes.idle.insert(key, idle);
     idle
@@ -184,12 +315,13 @@ async fn idle(admin: &Admin, probes: &mut Probes, target: Target<'_>, job_id: i6
 
 /// Runs the lost-run sweep until shutdown.
 pub async fn run_lost_sweep(admin: Arc<Admin>) {
+    let mut sweep = LostRunSweep::default();
     loop {
         tokio::select! {
             _ = admin.shutdown.cancelled() => return,
             _ = tokio::time::sleep(admin.config.lost_sweep) => {}
         }
-        if let Err(e) = sweep_lost_runs(&admin).await {
+        if let Err(e) = sweep.sweep(&admin).await {
             tracing::warn!(error = %e, "lost-run sweep failed");
         }
     }

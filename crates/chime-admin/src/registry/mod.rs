@@ -10,10 +10,19 @@
 //! database every few seconds (so several admins share what executors told any of them) and
 //! deletes heartbeats older than the dead timeout: an executor that stopped beating leaves its
 //! group's list after at most `dead_timeout` plus one refresh.
+//!
+//! Chime's executors also say in each registration which process they are (an instance id and
+//! its uptime). The directory remembers, per app name and address, the process last heard
+//! and when it started by this admin's clock ([`Directory::executor_process`]): a run sent to
+//! that address before then was accepted by an earlier process, which is gone. This is kept in
+//! memory only: every executor registers with every admin it knows (XXL-JOB's executors do the
+//! same), so each admin hears it for itself; an admin that just started knows nothing yet and
+//! so fails nothing on this ground until the next heartbeat.
 
 use crate::model::{now_ms, AddressType, ExecutorEntry, Group};
 use crate::store::{Store, StoreResult};
 use chime_protocol::paths::normalize_address;
+use chime_protocol::ExecutorInstance;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -74,6 +83,57 @@ fn manual_addresses(group: &Group) -> Vec<String> {
     out
 }
 
+/// The executor process behind an address, as this admin heard of it (see
+/// [`Directory::executor_process`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExecutorProcess {
+    /// When the process started serving, epoch ms by this admin's clock: the arrival of a
+    /// registration minus the uptime it carried, the earliest of these estimates. Network delay
+    /// only makes it later than the truth, never earlier.
+    pub started_at: i64,
+    /// When this admin first heard of the process, epoch ms.
+    pub first_seen: i64,
+}
+
+/// One process as remembered: its id, and what [`ExecutorProcess`] says of it.
+#[derive(Debug, Clone)]
+struct KnownProcess {
+    id: String,
+    process: ExecutorProcess,
+    /// Its last registration, epoch ms: a process silent for the dead timeout is forgotten.
+    last_seen: i64,
+}
+
+/// Processes by app name and address (without trailing slash).
+type Processes = HashMap<(String, String), KnownProcess>;
+
+/// Records that `instance` registered at `key` at `arrived` (epoch ms): a new id replaces what
+/// was known (the executor at that address restarted); the same id keeps the earliest start
+/// estimate (the registration with the least delay on the way comes closest to the truth).
+fn note_process(processes: &mut Processes, key: (String, String), instance: &ExecutorInstance, arrived: i64) {
+    let uptime = i64::try_from(instance.uptime_ms).unwrap_or(i64::MAX);
+    let started_at = arrived.saturating_sub(uptime);
+    match processes.get_mut(&key) {
+        Some(known) if known.id == instance.id => {
+            known.process.started_at = known.process.started_at.min(started_at);
+            known.last_seen = known.last_seen.max(arrived);
+        }
+        _ => {
+            processes.insert(
+                key,
+                KnownProcess {
+                    id: instance.id.clone(),
+                    process: ExecutorProcess {
+                        started_at,
+                        first_seen: arrived,
+                    },
+                    last_seen: arrived,
+                },
+            );
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct State {
     groups: HashMap<i64, Group>,
@@ -104,6 +164,9 @@ pub struct Directory {
     /// at tens of thousands of runs a second, and the answer changes only when the state does
     /// or a heartbeat in it grows too old.
     views: Mutex<HashMap<i64, CachedView>>,
+    /// The process last heard at each address (Chime executors only). Apart from `state`: it
+    /// changes on heartbeats, and the group views do not depend on it.
+    processes: Mutex<Processes>,
 }
 
 impl Directory {
@@ -115,6 +178,7 @@ impl Directory {
             state: RwLock::new(State::default()),
             version: AtomicU64::new(0),
             views: Mutex::new(HashMap::new()),
+            processes: Mutex::new(Processes::new()),
         }
     }
 
@@ -122,9 +186,29 @@ impl Directory {
         self.dead_timeout.as_millis() as i64
     }
 
-    /// Records a heartbeat.
-    pub async fn heartbeat(&self, app_name: &str, address: &str) -> StoreResult<()> {
-        self.store.upsert_registry(app_name, address, now_ms()).await?;
+    /// Records a heartbeat, and the executor process that sent it when it says
+    /// (`instance`, Chime's executors).
+    pub async fn heartbeat(
+        &self,
+        app_name: &str,
+        address: &str,
+        instance: Option<&ExecutorInstance>,
+    ) -> StoreResult<()> {
+        // The uptime is subtracted from the arrival, taken before the write: the time the write
+        // takes would otherwise count as network delay and put the start later than it was.
+        let arrived = now_ms();
+        self.store.upsert_registry(app_name, address, arrived).await?;
+        let key = (app_name.to_owned(), normalize_address(address).to_owned());
+        let mut processes = self.processes.lock().unwrap_or_else(|p| p.into_inner());
+        match instance {
+            Some(instance) => note_process(&mut processes, key, instance, arrived),
+            // Whatever serves the address now does not say which process it is (an executor
+            // of another kind took it over): what the last one said no longer holds.
+            None => {
+                processes.remove(&key);
+            }
+        }
+        drop(processes);
         // Stamped after the write committed, not before: a refresh that began while the write
         // was in flight may have read a snapshot without this row, and it keeps only memory
         // entries stamped at or after its start. A stamp taken before the write would be older
@@ -149,7 +233,22 @@ impl Directory {
         if let Some(m) = s.live.get_mut(app_name) {
             m.retain(|a, _| normalize_address(a) != bare);
         }
+        drop(s);
+        // A process that leaves is gone; whatever registers here next is a new one, known by
+        // its own uptime.
+        self.processes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&(app_name.to_owned(), bare.to_owned()));
         Ok(())
+    }
+
+    /// The executor process last heard at `address` (either spelling) for `app_name`, if it
+    /// said which it is (Chime's executors do) within the dead timeout.
+    pub fn executor_process(&self, app_name: &str, address: &str) -> Option<ExecutorProcess> {
+        let processes = self.processes.lock().unwrap_or_else(|p| p.into_inner());
+        let known = processes.get(&(app_name.to_owned(), normalize_address(address).to_owned()))?;
+        (known.last_seen > now_ms() - self.dead_ms()).then_some(known.process)
     }
 
     /// Reloads groups and live heartbeats; deletes dead heartbeats.
@@ -170,6 +269,12 @@ impl Directory {
         keep_heartbeats_since(&mut live, &s.live, now);
         s.groups = groups.into_iter().map(|g| (g.id, g)).collect();
         s.live = live;
+        drop(s);
+        // Bounded by the addresses heard within the dead timeout.
+        self.processes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|_, known| known.last_seen >= cutoff);
         Ok(())
     }
 
@@ -332,6 +437,43 @@ mod tests {
             ],
             "the spelling with the newest heartbeat wins; the others are kept as registered"
         );
+    }
+
+    #[test]
+    fn a_process_starts_at_its_earliest_estimate_until_another_replaces_it() {
+        let mut processes = Processes::new();
+        let key = || ("app".to_owned(), "http://a:1".to_owned());
+        let beat = |id: &str, uptime_ms| ExecutorInstance {
+            id: id.to_owned(),
+            uptime_ms,
+        };
+        // Started at 1,000: the first registration was 50 ms on the way, a later one 10 ms.
+        note_process(&mut processes, key(), &beat("one", 0), 1_050);
+        note_process(&mut processes, key(), &beat("one", 30_000), 31_010);
+        note_process(&mut processes, key(), &beat("one", 60_000), 61_200);
+        let known = &processes[&key()];
+        assert_eq!(
+            (known.process, known.last_seen),
+            (
+                ExecutorProcess {
+                    started_at: 1_010,
+                    first_seen: 1_050
+                },
+                61_200
+            )
+        );
+        // A restart: a new id with a short uptime.
+        note_process(&mut processes, key(), &beat("two", 500), 70_000);
+        assert_eq!(
+            processes[&key()].process,
+            ExecutorProcess {
+                started_at: 69_500,
+                first_seen: 70_000
+            }
+        );
+        // An uptime beyond any clock does not wrap around.
+        note_process(&mut processes, key(), &beat("three", u64::MAX), 80_000);
+        assert_eq!(processes[&key()].process.started_at, 80_000 - i64::MAX);
     }
 
     #[test]

@@ -2,44 +2,29 @@
 //! transaction per batch, by a single task.
 //!
 //! Dispatch tasks and `/api/callback` hand their outcomes over a channel; the writer takes
-//! everything queued (up to a batch limit), commits it with `store::record_outcomes`, answers
-//! the waiting callbacks, and puts the runs the batch caused (retries, child jobs) on the
-//! timer. One database round trip per batch, not per run, is what lets the admin keep up with
+//! everything queued (up to a batch limit), commits it with `Store::record_batch`, answers
+//! the waiting callbacks, hands the runs that failed for good to the alarms, and puts the runs
+//! the batch caused (retries, child jobs) on the timer. What an outcome causes is decided by
+//! [`plan`], without a database. One database round trip per batch, not per run, is what lets the admin keep up with
 //! tens of thousands of fires per second on SQLite.
 
+pub mod msg;
+pub mod plan;
+
+pub use msg::ResultMsg;
+
 use crate::center::Admin;
-use crate::store::{HandleOutcome, TriggerOutcome};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 /// Most messages taken into one transaction: in practice everything queued. When the writer
 /// falls behind, a run's callback queues behind trigger results sent after its own; taking only
 /// the oldest few thousand would split most runs' two outcomes over two batches, and the one
-/// write that records both (`Store::record_outcomes`) would stop happening exactly when it is
+/// write that records both (`Store::record_batch`) would stop happening exactly when it is
 /// needed. (The claim loop waits while more than 20,000 outcomes are queued, which bounds this.)
 const BATCH_MAX: usize = 100_000;
-
-/// Something to record.
-#[derive(Debug)]
-pub enum ResultMsg {
-    /// A run was sent (or could not be).
-    Trigger(TriggerOutcome),
-    /// Run results (a callback batch, a kill, the lost sweep); the sender learns when they are
-    /// committed.
-    Handle(Vec<HandleOutcome>, Option<oneshot::Sender<Result<(), String>>>),
-}
-
-impl ResultMsg {
-    /// How many outcomes this message carries.
-    pub fn outcomes(&self) -> usize {
-        match self {
-            ResultMsg::Trigger(_) => 1,
-            ResultMsg::Handle(h, _) => h.len(),
-        }
-    }
-}
 
 /// Runs the writer until shutdown. At shutdown it keeps writing while runs are still being
 /// sent (bounded by the executor timeout), so a graceful stop leaves no run that was sent but
@@ -92,7 +77,7 @@ pub async fn run(admin: Arc<Admin>, mut rx: mpsc::Receiver<ResultMsg>) {
         let mut attempt = 0;
         let started = std::time::Instant::now();
         let follow_ups = loop {
-            match admin.store.record_outcomes(&triggers, &handles).await {
+            match admin.store.record_batch(&triggers, &handles).await {
                 Ok(f) => break Ok(f),
                 Err(e) if attempt < 5 => {
                     attempt += 1;
@@ -113,8 +98,9 @@ pub async fn run(admin: Arc<Admin>, mut rx: mpsc::Receiver<ResultMsg>) {
         }
         admin.results_done(taken);
         match follow_ups {
-            Ok(tickets) => {
-                crate::alarm::after_commit(&admin, &triggers, &handles);
+            Ok(recorded) => {
+                crate::alarm::after_commit(&admin, recorded.failed_for_good);
+                let tickets = recorded.follow_ups;
                 for a in acks {
                     let _ = a.send(Ok(()));
                 }

@@ -6,11 +6,10 @@
 //! A crash after the commit loses nothing: at start (and when a partition is taken over)
 //! [`recover`] loads the pending run rows and applies the misfire policy to the late ones.
 
-mod calendar;
 pub mod lease;
 pub mod wheel;
 
-pub use calendar::{local_zone_name, Calendar};
+use crate::calendar::Calendar;
 
 use crate::center::Admin;
 use crate::model::{now_ms, Job, SKIPPED_CODE};

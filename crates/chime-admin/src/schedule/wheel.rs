@@ -8,26 +8,13 @@
 //! entries are never cancelled — a run that must not go out any more is skipped at dispatch.
 
 use crate::center::Admin;
-use crate::model::{now_ms, Job};
-use crate::store::RunTicket;
+use crate::model::now_ms;
+pub use crate::run::WheelEntry;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::time::{Duration, Instant};
-
-/// A run waiting for its time.
-#[derive(Debug, Clone)]
-pub struct WheelEntry {
-    /// When to send it, epoch ms.
-    pub due: i64,
-    /// Its job (as read when it was claimed or created).
-    pub job: Arc<Job>,
-    /// The run.
-    pub ticket: RunTicket,
-    /// An address chosen by the user (manual trigger), bypassing the route strategy.
-    pub address: Option<String>,
-}
 
 struct Keyed(i64, u64, WheelEntry);
 

@@ -4,7 +4,7 @@
 //! with several admins, repeated notifications and sweeps an alarm is sent at most once.
 
 use super::rows;
-use super::{placeholders, Store, StoreResult};
+use super::{Store, StoreResult};
 
 /// `alarm_status` values (XXL-JOB's).
 pub mod alarm_status {
@@ -85,22 +85,11 @@ impl Store {
 
     /// `alarm_status` of each of `run_ids` (for tests and the API).
     pub async fn alarm_statuses(&self, run_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>> {
-        let mut out = Vec::new();
-        for chunk in run_ids.chunks(500) {
-            let q = self
-                .sql(&format!(
-                    "SELECT id, alarm_status FROM run WHERE id IN ({}) ORDER BY id",
-                    placeholders(chunk.len())
-                ))
-                .into_owned();
-            let mut query = sqlx::query(&q);
-            for id in chunk {
-                query = query.bind(*id);
-            }
-            for r in query.fetch_all(&self.read).await? {
-                out.push((rows::int(&r, "id")?, rows::int(&r, "alarm_status")?));
-            }
-        }
-        Ok(out)
+        let sql = "SELECT id, alarm_status FROM run WHERE id IN ({in}) ORDER BY id";
+        self.read_in(sql, run_ids, &[])
+            .await?
+            .iter()
+            .map(|r| Ok((rows::int(r, "id")?, rows::int(r, "alarm_status")?)))
+            .collect()
     }
 }

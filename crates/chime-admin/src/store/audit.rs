@@ -82,17 +82,9 @@ impl Store {
             if ids.is_empty() {
                 return Ok(deleted);
             }
-            let q = self
-                .sql(&format!(
-                    "DELETE FROM audit_log WHERE id IN ({})",
-                    super::placeholders(ids.len())
-                ))
-                .into_owned();
-            let mut query = sqlx::query(&q);
-            for id in &ids {
-                query = query.bind(*id);
-            }
-            deleted += query.execute(&self.write).await?.rows_affected();
+            deleted += self
+                .write_in("DELETE FROM audit_log WHERE id IN ({in})", &ids, &[])
+                .await?;
             if (ids.len() as i64) < batch.max(1) {
                 return Ok(deleted);
             }

@@ -1,7 +1,7 @@
 //! Executor groups.
 
 use super::rows::{self, GROUP_COLUMNS};
-use super::{placeholders, Store, StoreError, StoreResult};
+use super::{Store, StoreError, StoreResult};
 use crate::model::{now_ms, Group, GroupDraft, Invalid};
 use std::collections::HashMap;
 
@@ -120,23 +120,12 @@ impl Store {
     /// The group of each of `run_ids` that exists: run id → group id (checking whose runs a
     /// callback reports on).
     pub async fn groups_of_runs(&self, run_ids: &[i64]) -> StoreResult<HashMap<i64, i64>> {
-        let mut out = HashMap::with_capacity(run_ids.len());
-        for chunk in run_ids.chunks(1000) {
-            let q = self
-                .sql(&format!(
-                    "SELECT id, group_id FROM run WHERE id IN ({})",
-                    placeholders(chunk.len())
-                ))
-                .into_owned();
-            let mut query = sqlx::query(&q);
-            for id in chunk {
-                query = query.bind(*id);
-            }
-            for r in query.fetch_all(&self.read).await? {
-                out.insert(rows::int(&r, "id")?, rows::int(&r, "group_id")?);
-            }
-        }
-        Ok(out)
+        let sql = "SELECT id, group_id FROM run WHERE id IN ({in})";
+        self.read_in(sql, run_ids, &[])
+            .await?
+            .iter()
+            .map(|r| Ok((rows::int(r, "id")?, rows::int(r, "group_id")?)))
+            .collect()
     }
 
     /// Every group, by id.

@@ -3,7 +3,7 @@
 use super::rows::{self, JOB_COLUMNS};
 use super::{placeholders, Store, StoreError, StoreResult, PARTITIONS};
 use crate::model::{now_ms, Invalid, Job, JobDraft};
-use crate::schedule::Calendar;
+use crate::calendar::Calendar;
 use chime_protocol::ScheduleType;
 use sqlx::any::Any;
 use sqlx::Transaction;
@@ -32,17 +32,9 @@ pub(crate) fn first_fire(
 }
 
 impl Store {
-    async fn resolve_group(&self, tx: &mut Transaction<'static, Any>, draft: &JobDraft) -> StoreResult<i64> {
-        if let Some(app) = &draft.group_app_name {
-            let q = self.sql("SELECT id FROM executor_group WHERE app_name = ?");
-            return match sqlx::query(&q).bind(app).fetch_optional(&mut **tx).await? {
-                Some(r) => Ok(rows::int(&r, "id")?),
-                None => Err(Invalid::new("group", format!("no executor group with app name '{app}'")).into()),
-            };
-        }
-        let Some(id) = draft.group_id else {
-            return Err(Invalid::new("group_id", "is required (or give the group's app name as 'group')").into());
-        };
+    /// Checks, inside the writing transaction, that the draft's group still exists.
+    async fn check_group(&self, tx: &mut Transaction<'static, Any>, draft: &JobDraft) -> StoreResult<i64> {
+        let id = draft.group_id;
         let q = self.sql("SELECT id FROM executor_group WHERE id = ?");
         match sqlx::query(&q).bind(id).fetch_optional(&mut **tx).await? {
             Some(_) => Ok(id),
@@ -60,18 +52,8 @@ impl Store {
         if children.is_empty() {
             return Ok(());
         }
-        let q = self
-            .sql(&format!(
-                "SELECT id FROM job WHERE id IN ({})",
-                placeholders(children.len())
-            ))
-            .into_owned();
-        let mut query = sqlx::query(&q);
-        for c in children {
-            query = query.bind(*c);
-        }
-        let found: HashSet<i64> = query
-            .fetch_all(&mut **tx)
+        let found: HashSet<i64> = self
+            .fetch_in(tx, "SELECT id FROM job WHERE id IN ({in})", children, &[])
             .await?
             .iter()
             .map(|r| rows::int(r, "id"))
@@ -110,7 +92,7 @@ impl Store {
     pub async fn insert_job(&self, draft: &JobDraft, author: &str) -> StoreResult<Job> {
         let now = now_ms();
         let mut tx = self.write.begin().await?;
-        let group_id = self.resolve_group(&mut tx, draft).await?;
+        let group_id = self.check_group(&mut tx, draft).await?;
         self.check_children(&mut tx, None, &draft.child_job_ids).await?;
         let next = if draft.running {
             first_fire(draft.schedule_type, &draft.schedule_expr, &draft.time_zone, now, now)?
@@ -197,7 +179,7 @@ impl Store {
             return Err(StoreError::NotFound(format!("job {id}")));
         };
         let old = rows::job(&row)?;
-        let group_id = self.resolve_group(&mut tx, draft).await?;
+        let group_id = self.check_group(&mut tx, draft).await?;
         self.check_children(&mut tx, Some(id), &draft.child_job_ids).await?;
         let schedule_changed = old.schedule_type != draft.schedule_type
             || old.schedule_expr != draft.schedule_expr
@@ -342,23 +324,9 @@ impl Store {
 
     /// Jobs by id (missing ids are left out).
     pub async fn jobs_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<Job>> {
-        let mut out = Vec::with_capacity(ids.len());
-        for chunk in ids.chunks(500) {
-            let q = self
-                .sql(&format!(
-                    "SELECT {JOB_COLUMNS} FROM job WHERE id IN ({})",
-                    placeholders(chunk.len())
-                ))
-                .into_owned();
-            let mut query = sqlx::query(&q);
-            for id in chunk {
-                query = query.bind(*id);
-            }
-            for r in query.fetch_all(&self.read).await? {
-                out.push(rows::job(&r)?);
-            }
-        }
-        Ok(out)
+        let sql = format!("SELECT {JOB_COLUMNS} FROM job WHERE id IN ({{in}})");
+        let all = self.read_in(&sql, ids, &[]).await?;
+        Ok(all.iter().map(rows::job).collect::<Result<_, _>>()?)
     }
 
     /// Jobs, optionally of one group, by id; `after_id`/`limit` page through them. `scope`
@@ -458,22 +426,13 @@ impl Store {
                 .iter()
                 .map(|r| rows::int(r, 0))
                 .collect::<Result<_, _>>()?;
-            let q = self
-                .sql(&format!(
-                    "UPDATE job SET partition_no = MOD(id, {PARTITIONS}) WHERE id IN ({})",
-                    placeholders(new_ids.len())
-                ))
-                .into_owned();
-            let q = if self.backend == super::Backend::Sqlite {
-                q.replace(&format!("MOD(id, {PARTITIONS})"), &format!("id % {PARTITIONS}"))
+            let partition = if self.backend == super::Backend::Sqlite {
+                format!("id % {PARTITIONS}")
             } else {
-                q
+                format!("MOD(id, {PARTITIONS})")
             };
-            let mut query = sqlx::query(&q);
-            for id in &new_ids {
-                query = query.bind(*id);
-            }
-            query.execute(&mut *tx).await?;
+            let sql = format!("UPDATE job SET partition_no = {partition} WHERE id IN ({{in}})");
+            self.execute_in(&mut tx, &sql, &new_ids, &[]).await?;
             tx.commit().await?;
             ids.extend(new_ids);
         }

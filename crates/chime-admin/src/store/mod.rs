@@ -12,6 +12,7 @@
 
 mod alarms;
 mod audit;
+mod bulk;
 mod console_queries;
 mod dialect;
 mod groups;
@@ -25,14 +26,14 @@ mod runs;
 mod sessions;
 mod users;
 
+pub use crate::run::{Claimed, FirePlan, Recorded, HANDLE_MSG_MAX};
+pub use crate::run::{HandleOutcome, NewRun, RunTicket, TriggerOutcome, UnfinishedRun};
 pub use alarms::alarm_status;
 pub use audit::{AuditEntry, AuditFilter};
 pub use console_queries::{DayCounts, GlueVersion};
 pub use dialect::{placeholders, Backend};
 pub use jobs::JobDue;
 pub use leases::Lease;
-pub use runs::{Claimed, FirePlan};
-pub use runs::{HandleOutcome, NewRun, RunTicket, TriggerOutcome, UnfinishedRun};
 pub use sessions::SessionUser;
 pub use users::User;
 

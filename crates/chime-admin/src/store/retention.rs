@@ -1,7 +1,8 @@
 //! Run retention: finished runs older than the retention period are deleted in small batches.
 
+use super::bulk::Arg;
 use super::rows;
-use super::{placeholders, Store, StoreResult};
+use super::{Store, StoreResult};
 
 impl Store {
     /// Deletes finished runs (success, failure, skipped) created before `cutoff` (epoch ms),
@@ -40,18 +41,14 @@ impl Store {
             }
             if !doomed.is_empty() {
                 // The state is checked again in the DELETE: a run may have changed since the read.
-                let q = self
-                    .sql(&format!(
-                        "DELETE FROM run WHERE id IN ({}) AND created_at < ? \
+                deleted += self
+                    .write_in(
+                        "DELETE FROM run WHERE id IN ({in}) AND created_at < ? \
                          AND NOT (handle_code = 0 AND trigger_code IN (0, 200))",
-                        placeholders(doomed.len())
-                    ))
-                    .into_owned();
-                let mut query = sqlx::query(&q);
-                for id in &doomed {
-                    query = query.bind(*id);
-                }
-                deleted += query.bind(cutoff).execute(&self.write).await?.rows_affected();
+                        &doomed,
+                        &[Arg::Int(cutoff)],
+                    )
+                    .await?;
             }
             if reached_young || (page.len() as i64) < batch.max(1) {
                 return Ok(deleted);

@@ -1,7 +1,7 @@
 //! Console users (the first one is created at first start).
 
 use super::rows;
-use super::{Store, StoreResult};
+use super::{Store, StoreError, StoreResult};
 use crate::model::now_ms;
 
 /// A console user.
@@ -40,6 +40,40 @@ impl Store {
             .bind(now_ms())
             .execute(&self.write)
             .await?;
+        Ok(())
+    }
+
+    /// Changes a user in one transaction: role, write permission and groups, and with
+    /// `password_hash` the password, which also ends every session of the user (a reset
+    /// password logs the user out everywhere). All of it is written, or none of it.
+    pub async fn update_user(
+        &self,
+        id: i64,
+        role: &str,
+        can_write: bool,
+        group_ids: &[i64],
+        password_hash: Option<&str>,
+    ) -> StoreResult<()> {
+        let mut tx = self.write.begin().await?;
+        let q = self.sql("UPDATE app_user SET role = ?, can_write = ?, group_ids = ? WHERE id = ?");
+        let done = sqlx::query(&q)
+            .bind(role)
+            .bind(i64::from(can_write))
+            .bind(rows::join_ids(group_ids))
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        // (MySQL reports matched rows, not changed ones: sqlx connects with CLIENT_FOUND_ROWS.)
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(format!("user {id}")));
+        }
+        if let Some(hash) = password_hash {
+            let q = self.sql("UPDATE app_user SET password_hash = ? WHERE id = ?");
+            sqlx::query(&q).bind(hash).bind(id).execute(&mut *tx).await?;
+            let q = self.sql("DELETE FROM console_session WHERE user_id = ?");
+            sqlx::query(&q).bind(id).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
         Ok(())
     }
 

@@ -24,7 +24,7 @@ pub async fn insert_manual_group(store: &chime_admin::store::Store, app_name: &s
         addresses: Some(vec!["http://127.0.0.1:1".into()]),
         ..Default::default()
     }
-    .validate(None)
+    .validate(None, &Default::default())
     .unwrap();
     store.insert_group(&draft).await.unwrap()
 }

@@ -286,11 +286,27 @@ impl Client {
     }
 
     pub async fn request(&self, method: reqwest::Method, path: &str, body: String) -> Reply {
-        let mut req = self
-            .http
-            .request(method, format!("{}{}", self.base, path))
-            .header("Content-Type", "application/json;charset=UTF-8")
-            .body(body);
+        self.request_with(
+            method,
+            path,
+            &[("Content-Type", "application/json;charset=UTF-8")],
+            body,
+        )
+        .await
+    }
+
+    /// A POST with exactly these headers (plus the token, if the client has one): no
+    /// Content-Type unless one is among them.
+    pub async fn post_with(&self, path: &str, headers: &[(&str, &str)], body: impl Into<String>) -> Reply {
+        self.request_with(reqwest::Method::POST, path, headers, body.into())
+            .await
+    }
+
+    async fn request_with(&self, method: reqwest::Method, path: &str, headers: &[(&str, &str)], body: String) -> Reply {
+        let mut req = self.http.request(method, format!("{}{}", self.base, path)).body(body);
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
         if let Some(t) = &self.token {
             req = req.header("XXL-JOB-ACCESS-TOKEN", t);
         }

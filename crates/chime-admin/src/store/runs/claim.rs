@@ -1,0 +1,183 @@
+//! Claiming due fires, runs a crash left unsent, and skipped misfires.
+
+use super::{ticket, UPDATE_ROWS};
+use crate::model::{now_ms, Job, SKIPPED_CODE};
+use crate::run::{Claimed, FirePlan, RunTicket};
+use crate::store::bulk::Arg;
+use crate::store::rows;
+use crate::store::{Store, StoreResult, PARTITIONS};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Jobs kept in the claim loop's cache at most (a job is a few hundred bytes); the scheduler
+/// clears the cache when it is full.
+const JOB_CACHE_MAX: usize = 100_000;
+/// Jobs whose script is longer than this are read again each round instead of cached.
+const JOB_CACHE_GLUE_MAX: usize = 4096;
+
+impl Store {
+    /// Claims due fires: in one transaction, checks which of the partitions in `ready` (those
+    /// this admin has recovered) it still leases, reads running jobs due before `horizon`, lets `plan` decide their fires, inserts
+    /// the run rows and advances each job's `next_fire_at`. After the commit the fires are
+    /// durable; the unique `(job_id, fire_key)` key makes a second claim of the same fire a no-op.
+    ///
+    /// `cache` keeps full job rows between rounds: the due query reads only
+    /// `(id, updated_at, anchor_at, next_fire_at, last_fire_at)` and full rows are read for jobs
+    /// not cached or changed since (every job edit moves `updated_at` forward, see
+    /// `jobs::bump_updated_at`). Converting 26-column rows was most of a claim round's time.
+    pub async fn claim_due_fires(
+        &self,
+        owner: &str,
+        ready: &[i64],
+        horizon: i64,
+        limit: i64,
+        cache: &mut HashMap<i64, Arc<Job>>,
+        mut plan: impl FnMut(&Job) -> FirePlan,
+    ) -> StoreResult<Claimed> {
+        let now = now_ms();
+        let mut tx = self.write.begin().await?;
+        let q = self.sql("SELECT partition_no FROM partition_lease WHERE owner = ? AND expires_at > ?");
+        let held: Vec<i64> = sqlx::query(&q)
+            .bind(owner)
+            .bind(now)
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(|r| rows::int(r, "partition_no"))
+            .collect::<Result<Vec<i64>, _>>()?
+            .into_iter()
+            .filter(|p| ready.contains(p))
+            .collect();
+        if held.is_empty() {
+            return Ok(Claimed::default());
+        }
+        let partition_filter = if held.len() as i64 == PARTITIONS {
+            String::new()
+        } else {
+            format!(
+                " AND partition_no IN ({})",
+                held.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(",")
+            )
+        };
+        let q = self
+            .sql(&format!(
+                "SELECT id, updated_at, anchor_at, next_fire_at, last_fire_at FROM job \
+                 WHERE running = 1 AND next_fire_at <= ?{partition_filter} ORDER BY next_fire_at LIMIT ?{}",
+                self.backend.for_update()
+            ))
+            .into_owned();
+        let due: Vec<[i64; 5]> = self
+            .int_rows(
+                &mut tx,
+                &q,
+                ["id", "updated_at", "anchor_at", "next_fire_at", "last_fire_at"],
+                &[horizon, limit],
+            )
+            .await?;
+        let more = due.len() as i64 == limit;
+        if due.is_empty() {
+            return Ok(Claimed::default());
+        }
+        let stale: Vec<i64> = due
+            .iter()
+            .filter(|[id, updated, anchor, _, _]| {
+                cache
+                    .get(id)
+                    .is_none_or(|j| j.updated_at != *updated || j.anchor_at != *anchor)
+            })
+            .map(|d| d[0])
+            .collect();
+        let fresh = self.jobs_tx(&mut tx, &stale).await?;
+        let mut uncached: HashMap<i64, Arc<Job>> = HashMap::new();
+        for (id, job) in fresh {
+            let job = Arc::new(job);
+            // Jobs with a long script stay out of the cache: they would make it large.
+            if job.glue_source.len() <= JOB_CACHE_GLUE_MAX && cache.len() < JOB_CACHE_MAX {
+                cache.insert(id, job);
+            } else {
+                cache.remove(&id);
+                uncached.insert(id, job);
+            }
+        }
+        let mut jobs: Vec<Arc<Job>> = Vec::with_capacity(due.len());
+        for [id, _, _, next, last] in &due {
+            // A job deleted since the due query cannot be, the row is locked (or, on SQLite,
+            // this is the only writer); skip defensively rather than fail the round.
+            let Some(base) = uncached.get(id).or_else(|| cache.get(id)) else {
+                continue;
+            };
+            let mut job = Job::clone(base);
+            job.next_fire_at = *next;
+            job.last_fire_at = *last;
+            jobs.push(Arc::new(job));
+        }
+        let mut all_runs = Vec::new();
+        let mut updates = Vec::with_capacity(jobs.len());
+        for job in &jobs {
+            let p = plan(job);
+            updates.push((job.id, p.next_fire_at, p.last_fire_at));
+            all_runs.extend(p.runs);
+        }
+        let skipped = all_runs.iter().filter(|r| r.trigger_code == SKIPPED_CODE).count();
+        let tickets = self.insert_fires_tx(&mut tx, &all_runs).await?;
+        for chunk in updates.chunks(UPDATE_ROWS) {
+            let q = self
+                .backend
+                .update_by_id("job", &["next_fire_at", "last_fire_at"], chunk.len(), "");
+            let mut query = sqlx::query(&q);
+            for (id, next, last) in chunk {
+                query = query.bind(*id).bind(*next).bind(*last);
+            }
+            query.execute(&mut *tx).await?;
+        }
+        // A schedule that never fires again stops its job, as XXL-JOB does.
+        let ended: Vec<i64> = updates
+            .iter()
+            .filter(|(_, next, _)| *next == 0)
+            .map(|(id, _, _)| *id)
+            .collect();
+        self.execute_in(&mut tx, "UPDATE job SET running = 0 WHERE id IN ({in})", &ended, &[])
+            .await?;
+        tx.commit().await?;
+        let mut by_job: HashMap<i64, Vec<RunTicket>> = HashMap::new();
+        for t in tickets {
+            by_job.entry(t.job_id).or_default().push(t);
+        }
+        let jobs = jobs
+            .into_iter()
+            .filter_map(|j| by_job.remove(&j.id).map(|t| (j, t)))
+            .collect();
+        Ok(Claimed { jobs, more, skipped })
+    }
+
+    /// Runs not yet sent (`trigger_code = 0`) of jobs in `partitions`: what a crash left behind.
+    pub async fn pending_runs(&self, partitions: &[i64]) -> StoreResult<Vec<RunTicket>> {
+        if partitions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let q = format!(
+            "SELECT r.id AS id, r.job_id AS job_id, r.scheduled_at AS scheduled_at, r.trigger_type AS trigger_type, \
+             r.handler AS handler, r.param AS param, r.shard_index AS shard_index, r.shard_total AS shard_total, \
+             r.retry_count AS retry_count, r.lineage AS lineage, r.trigger_code AS trigger_code \
+             FROM run r JOIN job j ON j.id = r.job_id \
+             WHERE r.trigger_code = 0 AND r.handle_code = 0 AND j.partition_no IN ({}) ORDER BY r.scheduled_at",
+            partitions.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(",")
+        );
+        let all = sqlx::query(&q).fetch_all(&self.read).await?;
+        Ok(all
+            .iter()
+            .map(|r| ticket(r).map(|(t, _)| t))
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// Records missed fires that the misfire policy does not run.
+    pub async fn mark_skipped(&self, run_ids: &[i64], msg: &str) -> StoreResult<()> {
+        self.write_in(
+            "UPDATE run SET trigger_code = ?, trigger_msg = ? WHERE trigger_code = 0 AND id IN ({in})",
+            run_ids,
+            &[Arg::Int(SKIPPED_CODE), Arg::Text(msg)],
+        )
+        .await?;
+        Ok(())
+    }
+}

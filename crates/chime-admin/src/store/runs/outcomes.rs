@@ -1,0 +1,326 @@
+//! Recording trigger results and run results, and creating the runs they cause, in one
+//! transaction per batch. What an outcome causes is decided by `crate::results::plan`; this
+//! reads the facts it needs and writes what it decides.
+//!
+//! This is the admin's busiest writer (a result and a trigger result per fire, tens of
+//! thousands a second), so the common case is kept to a few multi-row statements: a run sent
+//! and reported on successfully in the same batch gets both in one write, runs with a result
+//! are first read briefly (job and current result, packed on SQLite), and full facts are read
+//! only for the few outcomes that may cause a follow-up.
+
+use super::UPDATE_ROWS;
+use crate::model::{now_ms, Job};
+use crate::results::plan::{self, RunFacts, RunState};
+use crate::run::{capped, HandleOutcome, NewRun, Recorded, RunTicket, TriggerOutcome};
+use crate::store::rows;
+use crate::store::{Store, StoreResult};
+use sqlx::any::{Any, AnyArguments};
+use sqlx::query::Query;
+use sqlx::AnyConnection;
+use std::collections::{HashMap, HashSet};
+
+/// The columns [`Store::run_facts`] reads, in [`RunFacts`]' order.
+const FACT_COLUMNS: &str = "id, job_id, group_id, handler, param, shard_index, shard_total, retry_count, lineage";
+
+/// The outcomes of a batch that the merged write does not take: `(merged, triggers, results)`.
+type Split<'a> = (
+    Vec<(&'a TriggerOutcome, &'a HandleOutcome)>,
+    Vec<&'a TriggerOutcome>,
+    Vec<&'a HandleOutcome>,
+);
+
+impl Store {
+    /// Records trigger results and run results in one transaction, and creates the runs they
+    /// cause (see [`Store::record_batch`]); returns those runs.
+    pub async fn record_outcomes(
+        &self,
+        triggers: &[TriggerOutcome],
+        handles: &[HandleOutcome],
+    ) -> StoreResult<Vec<RunTicket>> {
+        Ok(self.record_batch(triggers, handles).await?.follow_ups)
+    }
+
+    /// Records trigger results and run results in one transaction, and creates the runs they
+    /// cause as `results::plan` decides: a retry for a failure while retries remain (same
+    /// shard, one retry fewer), child jobs for a success. A result for a run that already has
+    /// one changes nothing (the update is guarded by `handle_code = 0`), and follow-ups are
+    /// guarded by `alarm_status`, so a repeated callback never retries or fires children twice.
+    /// Returns the runs created and the runs that failed for good.
+    pub async fn record_batch(&self, triggers: &[TriggerOutcome], handles: &[HandleOutcome]) -> StoreResult<Recorded> {
+        if triggers.is_empty() && handles.is_empty() {
+            return Ok(Recorded::default());
+        }
+        let now = now_ms();
+        let mut tx = self.write.begin().await?;
+        // A run sent and already reported on when the writer gets to it, successfully, by a job
+        // without children, needs nothing read and nothing followed up: its trigger result and
+        // its result go into the row in one write. The busier the writer, the longer results
+        // wait for it and the more runs take this way.
+        let (merged, triggers, handles) = self.merge_simple_successes(&mut tx, triggers, handles).await?;
+        for chunk in merged.chunks(UPDATE_ROWS) {
+            let q = self.backend.update_by_id(
+                "run",
+                &[TRIGGER_RESULT_COLUMNS, &["handled_at", "handle_code", "handle_msg"]].concat(),
+                chunk.len(),
+                "run.handle_code = 0",
+            );
+            let mut query = sqlx::query(&q);
+            for (t, h) in chunk {
+                query = bind_trigger_result(query, t)
+                    .bind(now)
+                    .bind(h.code)
+                    .bind(plan::result_msg(h));
+            }
+            let done = query.execute(&mut *tx).await?;
+            if done.rows_affected() < chunk.len() as u64 {
+                // Some run had a result already (a kill recorded first): the guard skipped its
+                // whole row, but the trigger result must still be written. Writing the chunk's
+                // trigger results again is the same values for the others.
+                let only: Vec<&TriggerOutcome> = chunk.iter().map(|(t, _)| *t).collect();
+                self.write_trigger_results(&mut tx, &only).await?;
+            }
+        }
+        self.write_trigger_results(&mut tx, &triggers).await?;
+        // What recording a result needs of each run (job, current result), for every run with
+        // a result in this batch. Most are successes of jobs without children, which need
+        // nothing more; facts are read below only for the others.
+        let mut handle_ids: Vec<i64> = handles.iter().map(|h| h.run_id).collect();
+        handle_ids.sort_unstable();
+        handle_ids.dedup();
+        // (No `handle_msg`: a run's message is written only together with its result, so a run
+        // still without one has none to append to. The exception is a callback reporting code 0,
+        // which no XXL-JOB executor sends: the next result replaces its message.)
+        let q = format!(
+            "SELECT id, job_id, handle_code FROM run WHERE id IN ({{in}}){}",
+            self.backend.for_update()
+        );
+        let brief: HashMap<i64, (i64, i64)> = self
+            .int_rows_in(&mut tx, &q, ["id", "job_id", "handle_code"], &handle_ids)
+            .await?
+            .into_iter()
+            .map(|[id, job_id, handle_code]| (id, (job_id, handle_code)))
+            .collect();
+        // Children of jobs whose runs succeeded now. Only jobs that have children matter here;
+        // reading just those keeps the common case (no children) to one cheap query.
+        let success_jobs: HashSet<i64> = handles
+            .iter()
+            .filter(|h| h.code == 200)
+            .filter_map(|h| brief.get(&h.run_id))
+            .map(|b| b.0)
+            .collect();
+        let parents = self
+            .jobs_with_children(&mut tx, &success_jobs.into_iter().collect::<Vec<_>>())
+            .await?;
+        let child_ids: Vec<i64> = parents.values().flat_map(|j| j.child_job_ids.iter().copied()).collect();
+        let children: HashMap<i64, Job> = self.jobs_tx(&mut tx, &child_ids).await?;
+        // Facts: of failed sends and failed runs (retries), of successes with children.
+        let mut ids: Vec<i64> = triggers.iter().filter(|t| t.code != 200).map(|t| t.run_id).collect();
+        ids.extend(handles.iter().filter_map(|h| {
+            let (job_id, handle_code) = *brief.get(&h.run_id)?;
+            (handle_code == 0 && plan::needs_facts(h, parents.get(&job_id))).then_some(h.run_id)
+        }));
+        ids.sort_unstable();
+        ids.dedup();
+        let facts = self.run_facts(&mut tx, &ids).await?;
+
+        let mut failed_for_good = Vec::new();
+        // Follow-ups by run, to be created once its guard is won: retries first, then children.
+        let mut retries: Vec<(i64, Vec<NewRun>)> = Vec::new();
+        let mut child_runs: Vec<(i64, Vec<NewRun>)> = Vec::new();
+        for t in triggers.iter().filter(|t| t.code != 200) {
+            let Some(f) = facts.get(&t.run_id) else { continue };
+            let then = plan::plan_send(f, t, now);
+            if then.failed_for_good {
+                failed_for_good.push(t.run_id);
+            }
+            if !then.follow_ups.is_empty() {
+                retries.push((t.run_id, then.follow_ups));
+            }
+        }
+        let plans = plan::plan_results(
+            &handles,
+            |id| {
+                brief.get(&id).map(|&(job_id, handle_code)| RunState {
+                    job_id,
+                    handle_code,
+                    facts: facts.get(&id),
+                })
+            },
+            &parents,
+            &children,
+            now,
+        );
+        // Results that cause nothing: written together, several per statement. A result with
+        // follow-ups is written on its own, to see whether it was written.
+        let mut plain: Vec<(i64, i64, String)> = Vec::with_capacity(plans.len());
+        let q =
+            self.sql("UPDATE run SET handled_at = ?, handle_code = ?, handle_msg = ? WHERE id = ? AND handle_code = 0");
+        for p in plans {
+            if p.then.failed_for_good {
+                failed_for_good.push(p.run_id);
+            }
+            if p.then.follow_ups.is_empty() {
+                plain.push((p.run_id, p.code, p.msg));
+                continue;
+            }
+            let done = sqlx::query(&q)
+                .bind(now)
+                .bind(p.code)
+                .bind(&p.msg)
+                .bind(p.run_id)
+                .execute(&mut *tx)
+                .await?;
+            if done.rows_affected() == 1 {
+                if p.code == 200 {
+                    child_runs.push((p.run_id, p.then.follow_ups));
+                } else {
+                    retries.push((p.run_id, p.then.follow_ups));
+                }
+            }
+        }
+        for chunk in plain.chunks(UPDATE_ROWS) {
+            let q = self.backend.update_by_id(
+                "run",
+                &["handled_at", "handle_code", "handle_msg"],
+                chunk.len(),
+                "run.handle_code = 0",
+            );
+            let mut query = sqlx::query(&q);
+            for (id, code, msg) in chunk {
+                query = query.bind(*id).bind(now).bind(*code).bind(msg);
+            }
+            query.execute(&mut *tx).await?;
+        }
+        // Follow-ups, at most once per run.
+        let guard = self.sql("UPDATE run SET alarm_status = 1 WHERE id = ? AND alarm_status = 0");
+        let mut follow_ups: Vec<NewRun> = Vec::new();
+        for (id, runs) in retries.into_iter().chain(child_runs) {
+            if sqlx::query(&guard).bind(id).execute(&mut *tx).await?.rows_affected() == 1 {
+                follow_ups.extend(runs);
+            }
+        }
+        let tickets = self.insert_runs_tx(&mut tx, &follow_ups).await?;
+        tx.commit().await?;
+        failed_for_good.sort_unstable();
+        failed_for_good.dedup();
+        Ok(Recorded {
+            follow_ups: tickets,
+            failed_for_good,
+        })
+    }
+
+    /// Writes trigger results, one multi-row UPDATE per chunk: per-row statements made the
+    /// writer the bottleneck at ten thousand fires per second.
+    async fn write_trigger_results(&self, conn: &mut AnyConnection, triggers: &[&TriggerOutcome]) -> StoreResult<()> {
+        for chunk in triggers.chunks(UPDATE_ROWS) {
+            let q = self
+                .backend
+                .update_by_id("run", TRIGGER_RESULT_COLUMNS, chunk.len(), "");
+            let mut query = sqlx::query(&q);
+            for t in chunk {
+                query = bind_trigger_result(query, t);
+            }
+            query.execute(&mut *conn).await?;
+        }
+        Ok(())
+    }
+
+    /// Splits a batch into the runs whose trigger result (code 200) and successful result
+    /// are both in it, for jobs without children, and the outcomes left. A run reported on
+    /// twice in the batch stays with the rest, which records only the first result.
+    async fn merge_simple_successes<'a>(
+        &self,
+        conn: &mut AnyConnection,
+        triggers: &'a [TriggerOutcome],
+        handles: &'a [HandleOutcome],
+    ) -> StoreResult<Split<'a>> {
+        let sent: HashMap<i64, &TriggerOutcome> = triggers
+            .iter()
+            .filter(|t| t.code == 200)
+            .map(|t| (t.run_id, t))
+            .collect();
+        let mut reports: HashMap<i64, usize> = HashMap::new();
+        for h in handles {
+            *reports.entry(h.run_id).or_default() += 1;
+        }
+        let candidates: Vec<(&TriggerOutcome, &HandleOutcome)> = handles
+            .iter()
+            .filter(|h| h.code == 200 && reports[&h.run_id] == 1)
+            .filter_map(|h| sent.get(&h.run_id).map(|t| (*t, h)))
+            .collect();
+        if candidates.is_empty() {
+            return Ok((Vec::new(), triggers.iter().collect(), handles.iter().collect()));
+        }
+        let job_ids: Vec<i64> = candidates
+            .iter()
+            .map(|(t, _)| t.job_id)
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        let parents = self.jobs_with_children(conn, &job_ids).await?;
+        let merged: Vec<(&TriggerOutcome, &HandleOutcome)> = candidates
+            .into_iter()
+            .filter(|(t, h)| !plan::needs_facts(h, parents.get(&t.job_id)))
+            .collect();
+        let taken: HashSet<i64> = merged.iter().map(|(t, _)| t.run_id).collect();
+        let triggers = triggers.iter().filter(|t| !taken.contains(&t.run_id)).collect();
+        let handles = handles.iter().filter(|h| !taken.contains(&h.run_id)).collect();
+        Ok((merged, triggers, handles))
+    }
+
+    /// The jobs among `ids` that have children, by id.
+    async fn jobs_with_children(&self, conn: &mut AnyConnection, ids: &[i64]) -> StoreResult<HashMap<i64, Job>> {
+        self.jobs_where(conn, "child_job_ids <> '' AND", ids).await
+    }
+
+    /// The [`RunFacts`] of the runs `ids` (sorted, without duplicates), locked for the batch.
+    async fn run_facts(&self, conn: &mut AnyConnection, ids: &[i64]) -> StoreResult<HashMap<i64, RunFacts>> {
+        let q = format!(
+            "SELECT {FACT_COLUMNS} FROM run WHERE id IN ({{in}}){}",
+            self.backend.for_update()
+        );
+        let mut out = HashMap::with_capacity(ids.len());
+        for r in self.fetch_in(conn, &q, ids, &[]).await? {
+            // By position, in FACT_COLUMNS' order.
+            let f = RunFacts {
+                id: rows::int(&r, 0)?,
+                job_id: rows::int(&r, 1)?,
+                group_id: rows::int(&r, 2)?,
+                handler: rows::text(&r, 3)?,
+                param: rows::text(&r, 4)?,
+                shard_index: rows::int(&r, 5)?,
+                shard_total: rows::int(&r, 6)?,
+                retry_count: rows::int(&r, 7)?,
+                lineage: rows::text(&r, 8)?,
+            };
+            out.insert(f.id, f);
+        }
+        Ok(out)
+    }
+}
+
+/// The columns a trigger result sets, in the order `bind_trigger_result` binds them (after the
+/// run id that `update_by_id` keys on).
+const TRIGGER_RESULT_COLUMNS: &[&str] = &[
+    "triggered_at",
+    "executor_address",
+    "trigger_code",
+    "trigger_msg",
+    "shard_total",
+    "trigger_type",
+];
+
+/// Binds one run's id and trigger result for an `update_by_id` over `TRIGGER_RESULT_COLUMNS`.
+fn bind_trigger_result<'q>(
+    query: Query<'q, Any, AnyArguments<'q>>,
+    t: &'q TriggerOutcome,
+) -> Query<'q, Any, AnyArguments<'q>> {
+    query
+        .bind(t.run_id)
+        .bind(t.triggered_at)
+        .bind(&t.address)
+        .bind(t.code)
+        .bind(capped(&t.msg))
+        .bind(t.shard_total)
+        .bind(t.trigger_type.as_str())
+}
