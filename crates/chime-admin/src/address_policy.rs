@@ -131,7 +131,9 @@ pub fn check_address(address: &str, networks: &ExecutorNetworks) -> Result<Strin
     }
     let shown = shorten(trimmed);
     if trimmed.chars().any(|c| c.is_whitespace() || c.is_control() || c == ',') {
-        return Err(format!("'{shown}' must not contain whitespace, control characters or commas"));
+        return Err(format!(
+            "'{shown}' must not contain whitespace, control characters or commas"
+        ));
     }
     let rest = trimmed
         .strip_prefix("http://")
@@ -190,9 +192,11 @@ fn parse_authority(authority: &str) -> Option<Host> {
     if authority.starts_with('[') {
         return None;
     }
-    let name_ok = host
-        .split('.')
-        .all(|label| !label.is_empty() && label.len() <= 63 && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
+    let name_ok = host.split('.').all(|label| {
+        !label.is_empty()
+            && label.len() <= 63
+            && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    });
     name_ok.then(|| Host::Name(host.to_ascii_lowercase()))
 }
 

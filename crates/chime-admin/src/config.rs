@@ -24,7 +24,13 @@ pub struct AdminConfig {
     pub listen: SocketAddr,
     /// Database: sqlite://FILE (created on first start), mysql://USER:PASS@HOST/DB or
     /// postgres://USER@HOST/DB.
-    #[arg(id = "db", long = "db", value_name = "URL", env = "CHIME_DB", default_value = "sqlite://chime.db")]
+    #[arg(
+        id = "db",
+        long = "db",
+        value_name = "URL",
+        env = "CHIME_DB",
+        default_value = "sqlite://chime.db"
+    )]
     #[serde(rename = "db")]
     pub db_url: String,
     /// Token of the executor protocol (XXL-JOB-ACCESS-TOKEN), checked on /api/* and sent to
@@ -106,7 +112,13 @@ pub struct AdminConfig {
     pub claim_batch: i64,
     /// Time zone of jobs created without one [default: this machine's]. The key
     /// `default_time_zone` of older files is read too.
-    #[arg(id = "default_tz", long = "default-tz", env = "CHIME_DEFAULT_TZ", default_value = "", hide_default_value = true)]
+    #[arg(
+        id = "default_tz",
+        long = "default-tz",
+        env = "CHIME_DEFAULT_TZ",
+        default_value = "",
+        hide_default_value = true
+    )]
     #[serde(rename = "default_tz", alias = "default_time_zone")]
     pub default_time_zone: String,
     /// This admin's name in partition leases [default: host-pid-random].
@@ -143,8 +155,8 @@ pub struct AdminConfig {
 impl Default for AdminConfig {
     /// Every setting at the default its `#[arg]` declares (no environment is read).
     fn default() -> AdminConfig {
-        let cmd = <AdminConfig as clap::Args>::augment_args(clap::Command::new("defaults"))
-            .mut_args(|a| a.env(None::<&str>));
+        let cmd =
+            <AdminConfig as clap::Args>::augment_args(clap::Command::new("defaults")).mut_args(|a| a.env(None::<&str>));
         let matches = cmd
             .try_get_matches_from(["defaults"])
             .expect("the declared defaults parse");
@@ -176,7 +188,11 @@ impl AdminConfig {
         AdminConfig::deserialize(toml::Value::Table(file.clone())).map_err(|e| e.to_string())?;
         let mut merged = toml::Table::try_from(&given).map_err(|e| e.to_string())?;
         for (key, value) in file {
-            let key = if key == "default_time_zone" { "default_tz".to_owned() } else { key };
+            let key = if key == "default_time_zone" {
+                "default_tz".to_owned()
+            } else {
+                key
+            };
             let from_flag_or_env = matches
                 .value_source(&key)
                 .is_some_and(|s| s != ValueSource::DefaultValue);
@@ -346,7 +362,8 @@ mod tests {
         assert_eq!(c.access_token.as_deref(), Some("t"));
         assert_eq!(c.dead_timeout, Duration::from_secs(10));
         assert!(AdminConfig::from_toml("bogus = 1").is_err());
-        let bad = AdminConfig::augment_args(clap::Command::new("admin")).try_get_matches_from(["admin", "--listen", "nope"]);
+        let bad =
+            AdminConfig::augment_args(clap::Command::new("admin")).try_get_matches_from(["admin", "--listen", "nope"]);
         assert!(bad.unwrap_err().to_string().contains("listen"));
         let bad = AdminConfig::from_toml("listen = \"nope\"").unwrap_err();
         assert!(bad.contains("listen"), "{bad}");
@@ -358,7 +375,10 @@ mod tests {
         assert_eq!(c.listen, "127.0.0.1:8080".parse().unwrap());
         assert_eq!(c.tick, Duration::from_millis(500));
         assert_eq!(c.lost_idle_confirm, Duration::from_secs(35));
-        assert_eq!((c.catch_up_max, c.dispatch_concurrency, c.claim_batch), (100, 1024, 20_000));
+        assert_eq!(
+            (c.catch_up_max, c.dispatch_concurrency, c.claim_batch),
+            (100, 1024, 20_000)
+        );
         assert_eq!(c.executor_networks, ExecutorNetworks::default());
         assert!(!c.default_time_zone.is_empty() && !c.node_id.is_empty());
         // The file's value counts where no flag gave one; an explicit flag wins over the file.
@@ -436,7 +456,10 @@ mod tests {
                 .lines()
                 .find(|l| l.starts_with(&format!("| `--{long}")))
                 .unwrap_or_else(|| panic!("docs/admin.md has no row for --{long}"));
-            assert!(row.contains(&format!("`{env}`")), "the row of --{long} names {env}: {row}");
+            assert!(
+                row.contains(&format!("`{env}`")),
+                "the row of --{long} names {env}: {row}"
+            );
         }
     }
 

@@ -29,5 +29,5 @@ mod start;
 pub mod store;
 
 pub use center::{Admin, Channels, OpError};
-pub use start::{start, AdminHandle, StartError};
 pub use config::AdminConfig;
+pub use start::{start, AdminHandle, StartError};

@@ -4,10 +4,10 @@
 //! creating and changing groups and jobs arrives as [`GroupSpec`] / [`JobSpec`] and is checked
 //! by their `validate` methods, which name the offending field, before anything is written.
 
+use crate::address_policy::ExecutorNetworks;
 use chime_protocol::{
     BlockStrategy, GlueType, MisfireStrategy, ProtocolGeneration, RouteStrategy, ScheduleType, TriggerType,
 };
-use crate::address_policy::ExecutorNetworks;
 use serde::{Deserialize, Serialize};
 
 /// A value the user gave that cannot be accepted, with the field it came from.
@@ -724,8 +724,14 @@ mod tests {
 
     #[test]
     fn addresses_are_checked_and_kept_as_written() {
-        assert_eq!(validate_address(" http://h:1/ ", &ExecutorNetworks::default()).unwrap(), "http://h:1/");
-        assert_eq!(validate_address("http://h:1", &ExecutorNetworks::default()).unwrap(), "http://h:1");
+        assert_eq!(
+            validate_address(" http://h:1/ ", &ExecutorNetworks::default()).unwrap(),
+            "http://h:1/"
+        );
+        assert_eq!(
+            validate_address("http://h:1", &ExecutorNetworks::default()).unwrap(),
+            "http://h:1"
+        );
         assert!(validate_address("http:///", &ExecutorNetworks::default()).is_err());
         assert!(validate_address("h:1", &ExecutorNetworks::default()).is_err());
         assert!(validate_address("http://", &ExecutorNetworks::default()).is_err());
@@ -751,7 +757,10 @@ mod tests {
             addresses: Some(vec!["http://b:1".into(), "http://a:1/".into(), "http://a:1".into()]),
             ..Default::default()
         };
-        assert_eq!(spec.validate(None, &ExecutorNetworks::default()).unwrap().addresses, ["http://a:1", "http://b:1"]);
+        assert_eq!(
+            spec.validate(None, &ExecutorNetworks::default()).unwrap().addresses,
+            ["http://a:1", "http://b:1"]
+        );
     }
 
     #[test]
@@ -761,7 +770,9 @@ mod tests {
             access_token: token.map(str::to_owned),
             ..Default::default()
         };
-        let draft = spec(Some(" s3cret ")).validate(None, &ExecutorNetworks::default()).unwrap();
+        let draft = spec(Some(" s3cret "))
+            .validate(None, &ExecutorNetworks::default())
+            .unwrap();
         assert_eq!(draft.access_token.as_deref(), Some("s3cret"));
         let group = Group {
             id: 1,
@@ -780,9 +791,17 @@ mod tests {
         assert_eq!(group.effective_token(Some("global")), Some("s3cret"));
         let kept = spec(None).validate(Some(&group), &ExecutorNetworks::default()).unwrap();
         assert_eq!(kept.access_token.as_deref(), Some("s3cret"));
-        let removed = spec(Some("")).validate(Some(&group), &ExecutorNetworks::default()).unwrap();
+        let removed = spec(Some(""))
+            .validate(Some(&group), &ExecutorNetworks::default())
+            .unwrap();
         assert_eq!(removed.access_token, None);
-        assert_eq!(spec(Some("a b")).validate(None, &ExecutorNetworks::default()).unwrap_err().field, "access_token");
+        assert_eq!(
+            spec(Some("a b"))
+                .validate(None, &ExecutorNetworks::default())
+                .unwrap_err()
+                .field,
+            "access_token"
+        );
     }
 
     #[test]

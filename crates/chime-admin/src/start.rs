@@ -132,4 +132,3 @@ async fn run_wal_checkpoints(admin: Arc<Admin>) {
         }
     }
 }
-

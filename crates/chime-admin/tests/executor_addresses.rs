@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Api, Db, TestDb, ACCESS_TOKEN};
+use common::{Api, Db, TestDb};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -14,16 +14,7 @@ use std::time::Duration;
 
 /// Registers `address` for `app` as an executor does; returns XXL-JOB's reply envelope.
 async fn register(base: &str, app: &str, address: &str) -> Value {
-    reqwest::Client::new()
-        .post(format!("{base}/api/registry"))
-        .header("XXL-JOB-ACCESS-TOKEN", ACCESS_TOKEN)
-        .json(&json!({"registryGroup": "EXECUTOR", "registryKey": app, "registryValue": address}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    common::post_registration(base, app, address).await
 }
 
 /// Addresses that must never be called, with a word the refusal must contain.
@@ -65,7 +56,11 @@ async fn registrations_and_manual_addresses_outside_the_rules_are_refused() {
     assert_eq!(listed[0]["executors"], json!([]), "{listed}");
 
     // Loopback and private addresses, with or without a path prefix, are fine by default.
-    for address in ["http://127.0.0.1:9999/", "http://10.1.2.3:9999", "http://executor-1:9999/chime/"] {
+    for address in [
+        "http://127.0.0.1:9999/",
+        "http://10.1.2.3:9999",
+        "http://executor-1:9999/chime/",
+    ] {
         let v = register(&base, "auto", address).await;
         assert_eq!(v["code"], 200, "registration of {address}: {v}");
     }
@@ -120,7 +115,10 @@ async fn an_allow_list_tightens_registration_and_dispatch() {
         .unwrap();
     handle.admin.directory.refresh().await.unwrap();
     let job = api
-        .ok("/v1/jobs", json!({"group_id": group, "handler": "h", "schedule_type": "NONE"}))
+        .ok(
+            "/v1/jobs",
+            json!({"group_id": group, "handler": "h", "schedule_type": "NONE"}),
+        )
         .await["id"]
         .as_i64()
         .unwrap();
@@ -145,7 +143,11 @@ async fn an_allow_list_tightens_registration_and_dispatch() {
         "{failed}"
     );
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(seen.load(Ordering::SeqCst), 0, "the executor outside the networks was called");
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        0,
+        "the executor outside the networks was called"
+    );
     handle.shutdown().await;
     db.drop_db().await;
 }

@@ -40,7 +40,13 @@ impl Caller {
             .await
             .unwrap();
         assert_eq!(r.status(), 200, "login of {user}");
-        let cookie = r.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
+        let cookie = r.headers()["set-cookie"]
+            .to_str()
+            .unwrap()
+            .split(';')
+            .next()
+            .unwrap()
+            .to_owned();
         let body: Value = r.json().await.unwrap();
         Caller {
             base: base.to_owned(),
@@ -90,15 +96,27 @@ enum Side {
 const ALL_NAMINGS: [Naming; 7] = [
     Naming::Id(Side::Own),
     Naming::AppName(Side::Own),
-    Naming::Both { id: Side::Own, app_name: Side::Own },
+    Naming::Both {
+        id: Side::Own,
+        app_name: Side::Own,
+    },
     Naming::Id(Side::Other),
     Naming::AppName(Side::Other),
-    Naming::Both { id: Side::Other, app_name: Side::Other },
-    Naming::Both { id: Side::Own, app_name: Side::Other },
+    Naming::Both {
+        id: Side::Other,
+        app_name: Side::Other,
+    },
+    Naming::Both {
+        id: Side::Own,
+        app_name: Side::Other,
+    },
 ];
 
 /// Both mixed orders are checked; the seventh entry above is one, this is the other.
-const MIXED_OTHER_FIRST: Naming = Naming::Both { id: Side::Other, app_name: Side::Own };
+const MIXED_OTHER_FIRST: Naming = Naming::Both {
+    id: Side::Other,
+    app_name: Side::Own,
+};
 
 struct Groups {
     own: (i64, &'static str),
@@ -162,7 +180,9 @@ async fn a_job_body_names_one_group_and_that_group_is_authorised(kind: Db) {
     let group = |app: &'static str| {
         let api = &api;
         async move {
-            let (s, g) = api.call(Method::POST, "/v1/groups", Some(json!({"app_name": app}))).await;
+            let (s, g) = api
+                .call(Method::POST, "/v1/groups", Some(json!({"app_name": app})))
+                .await;
             assert_eq!(s, 201, "{g}");
             (g["id"].as_i64().unwrap(), app)
         }
@@ -203,16 +223,28 @@ async fn a_job_body_names_one_group_and_that_group_is_authorised(kind: Db) {
         }
     }
     let (s, v) = alice.call(Method::POST, "/v1/jobs", Some(job_body())).await;
-    assert_eq!((s.as_u16(), &v["field"]), (422, &json!("group_id")), "no group named: {v}");
+    assert_eq!(
+        (s.as_u16(), &v["field"]),
+        (422, &json!("group_id")),
+        "no group named: {v}"
+    );
 
     // Moving her job, as alice: every naming of the other group is refused, and the job stays.
     let (_, mine) = alice
-        .call(Method::POST, "/v1/jobs", Some(groups.name(Naming::Id(Side::Own), job_body())))
+        .call(
+            Method::POST,
+            "/v1/jobs",
+            Some(groups.name(Naming::Id(Side::Own), job_body())),
+        )
         .await;
     let mine = mine["id"].as_i64().unwrap();
     for &naming in &namings {
         let (s, v) = alice
-            .call(Method::PUT, &format!("/v1/jobs/{mine}"), Some(groups.name(naming, json!({}))))
+            .call(
+                Method::PUT,
+                &format!("/v1/jobs/{mine}"),
+                Some(groups.name(naming, json!({}))),
+            )
             .await;
         match groups.single(naming) {
             None => assert_eq!(s, 422, "alice updates with {naming:?}: {v}"),
@@ -223,7 +255,10 @@ async fn a_job_body_names_one_group_and_that_group_is_authorised(kind: Db) {
             Some(_) => assert_eq!(s, 403, "alice updates with {naming:?}: {v}"),
         }
         let (_, stored) = api.call(Method::GET, &format!("/v1/jobs/{mine}"), None).await;
-        assert_eq!(stored["group_id"], groups.own.0, "after {naming:?} the job is still in alice's group");
+        assert_eq!(
+            stored["group_id"], groups.own.0,
+            "after {naming:?} the job is still in alice's group"
+        );
     }
 
     // Nothing alice sent ended up in the other group.
@@ -239,7 +274,11 @@ async fn a_job_body_names_one_group_and_that_group_is_authorised(kind: Db) {
             .call(Method::POST, "/v1/jobs", Some(groups.name(naming, job_body())))
             .await;
         match groups.single(naming) {
-            None => assert_eq!((s.as_u16(), &v["field"]), (422, &json!("group")), "token creates with {naming:?}: {v}"),
+            None => assert_eq!(
+                (s.as_u16(), &v["field"]),
+                (422, &json!("group")),
+                "token creates with {naming:?}: {v}"
+            ),
             Some(g) => {
                 assert_eq!(s, 201, "token creates with {naming:?}: {v}");
                 assert_eq!(v["group_id"], g, "token creates with {naming:?}: {v}");
@@ -248,7 +287,11 @@ async fn a_job_body_names_one_group_and_that_group_is_authorised(kind: Db) {
     }
     for &naming in &namings {
         let (s, v) = api
-            .call(Method::PUT, &format!("/v1/jobs/{mine}"), Some(groups.name(naming, json!({}))))
+            .call(
+                Method::PUT,
+                &format!("/v1/jobs/{mine}"),
+                Some(groups.name(naming, json!({}))),
+            )
             .await;
         let (_, stored) = api.call(Method::GET, &format!("/v1/jobs/{mine}"), None).await;
         match groups.single(naming) {
@@ -262,7 +305,11 @@ async fn a_job_body_names_one_group_and_that_group_is_authorised(kind: Db) {
 
     // An app name that names no group is a 422 on the field, not a 500 or a silent default.
     let (s, v) = api
-        .call(Method::POST, "/v1/jobs", Some(json!({"group": "no-such-app", "handler": "h"})))
+        .call(
+            Method::POST,
+            "/v1/jobs",
+            Some(json!({"group": "no-such-app", "handler": "h"})),
+        )
         .await;
     assert_eq!((s.as_u16(), &v["field"]), (422, &json!("group")), "{v}");
 

@@ -17,16 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 async fn register(base: &str, app: &str, address: &str) {
-    let v: Value = reqwest::Client::new()
-        .post(format!("{base}/api/registry"))
-        .header("XXL-JOB-ACCESS-TOKEN", ACCESS_TOKEN)
-        .json(&json!({"registryGroup": "EXECUTOR", "registryKey": app, "registryValue": address}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v = common::post_registration(base, app, address).await;
     assert_eq!(v["code"], 200, "{v}");
 }
 

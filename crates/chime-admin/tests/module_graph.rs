@@ -153,7 +153,7 @@ fn expand(s: &str) -> (Vec<Vec<String>>, usize) {
 fn imports(module: &Module, code: &str) -> Vec<Module> {
     let mut out = Vec::new();
     let mut rest = code;
-    while let Some(pos) = rest.find(|c| c == 'c' || c == 's') {
+    while let Some(pos) = rest.find(['c', 's']) {
         let before_ok = rest[..pos].chars().last().is_none_or(|c| !is_ident(c));
         let tail = &rest[pos..];
         let (base, skip): (Module, usize) = if before_ok && tail.starts_with("crate::") {
@@ -288,7 +288,7 @@ fn the_checker_sees_paths_groups_and_super() {
          // use crate::commented::Out;\nlet s = \"crate::in_string\"; crate::schedule::Calendar::parse();\n\
          #[cfg(test)]\nmod tests { use crate::tested::X; }",
     );
-    let found: BTreeSet<String> = imports(&module, &code).iter().map(|m| name(m)).collect();
+    let found: BTreeSet<String> = imports(&module, &code).iter().map(name).collect();
     let expected: BTreeSet<String> = [
         "model::Job",
         "model::Invalid",
@@ -333,5 +333,9 @@ fn no_import_cycle_between_modules() {
             format!("cycle of {} modules: {}", component.len(), ties.join(", "))
         })
         .collect();
-    assert!(report.is_empty(), "import cycles in chime-admin:\n{}", report.join("\n"));
+    assert!(
+        report.is_empty(),
+        "import cycles in chime-admin:\n{}",
+        report.join("\n")
+    );
 }

@@ -53,7 +53,10 @@ async fn one_batch(kind: Db) {
         .await
         .unwrap();
     let parent = store
-        .insert_job(&spec(Some(vec![child.id])).validate(None, "UTC", group.id).unwrap(), "test")
+        .insert_job(
+            &spec(Some(vec![child.id])).validate(None, "UTC", group.id).unwrap(),
+            "test",
+        )
         .await
         .unwrap();
     let new = |job: &chime_admin::model::Job| NewRun::of_job(job, TriggerType::Api, 1_000, None);

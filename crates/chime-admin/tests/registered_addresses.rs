@@ -4,22 +4,13 @@
 
 mod common;
 
-use common::{Api, Db, TestDb, ACCESS_TOKEN};
+use common::{Api, Db, TestDb};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
 /// Registers `address` for `app` through the executor API, as an executor does.
 async fn register(base: &str, app: &str, address: &str) {
-    let v: serde_json::Value = reqwest::Client::new()
-        .post(format!("{base}/api/registry"))
-        .header("XXL-JOB-ACCESS-TOKEN", ACCESS_TOKEN)
-        .json(&json!({"registryGroup": "EXECUTOR", "registryKey": app, "registryValue": address}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v = common::post_registration(base, app, address).await;
     assert_eq!(v["code"], 200, "{v}");
 }
 

@@ -28,6 +28,21 @@ async fn post(base: &str, uri: &str, body: String) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("not an envelope ({e}): {text:.300}"))
 }
 
+/// Posts a body too large to be read: the admin refuses it from its declared length and closes
+/// the connection without reading the rest, so the sender may see its reply (`code` 500) or,
+/// still writing, a closed connection. Either way nothing was read: returns the reply if any.
+async fn post_oversized(base: &str, uri: &str, body: String) -> Option<Value> {
+    let sent = reqwest::Client::new()
+        .post(format!("{base}/api/{uri}"))
+        .header("XXL-JOB-ACCESS-TOKEN", ACCESS_TOKEN)
+        .header("Content-Type", "application/json")
+        .body(body)
+        .send()
+        .await;
+    let text = sent.ok()?.text().await.ok()?;
+    Some(serde_json::from_str(&text).unwrap_or_else(|e| panic!("not an envelope ({e}): {text:.300}")))
+}
+
 /// The start of `v`, for failure messages: a reply might carry a whole refused value.
 fn short(v: &Value) -> String {
     v.to_string().chars().take(300).collect()
@@ -181,12 +196,12 @@ fn rss(pid: u32) -> u64 {
 /// (which does not enforce `VARCHAR(64)`), are refused, and the admin's resident memory comes
 /// back near where it was.
 ///
-/// Each body is read before it is refused (the executor API reads up to 16 MB for large
-/// callbacks), so memory rises while they arrive; what matters is what stays. Stored and kept
-/// in the directory, the twenty names used to leave 210–280 MB more resident than before
-/// (from 163 MB to 375–440 MB). The limit of baseline + 150 MB is generous, so that allocator
-/// caching and the machine's load cannot make the test flaky, yet far below what keeping the
-/// names costs; the exact figures are printed.
+/// A registration body is read only up to 64 KiB (a callback's 16 MB limit does not apply to
+/// it), and one that declares more is refused unread, so neither the peak nor what stays grows
+/// with the bodies. Stored and kept in the directory, the twenty names used to leave 210–280 MB
+/// more resident than before (from 163 MB to 375–440 MB); read whole and then refused, they
+/// still left 40–80 MB behind in the allocator. The limit of baseline + 20 MB leaves room for
+/// the machine's load and allocator noise only; the exact figures are printed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversized_registrations_do_not_stay_in_memory() {
     let db = TestDb::new(Db::Sqlite).await;
@@ -236,8 +251,9 @@ async fn oversized_registrations_do_not_stay_in_memory() {
     let mut peak = baseline;
     for i in 0..20 {
         let huge = registration(&format!("{i:02}{name}"), "http://127.0.0.1:9998/", None);
-        let reply = post(&base, "registry", huge).await;
-        assert_eq!(reply["code"], 500, "{}", short(&reply));
+        if let Some(reply) = post_oversized(&base, "registry", huge).await {
+            assert_eq!(reply["code"], 500, "{}", short(&reply));
+        }
         peak = peak.max(rss(admin.id()));
     }
     // Settle: the refresh loop and the allocator hand back what they are done with.
@@ -251,9 +267,10 @@ async fn oversized_registrations_do_not_stay_in_memory() {
         mb(after)
     );
     assert!(
-        after < baseline + (150 << 20),
-        "resident memory stayed up: baseline {} MB, after {} MB",
+        after < baseline + (20 << 20) && peak < baseline + (20 << 20),
+        "resident memory grew: baseline {} MB, highest {} MB, after {} MB",
         mb(baseline),
+        mb(peak),
         mb(after)
     );
     let (_, listed) = api.get("/v1/executors?group=bounded").await;

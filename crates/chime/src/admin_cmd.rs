@@ -23,9 +23,9 @@ impl AdminArgs {
     /// to tell a value given by flag or variable from a default the file may replace.
     pub fn to_config(&self, matches: &ArgMatches) -> Result<AdminConfig, String> {
         let file = match &self.config {
-            Some(path) => Some(
-                std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?,
-            ),
+            Some(path) => {
+                Some(std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?)
+            }
             None => None,
         };
         let mut config = AdminConfig::from_layers(matches, file.as_deref()).map_err(|e| match &self.config {

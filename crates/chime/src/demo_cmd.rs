@@ -92,7 +92,11 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
                 ..Default::default()
             };
             store
-                .insert_group(&spec.validate(None, &handle.admin.config.executor_networks).map_err(|e| e.to_string())?)
+                .insert_group(
+                    &spec
+                        .validate(None, &handle.admin.config.executor_networks)
+                        .map_err(|e| e.to_string())?,
+                )
                 .await
                 .map_err(|e| e.to_string())?
         }

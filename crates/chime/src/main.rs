@@ -71,7 +71,10 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Cron(args) => cron_cmd::run(args),
-        Command::Admin(args) => admin_cmd::run(*args, matches.subcommand_matches("admin").expect("the admin command matched")),
+        Command::Admin(args) => admin_cmd::run(
+            *args,
+            matches.subcommand_matches("admin").expect("the admin command matched"),
+        ),
         Command::Executor(args) => match args.action {
             Some(executor_cmd::ExecutorAction::List { group }) => client_cmd::run_executor_list(cli.client, group),
             None => executor_cmd::run(args.run),

@@ -10,6 +10,8 @@
 //! executor is a remote party, and one that answers with gigabytes must not grow the admin by
 //! as much. A larger reply is refused and the call fails with "executor reply larger than …".
 
+use super::network_guard::GuardedConnector;
+use crate::address_policy::ExecutorNetworks;
 use crate::model::Group;
 use bytes::Bytes;
 use chime_protocol::messages::{ACCESS_TOKEN_HEADER, APPNAME_HEADER};
@@ -18,8 +20,6 @@ use chime_protocol::{IdleBeatParam, KillParam, LogParam, LogResult, ProtocolGene
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::header::{ACCEPT_CHARSET, CONTENT_TYPE};
 use hyper_rustls::HttpsConnector;
-use super::network_guard::GuardedConnector;
-use crate::address_policy::ExecutorNetworks;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use serde::de::DeserializeOwned;

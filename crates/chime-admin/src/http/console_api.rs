@@ -5,9 +5,9 @@
 use super::access::{self, forbidden, Principal, SESSION_COOKIE};
 use super::auth::{hash_password, verify_password};
 use super::error::ApiError;
+use crate::calendar::Calendar;
 use crate::center::Admin;
 use crate::model::{now_ms, Invalid};
-use crate::calendar::Calendar;
 use crate::store::{AuditEntry, AuditFilter, DayCounts, GlueVersion};
 use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};

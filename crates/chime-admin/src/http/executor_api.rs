@@ -17,7 +17,7 @@ use super::auth::token_matches;
 use crate::center::Admin;
 use crate::model::Group;
 use crate::store::HandleOutcome;
-use axum::body::Bytes;
+use axum::body::{to_bytes, Body, Bytes};
 use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -45,7 +45,6 @@ pub fn routes() -> Router<Arc<Admin>> {
         .route("/api/{uri}", any(api))
         .route("/api", any(empty_uri))
         .route("/api/", any(empty_uri))
-        .layer(axum::extract::DefaultBodyLimit::max(EXECUTOR_API_BODY_LIMIT))
 }
 
 fn reply(r: ReturnT<String>) -> Response {
@@ -67,11 +66,35 @@ async fn api(
     Path(uri): Path<String>,
     headers: HeaderMap,
     connect: Option<Extension<ConnectInfo<SocketAddr>>>,
-    body: Bytes,
+    body: Body,
 ) -> Response {
     let peer = connect.map(|Extension(ConnectInfo(a))| a);
     if method != Method::POST {
         return reply(ReturnT::fail(messages::METHOD_NOT_SUPPORTED));
+    }
+    // The body is read only up to what its endpoint can need, and only once the caller is
+    // known: a registration is a few hundred bytes, a callback may carry a large backlog. A
+    // bigger body is refused while it streams in, so it is never held whole.
+    let registration = matches!(uri.as_str(), "registry" | "registryRemove");
+    let limit = match uri.as_str() {
+        "callback" => EXECUTOR_API_BODY_LIMIT,
+        _ if registration => REGISTRY_BODY_LIMIT,
+        _ => 0,
+    };
+    let too_large = || {
+        reply(ReturnT::fail(format!(
+            "{} {} body is larger than {} KiB",
+            messages::ILLEGAL_ARGUMENT,
+            if registration { "registration" } else { "callback" },
+            limit / 1024
+        )))
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if limit > 0 && declared.is_some_and(|n| n > limit as u64) {
+        return too_large();
     }
     let given = headers
         .get(ACCESS_TOKEN_HEADER)
@@ -79,29 +102,31 @@ async fn api(
         .unwrap_or("");
     // A token that no group and not the admin accepts is refused before anything is read.
     if !allowed(&admin, None, given) && !admin.directory.any_group_token(|t| token_matches(given, t)) {
-        // The app name is read from the body only for a warning actually written.
-        let registration = matches!(uri.as_str(), "registry" | "registryRemove");
+        // A registration's app name is read (within its small limit) for the warning only.
+        let body = if registration {
+            to_bytes(body, REGISTRY_BODY_LIMIT).await.unwrap_or_default()
+        } else {
+            Bytes::new()
+        };
         return refuse(&admin, &uri, peer, || {
             #[derive(serde::Deserialize)]
             struct Key {
                 #[serde(rename = "registryKey")]
                 registry_key: String,
             }
-            registration
-                .then(|| serde_json::from_slice::<Key>(&body).ok())
-                .flatten()
-                .map(|k| k.registry_key)
+            serde_json::from_slice::<Key>(&body).ok().map(|k| k.registry_key)
         });
     }
+    let body = if limit == 0 {
+        Bytes::new()
+    } else {
+        match to_bytes(body, limit).await {
+            Ok(b) => b,
+            Err(_) => return too_large(),
+        }
+    };
     match uri.as_str() {
         "registry" | "registryRemove" => {
-            if body.len() > REGISTRY_BODY_LIMIT {
-                return reply(ReturnT::fail(format!(
-                    "{} registration body is larger than {} KiB",
-                    messages::ILLEGAL_ARGUMENT,
-                    REGISTRY_BODY_LIMIT / 1024
-                )));
-            }
             let param: RegistryParam = match serde_json::from_slice(&body) {
                 Ok(p) => p,
                 Err(_) => return reply(ReturnT::fail(messages::ILLEGAL_ARGUMENT)),

@@ -3,9 +3,9 @@
 
 use super::access::Principal;
 use super::error::ApiError;
+use crate::calendar::Calendar;
 use crate::center::Admin;
 use crate::model::{now_ms, Group, GroupSpec, Invalid, Job, JobSpec, NamedGroup, Run, RunFilter, RunStatus};
-use crate::calendar::Calendar;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -213,9 +213,9 @@ async fn job_group(admin: &Admin, spec: &JobSpec, current: Option<&Job>) -> ApiR
             }
             Ok(id)
         }
-        NamedGroup::Unnamed => current.map(|j| j.group_id).ok_or_else(|| {
-            Invalid::new("group_id", "is required (or give the group's app name as 'group')").into()
-        }),
+        NamedGroup::Unnamed => current
+            .map(|j| j.group_id)
+            .ok_or_else(|| Invalid::new("group_id", "is required (or give the group's app name as 'group')").into()),
     }
 }
 

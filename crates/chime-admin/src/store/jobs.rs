@@ -2,8 +2,8 @@
 
 use super::rows::{self, JOB_COLUMNS};
 use super::{placeholders, Store, StoreError, StoreResult, PARTITIONS};
-use crate::model::{now_ms, Invalid, Job, JobDraft};
 use crate::calendar::Calendar;
+use crate::model::{now_ms, Invalid, Job, JobDraft};
 use chime_protocol::ScheduleType;
 use sqlx::any::Any;
 use sqlx::Transaction;

@@ -452,3 +452,19 @@ where
         }
     }
 }
+
+/// Sends an XXL-JOB registration of `address` for `app` to the executor API at `base` (with
+/// or without the context path), as an executor does, with the test access token; returns the
+/// reply envelope.
+pub async fn post_registration(base: &str, app: &str, address: &str) -> Value {
+    reqwest::Client::new()
+        .post(format!("{base}/api/registry"))
+        .header("XXL-JOB-ACCESS-TOKEN", ACCESS_TOKEN)
+        .json(&serde_json::json!({"registryGroup": "EXECUTOR", "registryKey": app, "registryValue": address}))
+        .send()
+        .await
+        .expect("the admin answers")
+        .json()
+        .await
+        .expect("a JSON envelope")
+}
