@@ -10,98 +10,13 @@
 mod common;
 
 use chime_admin::http::access::{Rule, Target, ROUTES};
-use common::{Db, TestDb, API_TOKEN};
-use reqwest::{Method, StatusCode};
+use common::caller::Caller;
+use common::{Db, TestDb};
+use reqwest::Method;
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap};
 
 const XSS: &str = "<img src=x onerror=alert(1)>";
-
-/// A caller: the API token, a console session, or nobody.
-#[derive(Clone)]
-struct Caller {
-    base: String,
-    http: reqwest::Client,
-    bearer: Option<String>,
-    cookie: Option<String>,
-    csrf: Option<String>,
-}
-
-impl Caller {
-    fn anonymous(base: &str) -> Caller {
-        Caller {
-            base: base.to_owned(),
-            http: reqwest::Client::new(),
-            bearer: None,
-            cookie: None,
-            csrf: None,
-        }
-    }
-
-    fn api(base: &str) -> Caller {
-        Caller {
-            bearer: Some(API_TOKEN.to_owned()),
-            ..Caller::anonymous(base)
-        }
-    }
-
-    async fn login(base: &str, user: &str, password: &str) -> Caller {
-        let anon = Caller::anonymous(base);
-        let r = anon
-            .raw(
-                Method::POST,
-                "/console/api/login",
-                Some(json!({"username": user, "password": password})),
-            )
-            .await;
-        assert_eq!(r.status(), 200, "login of {user}");
-        let set = r.headers()["set-cookie"].to_str().unwrap().to_owned();
-        for attr in ["HttpOnly", "SameSite=Strict", "Path=/"] {
-            assert!(set.contains(attr), "cookie has {attr}: {set}");
-        }
-        let token = set.split(';').next().unwrap().to_owned();
-        assert!(
-            token.len() >= "chime_session=".len() + 32,
-            "token has at least 128 bits"
-        );
-        let body: Value = r.json().await.unwrap();
-        Caller {
-            cookie: Some(token),
-            csrf: body["csrf_token"].as_str().map(str::to_owned),
-            ..anon
-        }
-    }
-
-    async fn raw(&self, method: Method, path: &str, body: Option<Value>) -> reqwest::Response {
-        let mut rq = self.http.request(method, format!("{}{}", self.base, path));
-        if let Some(b) = &self.bearer {
-            rq = rq.bearer_auth(b);
-        }
-        if let Some(c) = &self.cookie {
-            rq = rq.header("cookie", c);
-        }
-        if let Some(t) = &self.csrf {
-            rq = rq.header("x-csrf-token", t);
-        }
-        if let Some(b) = body {
-            rq = rq.json(&b);
-        }
-        rq.send().await.unwrap()
-    }
-
-    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-        let r = self.raw(method, path, body).await;
-        let s = r.status();
-        let text = r.text().await.unwrap();
-        (s, serde_json::from_str(&text).unwrap_or(Value::String(text)))
-    }
-
-    async fn ok(&self, method: Method, path: &str, body: Option<Value>) -> Value {
-        let (s, v) = self.call(method.clone(), path, body).await;
-        assert!(s.is_success(), "{method} {path}: {s} {v}");
-        v
-    }
-}
 
 /// Concrete ids for a route's parameter.
 struct Ids {

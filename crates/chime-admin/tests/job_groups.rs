@@ -7,76 +7,10 @@
 
 mod common;
 
-use common::{Db, TestDb, API_TOKEN};
-use reqwest::{Method, StatusCode};
+use common::caller::Caller;
+use common::{Db, TestDb};
+use reqwest::Method;
 use serde_json::{json, Value};
-
-/// A REST caller: the API token, or a logged-in console user (cookie and CSRF token).
-struct Caller {
-    base: String,
-    http: reqwest::Client,
-    bearer: Option<String>,
-    cookie: Option<String>,
-    csrf: Option<String>,
-}
-
-impl Caller {
-    fn api(base: &str) -> Caller {
-        Caller {
-            base: base.to_owned(),
-            http: reqwest::Client::new(),
-            bearer: Some(API_TOKEN.to_owned()),
-            cookie: None,
-            csrf: None,
-        }
-    }
-
-    async fn login(base: &str, user: &str, password: &str) -> Caller {
-        let http = reqwest::Client::new();
-        let r = http
-            .post(format!("{base}/console/api/login"))
-            .json(&json!({"username": user, "password": password}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 200, "login of {user}");
-        let cookie = r.headers()["set-cookie"]
-            .to_str()
-            .unwrap()
-            .split(';')
-            .next()
-            .unwrap()
-            .to_owned();
-        let body: Value = r.json().await.unwrap();
-        Caller {
-            base: base.to_owned(),
-            http,
-            bearer: None,
-            cookie: Some(cookie),
-            csrf: body["csrf_token"].as_str().map(str::to_owned),
-        }
-    }
-
-    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-        let mut rq = self.http.request(method, format!("{}{}", self.base, path));
-        if let Some(b) = &self.bearer {
-            rq = rq.bearer_auth(b);
-        }
-        if let Some(c) = &self.cookie {
-            rq = rq.header("cookie", c);
-        }
-        if let Some(t) = &self.csrf {
-            rq = rq.header("x-csrf-token", t);
-        }
-        if let Some(b) = body {
-            rq = rq.json(&b);
-        }
-        let r = rq.send().await.unwrap();
-        let s = r.status();
-        let text = r.text().await.unwrap();
-        (s, serde_json::from_str(&text).unwrap_or(Value::String(text)))
-    }
-}
 
 /// How a body names a group: one field, the other, or both.
 #[derive(Debug, Clone, Copy)]

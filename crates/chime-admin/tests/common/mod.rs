@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+pub mod caller;
 pub mod demo_executor;
 pub mod executor;
 pub mod process;
