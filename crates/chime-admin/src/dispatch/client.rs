@@ -13,6 +13,7 @@
 use super::network_guard::GuardedConnector;
 use crate::address_policy::ExecutorNetworks;
 use crate::model::Group;
+use crate::run::truncate;
 use bytes::Bytes;
 use chime_protocol::messages::{ACCESS_TOKEN_HEADER, APPNAME_HEADER};
 use chime_protocol::paths::{self, BEAT, IDLE_BEAT, KILL, LOG};
@@ -38,29 +39,12 @@ pub const REPLY_LIMIT: usize = 1024 * 1024;
 /// larger one is refused with a message saying so, and stays readable on the executor host.
 pub const LOG_REPLY_LIMIT: usize = 16 * 1024 * 1024;
 
-/// Characters kept of the `msg` of an executor's reply. The store keeps at most this many of a
-/// run's trigger and result messages (XXL-JOB's limit); cutting here as well keeps a reply's
-/// message from occupying up to [`REPLY_LIMIT`] in memory while it waits for the results writer.
-const REPLY_MSG_MAX_CHARS: usize = 15_000;
-
 /// The failure text of a reply over `limit` bytes.
 fn too_large(limit: usize, url: &str) -> String {
     format!(
         "xxl-job remoting error(executor reply larger than {} MiB), for url : {url}",
         limit / (1024 * 1024)
     )
-}
-
-/// Cuts a reply's message to [`REPLY_MSG_MAX_CHARS`] characters.
-fn cap_msg(msg: &mut Option<String>) {
-    if let Some(m) = msg {
-        // Byte length bounds character count: most messages are short and need no scan.
-        if m.len() > REPLY_MSG_MAX_CHARS {
-            if let Some((at, _)) = m.char_indices().nth(REPLY_MSG_MAX_CHARS) {
-                m.truncate(at);
-            }
-        }
-    }
 }
 
 /// How to reach one executor.
@@ -218,7 +202,9 @@ impl ExecutorClient {
         // Java executors answer with Content-Type text/html: parse whatever the header says.
         match ReturnT::<T>::from_json(&bytes) {
             Ok(mut r) => {
-                cap_msg(&mut r.msg);
+                // Cut as the store keeps it (XXL-JOB's limit), so a reply's message does not
+                // occupy up to REPLY_LIMIT in memory while it waits for the results writer.
+                r.msg = r.msg.map(truncate);
                 r
             }
             Err(_) => {

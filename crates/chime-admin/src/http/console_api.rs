@@ -5,6 +5,7 @@
 use super::access::{self, forbidden, Principal, SESSION_COOKIE};
 use super::auth::{hash_password, verify_password};
 use super::error::ApiError;
+use super::rest::int_param;
 use crate::calendar::Calendar;
 use crate::center::Admin;
 use crate::model::{now_ms, Invalid};
@@ -513,19 +514,13 @@ async fn change_password(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// An optional integer query parameter, parsed as the REST API parses them (an empty value is
-/// refused, not taken as absent).
-fn int_q(q: &HashMap<String, String>, name: &str) -> ApiResult<Option<i64>> {
-    super::rest::int_param(q, name)
-}
-
 /// The audit log, newest first: `username` (exact), `action` (contains, any case), `from` /
 /// `to` (epoch ms, `from` ≤ at < `to`), paged with `before_id` and `limit`.
 async fn list_audit(
     State(admin): State<Arc<Admin>>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Vec<AuditEntry>>> {
-    let limit = int_q(&q, "limit")?.unwrap_or(100);
+    let limit = int_param(&q, "limit")?.unwrap_or(100);
     if !(1..=1000).contains(&limit) {
         return Err(ApiError::bad_request(Some("limit"), "must be between 1 and 1000"));
     }
@@ -533,9 +528,9 @@ async fn list_audit(
     let filter = AuditFilter {
         username: text("username"),
         action: text("action"),
-        from: int_q(&q, "from")?,
-        to: int_q(&q, "to")?,
-        before_id: int_q(&q, "before_id")?,
+        from: int_param(&q, "from")?,
+        to: int_param(&q, "to")?,
+        before_id: int_param(&q, "before_id")?,
         limit,
     };
     if let (Some(from), Some(to)) = (filter.from, filter.to) {
@@ -568,7 +563,7 @@ async fn schedule_preview(
     let zone: chrono_tz::Tz = tz
         .parse()
         .map_err(|_| Invalid::new("time_zone", format!("unknown time zone '{tz}'")))?;
-    let count = int_q(&q, "count")?.unwrap_or(5);
+    let count = int_param(&q, "count")?.unwrap_or(5);
     if !(1..=100).contains(&count) {
         return Err(ApiError::bad_request(Some("count"), "must be between 1 and 100"));
     }
@@ -617,11 +612,11 @@ async fn stats(
         }
     };
     let now = now_ms();
-    let to = match int_q(&q, "to")? {
+    let to = match int_param(&q, "to")? {
         Some(t) => in_range("to", t)?,
         None => now - now.rem_euclid(DAY) + DAY,
     };
-    let from = match int_q(&q, "from")? {
+    let from = match int_param(&q, "from")? {
         Some(f) => in_range("from", f)?,
         None => (to - 7 * DAY).max(0),
     };
