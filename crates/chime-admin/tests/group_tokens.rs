@@ -61,21 +61,6 @@ async fn g4_executor(
     (address, stop)
 }
 
-/// Posts to the admin's executor API with `token`; returns the reply's `code` and `msg`.
-async fn executor_api(base: &str, path: &str, token: &str, body: Value) -> (i64, String) {
-    let v: Value = reqwest::Client::new()
-        .post(format!("{base}/api/{path}"))
-        .header("XXL-JOB-ACCESS-TOKEN", token)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    (v["code"].as_i64().unwrap(), v["msg"].as_str().unwrap_or("").to_owned())
-}
-
 fn registry(app: &str, address: &str) -> Value {
     json!({"registryGroup": "EXECUTOR", "registryKey": app, "registryValue": address})
 }
@@ -124,27 +109,60 @@ async fn a_group_token_replaces_the_admin_token_for_that_group() {
     // Registration: the group's own token for its app, the admin's for the others.
     let wrong = (500, "The access token is wrong.".to_owned());
     assert_eq!(
-        executor_api(&base, "registry", ACCESS_TOKEN, registry("g4app", &address)).await,
+        common::executor_api(
+            &reqwest::Client::new(),
+            &base,
+            "registry",
+            ACCESS_TOKEN,
+            registry("g4app", &address)
+        )
+        .await,
         wrong
     );
     assert_eq!(
-        executor_api(&base, "registry", GROUP_TOKEN, registry("plain", "http://127.0.0.1:1")).await,
+        common::executor_api(
+            &reqwest::Client::new(),
+            &base,
+            "registry",
+            GROUP_TOKEN,
+            registry("plain", "http://127.0.0.1:1")
+        )
+        .await,
         wrong
     );
     assert_eq!(
-        executor_api(&base, "registry", "nonsense", registry("g4app", &address)).await,
+        common::executor_api(
+            &reqwest::Client::new(),
+            &base,
+            "registry",
+            "nonsense",
+            registry("g4app", &address)
+        )
+        .await,
         wrong
     );
     assert_eq!(
-        executor_api(&base, "registry", GROUP_TOKEN, registry("g4app", &address))
-            .await
-            .0,
+        common::executor_api(
+            &reqwest::Client::new(),
+            &base,
+            "registry",
+            GROUP_TOKEN,
+            registry("g4app", &address)
+        )
+        .await
+        .0,
         200
     );
     assert_eq!(
-        executor_api(&base, "registry", ACCESS_TOKEN, registry("plain", "http://127.0.0.1:1"))
-            .await
-            .0,
+        common::executor_api(
+            &reqwest::Client::new(),
+            &base,
+            "registry",
+            ACCESS_TOKEN,
+            registry("plain", "http://127.0.0.1:1")
+        )
+        .await
+        .0,
         200
     );
     api.wait_executors("g4app", 1).await;
@@ -166,12 +184,27 @@ async fn a_group_token_replaces_the_admin_token_for_that_group() {
     // Results for the group's runs need its token; the admin's is not enough.
     let at = r["triggered_at"].as_i64().unwrap();
     assert_eq!(
-        executor_api(&base, "callback", ACCESS_TOKEN, callback(run, at)).await,
+        common::executor_api(
+            &reqwest::Client::new(),
+            &base,
+            "callback",
+            ACCESS_TOKEN,
+            callback(run, at)
+        )
+        .await,
         wrong
     );
     assert_eq!(wait_run(&api, run, "", |_| true).await["status"], "running");
     assert_eq!(
-        executor_api(&base, "callback", GROUP_TOKEN, callback(run, at)).await.0,
+        common::executor_api(
+            &reqwest::Client::new(),
+            &base,
+            "callback",
+            GROUP_TOKEN,
+            callback(run, at)
+        )
+        .await
+        .0,
         200
     );
     assert_eq!(wait_run(&api, run, "", |_| true).await["status"], "success");
@@ -188,7 +221,14 @@ async fn a_group_token_replaces_the_admin_token_for_that_group() {
     })
     .await;
     assert_eq!(
-        executor_api(&base, "callback", GROUP_TOKEN, callback(plain_run, at)).await,
+        common::executor_api(
+            &reqwest::Client::new(),
+            &base,
+            "callback",
+            GROUP_TOKEN,
+            callback(plain_run, at)
+        )
+        .await,
         wrong
     );
 
@@ -203,9 +243,15 @@ async fn a_group_token_replaces_the_admin_token_for_that_group() {
         .await;
     assert_eq!((s, &g["access_token_set"]), (200, &json!(false)), "{g}");
     assert_eq!(
-        executor_api(&base, "registry", ACCESS_TOKEN, registry("g4app", &address))
-            .await
-            .0,
+        common::executor_api(
+            &reqwest::Client::new(),
+            &base,
+            "registry",
+            ACCESS_TOKEN,
+            registry("g4app", &address)
+        )
+        .await
+        .0,
         200
     );
     let run = api.ok(&format!("/v1/jobs/{job}/trigger"), json!({})).await["run_id"]

@@ -7,7 +7,7 @@
 mod common;
 
 use common::{Api, Db, TestDb, ACCESS_TOKEN};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -53,21 +53,6 @@ fn lines_with(needle: &str) -> Vec<String> {
     text.lines().filter(|l| l.contains(needle)).map(str::to_owned).collect()
 }
 
-/// Posts to the admin's executor API from `source` with `token`; returns `code` and `msg`.
-async fn executor_api(http: &reqwest::Client, base: &str, path: &str, token: &str, body: Value) -> (i64, String) {
-    let v: Value = http
-        .post(format!("{base}/api/{path}"))
-        .header("XXL-JOB-ACCESS-TOKEN", token)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    (v["code"].as_i64().unwrap(), v["msg"].as_str().unwrap_or("").to_owned())
-}
-
 /// The value of `chime_executor_requests_refused_total{endpoint="…"}` (0 when absent).
 async fn refused(api: &Api, endpoint: &str) -> u64 {
     let text = reqwest::get(format!("{}/metrics", api.base))
@@ -108,14 +93,14 @@ async fn refusals_are_logged_and_counted(kind: Db, source: Ipv4Addr) {
         json!({"registryGroup": "EXECUTOR", "registryKey": forged, "registryValue": "http://127.0.0.1:1"});
     for _ in 0..3 {
         assert_eq!(
-            executor_api(&http, &base, "registry", WRONG_TOKEN, registration.clone()).await,
+            common::executor_api(&http, &base, "registry", WRONG_TOKEN, registration.clone()).await,
             wrong
         );
     }
     // The admin's token, but not the group's own: refused after the app name is known.
     let guarded = json!({"registryGroup": "EXECUTOR", "registryKey": "guarded", "registryValue": "http://127.0.0.1:1"});
     assert_eq!(
-        executor_api(&http, &base, "registryRemove", ACCESS_TOKEN, guarded).await,
+        common::executor_api(&http, &base, "registryRemove", ACCESS_TOKEN, guarded).await,
         wrong
     );
     // A callback with a token nothing accepts, and one about a run of the guarded group
@@ -133,16 +118,16 @@ async fn refusals_are_logged_and_counted(kind: Db, source: Ipv4Addr) {
         .unwrap();
     let callback = json!([{"logId": run, "logDateTim": 1, "handleCode": 200, "handleMsg": "done"}]);
     assert_eq!(
-        executor_api(&http, &base, "callback", WRONG_TOKEN, callback.clone()).await,
+        common::executor_api(&http, &base, "callback", WRONG_TOKEN, callback.clone()).await,
         wrong
     );
     assert_eq!(
-        executor_api(&http, &base, "callback", ACCESS_TOKEN, callback).await,
+        common::executor_api(&http, &base, "callback", ACCESS_TOKEN, callback).await,
         wrong
     );
     // An unknown path is counted under one name, not under whatever was asked for.
     assert_eq!(
-        executor_api(&http, &base, "no-such-endpoint", WRONG_TOKEN, json!({})).await,
+        common::executor_api(&http, &base, "no-such-endpoint", WRONG_TOKEN, json!({})).await,
         wrong
     );
 
@@ -193,7 +178,10 @@ async fn refusals_are_logged_and_counted(kind: Db, source: Ipv4Addr) {
 
     // The admin still takes the right token.
     let ok = json!({"registryGroup": "EXECUTOR", "registryKey": "guarded", "registryValue": "http://127.0.0.1:1"});
-    assert_eq!(executor_api(&http, &base, "registry", GROUP_TOKEN, ok).await.0, 200);
+    assert_eq!(
+        common::executor_api(&http, &base, "registry", GROUP_TOKEN, ok).await.0,
+        200
+    );
     tokio::time::sleep(Duration::from_millis(50)).await;
     handle.shutdown().await;
     db.drop_db().await;

@@ -469,3 +469,19 @@ pub async fn post_registration(base: &str, app: &str, address: &str) -> Value {
         .await
         .expect("a JSON envelope")
 }
+
+/// Posts `body` to the admin's executor API (`{base}/api/{path}`) with `token`, from `http`
+/// (a test may bind it to a source address); returns the reply's `code` and `msg`.
+pub async fn executor_api(http: &reqwest::Client, base: &str, path: &str, token: &str, body: Value) -> (i64, String) {
+    let v: Value = http
+        .post(format!("{base}/api/{path}"))
+        .header("XXL-JOB-ACCESS-TOKEN", token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    (v["code"].as_i64().unwrap(), v["msg"].as_str().unwrap_or("").to_owned())
+}
