@@ -10,6 +10,9 @@
 //!
 //! `--spread` makes the jobs fixed-rate 1 s with anchors spread over the second instead of all
 //! on the same whole second; `--in-process` runs the executor inside the admin's process.
+//! `--api-create N` also creates N daily jobs through the REST API during the window, from
+//! `--clients C` (default 8) keep-alive clients on a thread of their own, and reports the
+//! creation rate and its latency percentiles.
 //!
 //! cargo run --release -p chime-admin --example admin_load -- --jobs 10000 --secs 30
 
@@ -17,6 +20,69 @@ use chime_admin::model::{now_ms, JobSpec};
 use chime_protocol::{CallbackBatch, HandleCallbackParam, TriggerParam};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// The admin's API token for `--api-create`.
+const API_TOKEN: &str = "load-api-token-0123456789abcdef";
+
+/// Creates `count` daily jobs in group `group_id` through `POST /v1/jobs` from `clients`
+/// keep-alive clients on a thread of its own (so the load's CPU is not the admin runtime's
+/// workers'). Returns each creation's latency in ms and the wall time of the whole, in s.
+fn create_through_api(
+    base: String,
+    group_id: i64,
+    count: u64,
+    clients: u64,
+) -> std::thread::JoinHandle<(Vec<f64>, f64)> {
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let next = Arc::new(std::sync::atomic::AtomicU64::new(0));
+            let t0 = std::time::Instant::now();
+            let mut tasks = Vec::new();
+            for _ in 0..clients {
+                let (next, base) = (next.clone(), base.clone());
+                tasks.push(tokio::spawn(async move {
+                    let http = reqwest::Client::new();
+                    let mut latencies = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if i >= count {
+                            return latencies;
+                        }
+                        let body = serde_json::json!({
+                            "group_id": group_id, "description": format!("api job {i}"), "handler": "noop",
+                            "schedule_type": "CRON", "schedule_expr": "0 0 3 * * ?", "running": true,
+                        });
+                        let t = std::time::Instant::now();
+                        let resp = http
+                            .post(format!("{base}/v1/jobs"))
+                            .bearer_auth(API_TOKEN)
+                            .json(&body)
+                            .send()
+                            .await
+                            .expect("create job");
+                        assert_eq!(
+                            resp.status(),
+                            201,
+                            "create job: {}",
+                            resp.text().await.unwrap_or_default()
+                        );
+                        let _ = resp.bytes().await;
+                        latencies.push(t.elapsed().as_secs_f64() * 1000.0);
+                    }
+                }));
+            }
+            let mut all = Vec::new();
+            for t in tasks {
+                all.extend(t.await.unwrap());
+            }
+            (all, t0.elapsed().as_secs_f64())
+        })
+    })
+}
 
 fn arg(name: &str, default: u64) -> u64 {
     let args: Vec<String> = std::env::args().collect();
@@ -158,6 +224,7 @@ async fn main() {
     config.listen = "127.0.0.1:0".parse().unwrap();
     config.default_time_zone = "UTC".into();
     config.admin_password = Some("load".into());
+    config.api_token = Some(API_TOKEN.into());
     let admin = chime_admin::start(config).await.expect("admin");
     let base = format!("http://{}", admin.local_addr);
 
@@ -276,6 +343,9 @@ async fn main() {
     let (p0, r0) = store.count_open_runs().await.unwrap();
     let (cpu0, _) = proc_stats();
     let start = now_ms();
+    let api_create = arg("--api-create", 0);
+    let creating =
+        (api_create > 0).then(|| create_through_api(base.clone(), group.id, api_create, arg("--clients", 8)));
     tokio::time::sleep(Duration::from_secs(secs)).await;
     let end = now_ms();
     let (cpu1, rss) = proc_stats();
@@ -346,6 +416,25 @@ async fn main() {
         (child_cpu1 - child_cpu0) / elapsed,
         rss as f64 / 1024.0
     );
+    if let Some(creating) = creating {
+        let (mut lat, wall) = tokio::task::spawn_blocking(move || creating.join().unwrap())
+            .await
+            .unwrap();
+        lat.sort_by(f64::total_cmp);
+        let pct = |p: f64| {
+            lat.get(((lat.len() as f64 - 1.0) * p) as usize)
+                .copied()
+                .unwrap_or(-1.0)
+        };
+        println!(
+            "api_created={} api_create_per_s={:.0} api_latency_ms p50={:.1} p99={:.1} max={:.1}",
+            lat.len(),
+            lat.len() as f64 / wall,
+            pct(0.5),
+            pct(0.99),
+            lat.last().copied().unwrap_or(-1.0)
+        );
+    }
     println!(
         "recorded_per_s={:.0} open_runs start={} end={} (pending {p0}→{p1}, running {r0}→{r1}) claims_deferred={}",
         (done1 - done0) as f64 / elapsed,

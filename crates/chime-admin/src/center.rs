@@ -1,20 +1,18 @@
-//! The scheduling center's shared state ([`Admin`]) and the operations the REST API offers
-//! (manual trigger, kill, log). Starting one is `start.rs`'s.
+//! The scheduling center's state as the HTTP server sees it ([`Admin`]), and the operations the
+//! REST API offers (manual trigger, kill, log). Starting one is `start.rs`'s.
 
 use crate::config::AdminConfig;
 use crate::dispatch::client::{ExecutorClient, Target};
-use crate::dispatch::route::Router;
 use crate::metrics::Metrics;
 use crate::model::{now_ms, Group, Job, Run, RunStatus};
 use crate::registry::Directory;
-use crate::results::msg::ResultMsg;
-use crate::run::WheelEntry;
+use crate::results::queue::ResultsQueue;
+use crate::results::run_ids::RunIds;
+use crate::schedule::partitions::Partitions;
+use crate::schedule::wheel::WheelQueue;
 use crate::store::{HandleOutcome, NewRun, Store, StoreError};
 use chime_protocol::{LogParam, LogResult, TriggerType};
-use std::collections::{BTreeSet, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
-use tokio::sync::{mpsc, Notify};
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// Why an operation requested through the API failed.
@@ -34,7 +32,9 @@ pub enum OpError {
     Executor(String),
 }
 
-/// The scheduling center's shared state. Every loop and handler holds an `Arc<Admin>`.
+/// The scheduling center as the HTTP server sees it: its handlers share one `Arc<Admin>`. It
+/// holds the parts the API needs, each shared with the loops that need it too (`start.rs`
+/// hands every loop its own parts, not this).
 #[derive(Debug)]
 pub struct Admin {
     /// Settings.
@@ -42,173 +42,54 @@ pub struct Admin {
     /// Database.
     pub store: Store,
     /// Groups and live executors.
-    pub directory: Directory,
+    pub directory: Arc<Directory>,
     /// Counters.
-    pub metrics: Metrics,
+    pub metrics: Arc<Metrics>,
     /// Client for executor calls.
     pub client: ExecutorClient,
-    pub(crate) router: Router,
-    pub(crate) wheel_tx: mpsc::UnboundedSender<WheelEntry>,
-    results_tx: mpsc::Sender<ResultMsg>,
-    /// Outcomes handed to the results writer and not yet written (see [`Admin::results_backlog`]).
-    results_queued: AtomicUsize,
-    /// Partitions this admin schedules: leased, and recovered since this process leased them
-    /// (see `schedule::lease::balance` and `schedule::recover`).
-    pub(crate) held: RwLock<BTreeSet<i64>>,
-    inflight: Mutex<HashSet<i64>>,
-    /// Runs a user is killing: the executor's own callback for such a run (it reports the
-    /// kill, often before the admin records it) must not start a retry.
-    killing: Mutex<HashSet<i64>>,
-    /// Bounds concurrent sends of runs to executors, per address and in total.
-    pub(crate) gate: crate::dispatch::gate::Gate,
-    /// The same bounds for probes (`/beat`, `/idleBeat`), kept apart so that a probe, a quick
-    /// question, never queues behind a slow executor's backlog of sends.
-    pub(crate) probe_gate: crate::dispatch::gate::Gate,
-    pub(crate) claim_notify: Notify,
-    pub(crate) alarms: crate::alarm::queue::AlarmQueue,
+    /// The partitions this admin schedules, and the claim loop's wake-up.
+    pub(crate) partitions: Arc<Partitions>,
+    /// Where manually triggered runs go.
+    pub(crate) wheel: WheelQueue,
+    /// The results writer's inbox.
+    pub(crate) results: ResultsQueue,
+    /// Runs a user is killing (see [`RunIds`]).
+    pub(crate) killing: Arc<RunIds>,
     /// Cancelled to stop every loop.
     pub shutdown: CancellationToken,
 }
 
-/// The receiving ends of the channels an [`Admin`] sends on, for the loops that drain them.
-#[derive(Debug)]
-pub struct Channels {
-    /// Runs due on the timer (`schedule::wheel`).
-    pub wheel: mpsc::UnboundedReceiver<WheelEntry>,
-    /// Outcomes to record (`results`).
-    pub results: mpsc::Receiver<ResultMsg>,
-    /// Runs to raise alarms for (`alarm`).
-    pub alarms: mpsc::UnboundedReceiver<Vec<i64>>,
-}
-
 impl Admin {
-    /// The shared state of an admin on `store`, and the channels its loops drain.
-    pub fn new(config: AdminConfig, store: Store) -> (Admin, Channels) {
-        let (wheel_tx, wheel_rx) = mpsc::unbounded_channel();
-        let (results_tx, results_rx) = mpsc::channel(100_000);
-        let (alarms, alarm_rx) = crate::alarm::queue::AlarmQueue::new();
-        let admin = Admin {
-            directory: Directory::new(store.clone(), config.dead_timeout),
-            metrics: Metrics::new(),
-            // Sends and probes each have `per_executor_concurrency` permits per executor.
-            client: ExecutorClient::new(
-                config.executor_timeout,
-                config.access_token.clone(),
-                config.per_executor_concurrency.saturating_mul(2),
-                config.executor_networks.clone(),
-            ),
-            router: Router::default(),
-            wheel_tx,
-            results_tx,
-            results_queued: AtomicUsize::new(0),
-            held: RwLock::new(BTreeSet::new()),
-            inflight: Mutex::new(HashSet::new()),
-            killing: Mutex::new(HashSet::new()),
-            gate: crate::dispatch::gate::Gate::new(config.dispatch_concurrency, config.per_executor_concurrency),
-            probe_gate: crate::dispatch::gate::Gate::new(config.dispatch_concurrency, config.per_executor_concurrency),
-            claim_notify: Notify::new(),
-            alarms,
-            shutdown: CancellationToken::new(),
-            store,
-            config,
-        };
-        let channels = Channels {
-            wheel: wheel_rx,
-            results: results_rx,
-            alarms: alarm_rx,
-        };
-        (admin, channels)
-    }
-
-    pub(crate) fn send_result(&self, msg: ResultMsg) {
-        self.results_queued.fetch_add(msg.outcomes(), Ordering::Relaxed);
-        if let Err(e) = self.results_tx.try_send(msg) {
-            // Full channel: wait for room from a task instead of blocking the caller.
-            let tx = self.results_tx.clone();
-            let msg = match e {
-                mpsc::error::TrySendError::Full(m) | mpsc::error::TrySendError::Closed(m) => m,
-            };
-            tokio::spawn(async move {
-                let _ = tx.send(msg).await;
-            });
-        }
-    }
-
     /// Trigger results and run results handed to the results writer and not yet written. A
     /// callback batch counts as many results as it carries.
     pub fn results_backlog(&self) -> usize {
-        self.results_queued.load(Ordering::Relaxed)
-    }
-
-    /// The results writer finished with `n` outcomes (written, or given up on).
-    pub(crate) fn results_done(&self, n: usize) {
-        // Saturating: never wraps, whatever the order of the two counters' updates.
-        let _ = self
-            .results_queued
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |q| Some(q.saturating_sub(n)));
+        self.results.backlog()
     }
 
     /// Records results and waits for the commit.
     pub async fn record_results(&self, outcomes: Vec<HandleOutcome>) -> Result<(), String> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let n = outcomes.len();
-        self.results_queued.fetch_add(n, Ordering::Relaxed);
-        if self
-            .results_tx
-            .send(ResultMsg::Handle(outcomes, Some(tx)))
-            .await
-            .is_err()
-        {
-            self.results_done(n);
-            return Err("admin is shutting down".to_owned());
-        }
-        rx.await.map_err(|_| "admin is shutting down".to_owned())?
-    }
-
-    pub(crate) fn mark_inflight(&self, run_id: i64) {
-        self.inflight.lock().unwrap_or_else(|p| p.into_inner()).insert(run_id);
-    }
-
-    pub(crate) fn clear_inflight(&self, run_id: i64) {
-        self.inflight.lock().unwrap_or_else(|p| p.into_inner()).remove(&run_id);
-    }
-
-    pub(crate) fn inflight_count(&self) -> usize {
-        self.inflight.lock().unwrap_or_else(|p| p.into_inner()).len()
-    }
-
-    pub(crate) fn is_inflight(&self, run_id: i64) -> bool {
-        self.inflight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(&run_id)
-    }
-
-    pub(crate) fn holds_partition(&self, partition: i64) -> bool {
-        self.held.read().unwrap_or_else(|p| p.into_inner()).contains(&partition)
-    }
-
-    /// Adds recovered partitions to the scheduling set: the claim loop may claim them now.
-    pub(crate) fn start_scheduling(&self, partitions: &[i64]) {
-        self.held
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend(partitions.iter().copied());
+        self.results.record(outcomes).await
     }
 
     /// The partitions this admin schedules.
     pub fn held_partitions(&self) -> Vec<i64> {
-        self.held
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .copied()
-            .collect()
+        self.partitions.held()
     }
 
     /// Wakes the claim loop (a job was started or rescheduled).
     pub fn wake_scheduler(&self) {
-        self.claim_notify.notify_one();
+        self.partitions.wake_claims();
+    }
+
+    /// Wakes the claim loop if `job` (just created, changed or started) is due within the
+    /// lookahead. A job due later is claimed ahead of its time by a regular round (rounds come
+    /// every tick, and each claims up to a lookahead ahead); waking for it would only cost a
+    /// claim transaction per API call, which is what creating jobs in bulk used to pay.
+    pub fn wake_scheduler_for(&self, job: &Job) {
+        let horizon = now_ms().saturating_add(self.config.lookahead.as_millis() as i64);
+        if job.running && job.next_fire_at <= horizon {
+            self.partitions.wake_claims();
+        }
     }
 
     /// Triggers a job now, outside its schedule: MANUAL (console/CLI), API, … Optional `param`
@@ -256,7 +137,7 @@ impl Admin {
             .first()
             .map(|t| t.id)
             .ok_or_else(|| OpError::Conflict("run was not created".into()))?;
-        self.enqueue(Arc::new(job), tickets, address);
+        self.wheel.enqueue(Arc::new(job), tickets, address);
         Ok(id)
     }
 
@@ -270,16 +151,11 @@ impl Admin {
             ));
         }
         let (job, group) = self.executor_of(&run).await?;
-        self.killing.lock().unwrap_or_else(|p| p.into_inner()).insert(run_id);
+        self.killing.insert(run_id);
         let result = self.kill_sent_run(&run, &job, &group).await;
-        self.killing.lock().unwrap_or_else(|p| p.into_inner()).remove(&run_id);
+        self.killing.remove(run_id);
         result?;
         Ok(self.store.run(run_id).await?)
-    }
-
-    /// Whether a user is killing this run right now.
-    pub(crate) fn is_killing(&self, run_id: i64) -> bool {
-        self.killing.lock().unwrap_or_else(|p| p.into_inner()).contains(&run_id)
     }
 
     async fn kill_sent_run(&self, run: &Run, job: &Job, group: &Group) -> Result<(), OpError> {

@@ -95,8 +95,10 @@ pub struct AdminConfig {
     /// and fe80::/10].
     #[arg(long, env = "CHIME_EXECUTOR_NETWORKS", default_value = "", hide_default_value = true)]
     pub executor_networks: ExecutorNetworks,
-    /// Partition lease time, renewed every third of it.
-    #[arg(long, env = "CHIME_LEASE_TTL", default_value = "15s", value_parser = parse_duration)]
+    /// Partition lease time, renewed every third of it: an admin that dies loses its
+    /// partitions to the others within about 1⅓ of it; one that cannot renew stops sending
+    /// after ⅘ of it.
+    #[arg(long, env = "CHIME_LEASE_TTL", default_value = "2s", value_parser = parse_duration)]
     #[serde(with = "duration_text")]
     pub lease_ttl: Duration,
     /// Runs being sent at once over all executors.

@@ -28,6 +28,6 @@ pub mod schedule;
 mod start;
 pub mod store;
 
-pub use center::{Admin, Channels, OpError};
+pub use center::{Admin, OpError};
 pub use config::AdminConfig;
 pub use start::{start, AdminHandle, StartError};

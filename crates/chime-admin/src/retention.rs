@@ -3,9 +3,9 @@
 //! batches so the scheduler's writes get through in between. Pending and running runs are never
 //! deleted. Every admin sweeps; deleting is idempotent, so several admins need no coordination.
 
-use crate::center::Admin;
-use std::sync::Arc;
+use crate::store::Store;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// Time between sweeps.
 const EVERY: Duration = Duration::from_secs(24 * 3600);
@@ -25,46 +25,57 @@ fn cutoff(days: u32) -> i64 {
     crate::model::now_ms() - i64::from(days) * 24 * 3600 * 1000
 }
 
+/// What retention works with: the database and the two retention periods.
+#[derive(Debug, Clone)]
+pub struct Retention {
+    /// Where the old rows are deleted.
+    pub(crate) store: Store,
+    /// `--run-retention-days` (0: keep forever).
+    pub(crate) run_days: u32,
+    /// `--audit-retention-days` (0: keep forever).
+    pub(crate) audit_days: u32,
+}
+
 /// Deletes the expired runs and audit entries once (a retention of 0 keeps them).
-pub async fn sweep(admin: &Admin) -> Result<Deleted, crate::store::StoreError> {
+pub async fn sweep(retention: &Retention) -> Result<Deleted, crate::store::StoreError> {
     let mut deleted = Deleted::default();
-    if admin.config.run_retention_days > 0 {
-        deleted.runs = admin
+    if retention.run_days > 0 {
+        deleted.runs = retention
             .store
-            .delete_finished_runs_before(cutoff(admin.config.run_retention_days), BATCH)
+            .delete_finished_runs_before(cutoff(retention.run_days), BATCH)
             .await?;
     }
-    if admin.config.audit_retention_days > 0 {
-        deleted.audit_entries = admin
+    if retention.audit_days > 0 {
+        deleted.audit_entries = retention
             .store
-            .delete_audit_before(cutoff(admin.config.audit_retention_days), BATCH)
+            .delete_audit_before(cutoff(retention.audit_days), BATCH)
             .await?;
     }
     Ok(deleted)
 }
 
-/// Sweeps at start and every day until shutdown (nothing when both retentions are 0, keep
+/// Sweeps at start and every day until `shutdown` (nothing when both retentions are 0, keep
 /// forever).
-pub async fn run(admin: Arc<Admin>) {
-    if admin.config.run_retention_days == 0 && admin.config.audit_retention_days == 0 {
+pub async fn run(retention: Retention, shutdown: CancellationToken) {
+    if retention.run_days == 0 && retention.audit_days == 0 {
         return;
     }
     let mut every = tokio::time::interval(EVERY);
     loop {
         tokio::select! {
-            _ = admin.shutdown.cancelled() => return,
+            _ = shutdown.cancelled() => return,
             _ = every.tick() => {}
         }
-        let sweeping = sweep(&admin);
+        let sweeping = sweep(&retention);
         tokio::select! {
-            _ = admin.shutdown.cancelled() => return,
+            _ = shutdown.cancelled() => return,
             done = sweeping => match done {
                 Ok(d) if d == Deleted::default() => {}
                 Ok(d) => tracing::info!(
                     runs = d.runs,
                     audit_entries = d.audit_entries,
-                    run_days = admin.config.run_retention_days,
-                    audit_days = admin.config.audit_retention_days,
+                    run_days = retention.run_days,
+                    audit_days = retention.audit_days,
                     "old runs and audit entries deleted"
                 ),
                 Err(e) => tracing::warn!(error = %e, "deleting old runs or audit entries failed; trying again tomorrow"),

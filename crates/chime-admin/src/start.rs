@@ -2,11 +2,30 @@
 //! recovery of pending runs, then every loop and the HTTP server. The one module that knows all
 //! the others: nothing imports it but the crate root, so wiring never closes an import cycle.
 
+use crate::alarm::{AlarmLoop, AlarmQueue};
 use crate::center::Admin;
 use crate::config::AdminConfig;
+use crate::dispatch::client::ExecutorClient;
+use crate::dispatch::gate::Gate;
+use crate::dispatch::route::Router;
+use crate::dispatch::Dispatcher;
+use crate::metrics::Metrics;
+use crate::monitor::Sweeper;
+use crate::registry::Directory;
+use crate::results::queue::ResultsQueue;
+use crate::results::run_ids::RunIds;
+use crate::results::{ResultMsg, WriterLoop};
+use crate::retention::Retention;
+use crate::schedule::lease::{LeaseHolder, LeaseLoop};
+use crate::schedule::partitions::Partitions;
+use crate::schedule::wheel::{WheelEntry, WheelLoop, WheelQueue};
+use crate::schedule::{ClaimLoop, MisfireRules, Recovery};
 use crate::store::{Store, StoreError};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 /// Why the admin could not start.
 #[derive(Debug, thiserror::Error)]
@@ -34,10 +53,23 @@ pub struct AdminHandle {
     pub local_addr: SocketAddr,
     /// The shared state (for in-process callers and tests).
     pub admin: Arc<Admin>,
+    sweeper: Sweeper,
+    retention: Retention,
     tasks: tokio::task::JoinSet<()>,
 }
 
 impl AdminHandle {
+    /// What the lost-run sweep works with, to sweep by hand
+    /// ([`crate::monitor::sweep_lost_runs`]).
+    pub fn sweeper(&self) -> &Sweeper {
+        &self.sweeper
+    }
+
+    /// What retention works with, to sweep by hand ([`crate::retention::sweep`]).
+    pub fn retention(&self) -> &Retention {
+        &self.retention
+    }
+
     /// Stops the loops and the HTTP server and waits for them.
     pub async fn shutdown(mut self) {
         self.admin.shutdown.cancel();
@@ -84,26 +116,52 @@ pub async fn start(config: AdminConfig) -> Result<AdminHandle, StartError> {
         source,
     })?;
 
-    let (admin, channels) = Admin::new(config, store);
-    let admin = Arc::new(admin);
+    let (admin, loops) = wire(config, store);
     admin.directory.refresh().await?;
 
+    let Loops {
+        writer,
+        writer_inbox,
+        wheel,
+        wheel_inbox,
+        holder,
+        recovery,
+        claims,
+        registry_refresh,
+        sweeper,
+        lost_sweep,
+        alarm,
+        alarm_inbox,
+        retention,
+    } = loops;
+    let shutdown = admin.shutdown.clone();
     let mut tasks = tokio::task::JoinSet::new();
-    tasks.spawn(crate::results::run(admin.clone(), channels.results));
-    tasks.spawn(crate::schedule::wheel::run(admin.clone(), channels.wheel));
-    let acquired = crate::schedule::lease::balance(&admin, true).await?;
-    crate::schedule::recover(&admin, &acquired).await?;
-    tasks.spawn(crate::schedule::lease::run(admin.clone()));
-    tasks.spawn(crate::schedule::run_claims(admin.clone()));
-    tasks.spawn(crate::monitor::run_registry_refresh(admin.clone()));
-    tasks.spawn(crate::monitor::run_lost_sweep(admin.clone()));
-    tasks.spawn(crate::alarm::run(admin.clone(), channels.alarms));
-    tasks.spawn(crate::retention::run(admin.clone()));
+    tasks.spawn(crate::results::run(writer, writer_inbox));
+    tasks.spawn(crate::schedule::wheel::run(wheel, wheel_inbox));
+    let acquired = crate::schedule::lease::balance(&holder, true).await?;
+    crate::schedule::recover(&recovery, &acquired).await?;
+    tasks.spawn(crate::schedule::lease::run(LeaseLoop {
+        holder,
+        recovery,
+        shutdown: shutdown.clone(),
+    }));
+    tasks.spawn(crate::schedule::run_claims(claims));
+    tasks.spawn(crate::monitor::run_registry_refresh(
+        admin.directory.clone(),
+        registry_refresh,
+        shutdown.clone(),
+    ));
+    tasks.spawn(crate::monitor::run_lost_sweep(
+        sweeper.clone(),
+        lost_sweep,
+        shutdown.clone(),
+    ));
+    tasks.spawn(crate::alarm::run(alarm, alarm_inbox));
+    tasks.spawn(crate::retention::run(retention.clone(), shutdown.clone()));
     if admin.store.backend() == crate::store::Backend::Sqlite {
-        tasks.spawn(run_wal_checkpoints(admin.clone()));
+        tasks.spawn(run_wal_checkpoints(admin.store.clone(), shutdown.clone()));
     }
     let app = crate::http::router(admin.clone());
-    let shutdown = admin.shutdown.clone();
     tasks.spawn(async move {
         let app = app.into_make_service_with_connect_info::<SocketAddr>();
         let serve = axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await });
@@ -115,19 +173,162 @@ pub async fn start(config: AdminConfig) -> Result<AdminHandle, StartError> {
     Ok(AdminHandle {
         local_addr,
         admin,
+        sweeper,
+        retention,
         tasks,
     })
 }
 
+/// Each loop's parts and inbox, as [`wire`] builds them for [`start`]. Recovery and the lease
+/// holder are used once before their loop starts; the two sweeps' parts stay with the
+/// [`AdminHandle`] for sweeping by hand.
+struct Loops {
+    writer: WriterLoop,
+    writer_inbox: mpsc::Receiver<ResultMsg>,
+    wheel: WheelLoop,
+    wheel_inbox: mpsc::UnboundedReceiver<WheelEntry>,
+    holder: LeaseHolder,
+    recovery: Recovery,
+    claims: ClaimLoop,
+    registry_refresh: Duration,
+    sweeper: Sweeper,
+    lost_sweep: Duration,
+    alarm: AlarmLoop,
+    alarm_inbox: mpsc::UnboundedReceiver<Vec<i64>>,
+    retention: Retention,
+}
+
+/// Builds the parts the loops and the HTTP server share, and hands each what it uses.
+fn wire(config: AdminConfig, store: Store) -> (Arc<Admin>, Loops) {
+    let shutdown = CancellationToken::new();
+    let directory = Arc::new(Directory::new(store.clone(), config.dead_timeout));
+    let metrics = Arc::new(Metrics::new());
+    // Sends and probes each have `per_executor_concurrency` permits per executor.
+    let client = ExecutorClient::new(
+        config.executor_timeout,
+        config.access_token.clone(),
+        config.per_executor_concurrency.saturating_mul(2),
+        config.executor_networks.clone(),
+    );
+    let probe_gate = Arc::new(Gate::new(config.dispatch_concurrency, config.per_executor_concurrency));
+    let partitions = Arc::new(Partitions::default());
+    let inflight = Arc::new(RunIds::default());
+    let killing = Arc::new(RunIds::default());
+    let (results, results_rx) = ResultsQueue::new();
+    let (wheel, wheel_rx) = WheelQueue::new(inflight.clone(), config.catch_up_rate);
+    let (alarms, alarms_rx) = AlarmQueue::new();
+    let rules = MisfireRules::new(config.misfire_threshold, config.catch_up_max);
+
+    let dispatcher = Arc::new(Dispatcher {
+        store: store.clone(),
+        directory: directory.clone(),
+        metrics: metrics.clone(),
+        client: client.clone(),
+        router: Router::default(),
+        gate: Gate::new(config.dispatch_concurrency, config.per_executor_concurrency),
+        probe_gate: probe_gate.clone(),
+        partitions: partitions.clone(),
+        inflight: inflight.clone(),
+        results: results.clone(),
+        node_id: config.node_id.clone(),
+        shutdown: shutdown.clone(),
+    });
+    let loops = Loops {
+        writer: WriterLoop {
+            store: store.clone(),
+            queue: results.clone(),
+            inflight: inflight.clone(),
+            killing: killing.clone(),
+            wheel: wheel.clone(),
+            alarms,
+            executor_timeout: config.executor_timeout,
+            shutdown: shutdown.clone(),
+        },
+        writer_inbox: results_rx,
+        wheel: WheelLoop {
+            dispatcher,
+            inflight: inflight.clone(),
+            shutdown: shutdown.clone(),
+        },
+        wheel_inbox: wheel_rx,
+        holder: LeaseHolder {
+            store: store.clone(),
+            node_id: config.node_id.clone(),
+            ttl: config.lease_ttl,
+            partitions: partitions.clone(),
+        },
+        recovery: Recovery {
+            store: store.clone(),
+            partitions: partitions.clone(),
+            inflight,
+            wheel: wheel.clone(),
+            rules,
+            metrics: metrics.clone(),
+        },
+        claims: ClaimLoop {
+            store: store.clone(),
+            node_id: config.node_id.clone(),
+            tick: config.tick,
+            lookahead: config.lookahead,
+            claim_batch: config.claim_batch,
+            rules,
+            partitions: partitions.clone(),
+            wheel: wheel.clone(),
+            results: results.clone(),
+            metrics: metrics.clone(),
+            shutdown: shutdown.clone(),
+        },
+        registry_refresh: config.registry_refresh,
+        sweeper: Sweeper {
+            store: store.clone(),
+            directory: directory.clone(),
+            client: client.clone(),
+            probe_gate,
+            results: results.clone(),
+            executor_timeout: config.executor_timeout,
+            dead_timeout: config.dead_timeout,
+            lost_result_after: config.lost_result_after,
+            lost_idle_confirm: config.lost_idle_confirm,
+        },
+        lost_sweep: config.lost_sweep,
+        alarm: AlarmLoop {
+            store: store.clone(),
+            smtp_url: config.smtp_url.clone(),
+            from: config.alarm_from.clone(),
+            webhook: config.alarm_webhook.clone(),
+            shutdown: shutdown.clone(),
+        },
+        alarm_inbox: alarms_rx,
+        retention: Retention {
+            store: store.clone(),
+            run_days: config.run_retention_days,
+            audit_days: config.audit_retention_days,
+        },
+    };
+    let admin = Arc::new(Admin {
+        config,
+        store,
+        directory,
+        metrics,
+        client,
+        partitions,
+        wheel,
+        results,
+        killing,
+        shutdown,
+    });
+    (admin, loops)
+}
+
 /// SQLite: checkpoints the write-ahead log once a second off the writing connection (see
-/// `Store::checkpoint_wal`), until shutdown.
-async fn run_wal_checkpoints(admin: Arc<Admin>) {
+/// `Store::checkpoint_wal`), until `shutdown`.
+async fn run_wal_checkpoints(store: Store, shutdown: CancellationToken) {
     loop {
         tokio::select! {
-            _ = admin.shutdown.cancelled() => return,
-            _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
         }
-        if let Err(e) = admin.store.checkpoint_wal().await {
+        if let Err(e) = store.checkpoint_wal().await {
             tracing::debug!(error = %e, "WAL checkpoint failed; the writer checkpoints itself past its limit");
         }
     }

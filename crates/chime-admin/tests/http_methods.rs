@@ -10,7 +10,7 @@
 
 mod common;
 
-use chime_admin::http::access::ROUTES;
+use chime_admin::http::routes::ROUTES;
 use common::{Db, TestDb, API_TOKEN};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;

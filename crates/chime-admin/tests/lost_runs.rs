@@ -74,7 +74,7 @@ async fn the_sweep_looks_past_the_first_page_of_running_runs() {
     register(&base, "long", &format!("{alive}/")).await;
     api.wait_executors("long", 1).await;
 
-    assert_eq!(sweep_lost_runs(&handle.admin).await.unwrap(), lost.len());
+    assert_eq!(sweep_lost_runs(handle.sweeper()).await.unwrap(), lost.len());
     for id in &lost {
         let r = run(&api, *id).await;
         assert_eq!(

@@ -1,8 +1,12 @@
 //! Several admins on one database: two real `chime admin` processes share PostgreSQL (and
-//! MariaDB), jobs fire every second. Both hold partitions (`/healthz`), and every scheduled
-//! second has exactly one run. Then one admin is killed with SIGKILL: the other takes over
-//! its partitions once their leases expire, and still every second has exactly one run —
-//! none lost, none doubled.
+//! MariaDB), jobs fire every second with the default misfire policy (`DO_NOTHING`), lease time
+//! and misfire threshold. Both hold partitions (`/healthz`), and every scheduled second has
+//! exactly one run. Then one admin is killed with SIGKILL (or two of three, one after the
+//! other), or frozen with SIGSTOP for 20 s: the others take over its partitions once their
+//! leases lapse, soon enough that every second still has exactly one run and it succeeded —
+//! none skipped as a misfire, none lost, none doubled — and a frozen admin, continued, sends
+//! nothing it had claimed (counted at the executor: no run received twice). A rolling restart
+//! of three admins loses and doubles nothing either.
 
 mod common;
 
@@ -39,20 +43,17 @@ impl Drop for AdminProc {
 }
 
 fn start(bin: &Path, db: &str, node: &str, log: &Path) -> AdminProc {
-    let port = free_port();
+    start_on(bin, db, node, log, free_port())
+}
+
+/// An admin on a given port (a restarted one keeps its address, which the executor uses).
+fn start_on(bin: &Path, db: &str, node: &str, log: &Path, port: u16) -> AdminProc {
     let out = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
     let child = Command::new(bin)
         .args(["admin", "--db", db, "--listen", &format!("127.0.0.1:{port}")])
         .args(["--context-path", "/xxl-job-admin", "--node-id", node])
-        .args(["--tick", "200ms", "--lookahead", "2s", "--misfire-threshold", "1s"])
-        .args([
-            "--registry-refresh",
-            "500ms",
-            "--lease-ttl",
-            "3s",
-            "--default-tz",
-            "UTC",
-        ])
+        .args(["--tick", "200ms", "--lookahead", "2s"])
+        .args(["--registry-refresh", "500ms", "--default-tz", "UTC"])
         .env("CHIME_API_TOKEN", API_TOKEN)
         .env("CHIME_ACCESS_TOKEN", ACCESS_TOKEN)
         .env("CHIME_ADMIN_PASSWORD", "multi-admin-test")
@@ -75,118 +76,290 @@ async fn health(port: u16) -> Option<Value> {
 
 /// Waits until `/healthz` of `port` reports a number of partitions that `pred` accepts.
 async fn wait_partitions(port: u16, what: &str, pred: impl Fn(u64) -> bool) -> u64 {
+    wait_shares(&[port], what, |shares| pred(shares[0])).await[0]
+}
+
+/// Admins sharing the partitions of one database, an executor talking to the last of them,
+/// and `JOBS` jobs firing every second, sent by every admin.
+struct Cluster {
+    kind: Db,
+    db: TestDb,
+    dir: tempfile::TempDir,
+    admins: Vec<AdminProc>,
+    /// The REST API of the last admin, which every scenario keeps alive.
+    api_last: Api,
+    ex: TestExecutor,
+    ids: Vec<i64>,
+}
+
+/// Waits until the partitions the admins on `ports` report (`/healthz`, in port order) satisfy
+/// `pred`, and returns them. A partition moving between two admins is counted by neither or,
+/// for a moment, by both, so a sum of 16 means every partition is held.
+async fn wait_shares(ports: &[u16], what: &str, pred: impl Fn(&[u64]) -> bool) -> Vec<u64> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        if let Some(h) = health(port).await {
-            let n = h["partitions"].as_u64().unwrap_or(0);
-            if pred(n) {
-                return n;
-            }
+        let mut shares = Vec::new();
+        for port in ports {
+            shares.push(health(*port).await.and_then(|h| h["partitions"].as_u64()).unwrap_or(0));
         }
-        assert!(
-            Instant::now() < deadline,
-            "admin on port {port}: timed out waiting for {what}"
-        );
+        if pred(&shares) {
+            return shares;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}: {shares:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
-async fn two_admins_share_and_take_over(kind: Db) {
+/// Every admin holds some partitions, and together all 16.
+fn shared_by_all(shares: &[u64]) -> bool {
+    shares.iter().all(|n| (1..16).contains(n)) && shares.iter().sum::<u64>() == 16
+}
+
+async fn admins_firing(kind: Db, count: usize) -> Cluster {
     let bin = common::chime_binary();
     let db = TestDb::new(kind).await;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("admins.log");
-    let mut a = start(&bin, &db.url, "admin-a", &log);
-    wait_partitions(a.port, "admin A to start", |n| n == 16).await;
-    let b = start(&bin, &db.url, "admin-b", &log);
-    // A gives back partitions beyond its fair share; B takes them.
-    let held_b = wait_partitions(b.port, "admin B to hold partitions", |n| n >= 1).await;
-    let held_a = wait_partitions(a.port, "admin A to share", |n| n < 16).await;
-    assert!(held_a + held_b <= 16, "a partition held twice: {held_a} + {held_b}");
-
-    let api_a = Api::new(format!("127.0.0.1:{}", a.port).parse().unwrap());
-    let api_b = Api::new(format!("127.0.0.1:{}", b.port).parse().unwrap());
-    // The executor talks to B, the admin that survives; both read the registry from the database.
+    let mut admins = Vec::new();
+    for k in 0..count {
+        let node = format!("admin-{}", (b'a' + k as u8) as char);
+        let admin = start(&bin, &db.url, &node, &log);
+        if k == 0 {
+            wait_partitions(admin.port, "the first admin to start", |n| n == 16).await;
+        } else {
+            // The others give back partitions beyond their fair share; the new one takes them.
+            wait_partitions(admin.port, "a new admin to hold partitions", |n| n >= 1).await;
+        }
+        admins.push(admin);
+    }
+    let ports: Vec<u16> = admins.iter().map(|a| a.port).collect();
+    let api_first = Api::new(format!("127.0.0.1:{}", ports[0]).parse().unwrap());
+    let api_last = Api::new(format!("127.0.0.1:{}", ports[count - 1]).parse().unwrap());
+    // The executor talks to the last admin, which survives; all read the registry from the
+    // database.
     let ex = TestExecutor::start(
-        &format!("http://127.0.0.1:{}/xxl-job-admin", b.port),
+        &format!("http://127.0.0.1:{}/xxl-job-admin", ports[count - 1]),
         "multi",
         ACCESS_TOKEN,
     )
     .await;
-    api_a.ok("/v1/groups", json!({"app_name": "multi"})).await;
-    api_a.wait_executors("multi", 1).await;
-    api_b.wait_executors("multi", 1).await;
+    api_first.ok("/v1/groups", json!({"app_name": "multi"})).await;
+    api_first.wait_executors("multi", 1).await;
+    api_last.wait_executors("multi", 1).await;
     let mut ids = Vec::new();
     for _ in 0..JOBS {
-        let v = api_a
-            .ok("/v1/jobs", json!({"group": "multi", "handler": "ok", "schedule_type": "CRON", "schedule_expr": "* * * * * ?", "misfire_strategy": "CATCH_UP", "running": true}))
+        let v = api_first
+            .ok("/v1/jobs", json!({"group": "multi", "handler": "ok", "schedule_type": "CRON", "schedule_expr": "* * * * * ?", "running": true}))
             .await;
         ids.push(v["id"].as_i64().unwrap());
     }
-    // B's claim loop learns of the new jobs from the database.
+    // The other claim loops learn of the new jobs from the database.
     tokio::time::sleep(Duration::from_secs(5)).await;
-    // B before A: a partition moves from A to B only after A gave it back, so this order never
-    // counts a moving partition twice.
-    let held_b = wait_partitions(b.port, "admin B's share", |n| (1..16).contains(&n)).await;
-    let held_a = wait_partitions(a.port, "admin A's share", |n| (1..16).contains(&n)).await;
-    assert!(held_a + held_b <= 16, "a partition held twice: {held_a} + {held_b}");
-    // Both admins sent runs: the trigger report names the admin that sent it.
-    let (_, recent) = api_b.get("/v1/runs?status=success&limit=2000").await;
+    wait_shares(&ports, "the admins to share the partitions", shared_by_all).await;
+    // Every admin sent runs: the trigger report names the admin that sent it.
+    let (_, recent) = api_last.get("/v1/runs?status=success&limit=2000").await;
     let recent = recent.as_array().cloned().unwrap_or_default();
-    let by_a = runs_sent_by(&api_b, &recent, "admin-a").await;
-    let by_b = runs_sent_by(&api_b, &recent, "admin-b").await;
-    assert!(by_a > 0 && by_b > 0, "runs sent by A: {by_a}, by B: {by_b}");
+    for k in 0..count {
+        let node = format!("admin-{}", (b'a' + k as u8) as char);
+        let sent = runs_sent_by(&api_last, &recent, &node).await;
+        assert!(sent > 0, "{node} sent no run");
+    }
+    Cluster {
+        kind,
+        db,
+        dir,
+        admins,
+        api_last,
+        ex,
+        ids,
+    }
+}
 
-    a.child.kill().unwrap(); // SIGKILL
-    a.child.wait().unwrap();
+impl Cluster {
+    fn port(&self, k: usize) -> u16 {
+        self.admins[k].port
+    }
+
+    /// Kills admin `k` with SIGKILL.
+    fn kill(&mut self, k: usize) {
+        self.admins[k].child.kill().unwrap();
+        self.admins[k].child.wait().unwrap();
+    }
+
+    /// Stops admin `k` as a service manager does (SIGTERM), waits for it to exit, and starts
+    /// it again with the same node id and address.
+    fn restart(&mut self, k: usize) {
+        let pid = self.admins[k].child.id().to_string();
+        assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+        let status = self.admins[k].child.wait().unwrap();
+        assert!(status.success(), "admin {k} stopped cleanly: {status:?}");
+        let node = format!("admin-{}", (b'a' + k as u8) as char);
+        let log = self.dir.path().join("admins.log");
+        let port = self.admins[k].port;
+        self.admins[k] = start_on(&common::chime_binary(), &self.db.url, &node, &log, port);
+    }
+
+    /// Stops the jobs through the last admin, waits until no run is open, and checks every job: each second
+    /// from before `outage_start` to after `outage_end` has exactly one run, sent as scheduled
+    /// (no misfire: the outage is shorter than the misfire threshold) and successful, and the
+    /// executor received every run. Returns how many runs the executor received more than once.
+    async fn check_every_second_ran_once(self, outage_start: i64, outage_end: i64) -> usize {
+        let Cluster {
+            kind,
+            db,
+            admins,
+            api_last: api,
+            ex,
+            ids,
+            ..
+        } = self;
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        for id in &ids {
+            api.post(&format!("/v1/jobs/{id}/stop"), json!({})).await;
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let (_, pending) = api.get("/v1/runs?status=pending&limit=10000").await;
+            let (_, running) = api.get("/v1/runs?status=running&limit=10000").await;
+            let open =
+                pending.as_array().map(|a| a.len()).unwrap_or(0) + running.as_array().map(|a| a.len()).unwrap_or(0);
+            if open == 0 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{open} runs still open after 60 s");
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        let mut total = 0;
+        let mut latest = 0;
+        for id in &ids {
+            let runs = api.runs(*id).await;
+            for r in &runs {
+                // No misfire: the takeover is shorter than the misfire threshold, so no fire
+                // is skipped or replayed; each ran as scheduled, at most late.
+                assert_eq!(r["trigger_type"], "CRON", "{r}");
+                assert_eq!(r["status"], "success", "every fire ran: {r}");
+                latest = latest.max(r["triggered_at"].as_i64().unwrap() - r["scheduled_at"].as_i64().unwrap());
+            }
+            total += runs.len();
+            common::assert_every_second_ran_once(
+                *id,
+                runs.iter().map(|r| r["scheduled_at"].as_i64().unwrap()),
+                outage_start,
+                outage_end,
+            );
+        }
+        let log_ids = ex.log_ids();
+        let distinct: HashSet<i64> = log_ids.iter().copied().collect();
+        assert!(
+            distinct.len() >= total,
+            "every run row was delivered ({} < {total})",
+            distinct.len()
+        );
+        let twice = log_ids.len() - distinct.len();
+        eprintln!(
+            "{kind:?}: {total} runs of {JOBS} jobs, latest sent {latest} ms after its second, received twice: {twice}"
+        );
+        ex.kill();
+        drop(admins);
+        db.drop_db().await;
+        twice
+    }
+}
+
+async fn two_admins_share_and_take_over(kind: Db) {
+    let mut cluster = admins_firing(kind, 2).await;
+    cluster.kill(0);
     let killed_at = chime_admin::model::now_ms();
-    // After the lease TTL (3 s), B holds every partition.
-    wait_partitions(b.port, "admin B to take over all partitions", |n| n == 16).await;
+    // Once A's leases lapse (the default lease time), B holds every partition.
+    wait_partitions(cluster.port(1), "admin B to take over all partitions", |n| n == 16).await;
     let took_over_at = chime_admin::model::now_ms();
-    tokio::time::sleep(Duration::from_secs(4)).await;
-    for id in &ids {
-        api_b.post(&format!("/v1/jobs/{id}/stop"), json!({})).await;
-    }
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let (_, pending) = api_b.get("/v1/runs?status=pending&limit=10000").await;
-        let (_, running) = api_b.get("/v1/runs?status=running&limit=10000").await;
-        let open = pending.as_array().map(|a| a.len()).unwrap_or(0) + running.as_array().map(|a| a.len()).unwrap_or(0);
-        if open == 0 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{open} runs still open after 60 s");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    let mut total = 0;
-    for id in &ids {
-        let runs = api_b.runs(*id).await;
-        for r in &runs {
-            assert!(matches!(r["trigger_type"].as_str(), Some("CRON" | "MISFIRE")), "{r}");
-            assert_eq!(r["status"], "success", "every fire ran: {r}");
-        }
-        total += runs.len();
-        common::assert_every_second_ran_once(
-            *id,
-            runs.iter().map(|r| r["scheduled_at"].as_i64().unwrap()),
-            killed_at,
-            took_over_at,
+    eprintln!(
+        "{kind:?}: B held every partition {} ms after the kill",
+        took_over_at - killed_at
+    );
+    cluster.check_every_second_ran_once(killed_at, took_over_at).await;
+}
+
+/// Three admins; the first is killed, then, once the two others share everything, the second:
+/// the third ends up with every partition, and still no second is skipped or doubled.
+async fn two_of_three_admins_killed_one_after_the_other(kind: Db) {
+    let mut cluster = admins_firing(kind, 3).await;
+    cluster.kill(0);
+    let first_killed_at = chime_admin::model::now_ms();
+    let survivors = [cluster.port(1), cluster.port(2)];
+    wait_shares(&survivors, "the two survivors to hold everything", |shares| {
+        shares.iter().sum::<u64>() == 16
+    })
+    .await;
+    eprintln!(
+        "{kind:?}: the two survivors held every partition {} ms after the first kill",
+        chime_admin::model::now_ms() - first_killed_at
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    cluster.kill(1);
+    let second_killed_at = chime_admin::model::now_ms();
+    wait_partitions(cluster.port(2), "the last admin to take over all partitions", |n| {
+        n == 16
+    })
+    .await;
+    let took_over_at = chime_admin::model::now_ms();
+    eprintln!(
+        "{kind:?}: the last admin held every partition {} ms after the second kill",
+        took_over_at - second_killed_at
+    );
+    cluster.check_every_second_ran_once(first_killed_at, took_over_at).await;
+}
+
+/// Three admins restarted one by one (SIGTERM, start again with the same node id), each
+/// waiting until the three share every partition again: no second skipped or doubled, and no
+/// run received twice.
+async fn a_rolling_restart_of_three_admins(kind: Db) {
+    let mut cluster = admins_firing(kind, 3).await;
+    let ports: Vec<u16> = (0..3).map(|k| cluster.port(k)).collect();
+    let started_at = chime_admin::model::now_ms();
+    for k in 0..3 {
+        let stopping = chime_admin::model::now_ms();
+        cluster.restart(k);
+        let what = format!("the partitions to be shared again after restarting admin {k}");
+        wait_shares(&ports, &what, shared_by_all).await;
+        eprintln!(
+            "{kind:?}: admin {k} restarted and the three shared everything again after {} ms",
+            chime_admin::model::now_ms() - stopping
         );
     }
-    let log_ids = ex.log_ids();
-    let distinct: HashSet<i64> = log_ids.iter().copied().collect();
-    assert!(
-        distinct.len() >= total,
-        "every run row was delivered ({} < {total})",
-        distinct.len()
-    );
+    let done_at = chime_admin::model::now_ms();
+    let twice = cluster.check_every_second_ran_once(started_at, done_at).await;
+    assert_eq!(twice, 0, "runs received twice during the rolling restart");
+}
+
+/// A frozen admin (SIGSTOP) loses its partitions to the other; when it runs again (SIGCONT) it
+/// sends nothing of what it had claimed for them: its deadline passed while it was stopped.
+/// Counted at the executor: no run is received twice.
+async fn a_frozen_admin_sends_nothing_stale(kind: Db) {
+    let cluster = admins_firing(kind, 2).await;
+    let pid = cluster.admins[0].child.id().to_string();
+    let signal = |sig: &str| {
+        let ok = Command::new("kill").args([sig, &pid]).status().unwrap().success();
+        assert!(ok, "kill {sig} {pid}");
+    };
+    signal("-STOP");
+    let stopped_at = chime_admin::model::now_ms();
+    wait_partitions(cluster.port(1), "admin B to take over all partitions", |n| n == 16).await;
+    let took_over_at = chime_admin::model::now_ms();
     eprintln!(
-        "{kind:?}: {total} runs of {JOBS} jobs, re-delivered after the kill: {}",
-        log_ids.len() - distinct.len()
+        "{kind:?}: B held every partition {} ms after SIGSTOP",
+        took_over_at - stopped_at
     );
-    ex.kill();
-    drop(b);
-    db.drop_db().await;
+    // Long enough for A's timer to hold runs due while it was stopped, and for B to send them.
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    signal("-CONT");
+    // A wakes up past its deadline: it must send none of them, then takes its share again.
+    wait_partitions(cluster.port(0), "admin A to hold partitions again", |n| {
+        (1..16).contains(&n)
+    })
+    .await;
+    let twice = cluster.check_every_second_ran_once(stopped_at, took_over_at).await;
+    assert_eq!(twice, 0, "runs received twice after the frozen admin woke up");
 }
 
 /// How many of `runs` were sent by `node` (the trigger report names the sending admin).
@@ -210,4 +383,34 @@ async fn two_admins_postgres() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_admins_mysql() {
     two_admins_share_and_take_over(Db::MySql).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_admins_two_killed_postgres() {
+    two_of_three_admins_killed_one_after_the_other(Db::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_admins_two_killed_mysql() {
+    two_of_three_admins_killed_one_after_the_other(Db::MySql).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rolling_restart_postgres() {
+    a_rolling_restart_of_three_admins(Db::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rolling_restart_mysql() {
+    a_rolling_restart_of_three_admins(Db::MySql).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn frozen_admin_postgres() {
+    a_frozen_admin_sends_nothing_stale(Db::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn frozen_admin_mysql() {
+    a_frozen_admin_sends_nothing_stale(Db::MySql).await;
 }

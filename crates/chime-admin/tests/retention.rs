@@ -145,7 +145,7 @@ async fn sweep_keeps_open_and_young_runs(kind: Db) {
     );
     // A second sweep finds nothing more to delete.
     assert_eq!(
-        chime_admin::retention::sweep(&admin.admin).await.unwrap(),
+        chime_admin::retention::sweep(admin.retention()).await.unwrap(),
         Deleted::default()
     );
     assert_eq!(present(&mut conn, backend, &keep).await, keep.len());
@@ -183,7 +183,7 @@ async fn retention_zero_keeps_everything() {
     config.audit_retention_days = 0;
     let admin = chime_admin::start(config).await.unwrap();
     assert_eq!(
-        chime_admin::retention::sweep(&admin.admin).await.unwrap(),
+        chime_admin::retention::sweep(admin.retention()).await.unwrap(),
         Deleted::default()
     );
     assert_eq!(present(&mut conn, backend, &ids).await, 2);

@@ -18,11 +18,11 @@ pub use deliver::{check_mailbox, check_smtp_url, check_webhook_url};
 pub use message::{escape_html, Alarm};
 pub use queue::AlarmQueue;
 
-use crate::center::Admin;
-use crate::store::alarm_status;
+use crate::store::{alarm_status, Store};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, Semaphore};
+use tokio_util::sync::CancellationToken;
 
 /// How often unclaimed failures are looked for (besides at start).
 const SWEEP_EVERY: Duration = Duration::from_secs(300);
@@ -33,19 +33,34 @@ const CONCURRENT_DELIVERIES: usize = 8;
 
 /// Called by the results writer after a batch is committed: passes on the ids of runs that
 /// failed for good (`results::plan` decides which; the claim still checks each). Returns at once.
-pub fn after_commit(admin: &Admin, failed: Vec<i64>) {
+pub fn after_commit(alarms: &AlarmQueue, failed: Vec<i64>) {
     if !failed.is_empty() {
         // Closed only at shutdown; the start-up sweep of the next start covers these.
-        let _ = admin.alarms.tx.send(failed);
+        let _ = alarms.tx.send(failed);
     }
 }
 
+/// What the alarm task works with.
+#[derive(Debug)]
+pub struct AlarmLoop {
+    /// Where alarms are claimed and their runs read.
+    pub(crate) store: Store,
+    /// `--smtp-url`.
+    pub(crate) smtp_url: Option<String>,
+    /// `--alarm-from`.
+    pub(crate) from: String,
+    /// `--alarm-webhook`.
+    pub(crate) webhook: Option<String>,
+    /// Cancelled to stop.
+    pub(crate) shutdown: CancellationToken,
+}
+
 /// Runs the alarm task until shutdown.
-pub async fn run(admin: Arc<Admin>, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
+pub async fn run(alarm: AlarmLoop, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
     let channels = deliver::Channels {
-        smtp_url: admin.config.smtp_url.as_deref(),
-        from: &admin.config.alarm_from,
-        webhook: admin.config.alarm_webhook.as_deref(),
+        smtp_url: alarm.smtp_url.as_deref(),
+        from: &alarm.from,
+        webhook: alarm.webhook.as_deref(),
     };
     let sender = match deliver::Sender::new(channels) {
         Ok(s) => Arc::new(s),
@@ -61,10 +76,10 @@ pub async fn run(admin: Arc<Admin>, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
     let mut sweep = tokio::time::interval(SWEEP_EVERY);
     loop {
         let ids = tokio::select! {
-            _ = admin.shutdown.cancelled() => break,
+            _ = alarm.shutdown.cancelled() => break,
             _ = sweep.tick() => {
                 let since = crate::model::now_ms() - SWEEP_WINDOW_MS;
-                match admin.store.unclaimed_alarms(since, 1000).await {
+                match alarm.store.unclaimed_alarms(since, 1000).await {
                     Ok(ids) => ids,
                     Err(e) => {
                         tracing::warn!(error = %e, "looking for unclaimed alarms failed");
@@ -86,7 +101,7 @@ pub async fn run(admin: Arc<Admin>, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
         if ids.is_empty() {
             continue;
         }
-        let claimed = match admin.store.claim_alarms(&ids).await {
+        let claimed = match alarm.store.claim_alarms(&ids).await {
             Ok(c) => c,
             Err(e) => {
                 // Left at alarm_status 0: the next sweep tries again.
@@ -95,17 +110,18 @@ pub async fn run(admin: Arc<Admin>, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
             }
         };
         for run_id in claimed {
-            let (admin, sender, permits) = (admin.clone(), sender.clone(), permits.clone());
+            let (store, shutdown) = (alarm.store.clone(), alarm.shutdown.clone());
+            let (sender, permits) = (sender.clone(), permits.clone());
             deliveries.spawn(async move {
                 let Ok(_permit) = permits.acquire_owned().await else {
                     return;
                 };
                 let status = tokio::select! {
-                    s = deliver_one(&admin, &sender, run_id) => s,
+                    s = deliver_one(&store, &sender, run_id) => s,
                     // Stopping: give the alarm back so the next start (or another admin) sends it.
-                    _ = admin.shutdown.cancelled() => alarm_status::NONE,
+                    _ = shutdown.cancelled() => alarm_status::NONE,
                 };
-                if let Err(e) = admin.store.finish_alarm(run_id, status).await {
+                if let Err(e) = store.finish_alarm(run_id, status).await {
                     tracing::warn!(run_id, error = %e, "recording the alarm status failed");
                 }
             });
@@ -115,16 +131,16 @@ pub async fn run(admin: Arc<Admin>, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
 }
 
 /// Sends one claimed alarm and returns the run's new `alarm_status`.
-async fn deliver_one(admin: &Admin, sender: &deliver::Sender, run_id: i64) -> i64 {
-    let run = match admin.store.run(run_id).await {
+async fn deliver_one(store: &Store, sender: &deliver::Sender, run_id: i64) -> i64 {
+    let run = match store.run(run_id).await {
         Ok(r) => r,
         Err(e) => {
             tracing::warn!(run_id, error = %e, "loading the failed run for its alarm failed");
             return alarm_status::FAILED;
         }
     };
-    let job = admin.store.job(run.job_id).await.ok();
-    let group = admin.store.group(run.group_id).await.ok();
+    let job = store.job(run.job_id).await.ok();
+    let group = store.group(run.group_id).await.ok();
     let alarm = Alarm { run, job, group };
     let outcome = sender.send(&alarm).await;
     if outcome.attempted == 0 {

@@ -1,5 +1,5 @@
-//! The alarm task's inbox, apart from the task itself: the shared state holds the sending end,
-//! and the task (which reads that state) is started after it.
+//! The alarm task's inbox, apart from the task itself: the results writer holds the sending
+//! end and needs nothing of the task.
 
 use tokio::sync::mpsc;
 

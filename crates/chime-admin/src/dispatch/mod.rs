@@ -13,38 +13,76 @@ pub mod gate;
 pub mod network_guard;
 pub mod route;
 
-use crate::center::Admin;
+use crate::metrics::Metrics;
 use crate::model::now_ms;
+use crate::registry::Directory;
 use crate::results::msg::ResultMsg;
+use crate::results::queue::ResultsQueue;
+use crate::results::run_ids::RunIds;
 use crate::run::WheelEntry;
-use crate::store::{NewRun, TriggerOutcome};
+use crate::schedule::partitions::Partitions;
+use crate::store::{NewRun, Store, TriggerOutcome};
 use chime_protocol::paths::normalize_address;
 use chime_protocol::{RouteStrategy, TriggerParam, TriggerType};
-use client::Target;
+use client::{ExecutorClient, Target};
+use gate::Gate;
+use route::Router;
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
-/// Sends a run from its own task.
-pub fn spawn(admin: &Arc<Admin>, entry: WheelEntry) {
-    let admin = admin.clone();
-    // Boxed: the send's future (HTTP client state included) is several kilobytes; a task
-    // waiting for a permit then holds only a pointer, and is cheap to create and move.
-    tokio::spawn(async move { Box::pin(dispatch(&admin, entry)).await });
+/// What sending runs works with: shared by every send task.
+#[derive(Debug)]
+pub struct Dispatcher {
+    /// Where broadcast shards are created.
+    pub(crate) store: Store,
+    /// Each group's current executors.
+    pub(crate) directory: Arc<Directory>,
+    /// Sends, failures and lateness are counted here.
+    pub(crate) metrics: Arc<Metrics>,
+    /// The executor client.
+    pub(crate) client: ExecutorClient,
+    /// The state of the stateful route strategies.
+    pub(crate) router: Router,
+    /// Bounds concurrent sends, per executor and in total.
+    pub(crate) gate: Gate,
+    /// The same bounds for the probes of routing (`/beat`, `/idleBeat`), shared with the
+    /// lost-run sweep and kept apart from sends, so that a probe, a quick question, never queues
+    /// behind a slow executor's backlog of sends.
+    pub(crate) probe_gate: Arc<Gate>,
+    /// The partitions this admin schedules: a scheduled run of another is not sent.
+    pub(crate) partitions: Arc<Partitions>,
+    /// Runs in flight: broadcast shards join them, runs left unsent leave them.
+    pub(crate) inflight: Arc<RunIds>,
+    /// Where trigger results go.
+    pub(crate) results: ResultsQueue,
+    /// This admin's name (`--node-id`), for the trigger report.
+    pub(crate) node_id: String,
+    /// Cancelled when the admin stops: runs still waiting for a permit stay pending.
+    pub(crate) shutdown: CancellationToken,
 }
 
-async fn dispatch(admin: &Arc<Admin>, entry: WheelEntry) {
+/// Sends a run from its own task.
+pub fn spawn(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
+    let dispatcher = dispatcher.clone();
+    // Boxed: the send's future (HTTP client state included) is several kilobytes; a task
+    // waiting for a permit then holds only a pointer, and is cheap to create and move.
+    tokio::spawn(async move { Box::pin(dispatch(&dispatcher, entry)).await });
+}
+
+async fn dispatch(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
     let WheelEntry {
         job, ticket, address, ..
     } = entry;
     // A partition given up since the claim belongs to another admin now, which recovers the
     // pending run: sending it here as well could run it twice.
     let scheduled = matches!(ticket.trigger_type, TriggerType::Cron | TriggerType::Misfire);
-    if scheduled && !admin.holds_partition(job.partition) {
-        admin.clear_inflight(ticket.id);
+    if scheduled && !dispatcher.partitions.holds(job.partition) {
+        dispatcher.inflight.remove(ticket.id);
         return;
     }
-    let Some(view) = admin.directory.view(job.group_id) else {
+    let Some(view) = dispatcher.directory.view(job.group_id) else {
         fail(
-            admin,
+            dispatcher,
             &ticket,
             ticket.shard_total,
             String::new(),
@@ -80,14 +118,14 @@ async fn dispatch(admin: &Arc<Admin>, entry: WheelEntry) {
                     trigger_msg: String::new(),
                 })
                 .collect();
-            match admin.store.insert_runs(&extra).await {
+            match dispatcher.store.insert_runs(&extra).await {
                 Ok(tickets) => {
                     // Each shard is sent to its own address by index.
                     for t in tickets {
-                        admin.mark_inflight(t.id);
+                        dispatcher.inflight.insert(t.id);
                         let due = now;
                         spawn(
-                            admin,
+                            dispatcher,
                             WheelEntry {
                                 due,
                                 job: job.clone(),
@@ -99,7 +137,7 @@ async fn dispatch(admin: &Arc<Admin>, entry: WheelEntry) {
                 }
                 Err(e) => {
                     fail(
-                        admin,
+                        dispatcher,
                         &ticket,
                         1,
                         String::new(),
@@ -111,14 +149,14 @@ async fn dispatch(admin: &Arc<Admin>, entry: WheelEntry) {
         }
         route::sharding_broadcast::shard_address(&view.addresses, ticket.shard_index).cloned()
     } else {
-        let routed = admin
+        let routed = dispatcher
             .router
             .pick(
                 job.route_strategy,
                 job.id,
                 &view.addresses,
-                &admin.client,
-                &admin.probe_gate,
+                &dispatcher.client,
+                &dispatcher.probe_gate,
                 &view.group,
                 now,
             )
@@ -132,25 +170,28 @@ async fn dispatch(admin: &Arc<Admin>, entry: WheelEntry) {
         } else {
             report
         };
-        fail(admin, &ticket, shard_total, String::new(), why);
+        fail(dispatcher, &ticket, shard_total, String::new(), why);
         return;
     };
 
     // Routes work on the addresses as registered (XXL-JOB hashes and sorts those strings); the
     // call, the run row and the permits use the address without a trailing slash.
     let address = normalize_address(&registered).to_owned();
-    let pass = admin.gate.enter(&address).await;
+    let pass = dispatcher.gate.enter(&address).await;
     // Waiting for a permit can take a while. A run that did not go out before the admin began
     // to stop stays pending for the next start; one whose partition was given up meanwhile
     // belongs to the new owner.
-    if pass.is_none() || admin.shutdown.is_cancelled() || (scheduled && !admin.holds_partition(job.partition)) {
-        admin.clear_inflight(ticket.id);
+    if pass.is_none()
+        || dispatcher.shutdown.is_cancelled()
+        || (scheduled && !dispatcher.partitions.holds(job.partition))
+    {
+        dispatcher.inflight.remove(ticket.id);
         return;
     }
     let triggered_at = now_ms();
     let lateness = (triggered_at - ticket.scheduled_at).max(0) as f64 / 1000.0;
     if scheduled {
-        admin.metrics.lateness.observe(lateness);
+        dispatcher.metrics.lateness.observe(lateness);
     }
     let param = TriggerParam {
         job_id: job.id,
@@ -166,14 +207,14 @@ async fn dispatch(admin: &Arc<Admin>, entry: WheelEntry) {
         broadcast_index: ticket.shard_index as i32,
         broadcast_total: shard_total as i32,
     };
-    let reply = admin.client.run(Target::of(&view.group, &address), &param).await;
+    let reply = dispatcher.client.run(Target::of(&view.group, &address), &param).await;
     drop(pass);
-    admin.metrics.fired(ticket.trigger_type);
+    dispatcher.metrics.fired(ticket.trigger_type);
     if !reply.is_success() {
-        admin.metrics.dispatch_failures.inc();
+        dispatcher.metrics.dispatch_failures.inc();
     }
     let msg = trigger_msg(
-        admin,
+        dispatcher,
         &job,
         &ticket,
         shard_total,
@@ -183,7 +224,7 @@ async fn dispatch(admin: &Arc<Admin>, entry: WheelEntry) {
         reply.msg.as_deref(),
         &report,
     );
-    admin.send_result(ResultMsg::Trigger(TriggerOutcome {
+    dispatcher.results.send(ResultMsg::Trigger(TriggerOutcome {
         run_id: ticket.id,
         job_id: ticket.job_id,
         triggered_at,
@@ -195,10 +236,10 @@ async fn dispatch(admin: &Arc<Admin>, entry: WheelEntry) {
     }));
 }
 
-fn fail(admin: &Arc<Admin>, ticket: &crate::store::RunTicket, shard_total: i64, address: String, why: String) {
-    admin.metrics.dispatch_failures.inc();
-    admin.metrics.fired(ticket.trigger_type);
-    admin.send_result(ResultMsg::Trigger(TriggerOutcome {
+fn fail(dispatcher: &Dispatcher, ticket: &crate::store::RunTicket, shard_total: i64, address: String, why: String) {
+    dispatcher.metrics.dispatch_failures.inc();
+    dispatcher.metrics.fired(ticket.trigger_type);
+    dispatcher.results.send(ResultMsg::Trigger(TriggerOutcome {
         run_id: ticket.id,
         job_id: ticket.job_id,
         triggered_at: now_ms(),
@@ -213,7 +254,7 @@ fn fail(admin: &Arc<Admin>, ticket: &crate::store::RunTicket, shard_total: i64, 
 /// The trigger report stored on the run, in XXL-JOB's layout (HTML line breaks).
 #[allow(clippy::too_many_arguments)]
 fn trigger_msg(
-    admin: &Admin,
+    dispatcher: &Dispatcher,
     job: &crate::model::Job,
     ticket: &crate::store::RunTicket,
     shard_total: i64,
@@ -231,7 +272,7 @@ fn trigger_msg(
         "Trigger type：{}<br>Admin：{}<br>Executors：{}<br>Route strategy：{}<br>\
          Block strategy：{}<br>Timeout：{}<br>Retry count：{}<br><br>>>>>>>>>>>>Trigger Job<<<<<<<<<<<{}<br>address：{}<br>code：{}<br>msg：{}",
         ticket.trigger_type.title(),
-        admin.config.node_id,
+        dispatcher.node_id,
         // The full list is useful for small groups; for large ones the count is enough.
         if addresses.len() <= 5 { addresses.join(",") } else { format!("{} addresses", addresses.len()) },
         route,

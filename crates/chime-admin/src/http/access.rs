@@ -1,10 +1,10 @@
 //! Who may do what: authentication (bearer API token or console session cookie), CSRF checks,
 //! per-route authorisation, and the audit log — all in one middleware driven by one table.
 //!
-//! [`ROUTES`] names every route of `/v1` and `/console/api` with its [`Rule`]. The middleware
-//! looks the matched route up in it and refuses routes it does not list, so a route added to
-//! the router without a rule fails closed (403) instead of being open; the access test checks
-//! that the table and the router list the same routes.
+//! Every route of `/v1` and `/console/api` is declared with its [`Rule`] in
+//! [`super::routes::ROUTES`]; the router puts the rule on each request of the route, and the
+//! middleware refuses a request that carries none, so a route given the middleware without a
+//! rule fails closed (403) instead of being open.
 //!
 //! Targets (`/jobs/{id}`, `/runs/{id}`, `/groups/{key}`, the `child_job_ids` of a job body) are
 //! resolved to their group before the handler runs. The group a job body names is resolved and
@@ -136,78 +136,6 @@ pub enum Rule {
     UpdateJob,
 }
 
-/// One route and its rule.
-#[derive(Debug, Clone, Copy)]
-pub struct RouteRule {
-    /// HTTP method.
-    pub method: &'static str,
-    /// Route pattern, as given to the router.
-    pub path: &'static str,
-    /// Who may use it.
-    pub rule: Rule,
-}
-
-const fn r(method: &'static str, path: &'static str, rule: Rule) -> RouteRule {
-    RouteRule { method, path, rule }
-}
-
-/// Every route of `/v1` and `/console/api`, with who may use it.
-pub const ROUTES: &[RouteRule] = &[
-    // Executor groups.
-    r("GET", "/v1/groups", Rule::List { field: "id" }),
-    r("POST", "/v1/groups", Rule::Admin),
-    r("GET", "/v1/groups/{key}", Rule::Read(Target::GroupKey)),
-    // Changing a group is changing where its jobs are sent, with the executor access token
-    // that is the same for every group: admins only, as in XXL-JOB.
-    r("PUT", "/v1/groups/{key}", Rule::Admin),
-    r("PATCH", "/v1/groups/{key}", Rule::Admin),
-    r("DELETE", "/v1/groups/{key}", Rule::Admin),
-    // Jobs.
-    r("GET", "/v1/jobs", Rule::List { field: "group_id" }),
-    r("POST", "/v1/jobs", Rule::CreateJob),
-    r("GET", "/v1/jobs/{id}", Rule::Read(Target::Job)),
-    r("PUT", "/v1/jobs/{id}", Rule::UpdateJob),
-    r("PATCH", "/v1/jobs/{id}", Rule::UpdateJob),
-    r("DELETE", "/v1/jobs/{id}", Rule::Write(Target::Job)),
-    r("POST", "/v1/jobs/{id}/start", Rule::Write(Target::Job)),
-    r("POST", "/v1/jobs/{id}/stop", Rule::Write(Target::Job)),
-    r("POST", "/v1/jobs/{id}/trigger", Rule::Write(Target::Job)),
-    r("GET", "/v1/jobs/{id}/next", Rule::Read(Target::Job)),
-    r("GET", "/v1/jobs/{id}/glue", Rule::Admin),
-    // Runs.
-    r("GET", "/v1/runs", Rule::List { field: "group_id" }),
-    r("POST", "/v1/runs/clear", Rule::Writer),
-    r("GET", "/v1/runs/{id}", Rule::Read(Target::Run)),
-    r("GET", "/v1/runs/{id}/log", Rule::Read(Target::Run)),
-    r("POST", "/v1/runs/{id}/kill", Rule::Write(Target::Run)),
-    // Executors, dashboard, schedule preview.
-    r("GET", "/v1/executors", Rule::List { field: "group_id" }),
-    r("GET", "/v1/stats", Rule::Authenticated),
-    r("GET", "/v1/schedule/preview", Rule::Authenticated),
-    // Users and audit.
-    r("GET", "/v1/users", Rule::Admin),
-    r("POST", "/v1/users", Rule::Admin),
-    r("GET", "/v1/users/{id}", Rule::Admin),
-    r("PUT", "/v1/users/{id}", Rule::Admin),
-    r("DELETE", "/v1/users/{id}", Rule::Admin),
-    r("POST", "/v1/me/password", Rule::Authenticated),
-    r("GET", "/v1/audit", Rule::Admin),
-    // Console session.
-    r("POST", "/console/api/login", Rule::Public),
-    r("POST", "/console/api/logout", Rule::Authenticated),
-    r("GET", "/console/api/me", Rule::Authenticated),
-];
-
-/// The rule of a route, by method and full route pattern.
-pub fn rule_for(method: &Method, path: &str) -> Option<Rule> {
-    let m = if *method == Method::HEAD {
-        "GET"
-    } else {
-        method.as_str()
-    };
-    ROUTES.iter().find(|r| r.method == m && r.path == path).map(|r| r.rule)
-}
-
 /// Lower-case hex SHA-256 (session tokens are stored only as this).
 pub fn sha256_hex(s: &str) -> String {
     Sha256::digest(s.as_bytes())
@@ -265,7 +193,7 @@ async fn authenticate(admin: &Admin, headers: &HeaderMap) -> Result<Option<Princ
 }
 
 /// The middleware on `/v1` and `/console/api`: authenticate, check CSRF, authorise by
-/// [`ROUTES`], filter lists, and audit changes and refused (403) attempts to change.
+/// the route's [`Rule`], filter lists, and audit changes and refused (403) attempts to change.
 pub async fn guard(State(admin): State<Arc<Admin>>, req: Request, next: Next) -> Response {
     match guard_inner(admin, req, next).await {
         Ok(r) => r,
@@ -280,20 +208,9 @@ async fn guard_inner(admin: Arc<Admin>, req: Request, next: Next) -> Result<Resp
         .get::<MatchedPath>()
         .map(|m| m.as_str().to_owned())
         .unwrap_or_default();
-    let Some(rule) = rule_for(&method, &pattern) else {
-        // `route_layer` also wraps the router's method-not-allowed fallback, so a method the
-        // route does not serve arrives here too. That is the caller's mistake (a browser's
-        // preflight, a scanner, a typo), not a gap in the table: answer 405 with the methods
-        // the table has for this route, before authentication (which methods a route has is
-        // no secret). Only a route with no rule for any method is a programming error, and
-        // stays refused (fail closed) and logged as one.
-        let allow = allowed_methods(&pattern);
-        if allow.is_empty() {
-            tracing::error!(%method, %pattern, "route without an access rule refused");
-            return Err(forbidden("this route has no access rule"));
-        }
-        tracing::debug!(%method, %pattern, "method not allowed");
-        return Ok(method_not_allowed(&method, &pattern, &allow));
+    let Some(rule) = req.extensions().get::<Rule>().copied() else {
+        tracing::error!(%method, %pattern, "route without an access rule refused");
+        return Err(forbidden("this route has no access rule"));
     };
     if rule == Rule::Public {
         return Ok(next.run(req).await);
@@ -370,32 +287,18 @@ async fn guard_inner(admin: Arc<Admin>, req: Request, next: Next) -> Result<Resp
     Ok(resp)
 }
 
-/// The methods [`ROUTES`] has for a route pattern, in table order, with `HEAD` after `GET`
-/// (the router answers `HEAD` with the `GET` handler); empty for a pattern the table lacks.
-pub fn allowed_methods(pattern: &str) -> Vec<&'static str> {
-    let mut out = Vec::new();
-    for r in ROUTES.iter().filter(|r| r.path == pattern) {
-        out.push(r.method);
-        if r.method == "GET" {
-            out.push("HEAD");
-        }
-    }
-    out
-}
-
-/// 405 with the `Allow` header and the JSON error body every other refusal has.
-fn method_not_allowed(method: &Method, pattern: &str, allow: &[&str]) -> Response {
-    let allow = allow.join(", ");
-    let mut resp = ApiError {
+/// The answer to a method a route does not have: 405 with the JSON error body every other
+/// refusal has (the router adds the `Allow` header). A caller's mistake (a browser's preflight,
+/// a scanner, a typo), not the admin's: logged at debug, before authentication, since which
+/// methods a route has is no secret.
+pub async fn method_not_allowed(method: Method, pattern: Option<MatchedPath>) -> ApiError {
+    let pattern = pattern.as_ref().map(MatchedPath::as_str).unwrap_or("this path");
+    tracing::debug!(%method, %pattern, "method not allowed");
+    ApiError {
         status: StatusCode::METHOD_NOT_ALLOWED,
-        error: format!("{method} is not allowed on {pattern}; allowed: {allow}"),
+        error: format!("{method} is not allowed on {pattern}; the Allow header lists the methods it has"),
         field: None,
     }
-    .into_response();
-    if let Ok(v) = header::HeaderValue::from_str(&allow) {
-        resp.headers_mut().insert(header::ALLOW, v);
-    }
-    resp
 }
 
 /// The value of the single `{…}` parameter of `pattern` in `path`.
@@ -674,7 +577,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn params_cookies_and_rules() {
+    fn params_and_cookies() {
         assert_eq!(
             path_param("/v1/jobs/{id}/kill", "/v1/jobs/7/kill").as_deref(),
             Some("7")
@@ -687,11 +590,6 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert(header::COOKIE, "a=1; chime_session=xyz; b=2".parse().unwrap());
         assert_eq!(cookie(&h, SESSION_COOKIE).as_deref(), Some("xyz"));
-        assert_eq!(
-            rule_for(&Method::HEAD, "/v1/jobs"),
-            Some(Rule::List { field: "group_id" })
-        );
-        assert_eq!(rule_for(&Method::POST, "/v1/nothing"), None);
         assert_eq!(sha256_hex("abc").len(), 64);
         let r = redact(json!({"password": "x", "nested": {"api_token": "y"}, "a": 1}));
         assert_eq!(r, json!({"password": "***", "nested": {"api_token": "***"}, "a": 1}));

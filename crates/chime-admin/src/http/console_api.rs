@@ -1,6 +1,6 @@
 //! What the web console needs beyond the REST API: login sessions (`/console/api/…`), user
 //! management, the audit log, the schedule preview, dashboard counts, GLUE history and
-//! clearing old runs (`/v1/…`). Access rules for all of them are in [`super::access::ROUTES`].
+//! clearing old runs (`/v1/…`). Their routes and access rules are declared in [`super::routes::ROUTES`].
 
 use super::access::{self, forbidden, Principal, SESSION_COOKIE};
 use super::auth::{hash_password, verify_password};
@@ -13,8 +13,7 @@ use crate::store::{AuditEntry, AuditFilter, DayCounts, GlueVersion};
 use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Extension, Json, Router};
+use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -118,27 +117,6 @@ pub struct ConsoleState {
     pub limiter: Arc<LoginLimiter>,
 }
 
-/// `/console/api/…` routes (mounted at the root).
-pub fn console_routes() -> Router<Arc<Admin>> {
-    Router::new()
-        .route("/console/api/login", post(login))
-        .route("/console/api/logout", post(logout))
-        .route("/console/api/me", get(me))
-}
-
-/// Extra `/v1` routes (merged into the REST API's router, under the same guard).
-pub fn v1_routes() -> Router<Arc<Admin>> {
-    Router::new()
-        .route("/users", get(list_users).post(create_user))
-        .route("/users/{id}", get(show_user).put(update_user).delete(delete_user))
-        .route("/me/password", post(change_password))
-        .route("/audit", get(list_audit))
-        .route("/schedule/preview", get(schedule_preview))
-        .route("/stats", get(stats))
-        .route("/jobs/{id}/glue", get(glue_history))
-        .route("/runs/clear", post(clear_runs))
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LoginBody {
@@ -185,7 +163,7 @@ fn dummy_hash() -> &'static str {
     H.get_or_init(|| hash_password("not-a-password"))
 }
 
-async fn login(
+pub(super) async fn login(
     State(admin): State<Arc<Admin>>,
     Extension(console): Extension<ConsoleState>,
     connect: Option<Extension<ConnectInfo<SocketAddr>>>,
@@ -285,7 +263,7 @@ async fn login(
     Ok(resp)
 }
 
-async fn logout(
+pub(super) async fn logout(
     State(admin): State<Arc<Admin>>,
     Extension(p): Extension<Principal>,
     headers: HeaderMap,
@@ -311,7 +289,7 @@ async fn logout(
     Ok(resp)
 }
 
-async fn me(Extension(p): Extension<Principal>) -> Json<Value> {
+pub(super) async fn me(Extension(p): Extension<Principal>) -> Json<Value> {
     let role = if p.admin { "admin" } else { "user" };
     Json(me_json(&p, role))
 }
@@ -326,7 +304,7 @@ fn user_json(u: &crate::store::User) -> Value {
     })
 }
 
-async fn list_users(State(admin): State<Arc<Admin>>) -> ApiResult<Json<Vec<Value>>> {
+pub(super) async fn list_users(State(admin): State<Arc<Admin>>) -> ApiResult<Json<Vec<Value>>> {
     Ok(Json(admin.store.list_users().await?.iter().map(user_json).collect()))
 }
 
@@ -335,7 +313,7 @@ fn user_id(raw: &str) -> ApiResult<i64> {
         .map_err(|_| ApiError::bad_request(Some("id"), format!("user id '{raw}' is not an integer")))
 }
 
-async fn show_user(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+pub(super) async fn show_user(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     Ok(Json(user_json(&admin.store.user_by_id(user_id(&id)?).await?)))
 }
 
@@ -376,7 +354,10 @@ async fn check_groups(admin: &Admin, ids: &[i64]) -> ApiResult<()> {
     Ok(())
 }
 
-async fn create_user(State(admin): State<Arc<Admin>>, body: axum::body::Bytes) -> ApiResult<(StatusCode, Json<Value>)> {
+pub(super) async fn create_user(
+    State(admin): State<Arc<Admin>>,
+    body: axum::body::Bytes,
+) -> ApiResult<(StatusCode, Json<Value>)> {
     let b = parse_user_body(&body)?;
     let username = b.username.as_deref().map(str::trim).unwrap_or("");
     if username.is_empty() || username.len() > 64 || username.chars().any(|c| c.is_whitespace() || c.is_control()) {
@@ -414,7 +395,7 @@ async fn create_user(State(admin): State<Arc<Admin>>, body: axum::body::Bytes) -
     ))
 }
 
-async fn update_user(
+pub(super) async fn update_user(
     State(admin): State<Arc<Admin>>,
     Extension(p): Extension<Principal>,
     Path(id): Path<String>,
@@ -459,7 +440,7 @@ async fn update_user(
     Ok(Json(user_json(&admin.store.user_by_id(id).await?)))
 }
 
-async fn delete_user(
+pub(super) async fn delete_user(
     State(admin): State<Arc<Admin>>,
     Extension(p): Extension<Principal>,
     Path(id): Path<String>,
@@ -483,7 +464,7 @@ struct PasswordBody {
     new_password: String,
 }
 
-async fn change_password(
+pub(super) async fn change_password(
     State(admin): State<Arc<Admin>>,
     Extension(p): Extension<Principal>,
     body: axum::body::Bytes,
@@ -516,7 +497,7 @@ async fn change_password(
 
 /// The audit log, newest first: `username` (exact), `action` (contains, any case), `from` /
 /// `to` (epoch ms, `from` ≤ at < `to`), paged with `before_id` and `limit`.
-async fn list_audit(
+pub(super) async fn list_audit(
     State(admin): State<Arc<Admin>>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Vec<AuditEntry>>> {
@@ -544,7 +525,7 @@ async fn list_audit(
 /// Next fire times of a schedule that is not saved yet (the job form's live preview).
 /// Each time carries its UTC offset and `dst_shift` when that offset differs from the one
 /// before it (now, for the first).
-async fn schedule_preview(
+pub(super) async fn schedule_preview(
     State(admin): State<Arc<Admin>>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -592,7 +573,7 @@ async fn schedule_preview(
 }
 
 /// Dashboard numbers for the caller's groups: counts, runs per day, dispatch lateness.
-async fn stats(
+pub(super) async fn stats(
     State(admin): State<Arc<Admin>>,
     Extension(p): Extension<Principal>,
     Query(q): Query<HashMap<String, String>>,
@@ -677,7 +658,10 @@ fn lateness(metrics: &str) -> Value {
     json!({ "count": count, "mean_seconds": mean, "buckets": buckets })
 }
 
-async fn glue_history(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<Json<Vec<GlueVersion>>> {
+pub(super) async fn glue_history(
+    State(admin): State<Arc<Admin>>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Vec<GlueVersion>>> {
     let id: i64 = id
         .parse()
         .map_err(|_| ApiError::bad_request(Some("id"), format!("job id '{id}' is not an integer")))?;
@@ -696,7 +680,7 @@ struct ClearBody {
 
 /// Deletes finished runs (XXL-JOB's "clear log"). Non-admins must name a job or group they
 /// may write.
-async fn clear_runs(
+pub(super) async fn clear_runs(
     State(admin): State<Arc<Admin>>,
     Extension(p): Extension<Principal>,
     body: axum::body::Bytes,

@@ -10,6 +10,7 @@ pub mod error;
 pub mod executor_api;
 pub mod openapi;
 pub mod rest;
+pub mod routes;
 
 use crate::center::Admin;
 use axum::extract::{DefaultBodyLimit, State};
@@ -17,36 +18,45 @@ use axum::http::{header, StatusCode};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use error::ApiError;
 use std::sync::Arc;
 
-/// Every route of the admin.
+/// Every route of the admin: the REST API and the console's session routes from
+/// [`routes::ROUTES`], each behind the access middleware with its rule, then the executor API,
+/// the console's files, the OpenAPI document, `/metrics` and `/healthz`.
 pub fn router(admin: Arc<Admin>) -> Router {
-    let v1 = rest::routes()
-        .merge(console_api::v1_routes())
-        .route_layer(middleware::from_fn_with_state(admin.clone(), access::guard))
+    let mut guarded = Router::new();
+    for route in routes::ROUTES {
+        // Layers added later wrap earlier ones: the rule is on the request before the guard
+        // reads it.
+        let endpoint = route
+            .method_router()
+            .route_layer(middleware::from_fn_with_state(admin.clone(), access::guard))
+            .route_layer(Extension(route.rule));
+        guarded = guarded.route(route.path, endpoint);
+    }
+    let guarded = guarded
+        .method_not_allowed_fallback(access::method_not_allowed)
         // The guard reads bodies up to this size and answers 413 (JSON) beyond it; the
         // handlers' own limit (axum's default, 2 MB) would refuse some of those with a
         // plain-text 413 instead.
-        .layer(DefaultBodyLimit::max(access::MAX_BODY))
-        .layer(middleware::from_fn(console_assets::security_headers));
-    let console = console_api::console_routes()
-        .route_layer(middleware::from_fn_with_state(admin.clone(), access::guard))
-        .merge(console_assets::routes())
-        .layer(middleware::from_fn(console_assets::security_headers));
+        .layer(DefaultBodyLimit::max(access::MAX_BODY));
     let mut app = Router::new()
         .merge(executor_api::routes())
-        .merge(console)
-        .route("/v1/openapi.json", get(|| async { Json(openapi::document()) }))
-        .nest("/v1", v1)
+        .merge(
+            guarded
+                .merge(console_assets::routes())
+                .layer(middleware::from_fn(console_assets::security_headers)),
+        )
+        .route("/v1/openapi.json", get(|| async { Json(routes::openapi_document()) }))
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz));
     if let Some(cp) = admin.config.context_path.clone() {
         app = app.nest(&cp, executor_api::routes());
     }
     app.fallback(|| async { ApiError::not_found("route") })
-        .layer(axum::Extension(console_api::ConsoleState::default()))
+        .layer(Extension(console_api::ConsoleState::default()))
         .with_state(admin)
 }
 

@@ -9,8 +9,7 @@ use crate::model::{now_ms, Group, GroupSpec, Invalid, Job, JobSpec, NamedGroup, 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Extension, Json, Router};
+use axum::{Extension, Json};
 use chime_protocol::TriggerType;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -20,33 +19,6 @@ use std::sync::Arc;
 
 type ApiResult<T> = Result<T, ApiError>;
 type Params = Query<HashMap<String, String>>;
-
-/// The `/v1` routes (authentication is added by the caller).
-pub fn routes() -> Router<Arc<Admin>> {
-    Router::new()
-        .route("/groups", get(list_groups).post(create_group))
-        .route(
-            "/groups/{key}",
-            get(show_group)
-                .put(update_group)
-                .patch(update_group)
-                .delete(delete_group),
-        )
-        .route("/jobs", get(list_jobs).post(create_job))
-        .route(
-            "/jobs/{id}",
-            get(show_job).put(update_job).patch(update_job).delete(delete_job),
-        )
-        .route("/jobs/{id}/start", post(start_job))
-        .route("/jobs/{id}/stop", post(stop_job))
-        .route("/jobs/{id}/trigger", post(trigger_job))
-        .route("/jobs/{id}/next", get(next_fires))
-        .route("/runs", get(list_runs))
-        .route("/runs/{id}", get(show_run))
-        .route("/runs/{id}/log", get(run_log))
-        .route("/runs/{id}/kill", post(kill_run))
-        .route("/executors", get(list_executors))
-}
 
 /// Parses a JSON body, naming the field that does not fit (`serde_path_to_error`).
 fn parse_body<T: DeserializeOwned>(body: &Bytes) -> ApiResult<T> {
@@ -110,11 +82,11 @@ async fn group_by_key(admin: &Admin, key: &str) -> ApiResult<Group> {
     }
 }
 
-async fn list_groups(State(admin): State<Arc<Admin>>) -> ApiResult<Json<Vec<Group>>> {
+pub(super) async fn list_groups(State(admin): State<Arc<Admin>>) -> ApiResult<Json<Vec<Group>>> {
     Ok(Json(admin.store.list_groups().await?))
 }
 
-async fn create_group(State(admin): State<Arc<Admin>>, body: Bytes) -> ApiResult<(StatusCode, Json<Group>)> {
+pub(super) async fn create_group(State(admin): State<Arc<Admin>>, body: Bytes) -> ApiResult<(StatusCode, Json<Group>)> {
     let spec: GroupSpec = parse_body(&body)?;
     let draft = spec.validate(None, &admin.config.executor_networks)?;
     let g = admin.store.insert_group(&draft).await?;
@@ -128,11 +100,15 @@ async fn refresh_directory(admin: &Admin) {
     }
 }
 
-async fn show_group(State(admin): State<Arc<Admin>>, Path(key): Path<String>) -> ApiResult<Json<Group>> {
+pub(super) async fn show_group(State(admin): State<Arc<Admin>>, Path(key): Path<String>) -> ApiResult<Json<Group>> {
     Ok(Json(group_by_key(&admin, &key).await?))
 }
 
-async fn update_group(State(admin): State<Arc<Admin>>, Path(key): Path<String>, body: Bytes) -> ApiResult<Json<Group>> {
+pub(super) async fn update_group(
+    State(admin): State<Arc<Admin>>,
+    Path(key): Path<String>,
+    body: Bytes,
+) -> ApiResult<Json<Group>> {
     let spec: GroupSpec = parse_body(&body)?;
     let current = group_by_key(&admin, &key).await?;
     let draft = spec.validate(Some(&current), &admin.config.executor_networks)?;
@@ -141,7 +117,7 @@ async fn update_group(State(admin): State<Arc<Admin>>, Path(key): Path<String>, 
     Ok(Json(g))
 }
 
-async fn delete_group(State(admin): State<Arc<Admin>>, Path(key): Path<String>) -> ApiResult<StatusCode> {
+pub(super) async fn delete_group(State(admin): State<Arc<Admin>>, Path(key): Path<String>) -> ApiResult<StatusCode> {
     let g = group_by_key(&admin, &key).await?;
     admin.store.delete_group(g.id).await?;
     refresh_directory(&admin).await;
@@ -150,7 +126,7 @@ async fn delete_group(State(admin): State<Arc<Admin>>, Path(key): Path<String>) 
 
 /// Jobs by id. `who` is the caller the access middleware found; a console user limited to some
 /// groups gets a page of jobs from those groups only.
-async fn list_jobs(
+pub(super) async fn list_jobs(
     State(admin): State<Arc<Admin>>,
     Extension(who): Extension<Principal>,
     Query(q): Params,
@@ -167,7 +143,7 @@ async fn list_jobs(
     ))
 }
 
-async fn create_job(
+pub(super) async fn create_job(
     State(admin): State<Arc<Admin>>,
     who: Option<Extension<Principal>>,
     body: Bytes,
@@ -179,7 +155,7 @@ async fn create_job(
     }
     let draft = spec.validate(None, &admin.config.default_time_zone, group_id)?;
     let job = admin.store.insert_job(&draft, &author(who.as_deref())).await?;
-    admin.wake_scheduler();
+    admin.wake_scheduler_for(&job);
     Ok((StatusCode::CREATED, Json(job)))
 }
 
@@ -225,11 +201,11 @@ fn author(who: Option<&Principal>) -> String {
     who.map_or_else(|| "api".to_owned(), |p| p.username.clone())
 }
 
-async fn show_job(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<Json<Job>> {
+pub(super) async fn show_job(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<Json<Job>> {
     Ok(Json(admin.store.job(path_id(&id, "job")?).await?))
 }
 
-async fn update_job(
+pub(super) async fn update_job(
     State(admin): State<Arc<Admin>>,
     who: Option<Extension<Principal>>,
     Path(id): Path<String>,
@@ -246,22 +222,22 @@ async fn update_job(
     }
     let draft = spec.validate(Some(&current), &admin.config.default_time_zone, group_id)?;
     let job = admin.store.update_job(id, &draft, &author(who.as_deref())).await?;
-    admin.wake_scheduler();
+    admin.wake_scheduler_for(&job);
     Ok(Json(job))
 }
 
-async fn delete_job(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<StatusCode> {
+pub(super) async fn delete_job(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<StatusCode> {
     admin.store.delete_job(path_id(&id, "job")?).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn start_job(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<Json<Job>> {
+pub(super) async fn start_job(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<Json<Job>> {
     let job = admin.store.set_job_running(path_id(&id, "job")?, true).await?;
-    admin.wake_scheduler();
+    admin.wake_scheduler_for(&job);
     Ok(Json(job))
 }
 
-async fn stop_job(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<Json<Job>> {
+pub(super) async fn stop_job(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<Json<Job>> {
     Ok(Json(admin.store.set_job_running(path_id(&id, "job")?, false).await?))
 }
 
@@ -274,7 +250,7 @@ struct TriggerBody {
     trigger_type: Option<String>,
 }
 
-async fn trigger_job(
+pub(super) async fn trigger_job(
     State(admin): State<Arc<Admin>>,
     Path(id): Path<String>,
     body: Bytes,
@@ -300,7 +276,7 @@ async fn trigger_job(
     Ok((StatusCode::ACCEPTED, Json(json!({ "run_id": run_id, "job_id": id }))))
 }
 
-async fn next_fires(
+pub(super) async fn next_fires(
     State(admin): State<Arc<Admin>>,
     Path(id): Path<String>,
     Query(q): Params,
@@ -332,7 +308,7 @@ async fn next_fires(
 
 /// Runs, newest first, of the caller's groups (see [`list_jobs`]), optionally scheduled within
 /// `[from, to)`, paged with `before_id`.
-async fn list_runs(
+pub(super) async fn list_runs(
     State(admin): State<Arc<Admin>>,
     Extension(who): Extension<Principal>,
     Query(q): Params,
@@ -362,11 +338,15 @@ async fn list_runs(
     Ok(Json(admin.store.list_runs(&filter).await?))
 }
 
-async fn show_run(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<Json<Run>> {
+pub(super) async fn show_run(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<Json<Run>> {
     Ok(Json(admin.store.run(path_id(&id, "run")?).await?))
 }
 
-async fn run_log(State(admin): State<Arc<Admin>>, Path(id): Path<String>, Query(q): Params) -> ApiResult<Json<Value>> {
+pub(super) async fn run_log(
+    State(admin): State<Arc<Admin>>,
+    Path(id): Path<String>,
+    Query(q): Params,
+) -> ApiResult<Json<Value>> {
     let id = path_id(&id, "run")?;
     let from = int_param(&q, "from_line")?.unwrap_or(1);
     if !(1..=i32::MAX as i64).contains(&from) {
@@ -382,11 +362,11 @@ async fn run_log(State(admin): State<Arc<Admin>>, Path(id): Path<String>, Query(
     })))
 }
 
-async fn kill_run(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<Json<Run>> {
+pub(super) async fn kill_run(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<Json<Run>> {
     Ok(Json(admin.kill_run(path_id(&id, "run")?).await?))
 }
 
-async fn list_executors(State(admin): State<Arc<Admin>>, Query(q): Params) -> ApiResult<Json<Value>> {
+pub(super) async fn list_executors(State(admin): State<Arc<Admin>>, Query(q): Params) -> ApiResult<Json<Value>> {
     let group_id = match q.get("group") {
         Some(key) => Some(group_by_key(&admin, key).await?.id),
         None => None,

@@ -2,25 +2,28 @@
 //! the executor lives on, are failed (and so retried), and the registry is refreshed so dead
 //! executors leave their groups.
 
-use crate::center::Admin;
-use crate::dispatch::client::Target;
+use crate::dispatch::client::{ExecutorClient, Target};
+use crate::dispatch::gate::Gate;
 use crate::model::{now_ms, AddressType, Group};
+use crate::registry::Directory;
 use crate::results::msg::ResultMsg;
-use crate::store::HandleOutcome;
+use crate::results::queue::ResultsQueue;
+use crate::store::{HandleOutcome, Store};
 use chime_protocol::messages::JOB_RESULT_LOST;
 use chime_protocol::paths::normalize_address;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
-/// Reloads groups and heartbeats until shutdown.
-pub async fn run_registry_refresh(admin: Arc<Admin>) {
+/// Reloads groups and heartbeats every `every` (`--registry-refresh`) until `shutdown`.
+pub async fn run_registry_refresh(directory: Arc<Directory>, every: Duration, shutdown: CancellationToken) {
     loop {
         tokio::select! {
-            _ = admin.shutdown.cancelled() => return,
-            _ = tokio::time::sleep(admin.config.registry_refresh) => {}
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(every) => {}
         }
-        if let Err(e) = admin.directory.refresh().await {
+        if let Err(e) = directory.refresh().await {
             tracing::warn!(error = %e, "registry refresh failed");
         }
     }
@@ -44,8 +47,8 @@ pub const RESTART_REPLAY_GRACE: Duration = Duration::from_secs(15);
 /// came up). One more second covers the delay of the registration the start was told by. Such a
 /// run — sent just before a quick restart — is left to the idle rule, which asks the new
 /// process whether it has the job.
-fn restart_margin(admin: &Admin) -> i64 {
-    (admin.config.executor_timeout + Duration::from_secs(1)).as_millis() as i64
+fn restart_margin(sweeper: &Sweeper) -> i64 {
+    (sweeper.executor_timeout + Duration::from_secs(1)).as_millis() as i64
 }
 
 /// What the sweep knows about an executor address, asked at most once per sweep.
@@ -96,11 +99,11 @@ pub fn restarted_message(address: &str) -> String {
 /// How long a run may wait for its result before its executor is asked whether it still has
 /// the job: the job's executor timeout plus the dead timeout (the time an executor gets to
 /// deliver a result), or `--lost-result-after` for a job without timeout.
-fn result_wait(admin: &Admin, timeout_secs: i64) -> Duration {
+fn result_wait(sweeper: &Sweeper, timeout_secs: i64) -> Duration {
     if timeout_secs > 0 {
-        Duration::from_secs(timeout_secs as u64) + admin.config.dead_timeout
+        Duration::from_secs(timeout_secs as u64) + sweeper.dead_timeout
     } else {
-        admin.config.lost_result_after
+        sweeper.lost_result_after
     }
 }
 
@@ -119,12 +122,35 @@ pub fn sweep_min_age(dead_timeout: Duration, lost_result_after: Duration) -> Dur
     (dead_timeout / 3).min(lost_result_after).max(Duration::from_secs(1))
 }
 
+/// What the lost-run sweep works with. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Sweeper {
+    /// Where running runs are read.
+    pub(crate) store: Store,
+    /// Live executors, groups and the executor processes heard.
+    pub(crate) directory: Arc<Directory>,
+    /// Asks executors (`/beat`, `/idleBeat`).
+    pub(crate) client: ExecutorClient,
+    /// Bounds those probes, shared with the probes of routing.
+    pub(crate) probe_gate: Arc<Gate>,
+    /// Where the results of lost runs go.
+    pub(crate) results: ResultsQueue,
+    /// `--executor-timeout`.
+    pub(crate) executor_timeout: Duration,
+    /// `--dead-timeout`.
+    pub(crate) dead_timeout: Duration,
+    /// `--lost-result-after`.
+    pub(crate) lost_result_after: Duration,
+    /// `--lost-idle-confirm`.
+    pub(crate) lost_idle_confirm: Duration,
+}
+
 /// Fails runs still waiting for a result that will never come, and returns how many (see
 /// [`LostRunSweep::sweep`]). Starts from nothing: the idle answers of earlier sweeps are not
 /// known to it, so it fails no run for two of them. The admin's own sweep loop keeps one
 /// [`LostRunSweep`] for its lifetime.
-pub async fn sweep_lost_runs(admin: &Arc<Admin>) -> crate::store::StoreResult<usize> {
-    LostRunSweep::default().sweep(admin).await
+pub async fn sweep_lost_runs(sweeper: &Sweeper) -> crate::store::StoreResult<usize> {
+    LostRunSweep::default().sweep(sweeper).await
 }
 
 /// The lost-run sweep, with what it remembers from one sweep to the next.
@@ -168,14 +194,14 @@ impl LostRunSweep {
     /// be asked counts as busy (whether it is gone is the first rule's business). Every kind
     /// is failed with a retry, as XXL-JOB's fail monitor does. A result that arrives after all
     /// is not recorded: a run's first result is the one kept.
-    pub async fn sweep(&mut self, admin: &Arc<Admin>) -> crate::store::StoreResult<usize> {
+    pub async fn sweep(&mut self, sweeper: &Sweeper) -> crate::store::StoreResult<usize> {
         let now = now_ms();
-        let min_age = sweep_min_age(admin.config.dead_timeout, admin.config.lost_result_after);
+        let min_age = sweep_min_age(sweeper.dead_timeout, sweeper.lost_result_after);
         let triggered_before = now - min_age.as_millis() as i64;
-        let confirm = admin.config.lost_idle_confirm;
-        let margin = restart_margin(admin);
+        let confirm = sweeper.lost_idle_confirm;
+        let margin = restart_margin(sweeper);
         let grace = RESTART_REPLAY_GRACE.as_millis() as i64;
-        let alive = admin.directory.alive_addresses();
+        let alive = sweeper.directory.alive_addresses();
         let mut probes = Probes::default();
         // Looked up once per sweep: there may be many more running runs than groups.
         let mut groups: HashMap<i64, Option<Group>> = HashMap::new();
@@ -184,7 +210,7 @@ impl LostRunSweep {
         let mut after_id = 0;
         let mut total = 0;
         loop {
-            let page = admin
+            let page = sweeper
                 .store
                 .unfinished_runs(triggered_before, after_id, SWEEP_PAGE)
                 .await?;
@@ -196,17 +222,17 @@ impl LostRunSweep {
             for run in page {
                 let group = groups
                     .entry(run.group_id)
-                    .or_insert_with(|| admin.directory.group(run.group_id));
+                    .or_insert_with(|| sweeper.directory.group(run.group_id));
                 let Some(group) = group.as_ref() else {
                     continue;
                 };
                 let target = Target::of(group, &run.address);
                 let gone = match group.address_type {
                     AddressType::Auto => !alive.contains(normalize_address(&run.address)),
-                    AddressType::Manual => !beat(admin, &mut probes, target).await,
+                    AddressType::Manual => !beat(sweeper, &mut probes, target).await,
                 };
-                let process = admin.directory.executor_process(&group.app_name, &run.address);
-                let wait = result_wait(admin, run.timeout_secs);
+                let process = sweeper.directory.executor_process(&group.app_name, &run.address);
+                let wait = result_wait(sweeper, run.timeout_secs);
                 let overdue = now > run.triggered_at.saturating_add(wait.as_millis() as i64);
                 let msg = if gone {
                     kinds.gone += 1;
@@ -216,7 +242,7 @@ impl LostRunSweep {
                 {
                     kinds.restarted += 1;
                     restarted_message(&run.address)
-                } else if overdue && idle(admin, &mut probes, target, run.job_id).await.is_some() {
+                } else if overdue && idle(sweeper, &mut probes, target, run.job_id).await.is_some() {
                     kinds.overdue += 1;
                     no_result_message(run.timeout_secs, wait)
                 } else if process.is_some_and(|p| run.triggered_at >= p.started_at) {
@@ -224,7 +250,7 @@ impl LostRunSweep {
                     // executor, which keeps every result until an admin takes it.
                     self.first_idle.remove(&run.id);
                     continue;
-                } else if let Some(answered) = idle(admin, &mut probes, target, run.job_id).await {
+                } else if let Some(answered) = idle(sweeper, &mut probes, target, run.job_id).await {
                     // Timed by the answers, not by the sweeps: probes late in one sweep and
                     // early in the next are closer together than the sweeps' starts.
                     let first = *self.first_idle.entry(run.id).or_insert(answered);
@@ -258,7 +284,7 @@ impl LostRunSweep {
                     "runs without a result to come marked as failed"
                 );
                 let (tx, rx) = tokio::sync::oneshot::channel();
-                admin.send_result(ResultMsg::Handle(lost, Some(tx)));
+                sweeper.results.send(ResultMsg::Handle(lost, Some(tx)));
                 let _ = rx.await;
             }
             total += n;
@@ -282,12 +308,12 @@ struct LostKinds {
 }
 
 /// Does the executor answer `/beat`?
-async fn beat(admin: &Admin, probes: &mut Probes, target: Target<'_>) -> bool {
+async fn beat(sweeper: &Sweeper, probes: &mut Probes, target: Target<'_>) -> bool {
     if let Some(ok) = probes.beats.get(target.address) {
         return *ok;
     }
-    let ok = match admin.probe_gate.enter(target.address).await {
-        Some(_pass) => admin.client.beat(target).await.is_success(),
+    let ok = match sweeper.probe_gate.enter(target.address).await {
+        Some(_pass) => sweeper.client.beat(target).await.is_success(),
         None => true,
     };
     probes.beats.insert(target.address.to_owned(), ok);
@@ -297,14 +323,14 @@ async fn beat(admin: &Admin, probes: &mut Probes, target: Target<'_>) -> bool {
 /// Does the executor say `job_id` is neither running nor queued there? `Some(when it said so)`
 /// if it does. An executor that cannot be asked counts as busy: the run is left to the
 /// dead-executor check.
-async fn idle(admin: &Admin, probes: &mut Probes, target: Target<'_>, job_id: i64) -> Option<i64> {
+async fn idle(sweeper: &Sweeper, probes: &mut Probes, target: Target<'_>, job_id: i64) -> Option<i64> {
     let key = (target.address.to_owned(), job_id);
     if let Some(idle) = probes.idle.get(&key) {
         return *idle;
     }
-    let idle = match admin.probe_gate.enter(target.address).await {
+    let idle = match sweeper.probe_gate.enter(target.address).await {
         Some(_pass) => {
-            let reply = admin.client.idle_beat(target, job_id).await;
+            let reply = sweeper.client.idle_beat(target, job_id).await;
             reply.is_success().then(now_ms)
         }
         None => None,
@@ -313,15 +339,15 @@ async fn idle(admin: &Admin, probes: &mut Probes, target: Target<'_>, job_id: i6
     idle
 }
 
-/// Runs the lost-run sweep until shutdown.
-pub async fn run_lost_sweep(admin: Arc<Admin>) {
+/// Runs the lost-run sweep every `every` (`--lost-sweep`) until `shutdown`.
+pub async fn run_lost_sweep(sweeper: Sweeper, every: Duration, shutdown: CancellationToken) {
     let mut sweep = LostRunSweep::default();
     loop {
         tokio::select! {
-            _ = admin.shutdown.cancelled() => return,
-            _ = tokio::time::sleep(admin.config.lost_sweep) => {}
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(every) => {}
         }
-        if let Err(e) = sweep.sweep(&admin).await {
+        if let Err(e) = sweep.sweep(&sweeper).await {
             tracing::warn!(error = %e, "lost-run sweep failed");
         }
     }

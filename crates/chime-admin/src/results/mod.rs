@@ -10,14 +10,21 @@
 
 pub mod msg;
 pub mod plan;
+pub mod queue;
+pub mod run_ids;
 
 pub use msg::ResultMsg;
 
-use crate::center::Admin;
+use crate::alarm::AlarmQueue;
+use crate::schedule::wheel::WheelQueue;
+use crate::store::Store;
+use queue::ResultsQueue;
+use run_ids::RunIds;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 /// Most messages taken into one transaction: in practice everything queued. When the writer
 /// falls behind, a run's callback queues behind trigger results sent after its own; taking only
@@ -26,23 +33,44 @@ use tokio::sync::mpsc;
 /// needed. (The claim loop waits while more than 20,000 outcomes are queued, which bounds this.)
 const BATCH_MAX: usize = 100_000;
 
+/// What the results writer works with.
+#[derive(Debug)]
+pub struct WriterLoop {
+    /// Where the outcomes are recorded.
+    pub(crate) store: Store,
+    /// The writer's own inbox, for its count of outcomes not yet written.
+    pub(crate) queue: ResultsQueue,
+    /// Runs in flight: a written trigger result takes its run out.
+    pub(crate) inflight: Arc<RunIds>,
+    /// Runs a user is killing: their results start no retry.
+    pub(crate) killing: Arc<RunIds>,
+    /// Where the retries and child runs a batch creates go.
+    pub(crate) wheel: WheelQueue,
+    /// Where the runs that failed for good go.
+    pub(crate) alarms: AlarmQueue,
+    /// `--executor-timeout`: how long a send still under way at shutdown may take.
+    pub(crate) executor_timeout: Duration,
+    /// Cancelled to stop.
+    pub(crate) shutdown: CancellationToken,
+}
+
 /// Runs the writer until shutdown. At shutdown it keeps writing while runs are still being
 /// sent (bounded by the executor timeout), so a graceful stop leaves no run that was sent but
 /// looks unsent — which the next start would send again.
-pub async fn run(admin: Arc<Admin>, mut rx: mpsc::Receiver<ResultMsg>) {
+pub async fn run(writer: WriterLoop, mut rx: mpsc::Receiver<ResultMsg>) {
     let mut buf: Vec<ResultMsg> = Vec::new();
     let mut drain_until: Option<tokio::time::Instant> = None;
     loop {
         let got = match drain_until {
             None => tokio::select! {
                 n = rx.recv_many(&mut buf, BATCH_MAX) => n,
-                _ = admin.shutdown.cancelled() => {
-                    drain_until = Some(tokio::time::Instant::now() + admin.config.executor_timeout + Duration::from_secs(1));
+                _ = writer.shutdown.cancelled() => {
+                    drain_until = Some(tokio::time::Instant::now() + writer.executor_timeout + Duration::from_secs(1));
                     continue;
                 }
             },
             Some(deadline) => {
-                if tokio::time::Instant::now() > deadline || (admin.inflight_count() == 0 && rx.is_empty()) {
+                if tokio::time::Instant::now() > deadline || (writer.inflight.is_empty() && rx.is_empty()) {
                     return;
                 }
                 match tokio::time::timeout(Duration::from_millis(50), rx.recv_many(&mut buf, BATCH_MAX)).await {
@@ -63,7 +91,7 @@ pub async fn run(admin: Arc<Admin>, mut rx: mpsc::Receiver<ResultMsg>) {
                 ResultMsg::Trigger(t) => triggers.push(t),
                 ResultMsg::Handle(h, ack) => {
                     handles.extend(h.into_iter().map(|mut h| {
-                        if h.retry && admin.is_killing(h.run_id) {
+                        if h.retry && writer.killing.contains(h.run_id) {
                             h.retry = false;
                         }
                         h
@@ -77,7 +105,7 @@ pub async fn run(admin: Arc<Admin>, mut rx: mpsc::Receiver<ResultMsg>) {
         let mut attempt = 0;
         let started = std::time::Instant::now();
         let follow_ups = loop {
-            match admin.store.record_batch(&triggers, &handles).await {
+            match writer.store.record_batch(&triggers, &handles).await {
                 Ok(f) => break Ok(f),
                 Err(e) if attempt < 5 => {
                     attempt += 1;
@@ -94,12 +122,12 @@ pub async fn run(admin: Arc<Admin>, mut rx: mpsc::Receiver<ResultMsg>) {
             "results batch written"
         );
         for t in &triggers {
-            admin.clear_inflight(t.run_id);
+            writer.inflight.remove(t.run_id);
         }
-        admin.results_done(taken);
+        writer.queue.done(taken);
         match follow_ups {
             Ok(recorded) => {
-                crate::alarm::after_commit(&admin, recorded.failed_for_good);
+                crate::alarm::after_commit(&writer.alarms, recorded.failed_for_good);
                 let tickets = recorded.follow_ups;
                 for a in acks {
                     let _ = a.send(Ok(()));
@@ -108,13 +136,13 @@ pub async fn run(admin: Arc<Admin>, mut rx: mpsc::Receiver<ResultMsg>) {
                     let mut ids: Vec<i64> = tickets.iter().map(|t| t.job_id).collect();
                     ids.sort_unstable();
                     ids.dedup();
-                    match admin.store.jobs_by_ids(&ids).await {
+                    match writer.store.jobs_by_ids(&ids).await {
                         Ok(jobs) => {
                             let jobs: HashMap<i64, Arc<crate::model::Job>> =
                                 jobs.into_iter().map(|j| (j.id, Arc::new(j))).collect();
                             for t in tickets {
                                 if let Some(j) = jobs.get(&t.job_id) {
-                                    admin.enqueue(j.clone(), vec![t], None);
+                                    writer.wheel.enqueue(j.clone(), vec![t], None);
                                 }
                             }
                         }

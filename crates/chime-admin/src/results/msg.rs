@@ -1,5 +1,5 @@
 //! What the results writer is handed: the message type of its channel, apart from the writer
-//! itself, so the shared state that holds the sending end needs nothing of the writer.
+//! itself, so its inbox ([`super::queue`]) and those who send to it need nothing of the writer.
 
 use crate::run::{HandleOutcome, TriggerOutcome};
 use tokio::sync::oneshot;

@@ -4,29 +4,69 @@
 //! restarted with the same `--node-id` — so every such partition goes through recovery first,
 //! and is scheduled only after it (see [`super::recover`]).
 
-use crate::center::Admin;
-use crate::model::now_ms;
-use crate::store::{Backend, PARTITIONS};
+use super::partitions::Partitions;
+use super::Recovery;
+use crate::store::{Backend, LeaseTable, Store, PARTITIONS};
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// This admin as a holder of partition leases: what a lease round works with. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct LeaseHolder {
+    /// Where leases are kept.
+    pub(crate) store: Store,
+    /// This admin's name (`--node-id`), the owner of its leases.
+    pub(crate) node_id: String,
+    /// `--lease-ttl`.
+    pub(crate) ttl: Duration,
+    /// The scheduling set, narrowed to the leases held after each round.
+    pub(crate) partitions: Arc<Partitions>,
+}
+
+/// What the lease loop works with.
+#[derive(Debug)]
+pub struct LeaseLoop {
+    /// Who holds the leases.
+    pub(crate) holder: LeaseHolder,
+    /// Recovery of the partitions taken over.
+    pub(crate) recovery: Recovery,
+    /// Cancelled to stop (and give the leases back).
+    pub(crate) shutdown: CancellationToken,
+}
+
+/// The share of the lease time kept in hand: this admin stops acting for its partitions this
+/// much before their leases can lapse in the database (see `Partitions`). It covers the
+/// database's clock running at a slightly different rate than this process's monotonic clock,
+/// and the moment between a check and a send.
+fn safety_margin(ttl: Duration) -> Duration {
+    (ttl / 5).max(Duration::from_millis(100)).min(ttl / 2)
+}
 
 /// One round: renew, rebalance, take over. Returns the partitions this process holds now and
 /// did not schedule before the round: they are left out of the scheduling set until
 /// [`super::recover`] has read their pending runs and puts them in.
-pub async fn balance(admin: &Arc<Admin>, first: bool) -> crate::store::StoreResult<Vec<i64>> {
-    let now = now_ms();
-    let ttl = admin.config.lease_ttl.as_millis() as i64;
-    let me = admin.config.node_id.as_str();
-    let store = &admin.store;
+///
+/// Every time in the lease table is the database's clock (read with the leases), so admins
+/// with skewed clocks agree on expiry; this process's own deadline is its monotonic clock from
+/// the start of the round, which neither a frozen process nor a wall-clock jump can stretch.
+pub async fn balance(holder: &LeaseHolder, first: bool) -> crate::store::StoreResult<Vec<i64>> {
+    let started = Instant::now();
+    let ttl = holder.ttl.as_millis() as i64;
+    let me = holder.node_id.as_str();
+    let store = &holder.store;
+    let sqlite = store.backend() == Backend::Sqlite;
     // SQLite is a single-admin database: the previous process (maybe killed a moment ago)
     // cannot still be scheduling, so take everything at once instead of waiting for expiry.
-    let force = first && store.backend() == Backend::Sqlite;
-    let leases = store.leases().await?;
+    let force = first && sqlite;
+    let LeaseTable { leases, now } = store.lease_table().await?;
     // Admins that announced themselves count too: a new one holds no lease yet. (Not on
     // SQLite, the single-admin database, where a killed predecessor's row would halve the share.)
-    let live = match store.backend() {
-        Backend::Sqlite => Vec::new(),
-        _ => store.announce_admin(me, now, now + ttl).await?,
+    let live = if sqlite {
+        Vec::new()
+    } else {
+        store.announce_admin(me, now, now + ttl).await?
     };
     let mut owners: HashSet<&str> = leases
         .iter()
@@ -36,15 +76,27 @@ pub async fn balance(admin: &Arc<Admin>, first: bool) -> crate::store::StoreResu
     owners.extend(live.iter().map(String::as_str));
     owners.insert(me);
     let fair = (PARTITIONS as usize).div_ceil(owners.len());
+    // Renew what is still ours, in one statement; should one have been taken over between the
+    // read and the update (it had lapsed), ask partition by partition.
+    let mine: Vec<i64> = leases
+        .iter()
+        .filter(|l| l.owner == me && l.expires_at > now)
+        .map(|l| l.partition)
+        .collect();
     let mut held: BTreeSet<i64> = BTreeSet::new();
-    for l in leases.iter().filter(|l| l.owner == me && l.expires_at > now) {
-        if store.acquire_lease(l.partition, me, now, now + ttl, false).await? {
-            held.insert(l.partition);
+    if store.renew_leases(&mine, me, now + ttl).await? == mine.len() as u64 {
+        held.extend(mine);
+    } else {
+        for p in mine {
+            if store.acquire_lease(p, me, now, now + ttl, false).await? {
+                held.insert(p);
+            }
         }
     }
     // Give back partitions beyond the fair share so a newly started admin gets work.
     while held.len() > fair {
         let Some(&p) = held.iter().next_back() else { break };
+        holder.partitions.stop_scheduling(p);
         store.release_lease(p, me).await?;
         held.remove(&p);
     }
@@ -60,51 +112,49 @@ pub async fn balance(admin: &Arc<Admin>, first: bool) -> crate::store::StoreResu
             held.insert(l.partition);
         }
     }
+    // No other admin takes a SQLite database's leases, so its admin has no deadline: a slow
+    // write under load must not stop its sending.
+    let valid_until = (!sqlite).then(|| started + holder.ttl - safety_margin(holder.ttl));
     // Compared with what this process schedules, not with who owned the lease: a lease still
     // in this node's name may come from a predecessor killed a moment ago, whose claimed runs
     // nobody has sent yet.
-    let (acquired, lost) = {
-        let mut scheduling = admin.held.write().unwrap_or_else(|p| p.into_inner());
-        let acquired: Vec<i64> = held.difference(&scheduling).copied().collect();
-        let lost: Vec<i64> = scheduling.difference(&held).copied().collect();
-        scheduling.retain(|p| held.contains(p));
-        (acquired, lost)
-    };
+    let (acquired, lost) = holder.partitions.keep_leased(&held, valid_until);
     if !lost.is_empty() {
-        tracing::info!(partitions = ?lost, "partition leases lost or given back");
+        tracing::info!(partitions = ?lost, "partition leases lost, given back or lapsed");
     }
     Ok(acquired)
 }
 
 /// Keeps leases until shutdown, then releases them.
-pub async fn run(admin: Arc<Admin>) {
-    let period = admin.config.lease_ttl / 3;
+pub async fn run(lease: LeaseLoop) {
+    let LeaseLoop {
+        holder,
+        recovery,
+        shutdown,
+    } = lease;
+    // Rounds start at a fixed rate, not a fixed pause after the previous round: a slow round
+    // then does not push the next renewal past this admin's deadline (see `balance`).
+    let mut rounds = tokio::time::interval_at(tokio::time::Instant::now() + holder.ttl / 3, holder.ttl / 3);
+    rounds.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            _ = admin.shutdown.cancelled() => break,
-            _ = tokio::time::sleep(period) => {}
+            _ = shutdown.cancelled() => break,
+            _ = rounds.tick() => {}
         }
-        match balance(&admin, false).await {
+        match balance(&holder, false).await {
             Ok(acquired) if !acquired.is_empty() => {
                 tracing::info!(partitions = ?acquired, "took over partitions");
-                if let Err(e) = super::recover(&admin, &acquired).await {
+                if let Err(e) = super::recover(&recovery, &acquired).await {
                     tracing::warn!(error = %e, "recovering pending runs failed");
                 }
-                admin.claim_notify.notify_one();
+                holder.partitions.wake_claims();
             }
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "lease renewal failed"),
         }
     }
-    let held: Vec<i64> = admin
-        .held
-        .read()
-        .unwrap_or_else(|p| p.into_inner())
-        .iter()
-        .copied()
-        .collect();
-    for p in held {
-        let _ = admin.store.release_lease(p, &admin.config.node_id).await;
+    for p in holder.partitions.stop_all() {
+        let _ = holder.store.release_lease(p, &holder.node_id).await;
     }
-    let _ = admin.store.withdraw_admin(&admin.config.node_id).await;
+    let _ = holder.store.withdraw_admin(&holder.node_id).await;
 }

@@ -7,17 +7,22 @@
 //! [`recover`] loads the pending run rows and applies the misfire policy to the late ones.
 
 pub mod lease;
+pub mod partitions;
 pub mod wheel;
 
 use crate::calendar::Calendar;
-
-use crate::center::Admin;
+use crate::metrics::Metrics;
 use crate::model::{now_ms, Job, SKIPPED_CODE};
-use crate::store::{FirePlan, NewRun, RunTicket, StoreResult};
+use crate::results::queue::ResultsQueue;
+use crate::results::run_ids::RunIds;
+use crate::store::{FirePlan, NewRun, RunTicket, Store, StoreResult};
 use chime_protocol::{MisfireStrategy, TriggerType};
+use partitions::Partitions;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use wheel::WheelEntry;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use wheel::WheelQueue;
 
 /// At most this many fires of one job are claimed per round (a `100ms` fixed rate would
 /// otherwise flood one transaction).
@@ -32,6 +37,16 @@ pub struct MisfireRules {
     pub threshold_ms: i64,
     /// CATCH_UP replays at most this many.
     pub catch_up_max: usize,
+}
+
+impl MisfireRules {
+    /// `--misfire-threshold` and `--catch-up-max`.
+    pub fn new(threshold: Duration, catch_up_max: usize) -> MisfireRules {
+        MisfireRules {
+            threshold_ms: threshold.as_millis() as i64,
+            catch_up_max,
+        }
+    }
 }
 
 /// Decides the fires of one due job between its `next_fire_at` and `horizon`.
@@ -119,37 +134,6 @@ pub fn plan_fires_with(
     }
 }
 
-impl Admin {
-    fn rules(&self) -> MisfireRules {
-        MisfireRules {
-            threshold_ms: self.config.misfire_threshold.as_millis() as i64,
-            catch_up_max: self.config.catch_up_max,
-        }
-    }
-
-    /// Puts runs of `job` on the timer; misfire replays are paced at `catch_up_rate` per second.
-    pub(crate) fn enqueue(&self, job: Arc<Job>, tickets: Vec<RunTicket>, address: Option<String>) {
-        let now = now_ms();
-        let spacing = 1000 / i64::from(self.config.catch_up_rate.max(1));
-        let mut replay = 0;
-        for t in tickets {
-            let due = if t.trigger_type == TriggerType::Misfire && t.scheduled_at < now {
-                replay += 1;
-                now + (replay - 1) * spacing
-            } else {
-                t.scheduled_at
-            };
-            self.mark_inflight(t.id);
-            let _ = self.wheel_tx.send(WheelEntry {
-                due,
-                job: job.clone(),
-                ticket: t,
-                address: address.clone(),
-            });
-        }
-    }
-}
-
 /// Parsed schedules kept between claim rounds, keyed by job id and valid while the job's
 /// `updated_at` and anchor are unchanged. Bounded: cleared when it grows past this.
 const CALENDAR_CACHE_MAX: usize = 200_000;
@@ -164,10 +148,37 @@ const JOB_CACHE_MAX: usize = 100_000;
 /// count here: its sends wait for its own permits, not for the writer.
 const RESULTS_BACKLOG_PAUSE: usize = 20_000;
 
+/// What the claim loop works with.
+#[derive(Debug)]
+pub struct ClaimLoop {
+    /// Where fires are claimed.
+    pub(crate) store: Store,
+    /// This admin's name (`--node-id`): fires are claimed in the partitions leased under it.
+    pub(crate) node_id: String,
+    /// `--tick`: time between claim rounds.
+    pub(crate) tick: Duration,
+    /// `--lookahead`: how far ahead fires are claimed.
+    pub(crate) lookahead: Duration,
+    /// Most jobs one claim transaction reads.
+    pub(crate) claim_batch: i64,
+    /// What counts as a misfire.
+    pub(crate) rules: MisfireRules,
+    /// The partitions whose jobs are claimed, and the wake-up when they or their jobs change.
+    pub(crate) partitions: Arc<Partitions>,
+    /// Where claimed runs go.
+    pub(crate) wheel: WheelQueue,
+    /// The results writer's inbox, whose backlog puts claim rounds off.
+    pub(crate) results: ResultsQueue,
+    /// Claims and skipped misfires are counted here.
+    pub(crate) metrics: Arc<Metrics>,
+    /// Cancelled to stop.
+    pub(crate) shutdown: CancellationToken,
+}
+
 /// Claims due fires until shutdown.
-pub async fn run_claims(admin: Arc<Admin>) {
-    let tick = admin.config.tick;
-    let lookahead = admin.config.lookahead.as_millis() as i64;
+pub async fn run_claims(claims: ClaimLoop) {
+    let tick = claims.tick;
+    let lookahead = claims.lookahead.as_millis() as i64;
     let mut calendars: HashMap<i64, (i64, i64, Result<Calendar, String>)> = HashMap::new();
     let mut jobs: HashMap<i64, Arc<Job>> = HashMap::new();
     loop {
@@ -177,59 +188,51 @@ pub async fn run_claims(admin: Arc<Admin>) {
         if jobs.len() >= JOB_CACHE_MAX {
             jobs.clear();
         }
-        if admin.results_backlog() >= RESULTS_BACKLOG_PAUSE {
-            admin.metrics.claims_deferred.inc();
+        if claims.results.backlog() >= RESULTS_BACKLOG_PAUSE {
+            claims.metrics.claims_deferred.inc();
             tracing::debug!(
-                backlog = admin.results_backlog(),
+                backlog = claims.results.backlog(),
                 "results writer behind; claim round put off"
             );
             tokio::select! {
-                _ = admin.shutdown.cancelled() => return,
+                _ = claims.shutdown.cancelled() => return,
                 _ = tokio::time::sleep(tick) => {}
             }
             continue;
         }
         let now = now_ms();
         let horizon = now + lookahead;
-        let rules = admin.rules();
+        let rules = claims.rules;
         let started = std::time::Instant::now();
-        let ready = admin.held_partitions();
-        let result = admin
+        let ready = claims.partitions.held();
+        let result = claims
             .store
-            .claim_due_fires(
-                &admin.config.node_id,
-                &ready,
-                horizon,
-                admin.config.claim_batch,
-                &mut jobs,
-                |job| {
-                    let cal = match calendars.get(&job.id) {
-                        Some((updated, anchor, cal)) if *updated == job.updated_at && *anchor == job.anchor_at => cal,
-                        _ => {
-                            let cal =
-                                Calendar::parse(job.schedule_type, &job.schedule_expr, &job.time_zone, job.anchor_at);
-                            calendars.insert(job.id, (job.updated_at, job.anchor_at, cal));
-                            &calendars[&job.id].2
-                        }
-                    };
-                    plan_fires_with(job, cal, now, horizon, rules)
-                },
-            )
+            .claim_due_fires(&claims.node_id, &ready, horizon, claims.claim_batch, &mut jobs, |job| {
+                let cal = match calendars.get(&job.id) {
+                    Some((updated, anchor, cal)) if *updated == job.updated_at && *anchor == job.anchor_at => cal,
+                    _ => {
+                        let cal = Calendar::parse(job.schedule_type, &job.schedule_expr, &job.time_zone, job.anchor_at);
+                        calendars.insert(job.id, (job.updated_at, job.anchor_at, cal));
+                        &calendars[&job.id].2
+                    }
+                };
+                plan_fires_with(job, cal, now, horizon, rules)
+            })
             .await;
         let more = match result {
             Ok(claimed) => {
                 let mut n = 0;
                 for (job, tickets) in claimed.jobs {
                     n += tickets.len();
-                    admin.enqueue(job, tickets, None);
+                    claims.wheel.enqueue(job, tickets, None);
                 }
-                admin.metrics.claimed.inc_by(n as u64);
+                claims.metrics.claimed.inc_by(n as u64);
                 tracing::debug!(
                     claimed = n,
                     took_ms = started.elapsed().as_millis() as u64,
                     "claim round"
                 );
-                admin.metrics.misfires_skipped.inc_by(claimed.skipped as u64);
+                claims.metrics.misfires_skipped.inc_by(claimed.skipped as u64);
                 claimed.more
             }
             Err(e) => {
@@ -241,8 +244,8 @@ pub async fn run_claims(admin: Arc<Admin>) {
             continue;
         }
         tokio::select! {
-            _ = admin.shutdown.cancelled() => return,
-            _ = admin.claim_notify.notified() => {}
+            _ = claims.shutdown.cancelled() => return,
+            _ = claims.partitions.claims_woken() => {}
             _ = tokio::time::sleep(tick) => {}
         }
     }
@@ -267,6 +270,23 @@ fn missed_to_be_claimed(job: &Job, late_limit: i64, catch_up_max: usize) -> usiz
     n
 }
 
+/// What recovery works with. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Recovery {
+    /// Where the pending runs are read, and the skipped ones marked.
+    pub(crate) store: Store,
+    /// The scheduling set the recovered partitions join.
+    pub(crate) partitions: Arc<Partitions>,
+    /// Runs in flight: those are on their way already and are not loaded again.
+    pub(crate) inflight: Arc<RunIds>,
+    /// Where the recovered runs go.
+    pub(crate) wheel: WheelQueue,
+    /// What counts as a misfire.
+    pub(crate) rules: MisfireRules,
+    /// Skipped misfires are counted here.
+    pub(crate) metrics: Arc<Metrics>,
+}
+
 /// Loads the pending runs of `partitions` (left by a crash, by the admin that held them, or by
 /// this node's own predecessor) and puts them back on the timer; late scheduled fires follow
 /// their job's misfire policy. Then the partitions join the scheduling set.
@@ -278,16 +298,19 @@ fn missed_to_be_claimed(job: &Job, late_limit: i64, catch_up_max: usize) -> usiz
 /// `catch_up_max` in all, the newest. That is why the partitions are scheduled only once their
 /// pending runs and job rows are read: a claim round in between would move `next_fire_at` on,
 /// and recovery would then run a second fire for the same outage.
-pub async fn recover(admin: &Arc<Admin>, partitions: &[i64]) -> StoreResult<()> {
+pub async fn recover(recovery: &Recovery, partitions: &[i64]) -> StoreResult<()> {
     if partitions.is_empty() {
         return Ok(());
     }
-    let pending = admin.store.pending_runs(partitions).await?;
-    let pending: Vec<RunTicket> = pending.into_iter().filter(|t| !admin.is_inflight(t.id)).collect();
+    let pending = recovery.store.pending_runs(partitions).await?;
+    let pending: Vec<RunTicket> = pending
+        .into_iter()
+        .filter(|t| !recovery.inflight.contains(t.id))
+        .collect();
     let mut job_ids: Vec<i64> = pending.iter().map(|t| t.job_id).collect();
     job_ids.sort_unstable();
     job_ids.dedup();
-    let jobs: HashMap<i64, Arc<Job>> = admin
+    let jobs: HashMap<i64, Arc<Job>> = recovery
         .store
         .jobs_by_ids(&job_ids)
         .await?
@@ -295,9 +318,9 @@ pub async fn recover(admin: &Arc<Admin>, partitions: &[i64]) -> StoreResult<()> 
         .map(|j| (j.id, Arc::new(j)))
         .collect();
     let now = now_ms();
-    let late_limit = now - admin.config.misfire_threshold.as_millis() as i64;
+    let late_limit = now - recovery.rules.threshold_ms;
     // What the claim loop will do with these jobs is now fixed by the rows just read.
-    admin.start_scheduling(partitions);
+    recovery.partitions.start_scheduling(partitions);
     if pending.is_empty() {
         return Ok(());
     }
@@ -312,15 +335,15 @@ pub async fn recover(admin: &Arc<Admin>, partitions: &[i64]) -> StoreResult<()> 
             matches!(t.trigger_type, TriggerType::Cron | TriggerType::Misfire) && t.scheduled_at < late_limit
         });
         resumed += on_time.len();
-        admin.enqueue(job.clone(), on_time, None);
+        recovery.wheel.enqueue(job.clone(), on_time, None);
         if late.is_empty() {
             continue;
         }
         // Fires the planner will replay are newer than every pending row.
-        let planned = missed_to_be_claimed(job, late_limit, admin.config.catch_up_max);
+        let planned = missed_to_be_claimed(job, late_limit, recovery.rules.catch_up_max);
         let (run, skip): (Vec<RunTicket>, Vec<RunTicket>) = match job.misfire_strategy {
             MisfireStrategy::CatchUp => {
-                let budget = admin.config.catch_up_max.saturating_sub(planned);
+                let budget = recovery.rules.catch_up_max.saturating_sub(planned);
                 let mut late = late;
                 let run = late.split_off(late.len().saturating_sub(budget));
                 (run, late)
@@ -341,18 +364,18 @@ pub async fn recover(admin: &Arc<Admin>, partitions: &[i64]) -> StoreResult<()> 
             })
             .collect();
         resumed += run.len();
-        admin.enqueue(job.clone(), run, None);
+        recovery.wheel.enqueue(job.clone(), run, None);
         if !skip.is_empty() {
             skipped_total += skip.len();
             let ids: Vec<i64> = skip.iter().map(|t| t.id).collect();
-            admin
+            recovery
                 .store
                 .mark_skipped(
                     &ids,
                     &format!("Misfire: skipped by {} after the admin restarted", job.misfire_strategy),
                 )
                 .await?;
-            admin.metrics.misfires_skipped.inc_by(skip.len() as u64);
+            recovery.metrics.misfires_skipped.inc_by(skip.len() as u64);
         }
     }
     tracing::info!(resumed, skipped = skipped_total, "recovered pending runs");

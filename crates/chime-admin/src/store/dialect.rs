@@ -57,6 +57,16 @@ impl Backend {
         Cow::Owned(out)
     }
 
+    /// The database server's clock, epoch milliseconds, as an SQL expression. Partition leases
+    /// are stamped and judged by it alone, so admins whose clocks disagree agree on expiry.
+    pub fn now_ms_sql(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)",
+            Backend::MySql => "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)",
+            Backend::Postgres => "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
+        }
+    }
+
     /// `INSERT` that silently skips rows violating a unique key: `(prefix, suffix)` around
     /// `INTO table (…) VALUES …`.
     pub fn insert_ignore(self) -> (&'static str, &'static str) {

@@ -33,7 +33,7 @@ pub use audit::{AuditEntry, AuditFilter};
 pub use console_queries::{DayCounts, GlueVersion};
 pub use dialect::{placeholders, Backend};
 pub use jobs::JobDue;
-pub use leases::Lease;
+pub use leases::{Lease, LeaseTable};
 pub use sessions::SessionUser;
 pub use users::User;
 
@@ -128,14 +128,20 @@ impl Store {
                     format!("{url}?mode=rwc")
                 };
                 let options = AnyConnectOptions::from_str(&url)?;
+                // No ping before each acquire (sqlx's default, a round trip to the
+                // connection's thread): a SQLite connection is a file handle in this process,
+                // not a socket that a server or a firewall may have closed, and the ping was
+                // a measurable share of every short statement's cost.
                 let write = AnyPoolOptions::new()
                     .max_connections(1)
+                    .test_before_acquire(false)
                     .acquire_timeout(Duration::from_secs(60))
                     .after_connect(sqlite_pragmas)
                     .connect_with(options.clone())
                     .await?;
                 let read = AnyPoolOptions::new()
                     .max_connections(4)
+                    .test_before_acquire(false)
                     .acquire_timeout(Duration::from_secs(30))
                     .after_connect(sqlite_pragmas)
                     .connect_with(options)

@@ -1,7 +1,7 @@
 //! Claiming due fires, runs a crash left unsent, and skipped misfires.
 
 use super::{ticket, UPDATE_ROWS};
-use crate::model::{now_ms, Job, SKIPPED_CODE};
+use crate::model::{Job, SKIPPED_CODE};
 use crate::run::{Claimed, FirePlan, RunTicket};
 use crate::store::bulk::Arg;
 use crate::store::rows;
@@ -34,12 +34,16 @@ impl Store {
         cache: &mut HashMap<i64, Arc<Job>>,
         mut plan: impl FnMut(&Job) -> FirePlan,
     ) -> StoreResult<Claimed> {
-        let now = now_ms();
         let mut tx = self.write.begin().await?;
-        let q = self.sql("SELECT partition_no FROM partition_lease WHERE owner = ? AND expires_at > ?");
+        // Judged by the database's clock, as the leases are stamped (`Store::lease_table`).
+        let q = self
+            .sql(&format!(
+                "SELECT partition_no FROM partition_lease WHERE owner = ? AND expires_at > {}",
+                self.backend.now_ms_sql()
+            ))
+            .into_owned();
         let held: Vec<i64> = sqlx::query(&q)
             .bind(owner)
-            .bind(now)
             .fetch_all(&mut *tx)
             .await?
             .iter()
