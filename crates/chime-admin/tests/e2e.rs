@@ -538,6 +538,21 @@ async fn callback_before_trigger_result(kind: Db) {
     assert!(runs.iter().all(|r| status(r) == "failed"), "{runs:#?}");
     let types: BTreeSet<&str> = runs.iter().map(|r| r["trigger_type"].as_str().unwrap()).collect();
     assert_eq!(types, BTreeSet::from(["API", "RETRY"]), "{runs:#?}");
+    // The retry's failure, too, was reported before its trigger result: its alarm is still
+    // claimed at once (no contacts, no webhook: 1, nothing needed), not left at 0 for the
+    // sweep five minutes later.
+    let retry = runs.iter().find(|r| r["trigger_type"] == "RETRY").unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    eventually(10, "the early failure's alarm is claimed", || async {
+        let now = e.admin.admin.store.alarm_statuses(&[retry]).await.unwrap();
+        if now == vec![(retry, 1)] {
+            Ok(())
+        } else {
+            Err(format!("{now:?}"))
+        }
+    })
+    .await;
 
     // Every second, for a few seconds: each run recorded once, as it happened.
     let cron = e.job(json!({"group": "early", "handler": "callback_first", "schedule_type": "CRON", "schedule_expr": "* * * * * ?", "running": true})).await;

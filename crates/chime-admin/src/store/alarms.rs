@@ -20,12 +20,16 @@ pub mod alarm_status {
     pub const FAILED: i64 = 3;
 }
 
-/// The SQL condition of a finally failed run: it could not be sent, or the executor (or the
-/// lost sweep, or a kill) reported a failure. Written as ranges on `(trigger_code,
-/// handle_code)` so the `run_state` index can serve it instead of a scan of every run.
-pub(super) const FAILED: &str = "((trigger_code = 200 AND (handle_code > 200 OR handle_code < 0 \
-     OR (handle_code > 0 AND handle_code < 200))) OR trigger_code > 200 OR trigger_code < -1 \
-     OR (trigger_code > 0 AND trigger_code < 200))";
+/// The SQL condition of a finally failed run, as `RunStatus::Failed` has it: it could not be
+/// sent, or the executor (or the lost sweep, or a kill) reported a failure. A failure reported
+/// before the trigger result was recorded (a fast executor's callback can beat the admin's own
+/// bookkeeping) finds `trigger_code` still 0 and counts too: the trigger result that follows
+/// claims nothing, so this claim is the alarm's only chance before the periodic sweep.
+/// Written as ranges on `(trigger_code, handle_code)` so the `run_state` index can serve it
+/// instead of a scan of every run.
+pub(super) const FAILED: &str = "(((trigger_code = 200 OR trigger_code = 0) AND (handle_code > 200 \
+     OR handle_code < 0 OR (handle_code > 0 AND handle_code < 200))) OR trigger_code > 200 \
+     OR trigger_code < -1 OR (trigger_code > 0 AND trigger_code < 200))";
 
 impl Store {
     /// Claims the alarms of those `run_ids` that failed for good and whose alarm nobody has
