@@ -8,6 +8,9 @@
 //! executor process, and the admin's peak RSS. `--define N` instead defines N daily jobs (none
 //! due) and reports memory with the scheduler running over them.
 //!
+//! `--db URL` uses that (empty) database instead of a fresh SQLite file, e.g. PostgreSQL, where
+//! runs are also marked as being sent before each send (the fencing of several admins).
+//!
 //! `--spread` makes the jobs fixed-rate 1 s with anchors spread over the second instead of all
 //! on the same whole second; `--in-process` runs the executor inside the admin's process.
 //! `--api-create N` also creates N daily jobs through the REST API during the window, from
@@ -219,7 +222,11 @@ async fn main() {
     let secs = arg("--secs", 20);
     let define = arg("--define", 0);
     let dir = tempfile::tempdir().unwrap();
-    let db_url = format!("sqlite://{}/load.db", dir.path().display());
+    // `--db URL` runs on another database (an empty one: the jobs are added to it).
+    let db_url = match args.iter().position(|a| a == "--db") {
+        Some(i) => args.get(i + 1).cloned().expect("--db takes a database URL"),
+        None => format!("sqlite://{}/load.db", dir.path().display()),
+    };
     let mut config = chime_admin::AdminConfig::new(db_url.clone());
     config.listen = "127.0.0.1:0".parse().unwrap();
     config.default_time_zone = "UTC".into();

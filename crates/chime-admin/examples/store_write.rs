@@ -64,9 +64,9 @@ async fn main() {
     store.insert_jobs_bulk(&vec![draft; jobs], group.id).await.unwrap();
     let owner = "bench";
     let start_ms = now_ms();
-    for p in 0..PARTITIONS {
+    for lease in store.lease_table().await.unwrap().leases {
         store
-            .acquire_lease(p, owner, start_ms, start_ms + 3_600_000, true)
+            .acquire_lease(&lease, owner, start_ms, start_ms + 3_600_000, true)
             .await
             .unwrap();
     }

@@ -12,7 +12,8 @@ use std::sync::Arc;
 /// its trigger message too (see [`capped`]).
 pub const HANDLE_MSG_MAX: usize = 15_000;
 
-/// A run an executor accepted and has not reported on yet (see `Store::unfinished_runs`).
+/// A run an executor accepted (or possibly received: see `Store::mark_sending`) and has not
+/// reported on yet (see `Store::unfinished_runs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnfinishedRun {
     /// Run id.
@@ -27,6 +28,19 @@ pub struct UnfinishedRun {
     pub triggered_at: i64,
     /// The job's executor timeout in seconds (0 = none, or the job is gone).
     pub timeout_secs: i64,
+}
+
+/// A run about to be sent, as `Store::mark_sending` records it: by whom and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendMark {
+    /// Run id.
+    pub run_id: i64,
+    /// Positive: the epoch of the lease of the run's partition under which it is sent (a
+    /// scheduled run), which the database checks. Negative: the sending admin process's own
+    /// token (a manual run, a retry, a child run: sent by the admin that made it).
+    pub token: i64,
+    /// The executor it goes to.
+    pub address: String,
 }
 
 /// A run row to create.

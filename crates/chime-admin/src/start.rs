@@ -6,6 +6,7 @@ use crate::alarm::{AlarmLoop, AlarmQueue};
 use crate::center::Admin;
 use crate::config::AdminConfig;
 use crate::dispatch::client::ExecutorClient;
+use crate::dispatch::fence::SendFence;
 use crate::dispatch::gate::Gate;
 use crate::dispatch::route::Router;
 use crate::dispatch::Dispatcher;
@@ -20,7 +21,7 @@ use crate::schedule::lease::{LeaseHolder, LeaseLoop};
 use crate::schedule::partitions::Partitions;
 use crate::schedule::wheel::{WheelEntry, WheelLoop, WheelQueue};
 use crate::schedule::{ClaimLoop, MisfireRules, Recovery};
-use crate::store::{Store, StoreError};
+use crate::store::{Backend, Store, StoreError};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -230,6 +231,7 @@ fn wire(config: AdminConfig, store: Store) -> (Arc<Admin>, Loops) {
         partitions: partitions.clone(),
         inflight: inflight.clone(),
         results: results.clone(),
+        fence: (store.backend() != Backend::Sqlite).then(|| SendFence::start(store.clone(), shutdown.clone())),
         node_id: config.node_id.clone(),
         shutdown: shutdown.clone(),
     });
@@ -271,6 +273,7 @@ fn wire(config: AdminConfig, store: Store) -> (Arc<Admin>, Loops) {
             tick: config.tick,
             lookahead: config.lookahead,
             claim_batch: config.claim_batch,
+            round_timeout: (store.backend() != Backend::Sqlite).then_some(config.lease_ttl),
             rules,
             partitions: partitions.clone(),
             wheel: wheel.clone(),

@@ -60,8 +60,12 @@ async fn tickets_name_their_rows(kind: Db) {
     .unwrap();
     let jobs = store.insert_jobs_bulk(&vec![draft; 3], group.id).await.unwrap();
     let now = chime_admin::model::now_ms();
-    for p in 0..chime_admin::store::PARTITIONS {
-        assert!(store.acquire_lease(p, OWNER, now, now + 60_000, true).await.unwrap());
+    for lease in store.lease_table().await.unwrap().leases {
+        let epoch = store
+            .acquire_lease(&lease, OWNER, now, now + 60_000, true)
+            .await
+            .unwrap();
+        assert_eq!(epoch, Some(lease.epoch + 1), "taken: a new epoch");
     }
 
     let check = |tickets: &[(i64, i64, i64)], keys: &[i64]| {

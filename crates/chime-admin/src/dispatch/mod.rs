@@ -7,8 +7,12 @@
 //! slow or hung executor wait without holding anything another executor could use: at most
 //! `--per-executor-concurrency` sends are on the wire to one executor and at most
 //! `--dispatch-concurrency` in total (and as many probes).
+//!
+//! Where admins share a database, each run is marked in it as being sent just before it goes
+//! out ([`fence`]), so that an admin which lost a partition's lease cannot send its runs too.
 
 pub mod client;
+pub mod fence;
 pub mod gate;
 pub mod network_guard;
 pub mod route;
@@ -25,6 +29,7 @@ use crate::store::{NewRun, Store, TriggerOutcome};
 use chime_protocol::paths::normalize_address;
 use chime_protocol::{RouteStrategy, TriggerParam, TriggerType};
 use client::{ExecutorClient, Target};
+use fence::{Mark, SendFence};
 use gate::Gate;
 use route::Router;
 use std::sync::Arc;
@@ -55,6 +60,9 @@ pub struct Dispatcher {
     pub(crate) inflight: Arc<RunIds>,
     /// Where trigger results go.
     pub(crate) results: ResultsQueue,
+    /// Marks each run as being sent before it goes out; `None` on SQLite, whose single admin
+    /// shares its runs with no other.
+    pub(crate) fence: Option<SendFence>,
     /// This admin's name (`--node-id`), for the trigger report.
     pub(crate) node_id: String,
     /// Cancelled when the admin stops: runs still waiting for a permit stay pending.
@@ -76,8 +84,7 @@ async fn dispatch(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
     // A partition given up since the claim belongs to another admin now, which recovers the
     // pending run: sending it here as well could run it twice.
     let scheduled = matches!(ticket.trigger_type, TriggerType::Cron | TriggerType::Misfire);
-    if scheduled && !dispatcher.partitions.holds(job.partition) {
-        dispatcher.inflight.remove(ticket.id);
+    if scheduled && let_go_unless_held(dispatcher, job.partition, ticket.id) {
         return;
     }
     let Some(view) = dispatcher.directory.view(job.group_id) else {
@@ -181,12 +188,18 @@ async fn dispatch(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
     // Waiting for a permit can take a while. A run that did not go out before the admin began
     // to stop stays pending for the next start; one whose partition was given up meanwhile
     // belongs to the new owner.
-    if pass.is_none()
-        || dispatcher.shutdown.is_cancelled()
-        || (scheduled && !dispatcher.partitions.holds(job.partition))
-    {
+    if pass.is_none() || dispatcher.shutdown.is_cancelled() {
         dispatcher.inflight.remove(ticket.id);
         return;
+    }
+    if scheduled && let_go_unless_held(dispatcher, job.partition, ticket.id) {
+        return;
+    }
+    if let Some(fence) = &dispatcher.fence {
+        if !fenced(dispatcher, fence, job.partition, ticket.id, scheduled, &address).await {
+            dispatcher.inflight.remove(ticket.id);
+            return;
+        }
     }
     let triggered_at = now_ms();
     let lateness = (triggered_at - ticket.scheduled_at).max(0) as f64 / 1000.0;
@@ -234,6 +247,57 @@ async fn dispatch(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
         shard_total,
         trigger_type: ticket.trigger_type,
     }));
+}
+
+/// Lets a scheduled run go (out of the in-flight set, pending in the database) if this admin
+/// does not schedule its partition now: the partition's next holder sends it — this admin too,
+/// should it take the partition again, since its recovery then finds the run no longer in
+/// flight (`Partitions::let_go_unless_held`). True when let go.
+fn let_go_unless_held(dispatcher: &Dispatcher, partition: i64, run_id: i64) -> bool {
+    dispatcher
+        .partitions
+        .let_go_unless_held(partition, || dispatcher.inflight.remove(run_id))
+}
+
+/// Marks a run as being sent ([`fence`]) and says whether it is this admin's to send. A
+/// scheduled run is marked with its partition's lease epoch, the others with this process's
+/// token. When the database cannot be asked, it is asked again while this admin may still send
+/// the run (a scheduled run's lease holds by this process's deadline; the others until
+/// shutdown): a run not sent stays pending and is this admin's to send, or, once the lease
+/// lapsed, the next holder's.
+async fn fenced(
+    dispatcher: &Dispatcher,
+    fence: &SendFence,
+    partition: i64,
+    run_id: i64,
+    scheduled: bool,
+    address: &str,
+) -> bool {
+    let mut pause = std::time::Duration::from_millis(100);
+    loop {
+        let token = if scheduled {
+            match dispatcher.partitions.token(partition) {
+                Some(epoch) => epoch,
+                None if let_go_unless_held(dispatcher, partition, run_id) => return false,
+                // Scheduled again since the line above (recovered): ask for the new epoch.
+                None => continue,
+            }
+        } else {
+            fence.own_token()
+        };
+        match fence.mark(run_id, token, address).await {
+            Mark::Marked => return true,
+            // The lease changed while the database was asked (lost, or lapsed and taken again
+            // by this admin, whose recovery left this run to this send): ask again under the
+            // lease as it is now, or let the run go.
+            Mark::Refused if scheduled && dispatcher.partitions.token(partition) != Some(token) => continue,
+            Mark::Refused => return false,
+            Mark::Failed if dispatcher.shutdown.is_cancelled() => return false,
+            Mark::Failed => {}
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(std::time::Duration::from_secs(2));
+    }
 }
 
 fn fail(dispatcher: &Dispatcher, ticket: &crate::store::RunTicket, shard_total: i64, address: String, why: String) {

@@ -33,6 +33,12 @@ use tokio_util::sync::CancellationToken;
 /// needed. (The claim loop waits while more than 20,000 outcomes are queued, which bounds this.)
 const BATCH_MAX: usize = 100_000;
 
+/// How long a batch the database refused is tried again before it is given up. Long enough
+/// for a database restart or a failover of its server (seconds), so that no result is
+/// dropped for one; meanwhile the backlog pauses claiming (`ResultsQueue`), and callbacks wait
+/// for their write, so executors keep their results until it is done.
+const RETRY_FOR: Duration = Duration::from_secs(60);
+
 /// What the results writer works with.
 #[derive(Debug)]
 pub struct WriterLoop {
@@ -107,10 +113,13 @@ pub async fn run(writer: WriterLoop, mut rx: mpsc::Receiver<ResultMsg>) {
         let follow_ups = loop {
             match writer.store.record_batch(&triggers, &handles).await {
                 Ok(f) => break Ok(f),
-                Err(e) if attempt < 5 => {
+                // Stopping: no longer than the drain allows.
+                Err(e)
+                    if started.elapsed() < RETRY_FOR && drain_until.is_none_or(|d| tokio::time::Instant::now() < d) =>
+                {
                     attempt += 1;
                     tracing::warn!(error = %e, attempt, "recording results failed; retrying");
-                    tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
+                    tokio::time::sleep(Duration::from_millis(200 * attempt).min(Duration::from_secs(2))).await;
                 }
                 Err(e) => break Err(e),
             }

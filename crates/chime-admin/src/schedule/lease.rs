@@ -6,8 +6,8 @@
 
 use super::partitions::Partitions;
 use super::Recovery;
-use crate::store::{Backend, LeaseTable, Store, PARTITIONS};
-use std::collections::{BTreeSet, HashSet};
+use crate::store::{Backend, Lease, LeaseTable, Store, PARTITIONS};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -76,26 +76,24 @@ pub async fn balance(holder: &LeaseHolder, first: bool) -> crate::store::StoreRe
     owners.extend(live.iter().map(String::as_str));
     owners.insert(me);
     let fair = (PARTITIONS as usize).div_ceil(owners.len());
-    // Renew what is still ours, in one statement; should one have been taken over between the
-    // read and the update (it had lapsed), ask partition by partition.
-    let mine: Vec<i64> = leases
-        .iter()
-        .filter(|l| l.owner == me && l.expires_at > now)
-        .map(|l| l.partition)
-        .collect();
-    let mut held: BTreeSet<i64> = BTreeSet::new();
-    if store.renew_leases(&mine, me, now + ttl).await? == mine.len() as u64 {
-        held.extend(mine);
+    // Renew what is still ours, in one statement (epochs unchanged); should one have been
+    // taken over between the read and the update (it had lapsed), ask partition by partition.
+    let mine: Vec<&Lease> = leases.iter().filter(|l| l.owner == me && l.expires_at > now).collect();
+    let ids: Vec<i64> = mine.iter().map(|l| l.partition).collect();
+    // Partition → epoch, of the leases held after this round.
+    let mut held: BTreeMap<i64, i64> = BTreeMap::new();
+    if store.renew_leases(&ids, me, now + ttl).await? == ids.len() as u64 {
+        held.extend(mine.iter().map(|l| (l.partition, l.epoch)));
     } else {
-        for p in mine {
-            if store.acquire_lease(p, me, now, now + ttl, false).await? {
-                held.insert(p);
+        for l in mine {
+            if let Some(epoch) = store.acquire_lease(l, me, now, now + ttl, false).await? {
+                held.insert(l.partition, epoch);
             }
         }
     }
     // Give back partitions beyond the fair share so a newly started admin gets work.
     while held.len() > fair {
-        let Some(&p) = held.iter().next_back() else { break };
+        let Some((&p, _)) = held.iter().next_back() else { break };
         holder.partitions.stop_scheduling(p);
         store.release_lease(p, me).await?;
         held.remove(&p);
@@ -104,12 +102,14 @@ pub async fn balance(holder: &LeaseHolder, first: bool) -> crate::store::StoreRe
         if held.len() >= fair && !force {
             break;
         }
-        if held.contains(&l.partition) {
+        if held.contains_key(&l.partition) {
             continue;
         }
         let free = l.owner.is_empty() || l.expires_at <= now;
-        if (free || force) && store.acquire_lease(l.partition, me, now, now + ttl, force).await? {
-            held.insert(l.partition);
+        if free || force {
+            if let Some(epoch) = store.acquire_lease(l, me, now, now + ttl, force).await? {
+                held.insert(l.partition, epoch);
+            }
         }
     }
     // No other admin takes a SQLite database's leases, so its admin has no deadline: a slow
@@ -141,7 +141,18 @@ pub async fn run(lease: LeaseLoop) {
             _ = shutdown.cancelled() => break,
             _ = rounds.tick() => {}
         }
-        match balance(&holder, false).await {
+        // A round that outlasts the lease time is of no use any more (the deadline it would
+        // set has passed) and, on a connection the network dropped silently, could wait for
+        // TCP to give up — many minutes in which this admin would neither renew nor notice
+        // the way back. Abandoned, its connection is closed, and the next round opens another.
+        let round = match tokio::time::timeout(holder.ttl, balance(&holder, false)).await {
+            Ok(round) => round,
+            Err(_) => {
+                tracing::warn!(ttl = ?holder.ttl, "lease round took longer than the lease time; abandoned");
+                continue;
+            }
+        };
+        match round {
             Ok(acquired) if !acquired.is_empty() => {
                 tracing::info!(partitions = ?acquired, "took over partitions");
                 if let Err(e) = super::recover(&recovery, &acquired).await {

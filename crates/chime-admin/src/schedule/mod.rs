@@ -161,6 +161,10 @@ pub struct ClaimLoop {
     pub(crate) lookahead: Duration,
     /// Most jobs one claim transaction reads.
     pub(crate) claim_batch: i64,
+    /// How long a claim round may take before it is abandoned: the lease time where admins
+    /// share the database (a round that long claims under leases that may have lapsed, and is
+    /// most likely stuck on a connection the network dropped); `None` on SQLite.
+    pub(crate) round_timeout: Option<Duration>,
     /// What counts as a misfire.
     pub(crate) rules: MisfireRules,
     /// The partitions whose jobs are claimed, and the wake-up when they or their jobs change.
@@ -205,22 +209,34 @@ pub async fn run_claims(claims: ClaimLoop) {
         let rules = claims.rules;
         let started = std::time::Instant::now();
         let ready = claims.partitions.held();
-        let result = claims
-            .store
-            .claim_due_fires(&claims.node_id, &ready, horizon, claims.claim_batch, &mut jobs, |job| {
-                let cal = match calendars.get(&job.id) {
-                    Some((updated, anchor, cal)) if *updated == job.updated_at && *anchor == job.anchor_at => cal,
-                    _ => {
-                        let cal = Calendar::parse(job.schedule_type, &job.schedule_expr, &job.time_zone, job.anchor_at);
-                        calendars.insert(job.id, (job.updated_at, job.anchor_at, cal));
-                        &calendars[&job.id].2
-                    }
-                };
-                plan_fires_with(job, cal, now, horizon, rules)
-            })
-            .await;
+        let claiming =
+            claims
+                .store
+                .claim_due_fires(&claims.node_id, &ready, horizon, claims.claim_batch, &mut jobs, |job| {
+                    let cal = match calendars.get(&job.id) {
+                        Some((updated, anchor, cal)) if *updated == job.updated_at && *anchor == job.anchor_at => cal,
+                        _ => {
+                            let cal =
+                                Calendar::parse(job.schedule_type, &job.schedule_expr, &job.time_zone, job.anchor_at);
+                            calendars.insert(job.id, (job.updated_at, job.anchor_at, cal));
+                            &calendars[&job.id].2
+                        }
+                    };
+                    plan_fires_with(job, cal, now, horizon, rules)
+                });
+        let result = match claims.round_timeout {
+            None => Ok(claiming.await),
+            Some(limit) => tokio::time::timeout(limit, claiming).await,
+        };
         let more = match result {
-            Ok(claimed) => {
+            Err(_) => {
+                // Abandoned, its transaction may still have been committed: fires claimed
+                // and on no timer. The partitions go through recovery again, which finds them.
+                tracing::warn!(limit = ?claims.round_timeout, "claim round took too long; abandoned, partitions recovered again");
+                claims.partitions.recover_again();
+                false
+            }
+            Ok(Ok(claimed)) => {
                 let mut n = 0;
                 for (job, tickets) in claimed.jobs {
                     n += tickets.len();
@@ -235,7 +251,7 @@ pub async fn run_claims(claims: ClaimLoop) {
                 claims.metrics.misfires_skipped.inc_by(claimed.skipped as u64);
                 claimed.more
             }
-            Err(e) => {
+            Ok(Err(e)) => {
                 tracing::warn!(error = %e, "claiming due fires failed; will retry");
                 false
             }
@@ -303,10 +319,6 @@ pub async fn recover(recovery: &Recovery, partitions: &[i64]) -> StoreResult<()>
         return Ok(());
     }
     let pending = recovery.store.pending_runs(partitions).await?;
-    let pending: Vec<RunTicket> = pending
-        .into_iter()
-        .filter(|t| !recovery.inflight.contains(t.id))
-        .collect();
     let mut job_ids: Vec<i64> = pending.iter().map(|t| t.job_id).collect();
     job_ids.sort_unstable();
     job_ids.dedup();
@@ -319,8 +331,15 @@ pub async fn recover(recovery: &Recovery, partitions: &[i64]) -> StoreResult<()>
         .collect();
     let now = now_ms();
     let late_limit = now - recovery.rules.threshold_ms;
-    // What the claim loop will do with these jobs is now fixed by the rows just read.
-    recovery.partitions.start_scheduling(partitions);
+    // What the claim loop will do with these jobs is now fixed by the rows just read. Runs
+    // still in flight here (on the timer, or a send waiting for the database) are left to
+    // their send, which goes on now that the partitions are scheduled.
+    let pending: Vec<RunTicket> = recovery.partitions.start_scheduling(partitions, || {
+        pending
+            .into_iter()
+            .filter(|t| !recovery.inflight.contains(t.id))
+            .collect()
+    });
     if pending.is_empty() {
         return Ok(());
     }

@@ -2,7 +2,7 @@
 //! recovery), claim their fires (the claim loop) and send their runs (dispatch). A leaf: it
 //! imports nothing of the scheduler, so dispatch can read it without importing the loops.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::RwLock;
 use std::time::Instant;
 use tokio::sync::Notify;
@@ -17,6 +17,11 @@ use tokio::sync::Notify;
 /// nothing for them — also when it was frozen (SIGSTOP, a pause) or cut off from the database,
 /// and whatever its wall clock did meanwhile. The next round that renews them puts them
 /// through recovery again before they are scheduled.
+///
+/// The deadline keeps an admin that knows it may have lapsed from sending; the lease epoch of
+/// each partition, which this admin puts on every run just before sending it
+/// (`Store::mark_sending`), makes the database refuse a send that slipped past the deadline
+/// (a pause between the check and the send).
 #[derive(Debug, Default)]
 pub struct Partitions {
     state: RwLock<Scheduling>,
@@ -27,6 +32,8 @@ pub struct Partitions {
 struct Scheduling {
     /// Leased and recovered.
     scheduled: BTreeSet<i64>,
+    /// The epoch of each lease held after the last round (the fencing token of its sends).
+    epochs: BTreeMap<i64, i64>,
     /// Until when the leases hold; `None`: no deadline (the single admin of a SQLite database,
     /// whose leases no other admin takes).
     valid_until: Option<Instant>,
@@ -54,30 +61,69 @@ impl Partitions {
         state.scheduled.iter().copied().collect()
     }
 
-    /// Adds recovered partitions to the scheduling set: the claim loop may claim them now.
-    pub(crate) fn start_scheduling(&self, partitions: &[i64]) {
-        self.state
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .scheduled
-            .extend(partitions.iter().copied());
+    /// The lease epoch to mark a run of `partition` with before sending it, while this admin
+    /// schedules the partition.
+    pub fn token(&self, partition: i64) -> Option<i64> {
+        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+        if !state.valid() || !state.scheduled.contains(&partition) {
+            return None;
+        }
+        state.epochs.get(&partition).copied()
     }
 
-    /// After a lease round: keeps scheduling only the partitions in `leased`, valid until
-    /// `valid_until`. Returns those of `leased` not scheduled (not added here: they wait for
-    /// recovery) and those no longer scheduled. When the previous deadline had passed, nothing
-    /// is kept: every leased partition goes through recovery again.
-    pub(crate) fn keep_leased(&self, leased: &BTreeSet<i64>, valid_until: Option<Instant>) -> (Vec<i64>, Vec<i64>) {
+    /// Adds recovered partitions to the scheduling set (the claim loop may claim them now),
+    /// and returns what `pick` returns, called at the same moment: no send can let a run of
+    /// these partitions go meanwhile ([`Partitions::let_go_unless_held`]). Recovery picks there
+    /// the pending runs that are not in flight, so each run read is either still in flight —
+    /// and its send, going on, finds the partition scheduled — or was let go before and is
+    /// picked. Without this, a run let go between recovery's check and the partition being
+    /// scheduled again would be left pending with nobody to send it.
+    pub(crate) fn start_scheduling<T>(&self, partitions: &[i64], pick: impl FnOnce() -> T) -> T {
+        let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
+        let picked = pick();
+        state.scheduled.extend(partitions.iter().copied());
+        picked
+    }
+
+    /// Calls `let_go` (a send giving up its run) if this admin does not schedule `partition`
+    /// now, and says whether it did; never while recovery picks runs
+    /// ([`Partitions::start_scheduling`]).
+    pub fn let_go_unless_held(&self, partition: i64, let_go: impl FnOnce()) -> bool {
+        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+        if state.valid() && state.scheduled.contains(&partition) {
+            return false;
+        }
+        let_go();
+        true
+    }
+
+    /// After a lease round: keeps scheduling only the partitions in `leased` (partition →
+    /// lease epoch), valid until `valid_until`. Returns those of `leased` not scheduled (not
+    /// added here: they wait for recovery) and those no longer scheduled. When the previous
+    /// deadline had passed, nothing is kept: every leased partition goes through recovery
+    /// again; so does one whose epoch changed (it was lost and taken again in between).
+    pub(crate) fn keep_leased(
+        &self,
+        leased: &BTreeMap<i64, i64>,
+        valid_until: Option<Instant>,
+    ) -> (Vec<i64>, Vec<i64>) {
         let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
         let lapsed = !state.valid();
         let lost: Vec<i64> = if lapsed {
             std::mem::take(&mut state.scheduled).into_iter().collect()
         } else {
-            let lost = state.scheduled.difference(leased).copied().collect();
-            state.scheduled.retain(|p| leased.contains(p));
+            let Scheduling { scheduled, epochs, .. } = &mut *state;
+            let kept = |p: &i64| leased.get(p).is_some_and(|e| epochs.get(p) == Some(e));
+            let lost = scheduled.iter().filter(|p| !kept(p)).copied().collect();
+            scheduled.retain(kept);
             lost
         };
-        let acquired: Vec<i64> = leased.difference(&state.scheduled).copied().collect();
+        let acquired: Vec<i64> = leased
+            .keys()
+            .filter(|p| !state.scheduled.contains(p))
+            .copied()
+            .collect();
+        state.epochs = leased.clone();
         state.valid_until = valid_until;
         (acquired, lost)
     }
@@ -90,6 +136,13 @@ impl Partitions {
             .unwrap_or_else(|p| p.into_inner())
             .scheduled
             .remove(&partition);
+    }
+
+    /// Stops scheduling everything, keeping the leases: the next lease round finds every
+    /// leased partition unscheduled and puts it through recovery again (see
+    /// [`Partitions::keep_leased`]). For when runs may be pending that no timer holds.
+    pub(crate) fn recover_again(&self) {
+        self.state.write().unwrap_or_else(|p| p.into_inner()).scheduled.clear();
     }
 
     /// Stops scheduling everything at once (the leases are being given back).
@@ -114,8 +167,9 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn set(v: &[i64]) -> BTreeSet<i64> {
-        v.iter().copied().collect()
+    /// Leases of `v`, all in epoch 1.
+    fn set(v: &[i64]) -> BTreeMap<i64, i64> {
+        v.iter().map(|p| (*p, 1)).collect()
     }
 
     #[test]
@@ -125,7 +179,7 @@ mod tests {
         let (acquired, lost) = parts.keep_leased(&set(&[1, 2]), soon);
         assert_eq!((acquired, lost), (vec![1, 2], vec![]));
         assert!(!parts.holds(1), "not before recovery");
-        parts.start_scheduling(&[1, 2]);
+        parts.start_scheduling(&[1, 2], || ());
         assert!(parts.holds(1) && parts.holds(2));
         // Renewed with one partition fewer: that one is lost, nothing new to recover.
         let (acquired, lost) = parts.keep_leased(&set(&[1]), soon);
@@ -138,10 +192,10 @@ mod tests {
         let parts = Partitions::default();
         let past = Some(Instant::now() - Duration::from_millis(1));
         parts.keep_leased(&set(&[3, 4]), Some(Instant::now() + Duration::from_secs(60)));
-        parts.start_scheduling(&[3, 4]);
+        parts.start_scheduling(&[3, 4], || ());
         // The leases were last renewed too long ago (frozen process, database out of reach).
         parts.keep_leased(&set(&[3, 4]), past);
-        parts.start_scheduling(&[3, 4]);
+        parts.start_scheduling(&[3, 4], || ());
         assert!(!parts.holds(3), "nothing is sent past the deadline");
         assert!(parts.held().is_empty(), "nothing is claimed past the deadline");
         // Renewed again: both partitions go through recovery before they are scheduled.
@@ -154,7 +208,41 @@ mod tests {
     fn without_a_deadline_the_partitions_never_lapse() {
         let parts = Partitions::default();
         parts.keep_leased(&set(&[0]), None);
-        parts.start_scheduling(&[0]);
+        parts.start_scheduling(&[0], || ());
         assert!(parts.holds(0));
+        assert_eq!(parts.token(0), Some(1));
+        assert!(!parts.let_go_unless_held(0, || panic!("held: nothing is let go")));
+        let mut let_go = false;
+        assert!(parts.let_go_unless_held(1, || let_go = true));
+        assert!(let_go, "not held: let go");
+    }
+
+    #[test]
+    fn recovering_again_keeps_the_leases_and_recovers_them_all() {
+        let parts = Partitions::default();
+        let soon = Some(Instant::now() + Duration::from_secs(60));
+        parts.keep_leased(&set(&[1, 2]), soon);
+        parts.start_scheduling(&[1, 2], || ());
+        parts.recover_again();
+        assert!(parts.held().is_empty(), "nothing is claimed until recovered");
+        let (acquired, lost) = parts.keep_leased(&set(&[1, 2]), soon);
+        assert_eq!((acquired, lost), (vec![1, 2], vec![]));
+    }
+
+    #[test]
+    fn a_lease_taken_again_in_a_new_epoch_is_recovered_again() {
+        let parts = Partitions::default();
+        let soon = Some(Instant::now() + Duration::from_secs(60));
+        parts.keep_leased(&set(&[5, 6]), soon);
+        parts.start_scheduling(&[5, 6], || ());
+        assert_eq!(parts.token(5), Some(1));
+        // Partition 5 lapsed and was taken again between two rounds: another admin may have
+        // held it meanwhile, so its pending runs are read again before it is scheduled.
+        let (acquired, lost) = parts.keep_leased(&BTreeMap::from([(5, 2), (6, 1)]), soon);
+        assert_eq!((acquired, lost), (vec![5], vec![5]));
+        assert_eq!(parts.token(5), None, "not before recovery");
+        parts.start_scheduling(&[5], || ());
+        assert_eq!((parts.token(5), parts.token(6)), (Some(2), Some(1)));
+        assert_eq!(parts.token(7), None, "not leased");
     }
 }

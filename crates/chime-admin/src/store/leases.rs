@@ -13,6 +13,10 @@ pub struct Lease {
     pub owner: String,
     /// Expiry, epoch ms.
     pub expires_at: i64,
+    /// The fencing token: raised whenever the lease changes holder or is taken after it
+    /// lapsed, kept while one holder renews it. A run sent under the lease is marked with it
+    /// (`Store::mark_sending`), which the database allows only while the lease holds.
+    pub epoch: i64,
 }
 
 /// Every lease, with the database's clock when they were read.
@@ -30,7 +34,7 @@ impl Store {
     /// (`docs/admin.md`, "Several admins").
     pub async fn lease_table(&self) -> StoreResult<LeaseTable> {
         let q = format!(
-            "SELECT partition_no, owner, expires_at, {} AS db_now FROM partition_lease ORDER BY partition_no",
+            "SELECT partition_no, owner, expires_at, epoch, {} AS db_now FROM partition_lease ORDER BY partition_no",
             self.backend.now_ms_sql()
         );
         let all = sqlx::query(&q).fetch_all(&self.read).await?;
@@ -48,6 +52,7 @@ impl Store {
                     partition: rows::int(r, "partition_no")?,
                     owner: rows::text(r, "owner")?,
                     expires_at: rows::int(r, "expires_at")?,
+                    epoch: rows::int(r, "epoch")?,
                 })
             })
             .collect::<StoreResult<Vec<Lease>>>()?;
@@ -65,31 +70,46 @@ impl Store {
         .await
     }
 
-    /// Takes or renews `partition` for `owner` until `expires_at`, if it is free, expired or
-    /// already `owner`'s (compare-and-set). `force` takes it whatever its state (single-admin
-    /// SQLite start-up). True when `owner` holds it afterwards.
+    /// Takes or renews `lease` (as read at `now`, the database's clock) for `owner` until
+    /// `expires_at`, if it is free, expired or already `owner`'s, and nobody changed it since it
+    /// was read (compare-and-set on its epoch). `force` takes it whatever its state
+    /// (single-admin SQLite start-up). Returns the lease's epoch when `owner` holds it
+    /// afterwards: the same when `owner` renewed a lease that had not lapsed, one more
+    /// otherwise.
     pub async fn acquire_lease(
         &self,
-        partition: i64,
+        lease: &Lease,
         owner: &str,
         now: i64,
         expires_at: i64,
         force: bool,
-    ) -> StoreResult<bool> {
+    ) -> StoreResult<Option<i64>> {
+        let kept = lease.owner == owner && lease.expires_at > now;
+        let epoch = if kept { lease.epoch } else { lease.epoch + 1 };
+        // The epoch is compared with the one read, so the new one is known without reading
+        // again: whoever changed the row in between made this update match nothing.
         let q = if force {
-            self.sql("UPDATE partition_lease SET owner = ?, expires_at = ? WHERE partition_no = ? AND (1 = 1 OR owner = ? OR expires_at < ?)")
+            self.sql(
+                "UPDATE partition_lease SET epoch = ?, owner = ?, expires_at = ? \
+                 WHERE partition_no = ? AND epoch = ? AND (1 = 1 OR owner = ? OR expires_at <= ?)",
+            )
         } else {
-            self.sql("UPDATE partition_lease SET owner = ?, expires_at = ? WHERE partition_no = ? AND (owner = ? OR expires_at < ?)")
+            self.sql(
+                "UPDATE partition_lease SET epoch = ?, owner = ?, expires_at = ? \
+                 WHERE partition_no = ? AND epoch = ? AND (owner = ? OR owner = '' OR expires_at <= ?)",
+            )
         };
         let done = sqlx::query(&q)
+            .bind(epoch)
             .bind(owner)
             .bind(expires_at)
-            .bind(partition)
+            .bind(lease.partition)
+            .bind(lease.epoch)
             .bind(owner)
             .bind(now)
             .execute(&self.write)
             .await?;
-        Ok(done.rows_affected() == 1)
+        Ok((done.rows_affected() == 1).then_some(epoch))
     }
 
     /// Gives a partition back (shutdown, or rebalancing to another admin).

@@ -27,7 +27,7 @@ mod sessions;
 mod users;
 
 pub use crate::run::{Claimed, FirePlan, Recorded, HANDLE_MSG_MAX};
-pub use crate::run::{HandleOutcome, NewRun, RunTicket, TriggerOutcome, UnfinishedRun};
+pub use crate::run::{HandleOutcome, NewRun, RunTicket, SendMark, TriggerOutcome, UnfinishedRun};
 pub use alarms::alarm_status;
 pub use audit::{AuditEntry, AuditFilter};
 pub use console_queries::{DayCounts, GlueVersion};

@@ -1,8 +1,10 @@
-//! Runs: claiming due fires (`claim`), creating runs (`insert`), recording trigger results and
-//! callbacks with the follow-ups they cause (`outcomes`), and reading runs (`queries`). The run
+//! Runs: claiming due fires (`claim`), creating runs (`insert`), marking them as being sent
+//! (`fence`), recording trigger results and callbacks with the follow-ups they cause
+//! (`outcomes`), and reading runs (`queries`). The run
 //! types themselves are in `crate::run`.
 
 mod claim;
+mod fence;
 mod insert;
 mod outcomes;
 mod queries;

@@ -12,13 +12,28 @@
 use chime_protocol::{CallbackBatch, HandleCallbackParam, TriggerParam};
 use serde_json::json;
 use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+/// One `/run` request as it arrived.
+#[derive(Debug, Clone, Copy)]
+pub struct Delivery {
+    /// The run (XXL-JOB's log id).
+    pub log_id: i64,
+    /// The address the request came from: which admin sent it, when the admins are reached
+    /// through different interfaces.
+    pub from: IpAddr,
+    /// When it arrived, epoch ms.
+    pub at: i64,
+}
+
 #[derive(Default)]
 pub struct Seen {
     pub runs: Vec<TriggerParam>,
+    /// Every `/run`, in arrival order (one entry per entry of `runs`).
+    pub deliveries: Vec<Delivery>,
     pub hanging: HashMap<i64, TriggerParam>,
     pub bad_tokens: usize,
     pub beats: usize,
@@ -34,8 +49,23 @@ pub struct TestExecutor {
 impl TestExecutor {
     /// Starts listening and heart-beating to `admin_base` (e.g. `http://127.0.0.1:8080/xxl-job-admin`).
     pub async fn start(admin_base: &str, app_name: &str, token: &str) -> TestExecutor {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = format!("http://{}", listener.local_addr().unwrap());
+        let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        TestExecutor::start_at(admin_base, app_name, token, SocketAddr::new(loopback, 0), loopback).await
+    }
+
+    /// Like [`TestExecutor::start`], listening on `bind` (port 0: any) and registering as
+    /// `http://{advertised}:{port}/`: an executor bound to `0.0.0.0` that admins in another
+    /// network namespace reach through a veth address.
+    pub async fn start_at(
+        admin_base: &str,
+        app_name: &str,
+        token: &str,
+        bind: SocketAddr,
+        advertised: IpAddr,
+    ) -> TestExecutor {
+        let listener = tokio::net::TcpListener::bind(bind).await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let address = format!("http://{}", SocketAddr::new(advertised, port));
         let seen = Arc::new(Mutex::new(Seen::default()));
         let stop_beats = CancellationToken::new();
         let stop_server = CancellationToken::new();
@@ -53,6 +83,7 @@ impl TestExecutor {
             .with_state(Arc::new(state));
         let stop = stop_server.clone();
         tokio::spawn(async move {
+            let app = app.into_make_service_with_connect_info::<SocketAddr>();
             let _ = axum::serve(listener, app)
                 .with_graceful_shutdown(async move { stop.cancelled().await })
                 .await;
@@ -106,6 +137,11 @@ impl TestExecutor {
     pub fn log_ids(&self) -> Vec<i64> {
         self.seen.lock().unwrap().runs.iter().map(|r| r.log_id).collect()
     }
+
+    /// Every `/run` received so far, in arrival order, with its sender's address.
+    pub fn deliveries(&self) -> Vec<Delivery> {
+        self.seen.lock().unwrap().deliveries.clone()
+    }
 }
 
 type State = Arc<(Arc<Mutex<Seen>>, String, String, String, reqwest::Client)>;
@@ -149,6 +185,7 @@ async fn callback(
 
 async fn handle(
     axum::extract::State(state): axum::extract::State<State>,
+    axum::extract::ConnectInfo(peer): axum::extract::ConnectInfo<SocketAddr>,
     axum::extract::Path(path): axum::extract::Path<String>,
     headers: axum::http::HeaderMap,
     body: axum::body::Bytes,
@@ -182,7 +219,15 @@ async fn handle(
             let Ok(t) = serde_json::from_slice::<TriggerParam>(&body) else {
                 return r#"{"code":500,"msg":"bad trigger"}"#.to_owned();
             };
-            seen.lock().unwrap().runs.push(t.clone());
+            {
+                let mut seen = seen.lock().unwrap();
+                seen.runs.push(t.clone());
+                seen.deliveries.push(Delivery {
+                    log_id: t.log_id,
+                    from: peer.ip(),
+                    at: chime_admin::model::now_ms(),
+                });
+            }
             match t.executor_handler.as_str() {
                 "hang" => {
                     seen.lock().unwrap().hanging.insert(t.log_id, t);

@@ -155,6 +155,9 @@ impl Store {
     }
 
     /// Runs not yet sent (`trigger_code = 0`) of jobs in `partitions`: what a crash left behind.
+    /// Runs an admin marked as being sent (`Store::mark_sending`) are not among them: they were
+    /// possibly sent, and sending them again could run them twice; the lost-run sweep settles
+    /// them with their executor.
     pub async fn pending_runs(&self, partitions: &[i64]) -> StoreResult<Vec<RunTicket>> {
         if partitions.is_empty() {
             return Ok(Vec::new());
@@ -164,7 +167,7 @@ impl Store {
              r.handler AS handler, r.param AS param, r.shard_index AS shard_index, r.shard_total AS shard_total, \
              r.retry_count AS retry_count, r.lineage AS lineage, r.trigger_code AS trigger_code \
              FROM run r JOIN job j ON j.id = r.job_id \
-             WHERE r.trigger_code = 0 AND r.handle_code = 0 AND j.partition_no IN ({}) ORDER BY r.scheduled_at",
+             WHERE r.trigger_code = 0 AND r.handle_code = 0 AND r.send_token = 0 AND j.partition_no IN ({}) ORDER BY r.scheduled_at",
             partitions.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(",")
         );
         let all = sqlx::query(&q).fetch_all(&self.read).await?;

@@ -73,7 +73,9 @@ impl Store {
 
     /// Runs accepted by an executor before `triggered_before` that still have no result, with
     /// an id above `after_id`, oldest first, at most `limit`: one page of candidates for the
-    /// lost-run sweep, which pages through all of them by id.
+    /// lost-run sweep, which pages through all of them by id. Runs marked as being sent whose
+    /// admin never recorded the executor's reply (it stopped in between) count as sent then,
+    /// to the executor of the mark: whether that executor has them is the sweep's question.
     pub async fn unfinished_runs(
         &self,
         triggered_before: i64,
@@ -83,7 +85,8 @@ impl Store {
         let q = self.sql(
             "SELECT r.id, r.job_id, r.group_id, r.executor_address, r.triggered_at, \
              j.timeout_secs FROM run r LEFT JOIN job j ON j.id = r.job_id \
-             WHERE r.trigger_code = 200 AND r.handle_code = 0 AND r.triggered_at < ? AND r.id > ? \
+             WHERE r.trigger_code IN (0, 200) AND r.handle_code = 0 AND (r.trigger_code = 200 OR r.send_token <> 0) \
+             AND r.triggered_at < ? AND r.id > ? \
              ORDER BY r.id LIMIT ?",
         );
         let all = sqlx::query(&q)

@@ -1,0 +1,73 @@
+//! Marking runs as being sent: the step that keeps two admins sharing a database from sending
+//! the same run. Each mark is one guarded write, made just before the send; the database
+//! refuses it when the run was marked or sent already, or when the lease its token names has
+//! changed hands or lapsed by the database's clock. A run marked but without a trigger result
+//! was possibly sent: recovery leaves it alone (`Store::pending_runs`) and the lost-run sweep
+//! settles it with its executor (`Store::unfinished_runs`).
+
+use super::UPDATE_ROWS;
+use crate::run::SendMark;
+use crate::store::{Store, StoreResult};
+use std::collections::HashMap;
+
+impl Store {
+    /// Marks `marks` as being sent at `at` (epoch ms, stored as the runs' `triggered_at`), and
+    /// returns the ids of the runs this call marked, in one statement per 500 runs. A run is
+    /// marked only when it has no trigger result and nobody marked it before, and — for a
+    /// scheduled run, whose token is positive — only while the lease of its job's partition
+    /// still has that epoch and has not lapsed.
+    ///
+    /// `at` must be later than that of every earlier call with the same tokens (the marking
+    /// task stamps its batches so), except when the same marks are asked again after an
+    /// attempt whose answer was lost: when a statement marks fewer runs than it was given, the
+    /// runs that now carry this call's token and `at` count as marked by it — by this attempt
+    /// or by the lost one.
+    pub async fn mark_sending(&self, marks: &[SendMark], at: i64) -> StoreResult<Vec<i64>> {
+        let guard = format!(
+            "run.trigger_code = 0 AND run.send_token = 0 AND (v.column2 < 0 OR EXISTS (\
+             SELECT 1 FROM partition_lease l JOIN job j ON j.partition_no = l.partition_no \
+             WHERE j.id = run.job_id AND l.epoch = v.column2 AND l.expires_at > {}))",
+            self.backend.now_ms_sql()
+        );
+        let mut marked = Vec::with_capacity(marks.len());
+        let mut conn = self.write.acquire().await?;
+        for chunk in marks.chunks(UPDATE_ROWS) {
+            let q = self.backend.update_by_id(
+                "run",
+                &["send_token", "executor_address", "triggered_at"],
+                chunk.len(),
+                &guard,
+            );
+            let mut query = sqlx::query(&q);
+            for m in chunk {
+                query = query.bind(m.run_id).bind(m.token).bind(m.address.as_str()).bind(at);
+            }
+            let done = query.execute(&mut *conn).await?;
+            if done.rows_affected() == chunk.len() as u64 {
+                marked.extend(chunk.iter().map(|m| m.run_id));
+                continue;
+            }
+            // Some were refused. A token names one sender (an epoch one holder of one
+            // partition, a negative token one process), and `at` this call among its calls.
+            let ids: Vec<i64> = chunk.iter().map(|m| m.run_id).collect();
+            let now: HashMap<i64, [i64; 2]> = self
+                .int_rows_in(
+                    &mut conn,
+                    "SELECT id, send_token, triggered_at FROM run WHERE id IN ({in})",
+                    ["id", "send_token", "triggered_at"],
+                    &ids,
+                )
+                .await?
+                .into_iter()
+                .map(|[id, token, stamped]| (id, [token, stamped]))
+                .collect();
+            marked.extend(
+                chunk
+                    .iter()
+                    .filter(|m| now.get(&m.run_id) == Some(&[m.token, at]))
+                    .map(|m| m.run_id),
+            );
+        }
+        Ok(marked)
+    }
+}
