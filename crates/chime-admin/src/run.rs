@@ -43,6 +43,22 @@ pub struct SendMark {
     pub address: String,
 }
 
+/// A scheduled run marked as being sent (a [`SendMark`] the database took) that has no
+/// trigger result: possibly sent (`Store::marked_runs`).
+#[derive(Debug, Clone)]
+pub struct MarkedRun {
+    /// The run, as it would be sent again.
+    pub ticket: RunTicket,
+    /// The lease epoch it was marked with.
+    pub token: i64,
+    /// The executor it was marked for.
+    pub address: String,
+    /// When it was marked, epoch ms: the `logDateTim` it was sent with, if it was.
+    pub marked_at: i64,
+    /// Its job's partition.
+    pub partition: i64,
+}
+
 /// A run row to create.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewRun {

@@ -11,6 +11,7 @@ use crate::dispatch::gate::Gate;
 use crate::dispatch::route::Router;
 use crate::dispatch::Dispatcher;
 use crate::metrics::Metrics;
+use crate::monitor::possibly_sent::PossiblySentCheck;
 use crate::monitor::Sweeper;
 use crate::registry::Directory;
 use crate::results::queue::ResultsQueue;
@@ -20,7 +21,7 @@ use crate::retention::Retention;
 use crate::schedule::lease::{LeaseHolder, LeaseLoop};
 use crate::schedule::partitions::Partitions;
 use crate::schedule::wheel::{WheelEntry, WheelLoop, WheelQueue};
-use crate::schedule::{ClaimLoop, MisfireRules, Recovery};
+use crate::schedule::{ClaimLoop, MisfireRules, PossiblySent, Recovery};
 use crate::store::{Backend, Store, StoreError};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -105,6 +106,15 @@ pub async fn start(config: AdminConfig) -> Result<AdminHandle, StartError> {
         )));
     }
     let store = Store::connect(&config.db_url).await?;
+    if config.admin_password.is_some() && store.count_users().await? > 0 {
+        // The variable only chooses the first user's password; saying so spares an operator
+        // who set it to regain access a silent failure at the login form.
+        tracing::warn!(
+            "CHIME_ADMIN_PASSWORD is ignored: console users already exist (it sets the password of \
+             the first user only, at the first start); to set a password now run \
+             `chime admin reset-password USER` with the same --db"
+        );
+    }
     crate::http::auth::ensure_first_user(&store, config.admin_password.as_deref()).await?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -131,6 +141,7 @@ pub async fn start(config: AdminConfig) -> Result<AdminHandle, StartError> {
         registry_refresh,
         sweeper,
         lost_sweep,
+        possibly_sent,
         alarm,
         alarm_inbox,
         retention,
@@ -139,6 +150,9 @@ pub async fn start(config: AdminConfig) -> Result<AdminHandle, StartError> {
     let mut tasks = tokio::task::JoinSet::new();
     tasks.spawn(crate::results::run(writer, writer_inbox));
     tasks.spawn(crate::schedule::wheel::run(wheel, wheel_inbox));
+    if let Some((check, inbox)) = possibly_sent {
+        tasks.spawn(crate::monitor::possibly_sent::run(check, inbox));
+    }
     let acquired = crate::schedule::lease::balance(&holder, true).await?;
     crate::schedule::recover(&recovery, &acquired).await?;
     tasks.spawn(crate::schedule::lease::run(LeaseLoop {
@@ -194,6 +208,8 @@ struct Loops {
     registry_refresh: Duration,
     sweeper: Sweeper,
     lost_sweep: Duration,
+    /// Where runs are marked as being sent (not SQLite): the check of possibly sent runs.
+    possibly_sent: Option<(PossiblySentCheck, mpsc::UnboundedReceiver<PossiblySent>)>,
     alarm: AlarmLoop,
     alarm_inbox: mpsc::UnboundedReceiver<Vec<i64>>,
     retention: Retention,
@@ -219,6 +235,24 @@ fn wire(config: AdminConfig, store: Store) -> (Arc<Admin>, Loops) {
     let (wheel, wheel_rx) = WheelQueue::new(inflight.clone(), config.catch_up_rate);
     let (alarms, alarms_rx) = AlarmQueue::new();
     let rules = MisfireRules::new(config.misfire_threshold, config.catch_up_max);
+    // Runs are marked before they are sent where several admins may share the database.
+    let marks_runs = store.backend() != Backend::Sqlite;
+    let (possibly_sent_tx, possibly_sent) = if marks_runs {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let check = PossiblySentCheck {
+            store: store.clone(),
+            directory: directory.clone(),
+            client: client.clone(),
+            probe_gate: probe_gate.clone(),
+            partitions: partitions.clone(),
+            wheel: wheel.clone(),
+            wait: crate::monitor::possibly_sent::wait_after_recovery(config.executor_timeout),
+            shutdown: shutdown.clone(),
+        };
+        (Some(tx), Some((check, rx)))
+    } else {
+        (None, None)
+    };
 
     let dispatcher = Arc::new(Dispatcher {
         store: store.clone(),
@@ -231,7 +265,7 @@ fn wire(config: AdminConfig, store: Store) -> (Arc<Admin>, Loops) {
         partitions: partitions.clone(),
         inflight: inflight.clone(),
         results: results.clone(),
-        fence: (store.backend() != Backend::Sqlite).then(|| SendFence::start(store.clone(), shutdown.clone())),
+        fence: marks_runs.then(|| SendFence::start(store.clone(), shutdown.clone())),
         node_id: config.node_id.clone(),
         shutdown: shutdown.clone(),
     });
@@ -266,6 +300,7 @@ fn wire(config: AdminConfig, store: Store) -> (Arc<Admin>, Loops) {
             wheel: wheel.clone(),
             rules,
             metrics: metrics.clone(),
+            possibly_sent: possibly_sent_tx,
         },
         claims: ClaimLoop {
             store: store.clone(),
@@ -294,6 +329,7 @@ fn wire(config: AdminConfig, store: Store) -> (Arc<Admin>, Loops) {
             lost_idle_confirm: config.lost_idle_confirm,
         },
         lost_sweep: config.lost_sweep,
+        possibly_sent,
         alarm: AlarmLoop {
             store: store.clone(),
             smtp_url: config.smtp_url.clone(),

@@ -253,7 +253,6 @@ async fn a_database_restart_under_load(kind: Db, down: Duration, scenario: &'sta
             to: resumed_at,
             may_skip,
             silent: None,
-            kills: Vec::new(),
         })
         .await;
     eprintln!(

@@ -48,7 +48,6 @@ async fn one_of_three_admins_killed(kind: Db) {
             to: took_over_at,
             may_skip: None,
             silent: None,
-            kills: vec![killed_at],
         })
         .await;
 }
@@ -87,7 +86,6 @@ async fn two_of_three_admins_killed_one_after_the_other(kind: Db) {
             to: took_over_at,
             may_skip: None,
             silent: None,
-            kills: vec![first_killed_at, second_killed_at],
         })
         .await;
 }
@@ -115,7 +113,6 @@ async fn a_rolling_restart_of_three_admins(kind: Db) {
             to: done_at,
             may_skip: None,
             silent: None,
-            kills: Vec::new(),
         })
         .await;
 }
@@ -154,7 +151,6 @@ async fn a_frozen_admin_sends_nothing_stale(kind: Db) {
             to: resumed_at,
             may_skip: None,
             silent: None,
-            kills: Vec::new(),
         })
         .await;
 }
@@ -204,7 +200,6 @@ async fn a_network_cut(kind: Db) {
             // sent after the admin had lost its lease (a send queued in the kernel, or one
             // started after the link came back).
             silent: Some((cut_off, cut_at + 1000, restored_at)),
-            kills: Vec::new(),
         })
         .await;
 }

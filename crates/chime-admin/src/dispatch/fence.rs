@@ -32,8 +32,13 @@ const RETRY_FOR: Duration = Duration::from_secs(10);
 /// How a mark ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mark {
-    /// The run is this admin's to send.
-    Marked,
+    /// The run is this admin's to send; `at` is the stamp of the mark (epoch ms), stored as
+    /// the run's trigger time and sent as its `logDateTim`, so that whoever asks the executor
+    /// about the run later looks for its log where the executor keeps it.
+    Marked {
+        /// The mark's stamp.
+        at: i64,
+    },
     /// The database refused: the run was marked or sent already, or the lease is gone.
     Refused,
     /// The database could not be asked: nothing is known; the run must not be sent now.
@@ -107,7 +112,7 @@ async fn run(
                 let marked: std::collections::HashSet<i64> = marked.into_iter().collect();
                 for (m, reply) in marks.iter().zip(replies) {
                     let _ = reply.send(if marked.contains(&m.run_id) {
-                        Mark::Marked
+                        Mark::Marked { at: stamp }
                     } else {
                         Mark::Refused
                     });

@@ -18,14 +18,14 @@ pub mod network_guard;
 pub mod route;
 
 use crate::metrics::Metrics;
-use crate::model::now_ms;
+use crate::model::{now_ms, Job};
 use crate::registry::Directory;
 use crate::results::msg::ResultMsg;
 use crate::results::queue::ResultsQueue;
 use crate::results::run_ids::RunIds;
 use crate::run::WheelEntry;
 use crate::schedule::partitions::Partitions;
-use crate::store::{NewRun, Store, TriggerOutcome};
+use crate::store::{NewRun, RunTicket, Store, TriggerOutcome};
 use chime_protocol::paths::normalize_address;
 use chime_protocol::{RouteStrategy, TriggerParam, TriggerType};
 use client::{ExecutorClient, Target};
@@ -81,6 +81,8 @@ async fn dispatch(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
     let WheelEntry {
         job, ticket, address, ..
     } = entry;
+    // The executor asked for (a run sent to one address), kept for sending the run again.
+    let requested = address.clone();
     // A partition given up since the claim belongs to another admin now, which recovers the
     // pending run: sending it here as well could run it twice.
     let scheduled = matches!(ticket.trigger_type, TriggerType::Cron | TriggerType::Misfire);
@@ -195,14 +197,24 @@ async fn dispatch(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
     if scheduled && let_go_unless_held(dispatcher, job.partition, ticket.id) {
         return;
     }
+    let mut marked_at = None;
     if let Some(fence) = &dispatcher.fence {
-        if !fenced(dispatcher, fence, job.partition, ticket.id, scheduled, &address).await {
+        let Some(mark) = fenced(dispatcher, fence, job.partition, ticket.id, scheduled, &address).await else {
             dispatcher.inflight.remove(ticket.id);
             return;
+        };
+        // Sent only while this admin's deadline for the mark's lease holds: the next holder
+        // asks the executor about runs marked before it took over, once those sends ended.
+        if scheduled && dispatcher.partitions.token(job.partition) != Some(mark.token) {
+            hold_back(dispatcher, job, ticket, requested, mark.token).await;
+            return;
         }
+        marked_at = Some(mark.at);
     }
-    let triggered_at = now_ms();
-    let lateness = (triggered_at - ticket.scheduled_at).max(0) as f64 / 1000.0;
+    let sent_at = now_ms();
+    // A marked run's trigger time is its mark's: the time its executor files its log under.
+    let triggered_at = marked_at.unwrap_or(sent_at);
+    let lateness = (sent_at - ticket.scheduled_at).max(0) as f64 / 1000.0;
     if scheduled {
         dispatcher.metrics.lateness.observe(lateness);
     }
@@ -259,12 +271,20 @@ fn let_go_unless_held(dispatcher: &Dispatcher, partition: i64, run_id: i64) -> b
         .let_go_unless_held(partition, || dispatcher.inflight.remove(run_id))
 }
 
-/// Marks a run as being sent ([`fence`]) and says whether it is this admin's to send. A
-/// scheduled run is marked with its partition's lease epoch, the others with this process's
-/// token. When the database cannot be asked, it is asked again while this admin may still send
-/// the run (a scheduled run's lease holds by this process's deadline; the others until
-/// shutdown): a run not sent stays pending and is this admin's to send, or, once the lease
-/// lapsed, the next holder's.
+/// A mark the database took ([`fenced`]).
+struct Marked {
+    /// Its token.
+    token: i64,
+    /// Its stamp (see [`Mark::Marked`]).
+    at: i64,
+}
+
+/// Marks a run as being sent ([`fence`]) and says whether it is this admin's to send (with
+/// the mark). A scheduled run is marked with its partition's lease epoch, the others with this
+/// process's token. When the database cannot be asked, it is asked again while this admin may
+/// still send the run (a scheduled run's lease holds by this process's deadline; the others
+/// until shutdown): a run not sent stays pending and is this admin's to send, or, once the
+/// lease lapsed, the next holder's.
 async fn fenced(
     dispatcher: &Dispatcher,
     fence: &SendFence,
@@ -272,13 +292,13 @@ async fn fenced(
     run_id: i64,
     scheduled: bool,
     address: &str,
-) -> bool {
+) -> Option<Marked> {
     let mut pause = std::time::Duration::from_millis(100);
     loop {
         let token = if scheduled {
             match dispatcher.partitions.token(partition) {
                 Some(epoch) => epoch,
-                None if let_go_unless_held(dispatcher, partition, run_id) => return false,
+                None if let_go_unless_held(dispatcher, partition, run_id) => return None,
                 // Scheduled again since the line above (recovered): ask for the new epoch.
                 None => continue,
             }
@@ -286,18 +306,63 @@ async fn fenced(
             fence.own_token()
         };
         match fence.mark(run_id, token, address).await {
-            Mark::Marked => return true,
+            Mark::Marked { at } => return Some(Marked { token, at }),
             // The lease changed while the database was asked (lost, or lapsed and taken again
             // by this admin, whose recovery left this run to this send): ask again under the
             // lease as it is now, or let the run go.
             Mark::Refused if scheduled && dispatcher.partitions.token(partition) != Some(token) => continue,
-            Mark::Refused => return false,
-            Mark::Failed if dispatcher.shutdown.is_cancelled() => return false,
+            Mark::Refused => return None,
+            Mark::Failed if dispatcher.shutdown.is_cancelled() => return None,
             Mark::Failed => {}
         }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(std::time::Duration::from_secs(2));
     }
+}
+
+/// A scheduled run marked under a lease epoch this admin no longer holds: the database took
+/// the mark while the lease held, but its answer came after this admin's deadline (a slow
+/// database, a pause). Sending it now could overlap the partition's next holder, which by then
+/// may be asking the executor about this very run (`monitor::possibly_sent`). So it is not
+/// sent under that mark. If this admin holds the partition again, under a newer epoch, it
+/// takes the mark back and sends the run under the new one; otherwise the run stays marked,
+/// and the holder settles it with its executor.
+async fn hold_back(
+    dispatcher: &Arc<Dispatcher>,
+    job: Arc<Job>,
+    ticket: RunTicket,
+    requested: Option<String>,
+    token: i64,
+) {
+    let epoch = loop {
+        match dispatcher.partitions.token(job.partition) {
+            Some(epoch) => break epoch,
+            None if let_go_unless_held(dispatcher, job.partition, ticket.id) => return,
+            // Scheduled again since the line above, with this run still in flight: recovery
+            // left it to this send, so it is this admin's to settle.
+            None => continue,
+        }
+    };
+    match dispatcher.store.unmark(ticket.id, token, epoch).await {
+        Ok(true) => {
+            let due = now_ms();
+            let entry = WheelEntry {
+                due,
+                job,
+                ticket,
+                address: requested,
+            };
+            spawn(dispatcher, entry);
+            return;
+        }
+        // The run has a result, or the lease lapsed by the database's clock after all: the
+        // run is left as it is, for the lost-run sweep or the partition's next recovery.
+        Ok(false) => {}
+        Err(e) => {
+            tracing::warn!(error = %e, run_id = ticket.id, "could not take back a stale mark; the run is left to the lost-run sweep")
+        }
+    }
+    dispatcher.inflight.remove(ticket.id);
 }
 
 fn fail(dispatcher: &Dispatcher, ticket: &crate::store::RunTicket, shard_total: i64, address: String, why: String) {

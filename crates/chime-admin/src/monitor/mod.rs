@@ -2,6 +2,8 @@
 //! the executor lives on, are failed (and so retried), and the registry is refreshed so dead
 //! executors leave their groups.
 
+pub mod possibly_sent;
+
 use crate::dispatch::client::{ExecutorClient, Target};
 use crate::dispatch::gate::Gate;
 use crate::model::{now_ms, AddressType, Group};

@@ -15,12 +15,13 @@ use crate::metrics::Metrics;
 use crate::model::{now_ms, Job, SKIPPED_CODE};
 use crate::results::queue::ResultsQueue;
 use crate::results::run_ids::RunIds;
-use crate::store::{FirePlan, NewRun, RunTicket, Store, StoreResult};
+use crate::store::{FirePlan, MarkedRun, NewRun, RunTicket, Store, StoreResult};
 use chime_protocol::{MisfireStrategy, TriggerType};
 use partitions::Partitions;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use wheel::WheelQueue;
 
@@ -301,11 +302,26 @@ pub struct Recovery {
     pub(crate) rules: MisfireRules,
     /// Skipped misfires are counted here.
     pub(crate) metrics: Arc<Metrics>,
+    /// Where runs an earlier holder marked as being sent, and that have no trigger result, go
+    /// to be settled with their executor (`monitor::possibly_sent`). None where runs are not
+    /// marked (SQLite: one admin).
+    pub(crate) possibly_sent: Option<mpsc::UnboundedSender<PossiblySent>>,
+}
+
+/// Runs of recovered partitions that an earlier holder marked as being sent and that have no
+/// trigger result: it may have stopped between the mark and the send, or after the send.
+#[derive(Debug)]
+pub struct PossiblySent {
+    /// The runs.
+    pub runs: Vec<MarkedRun>,
+    /// When their partitions were recovered: the earlier holders' last sends began before.
+    pub recovered: Instant,
 }
 
 /// Loads the pending runs of `partitions` (left by a crash, by the admin that held them, or by
 /// this node's own predecessor) and puts them back on the timer; late scheduled fires follow
-/// their job's misfire policy. Then the partitions join the scheduling set.
+/// their job's misfire policy. Then the partitions join the scheduling set. Runs an earlier
+/// holder marked as being sent go to be settled with their executor (`Recovery::possibly_sent`).
 ///
 /// An outage leaves two kinds of missed fires: claimed before the crash (pending rows, handled
 /// here) and never claimed (the job's `next_fire_at` is in the past, handled by the claim loop's
@@ -319,6 +335,10 @@ pub async fn recover(recovery: &Recovery, partitions: &[i64]) -> StoreResult<()>
         return Ok(());
     }
     let pending = recovery.store.pending_runs(partitions).await?;
+    let marked = match recovery.possibly_sent {
+        Some(_) => recovery.store.marked_runs(partitions).await?,
+        None => Vec::new(),
+    };
     let mut job_ids: Vec<i64> = pending.iter().map(|t| t.job_id).collect();
     job_ids.sort_unstable();
     job_ids.dedup();
@@ -334,12 +354,23 @@ pub async fn recover(recovery: &Recovery, partitions: &[i64]) -> StoreResult<()>
     // What the claim loop will do with these jobs is now fixed by the rows just read. Runs
     // still in flight here (on the timer, or a send waiting for the database) are left to
     // their send, which goes on now that the partitions are scheduled.
-    let pending: Vec<RunTicket> = recovery.partitions.start_scheduling(partitions, || {
-        pending
+    let (pending, marked): (Vec<RunTicket>, Vec<MarkedRun>) = recovery.partitions.start_scheduling(partitions, || {
+        let pending = pending
             .into_iter()
             .filter(|t| !recovery.inflight.contains(t.id))
-            .collect()
+            .collect();
+        let marked = marked
+            .into_iter()
+            .filter(|m| !recovery.inflight.contains(m.ticket.id))
+            .collect();
+        (pending, marked)
     });
+    if let Some(inbox) = recovery.possibly_sent.as_ref().filter(|_| !marked.is_empty()) {
+        let _ = inbox.send(PossiblySent {
+            runs: marked,
+            recovered: Instant::now(),
+        });
+    }
     if pending.is_empty() {
         return Ok(());
     }

@@ -27,12 +27,12 @@ mod sessions;
 mod users;
 
 pub use crate::run::{Claimed, FirePlan, Recorded, HANDLE_MSG_MAX};
-pub use crate::run::{HandleOutcome, NewRun, RunTicket, SendMark, TriggerOutcome, UnfinishedRun};
+pub use crate::run::{HandleOutcome, MarkedRun, NewRun, RunTicket, SendMark, TriggerOutcome, UnfinishedRun};
 pub use alarms::alarm_status;
 pub use audit::{AuditEntry, AuditFilter};
 pub use console_queries::{DayCounts, GlueVersion};
 pub use dialect::{placeholders, Backend};
-pub use jobs::JobDue;
+pub use jobs::{JobDue, JobQuery, JobSort};
 pub use leases::{Lease, LeaseTable};
 pub use sessions::SessionUser;
 pub use users::User;

@@ -170,21 +170,6 @@ pub struct Check {
     /// No run for a second in `(from, to)` (epoch ms) may arrive from this address: an admin
     /// that could not renew its leases must not send what it had claimed.
     pub silent: Option<(IpAddr, i64, i64)>,
-    /// When admins were killed with SIGKILL (epoch ms). A run the killed admin had marked as
-    /// being sent in the instant before (its mark's time within the second before the kill)
-    /// and that never arrived was lost between the mark and the request: the one case where
-    /// Chime gives up a fire rather than risk sending it twice (docs/admin.md, "Fencing"). It
-    /// stays pending for the lost-run sweep, so it is counted apart, not waited for.
-    pub kills: Vec<i64>,
-}
-
-/// Whether `run` is pending with a send mark made by an admin in the second before one of
-/// `kills` (see [`Check::kills`]).
-fn marked_before_a_kill(run: &Value, kills: &[i64]) -> bool {
-    let marked_at = run["triggered_at"].as_i64().unwrap_or(0);
-    run["status"] == "pending"
-        && run["executor_address"].as_str().is_some_and(|a| !a.is_empty())
-        && kills.iter().any(|k| (k - 1000..=*k).contains(&marked_at))
 }
 
 /// What [`Cluster::finish`] found.
@@ -196,9 +181,6 @@ pub struct Outcome {
     pub longest_delay: i64,
     /// The run sent latest after its second: its job, second and sender.
     pub latest: String,
-    /// Runs marked by an admin in the instant before it was killed and never received (see
-    /// [`Check::kills`]).
-    pub lost_at_a_kill: usize,
     /// (job, second) pairs the executor received more than once.
     pub received_twice: usize,
     /// (job, second) pairs of the window the executor never received, skipped ones aside.
@@ -489,7 +471,6 @@ impl Cluster {
                 let (_, runs) = self.api.get(&format!("/v1/runs?status={status}&limit=10000")).await;
                 open.extend(runs.as_array().cloned().unwrap_or_default());
             }
-            open.retain(|r| !marked_before_a_kill(r, &check.kills));
             if open.is_empty() || Instant::now() >= deadline {
                 break open;
             }
@@ -535,7 +516,6 @@ impl Cluster {
             runs: 0,
             longest_delay: 0,
             latest: String::new(),
-            lost_at_a_kill: 0,
             received_twice: 0,
             not_received: 0,
             skipped: 0,
@@ -581,10 +561,6 @@ impl Cluster {
                         scheduled - check.from
                     );
                 }
-                if times == 0 && marked_before_a_kill(r, &check.kills) {
-                    outcome.lost_at_a_kill += 1;
-                    continue;
-                }
                 // Not skipped as a misfire, so it was sent as scheduled, at most late.
                 if r["trigger_type"] != "CRON" || r["status"] != "success" {
                     problems.push(format!("job {job}: second {second} did not run as scheduled: {r}"));
@@ -603,7 +579,7 @@ impl Cluster {
             }
         }
         eprintln!(
-            "{kind:?} {}: {} runs of {JOBS} jobs, longest delay {} ms ({}), (job, second) received twice: {}, not received: {}, skipped: {} (of which received: {}), left open: {}, stale sends from the cut-off admin: {}, marked and lost at a kill: {}",
+            "{kind:?} {}: {} runs of {JOBS} jobs, longest delay {} ms ({}), (job, second) received twice: {}, not received: {}, skipped: {} (of which received: {}), left open: {}, stale sends from the cut-off admin: {}",
             check.scenario,
             outcome.runs,
             outcome.longest_delay,
@@ -614,7 +590,6 @@ impl Cluster {
             outcome.skipped_but_received,
             outcome.left_open,
             stale.len(),
-            outcome.lost_at_a_kill,
         );
         // The database rows: one per second of every job across the disturbance.
         for (job, runs) in &rows {
@@ -625,14 +600,6 @@ impl Cluster {
                 check.to,
             );
         }
-        // Lost at a kill: at most what the killed admin had on its way in that instant, a
-        // second's share of one of three admins.
-        assert!(
-            outcome.lost_at_a_kill <= JOBS.div_ceil(3) * check.kills.len(),
-            "{kind:?} {}: {} runs marked and lost at a kill",
-            check.scenario,
-            outcome.lost_at_a_kill
-        );
         assert!(
             problems.is_empty(),
             "{kind:?} {}: {} problems (disturbance {}..{}), the first 20:\n{}",

@@ -5,10 +5,13 @@
 //! trigger result it answers — and for tests that count every delivery of every run (the
 //! crash test), which a real executor does not expose.
 //!
+//! `/log` answers XXL-JOB's "logFile not exists" for a run it never received.
+//!
 //! Handlers: `ok` (success, message names the executor), `fail` (handleCode 500), `hang`
 //! (no result until `/kill`), `callback_first` / `callback_first_fail` (success / failure,
 //! reported and accepted before `/run` is answered), anything else succeeds.
 
+use chime_protocol::messages::LOG_FILE_NOT_EXISTS;
 use chime_protocol::{CallbackBatch, HandleCallbackParam, TriggerParam};
 use serde_json::json;
 use std::collections::HashMap;
@@ -303,6 +306,10 @@ async fn handle(
             let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
             let id = v["logId"].as_i64().unwrap_or(0);
             let from = v["fromLineNum"].as_i64().unwrap_or(1);
+            // As a real executor: a run it never received has no log file.
+            if !seen.lock().unwrap().runs.iter().any(|t| t.log_id == id) {
+                return json!({"code": 200, "content": {"fromLineNum": from, "toLineNum": 0, "logContent": LOG_FILE_NOT_EXISTS, "isEnd": true}}).to_string();
+            }
             json!({"code": 200, "content": {"fromLineNum": from, "toLineNum": 2, "logContent": format!("log of run {id} line 1\nline 2\n"), "isEnd": false}}).to_string()
         }
         other => format!(r#"{{"code":500,"msg":"invalid request, uri-mapping(/{other}) not found."}}"#),

@@ -156,8 +156,8 @@ impl Store {
 
     /// Runs not yet sent (`trigger_code = 0`) of jobs in `partitions`: what a crash left behind.
     /// Runs an admin marked as being sent (`Store::mark_sending`) are not among them: they were
-    /// possibly sent, and sending them again could run them twice; the lost-run sweep settles
-    /// them with their executor.
+    /// possibly sent, and sending them again could run them twice; they are settled with their
+    /// executor first (`Store::marked_runs`).
     pub async fn pending_runs(&self, partitions: &[i64]) -> StoreResult<Vec<RunTicket>> {
         if partitions.is_empty() {
             return Ok(Vec::new());

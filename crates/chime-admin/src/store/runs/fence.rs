@@ -2,12 +2,14 @@
 //! the same run. Each mark is one guarded write, made just before the send; the database
 //! refuses it when the run was marked or sent already, or when the lease its token names has
 //! changed hands or lapsed by the database's clock. A run marked but without a trigger result
-//! was possibly sent: recovery leaves it alone (`Store::pending_runs`) and the lost-run sweep
-//! settles it with its executor (`Store::unfinished_runs`).
+//! was possibly sent: recovery does not load it as pending (`Store::pending_runs`); the next
+//! holder of its partition asks its executor whether it arrived and, if not, takes the mark
+//! back and sends it (`Store::marked_runs`, `Store::unmark`); what is left is settled by the
+//! lost-run sweep (`Store::unfinished_runs`).
 
-use super::UPDATE_ROWS;
-use crate::run::SendMark;
-use crate::store::{Store, StoreResult};
+use super::{ticket, UPDATE_ROWS};
+use crate::run::{MarkedRun, SendMark};
+use crate::store::{rows, Store, StoreResult};
 use std::collections::HashMap;
 
 impl Store {
@@ -69,5 +71,59 @@ impl Store {
             );
         }
         Ok(marked)
+    }
+
+    /// Scheduled runs of jobs in `partitions` that an admin marked as being sent
+    /// ([`Store::mark_sending`], with a lease epoch) and that have no trigger result: those an
+    /// admin holding the partition before may have sent just before it stopped.
+    pub async fn marked_runs(&self, partitions: &[i64]) -> StoreResult<Vec<MarkedRun>> {
+        if partitions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let q = format!(
+            "SELECT r.id AS id, r.job_id AS job_id, r.scheduled_at AS scheduled_at, r.trigger_type AS trigger_type, \
+             r.handler AS handler, r.param AS param, r.shard_index AS shard_index, r.shard_total AS shard_total, \
+             r.retry_count AS retry_count, r.lineage AS lineage, r.trigger_code AS trigger_code, \
+             r.send_token AS send_token, r.executor_address AS executor_address, r.triggered_at AS triggered_at, \
+             j.partition_no AS partition_no \
+             FROM run r JOIN job j ON j.id = r.job_id \
+             WHERE r.trigger_code = 0 AND r.handle_code = 0 AND r.send_token > 0 AND j.partition_no IN ({}) \
+             ORDER BY r.scheduled_at",
+            partitions.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(",")
+        );
+        let all = sqlx::query(&q).fetch_all(&self.read).await?;
+        let marked = all.iter().map(|r| -> Result<MarkedRun, sqlx::Error> {
+            Ok(MarkedRun {
+                ticket: ticket(r)?.0,
+                token: rows::int(r, 11)?,
+                address: rows::text(r, 12)?,
+                marked_at: rows::int(r, 13)?,
+                partition: rows::int(r, 14)?,
+            })
+        });
+        Ok(marked.collect::<Result<_, _>>()?)
+    }
+
+    /// Takes back the mark `token` of run `run_id`, which its executor says it never received,
+    /// so that the run is pending again, to be sent by the holder of its partition. Done only
+    /// while the mark is still `token`, the run has no result, and the lease of the run's
+    /// partition has epoch `epoch` (the caller's) and has not lapsed by the database's clock:
+    /// of several admins looking at the same mark, one takes it back, and only while it holds
+    /// the partition. True when taken back.
+    pub async fn unmark(&self, run_id: i64, token: i64, epoch: i64) -> StoreResult<bool> {
+        let text = format!(
+            "UPDATE run SET send_token = 0 WHERE id = ? AND send_token = ? AND trigger_code = 0 AND handle_code = 0 \
+             AND EXISTS (SELECT 1 FROM partition_lease l JOIN job j ON j.partition_no = l.partition_no \
+             WHERE j.id = run.job_id AND l.epoch = ? AND l.expires_at > {})",
+            self.backend.now_ms_sql()
+        );
+        let q = self.sql(&text);
+        let done = sqlx::query(&q)
+            .bind(run_id)
+            .bind(token)
+            .bind(epoch)
+            .execute(&self.write)
+            .await?;
+        Ok(done.rows_affected() == 1)
     }
 }
