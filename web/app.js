@@ -4,7 +4,13 @@
 import { t, getLang, setLang } from './i18n.js';
 import { pages } from './pages.js';
 
-export const state = { me: null };
+export const state = { me: null, options: null };
+
+/** The values of every job and run enum, from the admin (`/v1/options`), asked once per login. */
+export async function options() {
+  if (!state.options) state.options = await api('GET', '/v1/options');
+  return state.options;
+}
 
 /** Creates an element: h('td', {class: 'x', onclick: f}, 'text', child, …). */
 export function h(tag, attrs = {}, ...children) {
@@ -36,14 +42,54 @@ export async function api(method, path, body) {
   return data;
 }
 
-export function fmtTime(ms) {
-  if (!ms) return '';
-  const d = new Date(ms);
-  const p = (n) => String(n).padStart(2, '0');
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+/**
+ * Which zone times are shown in: `job` (each job's own zone, the default), `browser` or `utc`.
+ * Kept in the browser like the language.
+ */
+export const ZONE_MODES = ['job', 'browser', 'utc'];
+let zoneMode = ZONE_MODES.includes(localStorage.getItem('chime.tz')) ? localStorage.getItem('chime.tz') : 'job';
+export function getZoneMode() { return zoneMode; }
+export function setZoneMode(m) { zoneMode = ZONE_MODES.includes(m) ? m : 'job'; localStorage.setItem('chime.tz', zoneMode); }
+const browserZone = () => Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+
+/** The zone a time of a job in `jobZone` is shown in, under the current mode. */
+export function shownZone(jobZone) {
+  if (zoneMode === 'utc') return 'UTC';
+  if (zoneMode === 'job' && jobZone) return jobZone;
+  return browserZone();
 }
 
-export function errorBox(e) { return h('p', { class: 'err', role: 'alert' }, e.field ? `${e.field}: ${e.message}` : e.message); }
+const formats = new Map();
+/**
+ * Epoch ms as `YYYY-MM-DD HH:MM:SS Zone`, the console's one date format: in the job's zone
+ * (`jobZone`, when the console shows job zones), the browser's zone or UTC. Times that belong
+ * to no job (heartbeats, audit) use the browser's zone in job mode.
+ */
+export function fmtTime(ms, jobZone) {
+  if (!ms) return '';
+  let zone = shownZone(jobZone);
+  let f = formats.get(zone);
+  if (!f) {
+    try {
+      f = new Intl.DateTimeFormat('en-CA', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
+    } catch {
+      // A zone this browser does not know: UTC, named as such, rather than a wrong local time.
+      zone = 'UTC';
+      f = new Intl.DateTimeFormat('en-CA', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
+    }
+    formats.set(zone, f);
+  }
+  const p = Object.fromEntries(f.formatToParts(new Date(ms)).map((x) => [x.type, x.value]));
+  return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second} ${zone}`;
+}
+
+/** The form label of an API field (`schedule_expr` → "Schedule expression"), else the name. */
+export function fieldLabel(field) {
+  const name = String(field).split(/[.[]/)[0];
+  return t(name) === name ? field : t(name);
+}
+
+export function errorBox(e) { return h('p', { class: 'err', role: 'alert' }, e.field ? `${fieldLabel(e.field)}: ${e.message}` : e.message); }
 
 /** Removes the field errors shown in `form` (of the field `name` only, when given). */
 export function clearErrors(form, name) {
@@ -78,6 +124,15 @@ function langSelect(id, onchange) {
   return s;
 }
 
+/** The time zone selector of the top bar: job zones, the browser's zone or UTC. */
+function zoneSelect(onchange) {
+  const s = h('select', { id: 'zone', 'aria-label': t('zone_mode'), title: t('zone_mode') },
+    ZONE_MODES.map((m) => h('option', { value: m }, t(`zone_${m}`))));
+  s.value = getZoneMode();
+  s.addEventListener('change', () => { setZoneMode(s.value); onchange(); });
+  return s;
+}
+
 const main = () => document.getElementById('main');
 
 function showLogin() {
@@ -91,6 +146,7 @@ function showLogin() {
     ev.preventDefault();
     try {
       state.me = await api('POST', '/console/api/login', { username: user.value, password: pass.value });
+      state.options = null;
       // Start on the dashboard: the previous user's page may not be this user's to see.
       if (location.hash && location.hash !== '#dashboard') location.hash = '#dashboard'; else render();
     } catch (e) { msg.textContent = e.message; }
@@ -116,6 +172,8 @@ async function render() {
   document.getElementById('who').replaceChildren(h('a', { href: '#password', title: t('change_password') },
     `${state.me.username} (${state.me.admin ? t('role_admin') : (state.me.can_write ? t('role_user') : t('read_only'))})`));
   document.getElementById('logout').textContent = t('logout');
+  // Rebuilt on each render, so its words follow the language.
+  document.getElementById('zone').replaceWith(zoneSelect(render));
   const [page, ...args] = (location.hash.slice(1) || 'dashboard').split('/');
   document.getElementById('nav').replaceChildren(...nav.filter(([, adm]) => !adm || state.me.admin)
     .map(([p]) => h('a', { href: `#${p}`, class: p === page ? 'on' : null }, t(p))));
@@ -127,6 +185,10 @@ async function render() {
 export function go(hash) { if (location.hash === hash) render(); else location.hash = hash; }
 
 window.addEventListener('hashchange', render);
+// A row's action menu closes when the user clicks anywhere else, as menus do.
+document.addEventListener('click', (ev) => {
+  for (const m of document.querySelectorAll('details.menu[open]')) if (!m.contains(ev.target)) m.open = false;
+});
 window.addEventListener('DOMContentLoaded', () => {
   document.documentElement.lang = getLang() === 'zh' ? 'zh-CN' : 'en';
   document.getElementById('lang').replaceWith(langSelect('lang', render));

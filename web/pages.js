@@ -1,9 +1,9 @@
 // The console's pages. Each is `async (root, args) => void` and builds DOM with `h` only.
-import { h, api, state, fmtTime, errorBox, showError, clearErrors, go } from './app.js';
+import { h, api, state, options, fmtTime, getZoneMode, fieldLabel, errorBox, showError, clearErrors, go } from './app.js';
 import { t } from './i18n.js';
 
 const DAY = 86400000;
-const field = (label, input) => h('label', {}, h('span', {}, t(label)), input);
+const field = (label, input, help) => h('label', {}, h('span', {}, t(label)), input, help || '');
 const sel = (name, options, value) => h('select', { name }, options.map(([v, l]) => h('option', { value: v, selected: String(v) === String(value) ? true : null }, l)));
 const num = (v) => (v === '' || v === undefined ? undefined : Number(v));
 
@@ -41,7 +41,8 @@ async function dashboard(root) {
       h('div', { class: 's', 'data-h': d.success }), h('div', { class: 'f', 'data-h': d.failed }), h('div', { class: 'r', 'data-h': d.running }));
     const bars = h('div', { class: 'bars', id: 'chart' }, s.days.map(bar));
     // Heights through the CSSOM (style attributes would need 'unsafe-inline' under the CSP).
-    for (const el of bars.querySelectorAll('[data-h]')) el.style.height = `${(Number(el.dataset.h) / max) * 120}px`;
+    // Percentages of the bar's column, less the day label: the chart fills its card at any size.
+    for (const el of bars.querySelectorAll('[data-h]')) el.style.height = `calc((100% - 16px) * ${Number(el.dataset.h) / max})`;
     const legend = h('div', { class: 'legend' }, h('span', { class: 'key s' }), t('success'), h('span', { class: 'key f' }), t('failed'), h('span', { class: 'key r' }), t('running'));
     out.replaceChildren(
       h('div', { class: 'cards' }, card('groups', s.groups), card('jobs', s.jobs), card('running_jobs', s.running_jobs),
@@ -51,8 +52,15 @@ async function dashboard(root) {
       h('div', { class: 'card' }, h('h3', {}, t('runs_per_day')), legend, bars));
   };
   for (const el of [fromIn, toIn]) el.addEventListener('change', draw);
+  // Presets: the last N days up to today (UTC days, as the chart counts them).
+  const preset = (days, label) => h('button', { type: 'button', id: `preset-${days}`, class: 'preset', onclick: () => {
+    const now = Date.now() - (Date.now() % DAY);
+    fromIn.value = new Date(now - (days - 1) * DAY).toISOString().slice(0, 10);
+    toIn.value = new Date(now).toISOString().slice(0, 10);
+    draw();
+  } }, t(label));
   root.replaceChildren(h('h2', {}, t('dashboard')),
-    h('div', { class: 'filters' }, field('from', fromIn), field('to', toIn), h('button', { type: 'button', id: 'refresh', onclick: draw }, t('refresh'))), msg, out);
+    h('div', { class: 'filters' }, preset(1, 'today'), preset(7, 'days_7'), preset(30, 'days_30'), field('from', fromIn), field('to', toIn), h('button', { type: 'button', id: 'refresh', onclick: draw }, t('refresh'))), msg, out);
   await draw();
 }
 
@@ -76,10 +84,11 @@ async function executors(root) {
   // which every group shares (the server refuses others anyway).
   root.replaceChildren(h('h2', {}, t('executors')),
     state.me.admin ? h('button', { id: 'add-group', onclick: () => slot.replaceChildren(form(null)) }, t('add')) : h('p', { class: 'note', id: 'groups-note' }, t('groups_admin_only')), slot,
-    h('table', { id: 'groups' }, h('tr', {}, [t('app_name'), t('title'), t('addresses'), t('last_heartbeat'), ''].map((x) => h('th', {}, x))),
+    h('table', { id: 'groups' }, h('tr', {}, [t('app_name'), t('title'), t('addresses'), t('last_heartbeat'), t('address_type'), ''].map((x) => h('th', {}, x))),
       groups.map((g) => h('tr', { 'data-app': g.app_name }, h('td', {}, g.app_name), h('td', {}, g.title),
         h('td', {}, liveOf(g.id).map((e) => h('div', {}, e.address))),
         h('td', {}, liveOf(g.id).map((e) => h('div', {}, fmtTime(e.last_heartbeat)))),
+        h('td', { class: 'address-type', 'data-type': g.address_type }, t(g.address_type === 'manual' ? 'address_manual' : 'address_auto_reg')),
         h('td', {}, state.me.admin ? [h('button', { onclick: () => slot.replaceChildren(form(g)) }, t('edit')),
           h('button', { onclick: async () => { if (confirm(t('confirm_delete'))) { try { await api('DELETE', `/v1/groups/${g.id}`); go('#executors'); } catch (e) { slot.replaceChildren(errorBox(e)); } } } }, t('remove'))] : '')))));
 }
@@ -100,8 +109,9 @@ function previewer(typeSel, exprIn, tzIn, out) {
       try {
         const p = await api('GET', `/v1/schedule/preview?${q}`);
         if (seq !== asked) return;
+        // The console's one date format, in the zone chosen in the top bar (the job's by default).
         out.replaceChildren(h('div', { class: 'ok' }, `${t('next_fires')} (${p.time_zone})`),
-          h('ol', { id: 'preview' }, p.next.map((n) => h('li', {}, n.local, n.dst_shift ? h('span', { class: 'dst' }, ` ⚠ ${t('dst')} (UTC${n.utc_offset_secs >= 0 ? '+' : '-'}${Math.abs(n.utc_offset_secs / 3600)})`) : ''))));
+          h('ol', { id: 'preview' }, p.next.map((n) => h('li', { 'data-local': n.local }, fmtTime(n.at, p.time_zone), n.dst_shift ? h('span', { class: 'dst' }, ` ⚠ ${t('dst')} (UTC${n.utc_offset_secs >= 0 ? '+' : '-'}${Math.abs(n.utc_offset_secs / 3600)})`) : ''))));
       } catch (e) {
         if (seq !== asked) return;
         // Mark the field at fault (the zone or the expression), never a hidden one.
@@ -128,35 +138,82 @@ const GLUE_TEMPLATES = {
 /** Whether the current user may operate jobs of group `id` (the server checks it again). */
 const operates = (id) => state.me.admin || (state.me.can_write && state.me.group_ids.includes(id));
 
+/**
+ * A select of one job enum built from the admin's values (`/v1/options`), with translated names
+ * (`prefix_VALUE`) and a line explaining the chosen value (`prefix_VALUE_help`). A value the
+ * admin does not list (it cannot happen today) is kept rather than silently replaced.
+ */
+function optSelect(name, choices, prefix, value) {
+  const list = [...choices];
+  if (value && !list.some((c) => c.value === value)) list.push({ value, title: value });
+  const s = h('select', { name, 'aria-describedby': `help-${name}` },
+    list.map((c) => h('option', { value: c.value, selected: c.value === value ? true : null, title: optHelp(prefix, c.value) }, optName(prefix, c.value, c.title))));
+  const help = h('small', { class: 'help', id: `help-${name}` });
+  const explain = () => { help.textContent = optHelp(prefix, s.value); };
+  s.addEventListener('change', explain);
+  explain();
+  return { select: s, help };
+}
+/** The translated name of an enum value, else the admin's English title, else the value. */
+export function optName(prefix, value, title) { const k = `${prefix}_${value}`; return t(k) === k ? (title || value) : t(k); }
+function optHelp(prefix, value) { const k = `${prefix}_${value}_help`; return t(k) === k ? '' : t(k); }
+
+/** Handler names already used by jobs of group `groupId`, for the handler field's suggestions. */
+async function usedHandlers(groupId) {
+  if (!groupId) return [];
+  const list = await api('GET', `/v1/jobs?group_id=${groupId}&limit=1000`);
+  return [...new Set(list.map((j) => j.handler).filter(Boolean))].sort();
+}
+
 async function jobForm(root, job, groups, jobs) {
+  const o = await options();
   const j = job || { schedule_type: 'CRON', schedule_expr: '0 * * * * ?', time_zone: '', glue_type: 'BEAN', route_strategy: 'FIRST', block_strategy: 'SERIAL_EXECUTION', misfire_strategy: 'DO_NOTHING', retry_count: 0, timeout_secs: 0, child_job_ids: [] };
   // Child jobs run in their own group, so only jobs the user may operate are offered. A child
   // an admin linked from another group stays selected (by id: its name is not ours to see).
-  const offered = jobs.filter((o) => operates(o.group_id) && (!job || o.id !== job.id));
-  const foreign = (job && job.id ? j.child_job_ids : []).filter((id) => !offered.some((o) => o.id === id));
+  const offered = jobs.filter((x) => operates(x.group_id) && (!job || x.id !== job.id));
+  const foreign = (job && job.id ? j.child_job_ids : []).filter((id) => !offered.some((x) => x.id === id));
+  const enumField = (name, key, prefix) => optSelect(name, o[key], prefix, j[name]);
+  const st = enumField('schedule_type', 'schedule_types', 'sched');
+  const mf = enumField('misfire_strategy', 'misfire_strategies', 'misfire');
+  const rs = enumField('route_strategy', 'route_strategies', 'route');
+  const bs = enumField('block_strategy', 'block_strategies', 'block');
+  const gt = state.me.admin ? enumField('glue_type', 'glue_types', 'glue') : null;
+  const handlers = h('datalist', { id: 'handler-names' });
   const f = {
     group_id: sel('group_id', groups.filter((g) => operates(g.id)).map((g) => [g.id, g.app_name]), j.group_id),
     description: h('input', { name: 'description', value: j.description || '' }),
     owner: h('input', { name: 'owner', value: j.owner || '' }),
     alarm_contacts: h('input', { name: 'alarm_contacts', value: j.alarm_contacts || '', placeholder: 'ops@example.com, …' }),
-    schedule_type: sel('schedule_type', [['CRON', 'CRON'], ['FIX_RATE', 'FIX_RATE'], ['NONE', 'NONE']], j.schedule_type),
+    schedule_type: st.select,
     schedule_expr: h('input', { name: 'schedule_expr', value: j.schedule_expr || '' }),
     time_zone: h('input', { name: 'time_zone', value: j.time_zone || '', placeholder: 'UTC, Asia/Shanghai…' }),
-    handler: h('input', { name: 'handler', value: j.handler || '' }),
+    handler: h('input', { name: 'handler', value: j.handler || '', list: 'handler-names', autocomplete: 'off', title: t('handler_suggest') }),
     param: h('input', { name: 'param', value: j.param || '' }),
-    route_strategy: sel('route_strategy', ['FIRST', 'LAST', 'ROUND', 'RANDOM', 'CONSISTENT_HASH', 'LEAST_FREQUENTLY_USED', 'LEAST_RECENTLY_USED', 'FAILOVER', 'BUSYOVER', 'SHARDING_BROADCAST'].map((x) => [x, x]), j.route_strategy),
-    block_strategy: sel('block_strategy', ['SERIAL_EXECUTION', 'DISCARD_LATER', 'COVER_EARLY'].map((x) => [x, x]), j.block_strategy),
-    misfire_strategy: sel('misfire_strategy', ['DO_NOTHING', 'FIRE_ONCE_NOW'].map((x) => [x, x]), j.misfire_strategy),
+    route_strategy: rs.select,
+    block_strategy: bs.select,
+    misfire_strategy: mf.select,
     retry_count: h('input', { name: 'retry_count', type: 'number', value: j.retry_count }),
     timeout_secs: h('input', { name: 'timeout_secs', type: 'number', value: j.timeout_secs }),
     child_job_ids: h('select', { name: 'child_job_ids', multiple: true },
-      offered.map((o) => h('option', { value: o.id, selected: j.child_job_ids.includes(o.id) ? true : null }, `${o.id} ${o.description}`)),
+      offered.map((x) => h('option', { value: x.id, selected: j.child_job_ids.includes(x.id) ? true : null }, `${x.id} ${x.description}`)),
       foreign.map((id) => h('option', { value: id, selected: true }, `#${id}`))),
   };
-  const glue = state.me.admin ? sel('glue_type', ['BEAN', 'GLUE_SHELL', 'GLUE_PYTHON', 'GLUE_NODEJS', 'GLUE_PHP', 'GLUE_POWERSHELL', 'GLUE_GROOVY'].map((x) => [x, x]), j.glue_type) : null;
+  const glue = gt ? gt.select : null;
   const preview = h('div', { id: 'preview-box' });
   const msg = h('div');
-  const form = h('form', { class: 'card', id: 'job-form', onsubmit: async (ev) => {
+  // Alarm e-mails need an SMTP server on the admin: say so while the field has addresses.
+  const smtpNote = h('p', { class: 'warn', id: 'smtp-warning', role: 'status', hidden: true }, t('no_smtp'));
+  const smtpCheck = () => { smtpNote.hidden = o.alarm_email || !f.alarm_contacts.value.trim(); };
+  f.alarm_contacts.addEventListener('input', smtpCheck);
+  smtpCheck();
+  const suggest = async () => {
+    try { handlers.replaceChildren(...(await usedHandlers(f.group_id.value)).map((n) => h('option', { value: n }))); } catch { handlers.replaceChildren(); }
+  };
+  f.group_id.addEventListener('change', suggest);
+  suggest();
+  const row = (k, extra) => field(k === 'group_id' ? 'group' : k, f[k], extra);
+  const section = (key, ...rows) => h('fieldset', { class: 'sec', 'data-section': key }, h('legend', {}, t(`sec_${key}`)), rows);
+  const form = h('form', { class: 'card job-form', id: 'job-form', onsubmit: async (ev) => {
     ev.preventDefault();
     const cron = f.schedule_type.value === 'CRON';
     const body = {
@@ -166,18 +223,23 @@ async function jobForm(root, job, groups, jobs) {
       time_zone: cron && f.time_zone.value ? f.time_zone.value : undefined, handler: f.handler.value, param: f.param.value,
       route_strategy: f.route_strategy.value, block_strategy: f.block_strategy.value, misfire_strategy: f.misfire_strategy.value,
       retry_count: num(f.retry_count.value), timeout_secs: num(f.timeout_secs.value),
-      child_job_ids: [...f.child_job_ids.selectedOptions].map((o) => Number(o.value)),
+      child_job_ids: [...f.child_job_ids.selectedOptions].map((x) => Number(x.value)),
     };
     if (glue) {
       body.glue_type = glue.value;
       // A new GLUE job (or one changing language) starts from a template, edited in the script editor.
-      if (glue.value !== 'BEAN' && !(job && job.id && job.glue_type === glue.value)) body.glue_source = (job && job.glue_type === glue.value && job.glue_source) || GLUE_TEMPLATES[glue.value];
+      if (glue.value !== 'BEAN' && !(job && job.id && job.glue_type === glue.value)) body.glue_source = (job && job.glue_type === glue.value && job.glue_source) || GLUE_TEMPLATES[glue.value] || '';
     }
     clearErrors(form); msg.replaceChildren();
     try { job && job.id ? await api('PUT', `/v1/jobs/${job.id}`, body) : await api('POST', '/v1/jobs', body); go('#jobs'); } catch (e) { showError(form, msg, e); }
-  } }, Object.entries(f).map(([k, el]) => [field(k === 'group_id' ? 'group' : k, el), k === 'time_zone' ? preview : '', k === 'group_id' && glue ? field('glue_type', glue) : '']),
-  h('button', { type: 'submit' }, t('save')), h('button', { type: 'button', onclick: () => go('#jobs') }, t('cancel')), msg);
-  root.replaceChildren(h('h2', {}, t('jobs')), form);
+  } },
+  section('basics', row('group_id'), glue ? field('glue_type', glue, gt.help) : '', row('description'), row('owner')),
+  section('schedule', row('schedule_type', st.help), row('schedule_expr'), row('time_zone'), preview, row('misfire_strategy', mf.help)),
+  section('executor', row('handler'), handlers, row('param'), row('route_strategy', rs.help), row('block_strategy', bs.help), row('timeout_secs')),
+  section('alarms', row('retry_count'), row('alarm_contacts'), smtpNote),
+  section('advanced', row('child_job_ids')),
+  h('div', { class: 'form-actions' }, h('button', { type: 'submit' }, t('save')), h('button', { type: 'button', onclick: () => go('#jobs') }, t('cancel'))), msg);
+  root.replaceChildren(h('h2', {}, job && job.id ? `${t('jobs')} — #${job.id} ${job.description}` : t('new_job')), form);
   previewer(f.schedule_type, f.schedule_expr, f.time_zone, preview);
   // Show only the fields that apply: no expression without a schedule, no handler for GLUE.
   const toggle = () => {
@@ -190,49 +252,140 @@ async function jobForm(root, job, groups, jobs) {
   toggle();
 }
 
+/** The schedule of a job as the lists show it: the translated type and the expression. */
+const scheduleText = (j) => (j.schedule_type === 'NONE' ? optName('sched', 'NONE') : `${optName('sched', j.schedule_type)} ${j.schedule_expr}`);
+
+/**
+ * A row's actions in one menu (a `<details>` pop-up), so a row keeps one line however many
+ * actions it has. Each item is `[label, fn]`; the menu closes when one is chosen.
+ */
+function actionMenu(items) {
+  const menu = h('details', { class: 'menu' }, h('summary', { title: t('actions') }, `${t('actions')} ▾`));
+  const list = h('div', { class: 'menu-items' });
+  for (const it of items.filter(Boolean)) {
+    const [label, fn] = it;
+    list.append(h('button', { type: 'button', 'data-action': label, onclick: () => { menu.open = false; fn(); } }, t(label)));
+  }
+  menu.append(list);
+  return menu;
+}
+
+/**
+ * "Run once": the parameter of this run and, optionally, the executor to send it to (by
+ * default the job's route strategy picks one). Resolves to the body to send, or null.
+ */
+async function runOnceDialog(j) {
+  let live = [];
+  try { live = ((await api('GET', `/v1/executors?group=${j.group_id}`))[0] || { executors: [] }).executors; } catch { /* the route strategy still works */ }
+  return new Promise((resolve) => {
+    const param = h('textarea', { name: 'param', rows: '3', value: j.param || '' });
+    const addr = sel('address', [['', t('address_auto')], ...live.map((e) => [e.address, e.address])], '');
+    const dlg = h('dialog', { id: 'run-once', class: 'card' });
+    const done = (v) => { dlg.close(); dlg.remove(); resolve(v); };
+    dlg.append(h('form', { method: 'dialog', onsubmit: (ev) => { ev.preventDefault(); done({ param: param.value, address: addr.value || undefined, trigger_type: 'MANUAL' }); } },
+      h('h3', {}, `${t('run_once')} — #${j.id} ${j.description}`),
+      field('param_prompt', param), field('address', addr),
+      h('div', { class: 'form-actions' }, h('button', { type: 'submit' }, t('run')), h('button', { type: 'button', onclick: () => done(null) }, t('cancel')))));
+    dlg.addEventListener('cancel', () => done(null));
+    document.body.append(dlg);
+    dlg.showModal();
+  });
+}
+
+const JOB_PAGE = 50;
+const REFRESH_MS = 10000;
+
+/** Refreshes `draw` every [`REFRESH_MS`] while `root` shows this page and the tab is visible. */
+function autoRefresh(root, draw) {
+  const here = location.hash;
+  const timer = setInterval(() => {
+    if (location.hash !== here || !root.isConnected) { clearInterval(timer); return; }
+    // An open menu or dialog is the user's: redrawing would close it.
+    if (document.hidden || root.querySelector('details.menu[open]') || document.querySelector('dialog[open]')) return;
+    draw(true);
+  }, REFRESH_MS);
+}
+
 async function jobs(root, args) {
-  const [groups, list] = await Promise.all([groupsList(), api('GET', '/v1/jobs')]);
+  const groups = await groupsList();
   if (args[0] === 'new' || args[0] === 'edit' || args[0] === 'copy') {
-    const job = args[1] ? list.find((j) => j.id === Number(args[1])) : null;
-    if (args[0] !== 'new' && !job) throw Object.assign(new Error(`job ${args[1]} not found`), { status: 404 });
+    const [job, list] = await Promise.all([args[1] ? api('GET', `/v1/jobs/${Number(args[1])}`) : null, api('GET', '/v1/jobs')]);
     // A copy is the job without its id: the form saves it as a new job.
     return jobForm(root, args[0] === 'copy' ? { ...job, id: undefined, description: `${job.description} ${t('copy_suffix')}` } : job, groups, list);
   }
+  await options();
   const fg = sel('group', [['', `${t('group')}: ${t('all')}`], ...groups.map((g) => [g.id, g.app_name])], '');
-  const fs = sel('status', [['', `${t('status')}: ${t('all')}`], ['1', t('started')], ['0', t('stopped')]], '');
+  const fs = sel('status', [['', `${t('status')}: ${t('all')}`], ['true', t('started')], ['false', t('stopped')]], '');
   const fh = h('input', { name: 'handler', type: 'search', placeholder: t('handler') });
   const fd = h('input', { name: 'description', type: 'search', placeholder: t('description') });
+  const fo = h('input', { name: 'owner', type: 'search', placeholder: t('owner') });
   const body = h('tbody');
   const msg = h('div');
+  const pageNo = h('span', { id: 'job-page' });
+  const prev = h('button', { type: 'button', id: 'jobs-prev' }, t('prev'));
+  const next = h('button', { type: 'button', id: 'jobs-next' }, t('next'));
   const gname = (id) => (groups.find((g) => g.id === id) || {}).app_name || id;
-  const act = (label, fn) => h('button', { type: 'button', onclick: async () => { try { await fn(); draw(); } catch (e) { msg.replaceChildren(errorBox(e)); } } }, t(label));
-  let rows = list;
+  let offset = 0;
+  let sort = 'id';
+  let desc = false;
   let drawn = 0;
-  const draw = async () => {
-    // Filters fire quickly; only the newest request may render.
+  const act = (fn) => async () => { try { await fn(); draw(true); } catch (e) { msg.replaceChildren(errorBox(e)); } };
+  const row = (j) => h('tr', { 'data-job': j.id },
+    h('td', {}, j.id), h('td', {}, gname(j.group_id)), h('td', { class: 'desc' }, j.description), h('td', { class: 'owner' }, j.owner),
+    h('td', { class: 'schedule' }, scheduleText(j)),
+    h('td', {}, j.glue_type === 'BEAN' ? j.handler : optName('glue', j.glue_type)), h('td', { class: j.running ? 'status ok' : 'status' }, j.running ? `▶ ${t('started')}` : `■ ${t('stopped')}`),
+    h('td', { class: 'next-fire' }, j.running && j.next_fire_at > 0 ? fmtTime(j.next_fire_at, j.time_zone) : ''),
+    h('td', { class: 'row-actions' }, h('a', { href: `#runs/job/${j.id}`, class: 'job-runs', title: t('job_runs') }, t('runs')), ' ', state.me.can_write && operates(j.group_id) ? actionMenu([
+      j.running ? ['stop', act(() => api('POST', `/v1/jobs/${j.id}/stop`))] : ['start', act(() => api('POST', `/v1/jobs/${j.id}/start`))],
+      ['run_once', act(async () => { const b = await runOnceDialog(j); if (b) { const r = await api('POST', `/v1/jobs/${j.id}/trigger`, b); go(`#runs/${r.run_id}`); } })],
+      ['edit', () => go(`#jobs/edit/${j.id}`)],
+      ['copy', () => go(`#jobs/copy/${j.id}`)],
+      state.me.admin && j.glue_type !== 'BEAN' ? ['script', () => go(`#script/${j.id}`)] : null,
+      ['remove', act(async () => { if (confirm(t('confirm_delete'))) await api('DELETE', `/v1/jobs/${j.id}`); })],
+    ]) : ''));
+  // The server filters, sorts and pages; one more job than a page says whether a next one exists.
+  const draw = async (keep) => {
     const seq = ++drawn;
-    rows = await api('GET', '/v1/jobs');
+    if (!keep) offset = 0;
+    const q = new URLSearchParams({ sort, order: desc ? 'desc' : 'asc', offset: String(offset), limit: String(JOB_PAGE + 1) });
+    if (fg.value) q.set('group_id', fg.value);
+    if (fs.value) q.set('running', fs.value);
+    for (const [k, el] of [['handler', fh], ['description', fd], ['owner', fo]]) if (el.value.trim()) q.set(k, el.value.trim());
+    let got;
+    try { got = await api('GET', `/v1/jobs?${q}`); } catch (e) { if (seq === drawn) msg.replaceChildren(errorBox(e)); return; }
     if (seq !== drawn) return;
-    const qh = fh.value.toLowerCase(); const qd = fd.value.toLowerCase();
-    body.replaceChildren(...rows.filter((j) => (!fg.value || j.group_id === Number(fg.value)) && (!fs.value || String(Number(j.running)) === fs.value)
-      && (!qh || j.handler.toLowerCase().includes(qh)) && (!qd || j.description.toLowerCase().includes(qd))).map((j) => h('tr', { 'data-job': j.id },
-      h('td', {}, j.id), h('td', {}, gname(j.group_id)), h('td', { class: 'desc' }, j.description), h('td', {}, j.schedule_type === 'NONE' ? j.schedule_type : `${j.schedule_type} ${j.schedule_expr}`),
-      h('td', {}, j.glue_type === 'BEAN' ? j.handler : j.glue_type), h('td', { class: j.running ? 'ok' : null }, j.running ? `▶ ${t('started')}` : `■ ${t('stopped')}`),
-      h('td', { class: 'next-fire' }, j.running && j.next_fire_at > 0 ? fmtTime(j.next_fire_at) : ''),
-      h('td', {}, h('a', { href: `#runs/job/${j.id}`, class: 'job-runs', title: t('job_runs') }, t('runs')), ' ', state.me.can_write ? [
-        j.running ? act('stop', () => api('POST', `/v1/jobs/${j.id}/stop`)) : act('start', () => api('POST', `/v1/jobs/${j.id}/start`)),
-        act('run_once', async () => { const p = prompt(t('param_prompt'), j.param); if (p !== null) { const r = await api('POST', `/v1/jobs/${j.id}/trigger`, { param: p, trigger_type: 'MANUAL' }); go(`#runs/${r.run_id}`); } }),
-        h('button', { type: 'button', onclick: () => go(`#jobs/edit/${j.id}`) }, t('edit')),
-        h('button', { type: 'button', onclick: () => go(`#jobs/copy/${j.id}`) }, t('copy')),
-        state.me.admin && j.glue_type !== 'BEAN' ? h('button', { type: 'button', onclick: () => go(`#script/${j.id}`) }, t('script')) : '',
-        act('remove', async () => { if (confirm(t('confirm_delete'))) await api('DELETE', `/v1/jobs/${j.id}`); }),
-      ] : ''))));
+    msg.replaceChildren();
+    body.replaceChildren(...got.slice(0, JOB_PAGE).map(row));
+    prev.disabled = offset === 0; next.disabled = got.length <= JOB_PAGE;
+    pageNo.textContent = `${t('page')} ${offset / JOB_PAGE + 1}`;
   };
-  for (const el of [fg, fs, fh, fd]) el.addEventListener('input', draw);
-  root.replaceChildren(h('h2', {}, t('jobs')), h('div', { class: 'filters' }, fg, fs, fh, fd,
-    state.me.can_write ? h('button', { id: 'new-job', type: 'button', onclick: () => go('#jobs/new') }, t('add')) : ''), msg,
-  h('table', { id: 'jobs' }, h('thead', {}, h('tr', {}, ['#', t('group'), t('description'), t('schedule'), t('handler'), t('status'), t('next_fire'), ''].map((x) => h('th', {}, x)))), body));
-  await draw();
+  prev.addEventListener('click', () => { offset = Math.max(0, offset - JOB_PAGE); draw(true); });
+  next.addEventListener('click', () => { offset += JOB_PAGE; draw(true); });
+  for (const el of [fg, fs, fh, fd, fo]) el.addEventListener('input', () => draw(false));
+  // Column headers that sort: click once ascending, again descending.
+  const th = (label, key) => {
+    if (!key) return h('th', {}, label);
+    const cell = h('th', { class: 'sortable', 'data-sort': key, 'aria-sort': sort === key ? (desc ? 'descending' : 'ascending') : null },
+      h('button', { type: 'button', class: 'link', onclick: () => { if (sort === key) desc = !desc; else { sort = key; desc = false; } mark(); draw(false); } }, label, h('span', { class: 'arrow' })));
+    return cell;
+  };
+  const head = h('tr', {}, th('#', 'id'), th(t('group'), 'group_id'), th(t('description'), 'description'), th(t('owner'), 'owner'), th(t('schedule')),
+    th(t('handler'), 'handler'), th(t('status')), th(t('next_fire'), 'next_fire_at'), th(''));
+  const mark = () => {
+    for (const c of head.querySelectorAll('th.sortable')) {
+      const on = c.dataset.sort === sort;
+      if (on) c.setAttribute('aria-sort', desc ? 'descending' : 'ascending'); else c.removeAttribute('aria-sort');
+      c.querySelector('.arrow').textContent = on ? (desc ? ' ▼' : ' ▲') : '';
+    }
+  };
+  mark();
+  root.replaceChildren(h('h2', {}, t('jobs')), h('div', { class: 'filters' }, fg, fs, fh, fd, fo,
+    state.me.can_write ? h('button', { id: 'new-job', type: 'button', onclick: () => go('#jobs/new') }, t('add')) : '',
+    h('span', { class: 'note' }, t('auto_refresh'))), msg,
+  h('table', { id: 'jobs' }, h('thead', {}, head), body),
+  h('div', { class: 'pager' }, prev, pageNo, next));
+  await draw(false);
+  autoRefresh(root, draw);
 }
 
 // Keywords per GLUE language; everything else is shown as plain text.
@@ -305,48 +458,93 @@ async function script(root, args) {
     h('button', { type: 'button', id: 'save-script', onclick: async () => { try { await api('PATCH', `/v1/jobs/${id}`, { glue_source: ta.value }); go(`#script/${id}`); } catch (e) { msg.replaceChildren(errorBox(e)); } } }, t('save')),
     h('button', { type: 'button', onclick: () => go('#jobs') }, t('cancel')), msg,
     h('h3', {}, t('history')), versions.length ? '' : h('p', {}, t('none')),
-    h('table', { id: 'versions' }, versions.map((v) => h('tr', { 'data-version': v.id }, h('td', {}, fmtTime(v.created_at)), h('td', {}, v.author),
+    h('table', { id: 'versions' }, versions.map((v) => h('tr', { 'data-version': v.id }, h('td', {}, fmtTime(v.created_at, job.time_zone)), h('td', {}, v.author),
       h('td', {}, h('button', { type: 'button', class: 'diff', onclick: () => view.replaceChildren(diffLines(v.glue_source, ta.value)) }, t('diff')),
         h('button', { type: 'button', class: 'restore', onclick: () => { ta.value = v.glue_source; show(); msg.replaceChildren(h('p', { class: 'ok' }, t('restored'))); } }, t('restore')))))));
 }
 
 const STATUS = ['pending', 'running', 'success', 'failed', 'skipped'];
+const sleep = (ms) => new Promise((res) => setTimeout(res, ms));
+
+/** Jobs by id, asked of the admin once per page: runs name their job and use its time zone. */
+function jobCache() {
+  const known = new Map();
+  return {
+    get: (id) => known.get(id),
+    /** Loads the jobs of `ids` not known yet; a job that is gone (or not ours) stays null. */
+    async load(ids) {
+      const missing = [...new Set(ids)].filter((id) => !known.has(id));
+      await Promise.all(missing.map(async (id) => { try { known.set(id, await api('GET', `/v1/jobs/${id}`)); } catch { known.set(id, null); } }));
+    },
+  };
+}
 
 async function runDetail(root, id) {
   const run = await api('GET', `/v1/runs/${id}`);
+  const jobs = jobCache();
+  await jobs.load([run.job_id]);
+  const job = jobs.get(run.job_id);
+  const zone = job ? job.time_zone : undefined;
   const log = h('pre', { class: 'log', id: 'run-log' });
   const msg = h('div');
+  const note = h('p', { class: 'note', id: 'log-note', hidden: true });
   const status = h('span', { id: 'run-status', class: `st-${run.status}` }, t(run.status));
   const handle = h('td', { id: 'handle-msg' }, lines(run.handle_msg));
-  const handled = h('td', {}, fmtTime(run.handled_at));
+  const handled = h('td', {}, fmtTime(run.handled_at, zone));
   // A run opened right after "Run once" may not be sent yet: the poll below fills these in.
-  const triggered = h('td', {}, fmtTime(run.triggered_at));
+  const triggered = h('td', {}, fmtTime(run.triggered_at, zone));
   const address = h('td', {}, run.executor_address);
   const triggerMsg = (r) => [h('code', {}, `${r.trigger_code}`), ' ', ...lines(r.trigger_msg)];
   const trigger = h('td', { id: 'trigger-msg' }, ...triggerMsg(run));
   const row = (k, v, attrs = {}) => h('tr', {}, h('th', {}, t(k)), v instanceof Node ? v : h('td', attrs, v));
-  // Kill is offered only while the run is running (the admin refuses it otherwise).
-  const kill = state.me.can_write ? h('button', { id: 'kill', type: 'button', hidden: run.status !== 'running', onclick: async () => { try { await api('POST', `/v1/runs/${id}/kill`); } catch (e) { msg.replaceChildren(errorBox(e)); } } }, t('kill')) : '';
-  root.replaceChildren(h('h2', {}, `${t('runs')} #${run.id}`),
+  // Kill is offered only while the run is running (the admin refuses it otherwise), after a confirmation.
+  const kill = state.me.can_write ? h('button', { id: 'kill', type: 'button', hidden: run.status !== 'running', onclick: async () => {
+    if (!confirm(t('confirm_kill'))) return;
+    try { await api('POST', `/v1/runs/${id}/kill`); } catch (e) { msg.replaceChildren(errorBox(e)); }
+  } }, t('kill')) : '';
+  const jobName = job ? `#${run.job_id} ${job.description}` : `#${run.job_id}`;
+  root.replaceChildren(h('h2', {}, `${t('obj_run')} #${run.id} — ${jobName}`),
     h('div', { class: 'card' }, h('table', { id: 'run-detail' },
-      row('job', h('td', {}, h('a', { href: `#jobs/edit/${run.job_id}` }, `#${run.job_id}`))), row('status', h('td', {}, status)),
+      row('job', h('td', { id: 'run-job' }, h('a', { href: `#jobs/edit/${run.job_id}` }, jobName))), row('status', h('td', {}, status)),
       row('trigger_type', t(run.trigger_type)),
-      row('scheduled', fmtTime(run.scheduled_at)), row('triggered', triggered), row('address', address),
+      row('scheduled', fmtTime(run.scheduled_at, zone)), row('triggered', triggered), row('address', address),
       row('handler', run.handler), row('param', run.param, { id: 'run-param' }),
       run.shard_total > 1 ? row('shard', `${run.shard_index + 1} / ${run.shard_total}`) : '',
       row('trigger_msg', trigger),
       row('handled', handled), row('handle_msg', handle))),
     kill, h('button', { type: 'button', onclick: () => go(`#runs/job/${run.job_id}`) }, t('job_runs')), msg,
-    h('h3', {}, t('log'), ' ', h('small', { id: 'log-state' }, '')), log);
-  // Poll the executor's log while the page is open; each answer says where to continue, so
-  // new lines are appended (the log rolls) until the run has ended and the log is complete.
+    h('h3', {}, t('log'), ' ', h('small', { id: 'log-state' }, '')), note, log);
+  // Poll while the page is open: the run's state first, then, once it reached an executor, its
+  // log from where the last answer ended (the log rolls as the job writes it). Polling stops
+  // when the run never reached an executor (there is no log to wait for), and when the run
+  // is final and its log has ended.
   const logState = document.getElementById('log-state');
   let from = 1;
   const here = location.hash;
   while (location.hash === here && log.isConnected) {
-    let done = false;
+    let r;
+    try { r = await api('GET', `/v1/runs/${id}`); } catch (e) { msg.replaceChildren(errorBox(e)); logState.textContent = ''; return; }
+    status.textContent = t(r.status); status.className = `st-${r.status}`; status.dataset.status = r.status;
+    handle.replaceChildren(...lines(r.handle_msg)); handled.textContent = fmtTime(r.handled_at, zone);
+    triggered.textContent = fmtTime(r.triggered_at, zone); address.textContent = r.executor_address;
+    trigger.replaceChildren(...triggerMsg(r));
+    if (kill) kill.hidden = r.status !== 'running';
+    if (r.status === 'pending') {
+      logState.textContent = `(${t('waiting_dispatch')})`;
+      await sleep(1000);
+      continue;
+    }
+    if (r.trigger_code !== 200 || !r.executor_address) {
+      // Sending failed (or a missed fire was skipped): no executor has a log of this run.
+      msg.replaceChildren(); note.textContent = t('not_sent'); note.hidden = false; log.hidden = true; logState.textContent = '';
+      return;
+    }
+    const final = r.status !== 'running';
+    let done;
     try {
       const part = await api('GET', `/v1/runs/${id}/log?from_line=${from}`);
+      // The run reached its executor: an error shown before (e.g. "not sent yet") is over.
+      msg.replaceChildren();
       if (part.content) {
         const stick = log.scrollTop + log.clientHeight >= log.scrollHeight - 4;
         // Executors separate lines with newlines and XXL-JOB's `<br>`: both become line breaks.
@@ -354,32 +552,56 @@ async function runDetail(root, id) {
         if (stick) log.scrollTop = log.scrollHeight;
       }
       if (part.to_line >= from) from = part.to_line + 1;
-      const r = await api('GET', `/v1/runs/${id}`);
-      status.textContent = t(r.status); status.className = `st-${r.status}`; status.dataset.status = r.status;
-      handle.replaceChildren(...lines(r.handle_msg)); handled.textContent = fmtTime(r.handled_at);
-      triggered.textContent = fmtTime(r.triggered_at); address.textContent = r.executor_address;
-      trigger.replaceChildren(...triggerMsg(r));
-      if (kill) kill.hidden = r.status !== 'running';
-      done = part.is_end && r.status !== 'running' && r.status !== 'pending';
-      logState.textContent = done ? '' : `(${t('live')})`;
+      done = final && (part.is_end || !part.content);
     } catch (e) {
-      // A run that never reached an executor has no log; say so once and stop polling.
-      msg.replaceChildren(errorBox(e)); done = e.status !== 409 || run.status !== 'pending';
-      logState.textContent = '';
+      // The executor may be briefly unreachable while the run goes on; a final run stops here.
+      msg.replaceChildren(errorBox(e));
+      done = final;
     }
-    if (done) break;
-    await new Promise((res) => setTimeout(res, 1000));
+    logState.textContent = done ? `(${t('log_ended')})` : `(${t('live')})`;
+    if (done) return;
+    await sleep(1000);
   }
 }
 
-/** Epoch ms of a `datetime-local` value (read in the browser's zone), or undefined when empty. */
-const localMs = (input) => (input.value ? Date.parse(input.value) : undefined);
+/** Epoch ms of a `datetime-local` value (read in UTC when the console shows UTC, else in the browser's zone), or undefined when empty. */
+const localMs = (input) => (input.value ? Date.parse(getZoneMode() === 'utc' ? `${input.value}Z` : input.value) : undefined);
+
+/**
+ * The job filter of the runs page: a search field whose suggestions the admin finds (by
+ * description, handler or owner, 20 at a time), instead of a list of every job. `onpick`
+ * gets the chosen job id, or '' when the field is cleared.
+ */
+function jobPicker(initial, onpick) {
+  const list = h('datalist', { id: 'job-choices' });
+  const input = h('input', { name: 'job', type: 'search', list: 'job-choices', placeholder: t('search_job'), autocomplete: 'off', value: initial || '' });
+  let picked = (/^#(\d+)/.exec(initial || '') || [])[1] || '';
+  let asked = 0;
+  input.addEventListener('input', async () => {
+    const v = input.value.trim();
+    const m = /^#(\d+)(\s|$)/.exec(v);
+    // Only a picked job (`#id …`) filters; other text searches, and shows every job meanwhile.
+    const id = m ? m[1] : '';
+    if (id !== picked) { picked = id; onpick(id); }
+    if (m || !v) return;
+    const seq = ++asked;
+    try {
+      const found = await api('GET', `/v1/jobs?${new URLSearchParams({ q: v.slice(0, 200), limit: '20' })}`);
+      if (seq === asked) list.replaceChildren(...found.map((j) => h('option', { value: `#${j.id} ${j.description}` })));
+    } catch { /* suggestions only */ }
+  });
+  return { input, list, value: () => picked };
+}
 
 async function runs(root, args) {
   if (args[0] && args[0] !== 'job') return runDetail(root, Number(args[0]));
-  const [groups, jobList] = await Promise.all([groupsList(), api('GET', '/v1/jobs')]);
+  const groups = await groupsList();
+  const jobs = jobCache();
+  const jobArg = args[0] === 'job' && /^\d+$/.test(args[1] || '') ? Number(args[1]) : null;
+  if (jobArg) await jobs.load([jobArg]);
+  const jname = (id) => { const j = jobs.get(id); return j ? `#${id} ${j.description}` : `#${id}`; };
   const fg = sel('group_id', [['', `${t('group')}: ${t('all')}`], ...groups.map((g) => [g.id, g.app_name])], '');
-  const fj = sel('job_id', [['', `${t('job')}: ${t('all')}`], ...jobList.map((j) => [j.id, `#${j.id} ${j.description}`])], args[0] === 'job' ? args[1] : '');
+  const fj = jobPicker(jobArg ? jname(jobArg) : '', () => { draw(false); needScope(); });
   const fs = sel('status', [['', `${t('status')}: ${t('all')}`], ...STATUS.map((s) => [s, t(s)])], '');
   // The range is on the scheduled time and filtered by the server, page by page.
   const ff = h('input', { name: 'from', type: 'datetime-local', step: '1', title: `${t('from')} (${t('time_range_note')})` });
@@ -389,64 +611,70 @@ async function runs(root, args) {
   const count = h('span', { id: 'run-count' });
   const PAGE = 100;
   const more = h('button', { type: 'button', id: 'more-runs', hidden: true }, t('more'));
-  const jname = (id) => { const j = jobList.find((x) => x.id === id); return j ? `#${id} ${j.description}` : `#${id}`; };
-  const row = (r) => h('tr', { 'data-run': r.id }, h('td', {}, h('a', { href: `#runs/${r.id}` }, r.id)), h('td', { class: 'job' }, jname(r.job_id)),
-    h('td', {}, fmtTime(r.scheduled_at)), h('td', {}, t(r.trigger_type)), h('td', {}, r.executor_address), h('td', { class: 'param' }, r.param),
-    h('td', { class: `st-${r.status}` }, t(r.status)), h('td', { class: 'msg' }, lines(r.handle_msg)));
+  const row = (r) => {
+    const j = jobs.get(r.job_id);
+    return h('tr', { 'data-run': r.id }, h('td', {}, h('a', { href: `#runs/${r.id}` }, r.id)), h('td', { class: 'job' }, jname(r.job_id)),
+      h('td', { class: 'at' }, fmtTime(r.scheduled_at, j ? j.time_zone : undefined)), h('td', {}, t(r.trigger_type)), h('td', {}, r.executor_address), h('td', { class: 'param' }, r.param),
+      h('td', { class: `st-${r.status}` }, t(r.status)), h('td', { class: 'msg' }, lines(r.handle_msg)));
+  };
   let drawn = 0;
   let last;
   // One page of runs, newest first, below the run id `before` when given.
-  const page = (before) => {
-    const q = new URLSearchParams({ limit: String(PAGE) });
+  const page = (before, limit = PAGE) => {
+    const q = new URLSearchParams({ limit: String(limit) });
     if (fg.value) q.set('group_id', fg.value);
-    if (fj.value) q.set('job_id', fj.value);
+    if (fj.value()) q.set('job_id', fj.value());
     if (fs.value) q.set('status', fs.value);
     if (localMs(ff) !== undefined) q.set('from', String(localMs(ff)));
     if (localMs(ft) !== undefined) q.set('to', String(localMs(ft)));
     if (before) q.set('before_id', String(before));
     return api('GET', `/v1/runs?${q}`);
   };
-  const show = (got, append) => {
+  const show = (got, append, asked) => {
     if (append) body.append(...got.map(row)); else body.replaceChildren(...got.map(row));
     count.textContent = `${body.children.length}`;
     // A full page may have more behind it; the next page starts below its last id.
-    more.hidden = got.length < PAGE;
+    more.hidden = got.length < asked;
     if (got.length) last = got[got.length - 1].id;
   };
-  const draw = async () => {
+  // `keep`: an automatic refresh, which reloads as many runs as are shown, so neither the
+  // filters nor the place the user scrolled to are lost.
+  const draw = async (keep) => {
     // Filters fire quickly; only the newest request may render.
     const seq = ++drawn;
-    msg.replaceChildren();
+    const limit = keep ? Math.min(1000, Math.max(PAGE, body.children.length)) : PAGE;
     let got;
-    try { got = await page(); } catch (e) { if (seq === drawn) { msg.replaceChildren(errorBox(e)); body.replaceChildren(); count.textContent = '0'; more.hidden = true; } return; }
+    try { got = await page(undefined, limit); await jobs.load(got.map((r) => r.job_id)); } catch (e) { if (seq === drawn) { msg.replaceChildren(errorBox(e)); body.replaceChildren(); count.textContent = '0'; more.hidden = true; } return; }
     if (seq !== drawn) return;
-    show(got, false);
+    msg.replaceChildren();
+    show(got, false, limit);
   };
   more.addEventListener('click', async () => {
     const seq = drawn;
     let got;
-    try { got = await page(last); } catch (e) { msg.replaceChildren(errorBox(e)); return; }
-    if (seq === drawn) show(got, true);
+    try { got = await page(last); await jobs.load(got.map((r) => r.job_id)); } catch (e) { msg.replaceChildren(errorBox(e)); return; }
+    if (seq === drawn) show(got, true, PAGE);
   });
-  for (const el of [fg, fj, fs, ff, ft]) el.addEventListener('change', draw);
+  for (const el of [fg, fs, ff, ft]) el.addEventListener('change', () => draw(false));
   const days = h('input', { type: 'number', min: '0', value: '30', name: 'older_than_days' });
   const cleared = h('span', { id: 'cleared', class: 'ok' });
   const clear = h('button', { type: 'button', id: 'clear-runs', onclick: async () => {
     if (!confirm(t('confirm_clear'))) return;
-    try { const r = await api('POST', '/v1/runs/clear', { older_than_days: Number(days.value), group_id: num(fg.value), job_id: num(fj.value) }); cleared.textContent = `${t('deleted')}: ${r.deleted}`; draw(); } catch (e) { msg.replaceChildren(errorBox(e)); }
+    try { const r = await api('POST', '/v1/runs/clear', { older_than_days: Number(days.value), group_id: num(fg.value), job_id: num(fj.value()) }); cleared.textContent = `${t('deleted')}: ${r.deleted}`; draw(false); } catch (e) { msg.replaceChildren(errorBox(e)); }
   } }, t('clear'));
   // Users (not admins) clear runs of one group or job at a time: say so instead of failing.
   const scopeNote = h('span', { id: 'clear-note', class: 'note' }, t('clear_needs_scope'));
-  const needScope = () => { const none = !state.me.admin && !fg.value && !fj.value; clear.disabled = none; scopeNote.hidden = !none; };
-  for (const el of [fg, fj]) el.addEventListener('change', needScope);
+  const needScope = () => { const none = !state.me.admin && !fg.value && !fj.value(); clear.disabled = none; scopeNote.hidden = !none; };
+  fg.addEventListener('change', needScope);
   needScope();
-  root.replaceChildren(h('h2', {}, t('runs')), h('div', { class: 'filters' }, fg, fj, fs,
+  root.replaceChildren(h('h2', {}, t('runs')), h('div', { class: 'filters' }, fg, fj.input, fj.list, fs,
     h('label', {}, h('span', {}, t('from')), ff), h('label', {}, h('span', {}, t('to')), ft),
-    h('button', { type: 'button', onclick: draw }, t('refresh')), h('span', {}, `${t('shown')}: `, count)),
+    h('button', { type: 'button', onclick: () => draw(false) }, t('refresh')), h('span', {}, `${t('shown')}: `, count), h('span', { class: 'note' }, t('auto_refresh'))),
   state.me.can_write ? h('div', { class: 'filters' }, t('clear_old'), days, clear, scopeNote, cleared) : '', msg,
   h('table', { id: 'runs' }, h('thead', {}, h('tr', {}, ['#', t('job'), t('scheduled'), t('trigger_type'), t('address'), t('param'), t('status'), t('handle_msg')].map((x) => h('th', {}, x)))), body),
   more);
-  await draw();
+  await draw(false);
+  autoRefresh(root, draw);
 }
 
 async function users(root) {
@@ -476,6 +704,39 @@ async function users(root) {
           h('button', { type: 'button', onclick: async () => { if (confirm(t('confirm_delete'))) { try { await api('DELETE', `/v1/users/${u.id}`); go('#users'); } catch (e) { slot.replaceChildren(errorBox(e)); } } } }, t('remove')))))));
 }
 
+// What the object of an audited route is, by its collection in the path.
+const AUDIT_KINDS = { jobs: 'job', groups: 'group', users: 'user', runs: 'obj_run', me: 'user' };
+// Routes that act rather than create, change or delete, by their last path segment.
+const AUDIT_VERBS = { start: 'start', stop: 'stop', trigger: 'run_once', kill: 'kill', clear: 'clear', password: 'change_password' };
+
+/**
+ * An audit entry in words: what was done (created, changed and which fields, deleted, or the
+ * action such as start or kill) and to which object (job #12, group demo). Entries that are
+ * not a route (logins) keep their action. The raw route stays in the cell's title.
+ */
+export function auditSummary(a) {
+  const m = /^(POST|PUT|PATCH|DELETE) (\/\S*)$/.exec(a.action || '');
+  if (!m) return { what: a.action, object: a.target };
+  const [, method, pattern] = m;
+  const segs = String(a.target || '').split('/').filter(Boolean).map((x) => { try { return decodeURIComponent(x); } catch { return x; } });
+  const pat = pattern.split('/').filter(Boolean);
+  const kind = AUDIT_KINDS[segs[1]];
+  const req = a.detail && a.detail.request && typeof a.detail.request === 'object' ? a.detail.request : null;
+  const fields = req ? Object.keys(req).map(fieldLabel) : [];
+  const named = req && (req.description || req.app_name || req.username);
+  let object = kind ? t(kind) : a.target;
+  if (kind && segs[2] && pat[2] && pat[2].startsWith('{')) object += segs[1] === 'groups' ? ` ${segs[2]}` : ` #${segs[2]}`;
+  else if (kind && named) object += ` “${named}”`;
+  const verb = AUDIT_VERBS[pat[pat.length - 1]];
+  let what;
+  if (verb) what = t(verb);
+  else if (method === 'DELETE') what = t('audit_deleted');
+  else if (method === 'POST' && !(pat[2] && pat[2].startsWith('{'))) what = t('audit_created');
+  else what = t('audit_changed');
+  if (!verb && method !== 'DELETE' && fields.length) what += `: ${fields.join(', ')}`;
+  return { what, object };
+}
+
 async function audit(root) {
   const fu = h('input', { name: 'username', type: 'search', placeholder: t('user') });
   const fa = h('input', { name: 'action', type: 'search', placeholder: t('action') });
@@ -498,7 +759,9 @@ async function audit(root) {
   };
   const row = (a) => {
     const status = a.detail && a.detail.status;
-    return h('tr', { 'data-audit': a.id }, h('td', { class: 'at' }, fmtTime(a.at)), h('td', {}, a.username), h('td', {}, a.action), h('td', { class: 'target' }, a.target),
+    const sum = auditSummary(a);
+    return h('tr', { 'data-audit': a.id }, h('td', { class: 'at' }, fmtTime(a.at)), h('td', {}, a.username),
+      h('td', { class: 'action', title: a.action, 'data-action': a.action }, sum.what), h('td', { class: 'target', title: a.target }, sum.object),
       h('td', { class: status >= 400 ? 'err' : null }, status ? `${status}${status === 403 ? ` ${t('audit_refused')}` : ''}` : ''),
       h('td', { class: 'detail' }, JSON.stringify(a.detail)));
   };

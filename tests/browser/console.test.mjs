@@ -106,8 +106,21 @@ test('console walk-through', { timeout: 300000 }, async () => {
     const page = await browser.newPage();
     const errors = [];
     page.on('pageerror', (e) => errors.push(e.message));
-    let promptAnswer;
-    page.on('dialog', (d) => d.accept(d.type() === 'prompt' ? promptAnswer ?? d.defaultValue() : undefined));
+    const dialogs = [];
+    page.on('dialog', (d) => { dialogs.push(d.message()); d.accept(); });
+    // A job row's action, from the row's menu.
+    const rowAction = async (id, action) => {
+      await page.click(`#jobs tr[data-job="${id}"] details.menu summary`);
+      await page.click(`#jobs tr[data-job="${id}"] details.menu button[data-action="${action}"]`);
+    };
+    // "Run once" with a parameter (and an executor, when given) from the row's dialog.
+    const runOnce = async (id, param, address) => {
+      await rowAction(id, 'run_once');
+      await page.waitForSelector('#run-once textarea[name=param]');
+      await page.fill('#run-once textarea[name=param]', param);
+      if (address) await page.selectOption('#run-once select[name=address]', address);
+      await page.click('#run-once button[type=submit]');
+    };
     const shot = (name) => page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
     const noXss = async (where) => {
       assert.equal(await page.evaluate(() => window.__xss), undefined, `XSS payload ran on ${where}`);
@@ -169,6 +182,8 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.fill('#group-form input[name=title]', 'Other team');
     await page.click('#group-form button[type=submit]');
     await page.waitForSelector('tr[data-app="other-team"] td:nth-child(2):has-text("Other team")');
+    assert.equal(await page.getAttribute('tr[data-app="browser-demo"] td.address-type', 'data-type'), 'auto', 'the group says it is registered automatically');
+    assert.equal(await page.textContent('tr[data-app="browser-demo"] td.address-type'), 'Automatic (executors register)');
     await shot('03-executors');
 
     // Jobs: a cron job whose schedule validates as it is typed and previews the next 5 fire
@@ -182,6 +197,8 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.fill('#job-form input[name=schedule_expr]', 'not a cron');
     await page.waitForSelector('#preview-box .err');
     assert.equal(await page.$eval('#job-form input[name=schedule_expr]', (el) => el.validity.valid), false, 'invalid cron marks the field');
+    // Errors name the field by its label, not by the API's name for it.
+    assert.match(await page.textContent('#preview-box .err'), /^Schedule expression: /);
     await page.fill('#job-form input[name=time_zone]', 'Europe/Berlin');
     // Quarterly fires always cross a DST change within five; the preview flags it.
     await page.fill('#job-form input[name=schedule_expr]', '0 0 12 1 1/3 ?');
@@ -189,9 +206,10 @@ test('console walk-through', { timeout: 300000 }, async () => {
     assert.equal(await page.$eval('#job-form input[name=schedule_expr]', (el) => el.validity.valid), true);
     await shot('04-job-form-dst');
     await page.fill('#job-form input[name=schedule_expr]', '0 0 3 * * ?');
-    await page.waitForFunction(() => [...document.querySelectorAll('#preview li')].every((li) => li.textContent.includes('T03:00:00')), null, LONG);
+    await page.waitForFunction(() => [...document.querySelectorAll('#preview li')].every((li) => li.dataset.local.includes('T03:00:00')), null, LONG);
     const first = await page.textContent('#preview li');
-    assert.match(first, /T03:00:00\+0[12]:00/, 'preview is in the job zone');
+    // The console's one date format, with the zone named.
+    assert.match(first, /^\d{4}-\d\d-\d\d 03:00:00 Europe\/Berlin$/, 'preview is in the job zone');
     // A wrong zone marks the zone field (not the expression); fixing it clears the mark at once.
     await page.fill('#job-form input[name=time_zone]', 'Mars/Olympus');
     await page.waitForSelector('#preview-box .err');
@@ -200,9 +218,25 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.fill('#job-form input[name=time_zone]', 'Europe/Berlin');
     assert.equal(await page.$eval('#job-form input[name=time_zone]', (el) => el.validity.valid), true, 'a fixed zone blocks nothing');
     await page.waitForSelector('#preview li');
+    // The form is in sections; every select of a job enum offers exactly the admin's values,
+    // each with its translated name and a line explaining the chosen one.
+    assert.deepEqual(await page.locator('#job-form fieldset.sec').evaluateAll((f) => f.map((x) => x.dataset.section)), ['basics', 'schedule', 'executor', 'alarms', 'advanced']);
+    const opts = (await csrfFetch('GET', '/v1/options')).body;
+    for (const [name, key] of [['schedule_type', 'schedule_types'], ['misfire_strategy', 'misfire_strategies'], ['route_strategy', 'route_strategies'], ['block_strategy', 'block_strategies'], ['glue_type', 'glue_types']]) {
+      const offeredValues = await page.locator(`#job-form select[name=${name}] option`).evaluateAll((o) => o.map((x) => x.value));
+      assert.deepEqual(offeredValues, opts[key].map((c) => c.value), `${name} offers the admin's values`);
+    }
+    assert.ok(opts.misfire_strategies.some((c) => c.value === 'CATCH_UP'));
+    await page.selectOption('#job-form select[name=misfire_strategy]', 'CATCH_UP');
+    assert.equal(await page.textContent('#job-form select[name=misfire_strategy] option:checked'), 'Catch up');
+    assert.match(await page.textContent('#help-misfire_strategy'), /Replays each missed fire/);
+    assert.equal(await page.textContent('#job-form select[name=block_strategy] option:checked'), 'Serial execution');
     // Owner and alarm e-mails; the server's complaint about a field is shown next to it.
     await page.fill('#job-form input[name=owner]', 'o'.repeat(70));
+    assert.equal(await page.isVisible('#smtp-warning'), false, 'no warning without alarm e-mails');
     await page.fill('#job-form input[name=alarm_contacts]', 'ops@example.com, dev@example.com');
+    // This admin has no SMTP server: the form says the e-mails will not go out.
+    assert.equal(await page.isVisible('#smtp-warning'), true, 'alarm e-mails without SMTP are warned about');
     await page.click('#job-form button[type=submit]');
     await page.waitForSelector('#job-form label:has(input[name=owner]) .field-err');
     assert.equal(await page.getAttribute('#job-form input[name=owner]', 'aria-invalid'), 'true');
@@ -221,6 +255,8 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.click('#new-job');
     await page.selectOption('#job-form select[name=group_id]', { label: 'browser-demo' });
     await page.fill('#job-form input[name=description]', 'hello job');
+    // Handler names already used in the group are suggested.
+    await page.waitForFunction(() => [...document.querySelectorAll('#handler-names option')].some((o) => o.value === 'sleepJobHandler'));
     await page.fill('#job-form input[name=handler]', 'demoJobHandler');
     await page.fill('#job-form input[name=param]', XSS2);
     await page.selectOption('#job-form select[name=schedule_type]', 'NONE');
@@ -236,7 +272,18 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.waitForSelector('#jobs tbody tr[data-job="3"]');
     assert.deepEqual(await csrfFetch('GET', '/v1/jobs/2').then((r) => r.body.child_job_ids), [1], 'child job picked by name');
     const job1 = (await csrfFetch('GET', '/v1/jobs/1')).body;
-    assert.deepEqual([job1.owner, job1.alarm_contacts], ['Ops team', 'ops@example.com, dev@example.com']);
+    assert.deepEqual([job1.owner, job1.alarm_contacts, job1.misfire_strategy], ['Ops team', 'ops@example.com, dev@example.com', 'CATCH_UP']);
+    // Editing a CATCH_UP job keeps it CATCH_UP (the form offers what the admin accepts).
+    await rowAction(1, 'edit');
+    await page.waitForSelector('#job-form');
+    assert.equal(await page.inputValue('#job-form select[name=misfire_strategy]'), 'CATCH_UP');
+    await page.fill('#job-form input[name=param]', '2');
+    await shot('04-job-form-edit-catch-up');
+    await page.click('#job-form button[type=submit]');
+    await page.waitForSelector('#jobs tbody tr[data-job="1"]');
+    const edited = (await csrfFetch('GET', '/v1/jobs/1')).body;
+    assert.deepEqual([edited.param, edited.misfire_strategy], ['2', 'CATCH_UP'], 'the edit kept CATCH_UP');
+    await csrfFetch('PATCH', '/v1/jobs/1', { param: '1' });
 
     // Filters: by handler and by description.
     await page.fill('.filters input[name=handler]', 'demoJob');
@@ -246,31 +293,75 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.waitForFunction(() => document.querySelectorAll('#jobs tbody tr').length === 1 && document.querySelector('#jobs tbody tr[data-job="3"]'));
     await page.fill('.filters input[name=description]', '');
     await page.waitForFunction(() => document.querySelectorAll('#jobs tbody tr').length === 3);
+    // The owner column and its filter.
+    assert.equal(await page.textContent('#jobs tr[data-job="1"] td.owner'), 'Ops team');
+    await page.fill('.filters input[name=owner]', 'ops');
+    await page.waitForFunction(() => document.querySelectorAll('#jobs tbody tr').length === 1 && document.querySelector('#jobs tbody tr[data-job="1"]'));
+    await page.fill('.filters input[name=owner]', '');
+    await page.waitForFunction(() => document.querySelectorAll('#jobs tbody tr').length === 3);
+    // Sorting is the server's: by description, then reversed.
+    const order = () => page.locator('#jobs tbody tr').evaluateAll((r) => r.map((x) => x.dataset.job));
+    await page.click('#jobs th[data-sort=description] button');
+    await page.waitForFunction(() => document.querySelector('#jobs th[data-sort=description]').getAttribute('aria-sort') === 'ascending');
+    await waitFor(async () => JSON.stringify(await order()) === JSON.stringify(['1', '3', '2']), 'jobs sorted by description');
+    await page.click('#jobs th[data-sort=description] button');
+    await waitFor(async () => JSON.stringify(await order()) === JSON.stringify(['2', '3', '1']), 'jobs sorted by description, descending');
+    await page.click('#jobs th[data-sort=id] button');
+    await waitFor(async () => JSON.stringify(await order()) === JSON.stringify(['1', '2', '3']), 'jobs sorted by id');
     await shot('05-jobs');
+    // Server-side pages of 50: 52 more jobs (in the other group) make two pages.
+    const bulk = [];
+    for (let i = 0; i < 52; i++) bulk.push((await csrfFetch('POST', '/v1/jobs', { group: 'other-team', description: `bulk ${String(i).padStart(2, '0')}`, handler: 'demoJobHandler', schedule_type: 'NONE' })).body.id);
+    await page.click('#jobs th[data-sort=id] button'); // descending: the bulk jobs first
+    await page.waitForFunction(() => document.querySelectorAll('#jobs tbody tr').length === 50);
+    assert.equal(await page.isDisabled('#jobs-next'), false);
+    assert.equal(await page.isDisabled('#jobs-prev'), true);
+    await page.click('#jobs-next');
+    await page.waitForFunction(() => document.querySelectorAll('#jobs tbody tr').length === 5 && document.getElementById('job-page').textContent === 'Page 2');
+    assert.deepEqual(await order(), ['5', '4', '3', '2', '1']);
+    await shot('05-jobs-page-2');
+    for (const id of bulk) assert.equal((await csrfFetch('DELETE', `/v1/jobs/${id}`)).status, 204);
+    await page.reload();
+    await page.waitForFunction(() => document.querySelectorAll('#jobs tbody tr').length === 3);
 
     // Start and stop; copy.
-    await page.click('#jobs tr[data-job="1"] button:has-text("Start")');
-    await page.waitForSelector('#jobs tr[data-job="1"] button:has-text("Stop")');
-    // A started job shows when it fires next (03:00 in Berlin, shown in the browser's zone: UTC).
-    assert.match(await page.textContent('#jobs tr[data-job="1"] td.next-fire'), /^\d{4}-\d\d-\d\d 0[12]:00:00$/);
+    await rowAction(1, 'start');
+    await page.waitForSelector('#jobs tr[data-job="1"] button[data-action=stop]', { state: 'attached' });
+    // A started job shows when it fires next, in its own zone with the zone named (03:00 in
+    // Berlin); the top bar switches the whole console to UTC or the browser's zone (UTC here).
+    assert.match(await page.textContent('#jobs tr[data-job="1"] td.next-fire'), /^\d{4}-\d\d-\d\d 03:00:00 Europe\/Berlin$/);
+    await page.selectOption('#zone', 'utc');
+    await page.waitForFunction(() => / 0[12]:00:00 UTC$/.test(document.querySelector('#jobs tr[data-job="1"] td.next-fire')?.textContent || ''));
+    await shot('05-jobs-started-utc');
+    await page.reload();
+    await page.waitForSelector('#jobs tr[data-job="1"] td.next-fire');
+    assert.equal(await page.inputValue('#zone'), 'utc', 'the zone choice is kept in the browser');
+    await page.selectOption('#zone', 'browser');
+    await page.waitForFunction(() => / 0[12]:00:00 UTC$/.test(document.querySelector('#jobs tr[data-job="1"] td.next-fire')?.textContent || ''));
+    await page.selectOption('#zone', 'job');
+    await page.waitForFunction(() => /03:00:00 Europe\/Berlin$/.test(document.querySelector('#jobs tr[data-job="1"] td.next-fire')?.textContent || ''));
     await shot('05-jobs-started');
-    await page.click('#jobs tr[data-job="1"] button:has-text("Stop")');
-    await page.waitForSelector('#jobs tr[data-job="1"] button:has-text("Start")');
+    await rowAction(1, 'stop');
+    await page.waitForSelector('#jobs tr[data-job="1"] button[data-action=start]', { state: 'attached' });
     assert.equal(await page.textContent('#jobs tr[data-job="1"] td.next-fire'), '');
-    await page.click('#jobs tr[data-job="2"] button:has-text("Copy")');
+    await rowAction(2, 'copy');
     await page.waitForSelector('#job-form');
     assert.equal(await page.inputValue('#job-form input[name=description]'), 'hello job (copy)');
     await page.click('#job-form button[type=submit]');
-    await page.waitForSelector('#jobs tbody tr[data-job="4"]');
-    await page.click('#jobs tr[data-job="4"] button:has-text("Remove")');
-    await page.waitForFunction(() => !document.querySelector('#jobs tbody tr[data-job="4"]'));
+    const copyRow = '#jobs tbody tr:has(td.desc:text-is("hello job (copy)"))';
+    await page.waitForSelector(copyRow);
+    const copyId = await page.getAttribute(copyRow, 'data-job');
+    await rowAction(copyId, 'remove');
+    await page.waitForFunction((id) => !document.querySelector(`#jobs tbody tr[data-job="${id}"]`), copyId);
 
     // Script editor: save two versions, see highlighting, diff and restore.
-    await page.click('#jobs tr[data-job="3"] button:has-text("Script")');
+    await rowAction(3, 'script');
     await page.waitForSelector('textarea[name=glue_source]');
     await page.fill('textarea[name=glue_source]', '#!/bin/sh\n# greet\necho "hello"\n');
     await page.click('#save-script');
-    await page.waitForSelector('#versions tr[data-version]');
+    // The page reloads after a save: wait for the new version (the template is there already),
+    // so the next edit goes into the reloaded editor.
+    await page.waitForFunction(() => document.querySelectorAll('#versions tr[data-version]').length === 2);
     await page.fill('textarea[name=glue_source]', '#!/bin/sh\n# greet\nif true; then echo "hello world"; fi\n');
     await page.waitForSelector('#highlighted span.kw:has-text("then")');
     assert.ok(await page.locator('#highlighted span.str').count() >= 1, 'strings highlighted');
@@ -290,10 +381,21 @@ test('console walk-through', { timeout: 300000 }, async () => {
 
     // Run once with a parameter: the log rolls while it runs, then kill it.
     await page.goto(`${base}/console/#jobs`);
-    promptAnswer = '60';
-    await page.click('#jobs tbody tr[data-job="1"] button:has-text("Run once")');
+    // The dialog offers the group's live executors; the run goes to the one chosen.
+    const triggerSent = page.waitForRequest((r) => r.url().includes('/v1/jobs/1/trigger') && r.method() === 'POST');
+    await rowAction(1, 'run_once');
+    await page.waitForSelector(`#run-once select[name=address] option[value="http://127.0.0.1:${exPort}"]`, { state: 'attached' });
+    await page.fill('#run-once textarea[name=param]', '60');
+    await page.selectOption('#run-once select[name=address]', `http://127.0.0.1:${exPort}`);
+    await shot('08-run-once-dialog');
+    await page.click('#run-once button[type=submit]');
+    assert.deepEqual(JSON.parse((await triggerSent).postData()), { param: '60', address: `http://127.0.0.1:${exPort}`, trigger_type: 'MANUAL' });
     await page.waitForSelector('#run-log');
     await page.waitForFunction(() => document.getElementById('run-log').textContent.includes('slept 1 s'), null, LONG);
+    // No stale error above a log that streams, and the page names the run's job.
+    assert.equal(await page.locator('main .err').count(), 0, 'no error above a streaming log');
+    assert.equal(await page.textContent('#run-job'), `#1 ${XSS}`);
+    assert.equal(await page.textContent('#log-state'), '(live)');
     const early = await page.textContent('#run-log');
     assert.ok(!early.includes('slept 3 s'));
     await page.waitForFunction(() => document.getElementById('run-log').textContent.includes('slept 3 s'), null, LONG);
@@ -307,16 +409,39 @@ test('console walk-through', { timeout: 300000 }, async () => {
     assert.ok(!(await page.textContent('#trigger-msg')).includes('<br'), 'no literal <br> in the trigger details');
     assert.ok(await page.locator('#run-log br').count() >= 1 && !(await page.textContent('#run-log')).includes('<br'), 'log lines are split too');
     assert.equal(await page.isVisible('#kill'), true, 'a running run can be killed');
+    dialogs.length = 0;
     await page.click('#kill');
+    assert.deepEqual(dialogs, ['Kill this run on its executor?'], 'kill asks first');
     await page.waitForFunction(() => document.getElementById('run-status').dataset.status === 'failed', null, LONG);
     await page.waitForSelector('#handle-msg:not(:empty)');
     await page.waitForSelector('#kill', { state: 'hidden' });
+    // A final run whose log has ended is no longer polled.
+    await page.waitForFunction(() => document.getElementById('log-state').textContent === '(log complete)', null, LONG);
     await shot('09-run-killed');
+
+    // A run its executor refused (no such handler) never ran there: the page says why there
+    // is no log, and does not poll for one.
+    const refused = await csrfFetch('POST', '/v1/jobs', { group: 'browser-demo', description: 'no handler', handler: 'noSuchHandler', schedule_type: 'NONE' });
+    assert.equal(refused.status, 201);
+    await page.goto(`${base}/console/#jobs`);
+    await runOnce(refused.body.id, '');
+    await page.waitForSelector('#log-note:not([hidden])', LONG);
+    assert.match(await page.textContent('#log-note'), /No executor accepted this run/);
+    assert.ok((await page.textContent('#trigger-msg')).length > 3, 'the trigger details say why');
+    let logAsks = 0;
+    const countLogs = (r) => { if (r.url().includes('/log?')) logAsks++; };
+    page.on('request', countLogs);
+    await new Promise((r) => setTimeout(r, 2500));
+    page.off('request', countLogs);
+    assert.equal(logAsks, 0, 'no log polling for a run that never reached an executor');
+    assert.equal(await page.textContent('#run-log'), '', 'no "logFile not exists" lines');
+    assert.equal(await page.isVisible('#run-log'), false, 'no empty log box');
+    await shot('09-run-not-sent');
+    assert.equal((await csrfFetch('DELETE', `/v1/jobs/${refused.body.id}`)).status, 204);
 
     // Run the XSS-parameter job: its log, result and parameter show as text.
     await page.goto(`${base}/console/#jobs`);
-    promptAnswer = XSS2;
-    await page.click('#jobs tbody tr[data-job="2"] button:has-text("Run once")');
+    await runOnce(2, XSS2);
     await page.waitForFunction(() => document.getElementById('run-status')?.dataset.status === 'success', null, LONG);
     await page.waitForFunction((x) => document.getElementById('run-log').textContent.includes(`param=${x}`), XSS2, LONG);
     assert.equal(await page.textContent('#run-param'), XSS2);
@@ -326,6 +451,19 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.waitForSelector('#runs tbody tr td.param');
     assert.ok((await page.locator('#runs td.param').allTextContents()).includes(XSS2));
     await noXss('runs');
+    // Times in the runs list use the job's zone, named.
+    assert.match(await page.textContent('#runs tbody tr td.at'), /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (UTC|Europe\/Berlin)$/);
+    // The list refreshes by itself, keeping its filter: a new run of job 2 appears unasked.
+    await page.selectOption('.filters select[name=status]', 'success');
+    await page.waitForFunction(() => [...document.querySelectorAll('#runs tbody td.st-success')].length >= 1);
+    const before = await page.locator('#runs tbody tr').count();
+    const fresh = await csrfFetch('POST', '/v1/jobs/2/trigger', { param: 'auto refresh' });
+    assert.equal(fresh.status, 202);
+    await page.waitForSelector(`#runs tbody tr[data-run="${fresh.body.run_id}"]`, { timeout: 40000 });
+    assert.equal(await page.inputValue('.filters select[name=status]'), 'success', 'the filter stays');
+    assert.ok((await page.locator('#runs tbody tr').count()) > before);
+    assert.ok((await page.locator('#runs tbody td.st-success').count()) === (await page.locator('#runs tbody tr').count()), 'only successful runs');
+    await page.selectOption('.filters select[name=status]', '');
     // Job 1 is job 2's child: its success started job 1 (trigger type "Parent job").
     await waitFor(async () => {
       await page.click('.filters button:has-text("Refresh")');
@@ -358,7 +496,14 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.goto(`${base}/console/#jobs`);
     await page.click('#jobs tr[data-job="2"] a.job-runs');
     await page.waitForSelector('#runs tbody tr');
-    assert.equal(await page.inputValue('.filters select[name=job_id]'), '2');
+    assert.equal(await page.inputValue('.filters input[name=job]'), '#2 hello job');
+    // The job filter searches the admin's jobs as one types, instead of listing them all.
+    await page.fill('.filters input[name=job]', '');
+    await page.waitForFunction(() => [...document.querySelectorAll('#runs td.job')].some((x) => x.textContent !== '#2 hello job'));
+    await page.fill('.filters input[name=job]', 'glue');
+    await page.waitForFunction(() => [...document.querySelectorAll('#job-choices option')].map((o) => o.value).join('|') === '#3 glue job');
+    await page.fill('.filters input[name=job]', '#2 hello job');
+    await page.waitForFunction(() => [...document.querySelectorAll('#runs td.job')].every((x) => x.textContent === '#2 hello job'));
     assert.ok((await page.locator('#runs td.job').allTextContents()).every((x) => x === '#2 hello job'), 'only job 2');
 
     // Dashboard: counts and the chart for a chosen range.
@@ -376,7 +521,21 @@ test('console walk-through', { timeout: 300000 }, async () => {
       const s = document.querySelector(`#chart .bar[data-day="${d}"] .s`);
       return s && Number(s.dataset.h) >= 1 && s.getBoundingClientRect().height > 0;
     }, today);
+    // The chart fills its card's width.
+    const [chartW, cardW] = await page.$eval('#chart', (el) => [el.getBoundingClientRect().width, el.parentElement.clientWidth]);
+    assert.ok(chartW >= cardW * 0.9, `chart uses its card: ${chartW} of ${cardW}`);
+    const [lastRight, chartRight] = await page.$eval('#chart', (el) => [el.lastElementChild.getBoundingClientRect().right, el.getBoundingClientRect().right]);
+    assert.ok(chartRight - lastRight < 90, 'bars spread over the whole chart');
     await shot('02-dashboard');
+    // Presets: today, 7 and 30 days.
+    await page.click('#preset-30');
+    await page.waitForFunction(() => document.querySelectorAll('#chart .bar').length === 30);
+    assert.equal(await page.inputValue('#range-to'), today);
+    await shot('02-dashboard-30-days');
+    await page.click('#preset-1');
+    await page.waitForFunction(() => document.querySelectorAll('#chart .bar').length === 1);
+    await page.click('#preset-7');
+    await page.waitForFunction(() => document.querySelectorAll('#chart .bar').length === 7);
 
     // A job in the other group; without the CSRF header a change is refused.
     const other = await csrfFetch('POST', '/v1/jobs', { group: 'other-team', description: 'secret job', handler: 'demoJobHandler', schedule_type: 'NONE' });
@@ -405,7 +564,13 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.waitForSelector('tr[data-user=dave] td:has-text("browser-demo")');
     await shot('11-users');
     await page.click('a[href="#audit"]');
-    await page.waitForSelector('#audit td:has-text("PUT /v1/users/{id}")');
+    // Entries say what changed on which object; the route stays in the cell's title.
+    const userEdit = '#audit tr:has(td.action[data-action="PUT /v1/users/{id}"])';
+    await page.waitForSelector(userEdit);
+    assert.match(await page.textContent(`${userEdit} td.action`), /^Changed: /);
+    assert.match(await page.textContent(`${userEdit} td.target`), /^User #\d+$/);
+    assert.ok(await page.locator('#audit td.action:text-is("Start")').count() >= 1, 'starting a job is named');
+    assert.ok(await page.locator('#audit td.target:has-text("Job #1")').count() >= 1);
     await noXss('audit');
     await shot('12-audit');
 
@@ -424,6 +589,14 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.click('a[href="#jobs"]');
     await page.waitForSelector('h2:has-text("任务管理")');
     await shot('13-chinese');
+    // Option names are translated, each with its explanation.
+    await page.goto(`${base}/console/#jobs/edit/2`);
+    await page.waitForSelector('#job-form');
+    assert.equal(await page.textContent('#job-form select[name=block_strategy] option:checked'), '单机串行');
+    assert.equal(await page.textContent('#job-form select[name=route_strategy] option:checked'), '第一个');
+    assert.equal(await page.textContent('#job-form select[name=misfire_strategy] option:checked'), '忽略');
+    assert.match(await page.textContent('#help-block_strategy'), /排队/);
+    await shot('13-chinese-job-form');
     await page.selectOption('#lang', 'en');
     await page.waitForSelector('h2:has-text("Jobs")');
 
@@ -441,7 +614,7 @@ test('console walk-through', { timeout: 300000 }, async () => {
     assert.ok(!descs.includes('secret job'), 'carol does not see the other group');
     assert.equal(descs.length, 3);
     assert.equal(await page.locator('#new-job').count(), 0, 'read-only: no add button');
-    assert.equal(await page.locator('#jobs button').count(), 0, 'read-only: no actions');
+    assert.equal(await page.locator('#jobs tbody button, #jobs details.menu').count(), 0, 'read-only: no actions');
     await noXss('jobs as carol');
     await page.goto(`${base}/console/#executors`);
     await page.waitForSelector('#groups tr[data-app]');
@@ -518,10 +691,11 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.waitForSelector('#audit tbody tr');
     await page.fill('.filters input[name=username]', 'dave');
     await page.fill('.filters input[name=action]', 'groups');
-    await page.waitForFunction(() => {
+    await page.waitForFunction((id) => {
       const rows = [...document.querySelectorAll('#audit tbody tr')];
-      return rows.length === 1 && rows[0].textContent.includes('PUT /v1/groups/{key}') && rows[0].textContent.includes('403');
-    });
+      return rows.length === 1 && rows[0].querySelector('td.action').dataset.action === 'PUT /v1/groups/{key}' && rows[0].textContent.includes('403')
+        && rows[0].querySelector('td.target').textContent === `Group ${id}`;
+    }, demoGroup.id);
     await shot('18-audit-refused');
     await page.fill('.filters input[name=username]', '');
     await page.fill('.filters input[name=action]', '');

@@ -1,6 +1,7 @@
 //! `chime admin`: runs the scheduling center. Settings come from flags, then `CHIME_*`
 //! environment variables, then the TOML file given with `--config`, then defaults; every
-//! setting is declared once, in `chime_admin::AdminConfig`.
+//! setting is declared once, in `chime_admin::AdminConfig`. `chime admin reset-password`
+//! works on the same database without starting the admin.
 
 use chime_admin::AdminConfig;
 use clap::ArgMatches;
@@ -16,6 +17,38 @@ pub struct AdminArgs {
     /// The settings, as flags and variables.
     #[command(flatten)]
     pub settings: AdminConfig,
+    /// A maintenance action instead of running the admin.
+    #[command(subcommand)]
+    pub action: Option<AdminAction>,
+}
+
+/// Maintenance actions of `chime admin`, done on the database directly.
+#[derive(clap::Subcommand, Debug)]
+pub enum AdminAction {
+    /// Set a new password for a console user and end the user's sessions: the way back from a
+    /// forgotten password. Works on the database directly (the admin may be running or not).
+    /// Without --password-stdin a random password is generated and printed once.
+    ResetPassword(ResetPasswordArgs),
+}
+
+/// Arguments of `chime admin reset-password`.
+#[derive(clap::Args, Debug)]
+pub struct ResetPasswordArgs {
+    /// The user's login name (the first user is `admin`).
+    pub user: String,
+    /// Database URL, as `chime admin --db` [default: that of `chime admin`: CHIME_DB, the
+    /// settings file, then sqlite://chime.db].
+    #[arg(long, value_name = "URL")]
+    pub db: Option<String>,
+    /// Settings file to read the database from, as `chime admin --config`.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Read the new password from the first line of standard input instead of generating
+    /// one (`printf '%s\n' "$PW" | chime admin reset-password admin --password-stdin`): a
+    /// password given as a flag would stay in the shell history and be visible to every user
+    /// of the machine.
+    #[arg(long)]
+    pub password_stdin: bool,
 }
 
 impl AdminArgs {
@@ -47,7 +80,10 @@ pub(crate) fn init_logging() {
 }
 
 /// Runs `chime admin`.
-pub fn run(args: AdminArgs, matches: &ArgMatches) -> ExitCode {
+pub fn run(mut args: AdminArgs, matches: &ArgMatches) -> ExitCode {
+    if let Some(AdminAction::ResetPassword(reset)) = args.action.take() {
+        return reset_password(args, reset, matches);
+    }
     init_logging();
     let config = match args.to_config(matches) {
         Ok(c) => c,
@@ -81,6 +117,135 @@ pub fn run(args: AdminArgs, matches: &ArgMatches) -> ExitCode {
         handle.wait().await;
         ExitCode::SUCCESS
     })
+}
+
+/// Shortest and longest console password, as the console's own user form requires.
+const PASSWORD_CHARS: std::ops::RangeInclusive<usize> = 8..=256;
+
+/// Runs `chime admin reset-password`: the database comes from the subcommand's `--db`, else
+/// from `chime admin`'s own layers (flag before the subcommand, `CHIME_DB`, settings file).
+fn reset_password(mut args: AdminArgs, reset: ResetPasswordArgs, matches: &ArgMatches) -> ExitCode {
+    if reset.config.is_some() {
+        args.config = reset.config.clone();
+    }
+    let db_url = match reset.db.clone() {
+        Some(db) => db,
+        None => match args.to_config(matches) {
+            Ok(c) => c.db_url,
+            Err(e) => {
+                eprintln!("chime admin reset-password: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let password = if reset.password_stdin {
+        match read_password_line() {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("chime admin reset-password: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        chime_admin::http::auth::random_password()
+    };
+    // Connecting creates a missing SQLite file: a mistyped path would leave an empty
+    // database behind and report no such user, instead of the real mistake.
+    if let Some(path) = sqlite_file(&db_url).filter(|p| !p.exists()) {
+        eprintln!("chime admin reset-password: no database at {}", path.display());
+        return ExitCode::FAILURE;
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("chime admin reset-password: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let user = reset.user.clone();
+    let hash = chime_admin::http::auth::hash_password(&password);
+    let outcome = runtime.block_on(async move {
+        let store = chime_admin::store::Store::connect(&db_url)
+            .await
+            .map_err(|e| e.to_string())?;
+        let result = match store.reset_password(&user, &hash).await {
+            Ok(ended) => Ok(ended),
+            Err(chime_admin::store::StoreError::NotFound(_)) => {
+                let known = store.usernames().await.unwrap_or_default();
+                // The first few names are enough to spot a typo.
+                let mut names = known.iter().take(10).cloned().collect::<Vec<_>>().join(", ");
+                if known.is_empty() {
+                    names.push_str("none");
+                } else if known.len() > 10 {
+                    names.push_str(&format!(", … ({} in all)", known.len()));
+                }
+                Err(format!(
+                    "no console user '{user}' in {}; users: {names}",
+                    chime_admin::store::redact_url(&db_url),
+                ))
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        store.close().await;
+        result
+    });
+    match outcome {
+        Ok(ended) => {
+            if !reset.password_stdin {
+                // Standard output, and only this line there, so a script can capture it.
+                outln!("{password}");
+                eprintln!(
+                    "chime admin reset-password: new password of '{}' printed above (shown once)",
+                    reset.user
+                );
+            }
+            eprintln!(
+                "chime admin reset-password: password of '{}' changed; {ended} session(s) ended",
+                reset.user
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("chime admin reset-password: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The file of a SQLite database URL (`sqlite://FILE?…` or `sqlite:FILE`); `None` for an
+/// in-memory or server database.
+pub(crate) fn sqlite_file(db: &str) -> Option<PathBuf> {
+    let rest = db.strip_prefix("sqlite://").or_else(|| db.strip_prefix("sqlite:"))?;
+    let file = rest.split('?').next().unwrap_or_default();
+    if file.is_empty() || file.contains(":memory:") {
+        return None;
+    }
+    Some(PathBuf::from(file))
+}
+
+/// The first line of standard input, without its line end, checked against the console's
+/// password rules. At most a little more than the longest password is read, so a file given
+/// by mistake is not held in memory.
+fn read_password_line() -> Result<String, String> {
+    use std::io::{BufRead, Read};
+    let limit = (*PASSWORD_CHARS.end() * 4 + 2) as u64;
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .take(limit)
+        .read_line(&mut line)
+        .map_err(|e| format!("cannot read the password from standard input: {e}"))?;
+    let password = line.strip_suffix('\n').unwrap_or(&line);
+    let password = password.strip_suffix('\r').unwrap_or(password);
+    let n = password.chars().count();
+    if !PASSWORD_CHARS.contains(&n) {
+        return Err(format!(
+            "the password on standard input must be {} to {} characters (got {n})",
+            PASSWORD_CHARS.start(),
+            PASSWORD_CHARS.end()
+        ));
+    }
+    Ok(password.to_owned())
 }
 
 /// Waits for Ctrl-C (SIGINT) or SIGTERM.

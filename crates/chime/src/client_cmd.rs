@@ -3,7 +3,9 @@
 //! Every command prints an aligned table for people, or the API's JSON with `--json`.
 
 use serde_json::{json, Map, Value};
+use std::collections::HashMap;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// Options shared by every client command (also accepted before the subcommand).
 #[derive(clap::Args, Debug, Clone)]
@@ -68,7 +70,7 @@ pub struct JobArgs {
     cmd: JobCmd,
 }
 
-/// Job fields shared by `job add` and `job update`.
+/// Job fields shared by `job add` and `job update` (alias `job edit`).
 #[derive(clap::Args, Debug, Default)]
 struct JobFields {
     /// Group app name.
@@ -95,6 +97,10 @@ struct JobFields {
     /// Owner.
     #[arg(long)]
     owner: Option<String>,
+    /// Alarm e-mail addresses, comma-separated: they get an e-mail when a run fails for good
+    /// (the job's alarm contacts; needs the admin's --smtp-url). An empty value clears them.
+    #[arg(long, value_name = "EMAILS")]
+    alarm_email: Option<String>,
     /// Parameter.
     #[arg(long)]
     param: Option<String>,
@@ -149,6 +155,7 @@ enum JobCmd {
         id: i64,
     },
     /// Change a job (only the fields given).
+    #[command(visible_alias = "edit")]
     Update {
         /// Job id.
         id: i64,
@@ -227,6 +234,10 @@ enum RunCmd {
         /// First line.
         #[arg(long, default_value_t = 1)]
         from_line: u32,
+        /// Keep printing new lines until the run has ended and its log is complete (Ctrl-C
+        /// stops earlier). With --json, one JSON object per slice read.
+        #[arg(long, short = 'f')]
+        follow: bool,
     },
     /// Kill a running run.
     Kill {
@@ -316,6 +327,66 @@ impl Client {
     }
 }
 
+/// First and longest wait between two reads of `run log --follow`: short while lines arrive,
+/// doubling while nothing changes, so a long quiet run costs the admin and the executor one
+/// request every few seconds.
+const FOLLOW_POLL: (Duration, Duration) = (Duration::from_millis(250), Duration::from_secs(2));
+
+/// Whether a run status is final (no more log lines will be written).
+fn is_final(status: &Value) -> bool {
+    matches!(status.as_str(), Some("success" | "failed" | "skipped"))
+}
+
+/// `run log --follow`: prints the log from `from_line` and then each new slice, until the
+/// run is final and the log read after that is printed. A run not yet sent to an executor is
+/// waited for.
+async fn follow_log(c: &Client, id: i64, from_line: u32) -> Result<(), Failure> {
+    use reqwest::Method;
+    let mut next_line = i64::from(from_line.max(1));
+    let mut wait = FOLLOW_POLL.0;
+    loop {
+        let run = c.call(Method::GET, &format!("/v1/runs/{id}"), None).await?;
+        let sent = run["executor_address"].as_str().is_some_and(|a| !a.is_empty());
+        let mut grew = false;
+        if sent {
+            let slice = c
+                .call(Method::GET, &format!("/v1/runs/{id}/log?from_line={next_line}"), None)
+                .await?;
+            let content = slice["content"].as_str().unwrap_or("");
+            let to_line = slice["to_line"].as_i64().unwrap_or(next_line - 1);
+            if c.opts.json {
+                if !content.is_empty() || slice["is_end"].as_bool() == Some(true) {
+                    outln!("{slice}");
+                }
+            } else {
+                out!("{}", br_lines(content, ""));
+            }
+            if to_line >= next_line && !content.is_empty() {
+                next_line = to_line + 1;
+                grew = true;
+            }
+            // The run was read before this slice: when it was final then, the slice holds
+            // the end of the log even if the executor does not say so (a run refused at
+            // trigger has no result code, so the admin never marks its log complete).
+            if slice["is_end"].as_bool() == Some(true) || is_final(&run["status"]) {
+                return Ok(());
+            }
+        } else if is_final(&run["status"]) {
+            return Err(Failure(format!(
+                "run {id} ended ({}) without being sent to an executor, so it has no log: {}",
+                cell(&run["status"]),
+                br_lines(run["trigger_msg"].as_str().unwrap_or(""), " ")
+            )));
+        }
+        wait = if grew {
+            FOLLOW_POLL.0
+        } else {
+            (wait * 2).min(FOLLOW_POLL.1)
+        };
+        tokio::time::sleep(wait).await;
+    }
+}
+
 /// How many times a request is sent while the admin answers 503 (database busy).
 const BUSY_ATTEMPTS: u32 = 3;
 
@@ -323,6 +394,25 @@ const BUSY_ATTEMPTS: u32 = 3;
 const PAGE: u64 = 1000;
 
 impl Client {
+    /// The admin's groups by id, to show names instead of ids. Empty when the listing fails:
+    /// the table then shows ids, and the command's own request reports any real problem.
+    async fn group_names(&self) -> GroupNames {
+        let groups = self
+            .call(reqwest::Method::GET, "/v1/groups", None)
+            .await
+            .unwrap_or(Value::Null);
+        GroupNames(
+            groups
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|g| Some((g["id"].as_i64()?, g["app_name"].as_str()?.to_owned())))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        )
+    }
+
     /// Fetches a listing page by page, following the id of the last row of each page, until
     /// `limit` rows (all when `None`) or the end. `path(cursor, n)` is the request for `n` rows
     /// after `cursor`. When the limit ends the listing early, a hint on standard error says how
@@ -380,6 +470,9 @@ fn fields_to_json(f: &JobFields, creating: bool) -> Result<Value, Failure> {
     put("time_zone", f.tz.clone().map(Value::from));
     put("description", f.desc.clone().map(Value::from));
     put("owner", f.owner.clone().map(Value::from));
+    if let Some(emails) = &f.alarm_email {
+        put("alarm_contacts", Some(alarm_contacts(emails)?.into()));
+    }
     put("param", f.param.clone().map(Value::from));
     put("route_strategy", f.route.clone().map(Value::from));
     put("block_strategy", f.block.clone().map(Value::from));
@@ -396,6 +489,77 @@ fn fields_to_json(f: &JobFields, creating: bool) -> Result<Value, Failure> {
         put("running", Some(true.into()));
     }
     Ok(Value::Object(m))
+}
+
+/// The `--alarm-email` list as the job's alarm contacts: comma-separated addresses, each
+/// checked for the shape of an e-mail address, so a typo is refused here instead of being
+/// skipped when an alarm is due.
+fn alarm_contacts(list: &str) -> Result<String, Failure> {
+    let mut out = Vec::new();
+    for item in list.split([',', ';']).map(str::trim).filter(|s| !s.is_empty()) {
+        let valid = match item.split_once('@') {
+            Some((local, domain)) => {
+                !local.is_empty()
+                    && !domain.is_empty()
+                    && !domain.contains('@')
+                    && !item.chars().any(|c| c.is_whitespace() || c.is_control())
+            }
+            None => false,
+        };
+        if !valid {
+            return Err(Failure(format!("--alarm-email: '{item}' is not an e-mail address")));
+        }
+        out.push(item);
+    }
+    Ok(out.join(","))
+}
+
+/// Chime's and XXL-JOB's run messages (and some executors' logs) separate lines with `<br>`:
+/// shown as line breaks, each new line starting with `indent`.
+fn br_lines(text: &str, indent: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('<') {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        let tag = ["<br>", "<br/>", "<br />"]
+            .into_iter()
+            .find(|t| tail.get(..t.len()).is_some_and(|h| h.eq_ignore_ascii_case(t)));
+        match tag {
+            Some(t) => {
+                out.push('\n');
+                out.push_str(indent);
+                rest = &tail[t.len()..];
+            }
+            None => {
+                out.push('<');
+                rest = &tail[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    // Two breaks in a row leave a line of indentation only: printed empty.
+    let blank = format!("\n{indent}\n");
+    while !indent.is_empty() && out.contains(&blank) {
+        out = out.replace(&blank, "\n\n");
+    }
+    out
+}
+
+/// A time (epoch ms) in the zone `tz` (an IANA name), with the zone named:
+/// `2026-11-24 09:30:00 Asia/Shanghai`. The one format for job times; an unknown zone falls
+/// back to UTC, named as such.
+fn zoned(v: &Value, tz: &str) -> String {
+    let Some(ms) = v.as_i64().filter(|ms| *ms != 0) else {
+        return "-".to_owned();
+    };
+    let Some(at) = chrono::DateTime::from_timestamp_millis(ms) else {
+        return ms.to_string();
+    };
+    match tz.parse::<chrono_tz::Tz>() {
+        Ok(zone) => format!("{} {tz}", at.with_timezone(&zone).format("%Y-%m-%d %H:%M:%S")),
+        Err(_) => format!("{} UTC", at.format("%Y-%m-%d %H:%M:%S")),
+    }
 }
 
 fn cell(v: &Value) -> String {
@@ -439,7 +603,7 @@ fn table(headers: &[&str], rows: Vec<Vec<String>>) {
 }
 
 fn truncate(s: &str, n: usize) -> String {
-    let flat = s.replace("<br>", " ").replace('\n', " ");
+    let flat = br_lines(s, "").replace('\n', " ");
     if flat.chars().count() > n {
         format!("{}…", flat.chars().take(n - 1).collect::<String>())
     } else {
@@ -466,7 +630,7 @@ fn print_groups(v: &Value) {
     );
 }
 
-fn print_jobs(v: &Value) {
+fn print_jobs(v: &Value, groups: &GroupNames) {
     let rows: Vec<Value> = match v {
         Value::Array(a) => a.clone(),
         other => vec![other.clone()],
@@ -491,7 +655,7 @@ fn print_jobs(v: &Value) {
                 };
                 vec![
                     cell(&j["id"]),
-                    cell(&j["group_id"]),
+                    groups.name(&j["group_id"]),
                     cell(&j["handler"]),
                     sched,
                     cell(&j["time_zone"]),
@@ -501,7 +665,7 @@ fn print_jobs(v: &Value) {
                     } else {
                         "stopped".into()
                     },
-                    time(&j["next_fire_at"]),
+                    zoned(&j["next_fire_at"], j["time_zone"].as_str().unwrap_or("")),
                 ]
             })
             .collect(),
@@ -549,6 +713,52 @@ fn print_runs(v: &Value) {
     );
 }
 
+/// Group ids to app names, for tables that would otherwise show bare ids.
+#[derive(Default)]
+struct GroupNames(HashMap<i64, String>);
+
+impl GroupNames {
+    /// The app name of the group with id `v`, or the id when the group is unknown (deleted,
+    /// or the listing failed).
+    fn name(&self, v: &Value) -> String {
+        v.as_i64()
+            .and_then(|id| self.0.get(&id).cloned())
+            .unwrap_or_else(|| cell(v))
+    }
+}
+
+/// A job as a list of fields, with times in the job's own zone and its group by name.
+fn print_job_detail(j: &Value, groups: &GroupNames, next: Option<&Value>) {
+    let tz = j["time_zone"].as_str().unwrap_or("");
+    let rows = j
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, x)| {
+                    let value = if k == "group_id" {
+                        format!("{} ({})", groups.name(x), cell(x))
+                    } else if k.ends_with("_at") {
+                        zoned(x, tz)
+                    } else {
+                        cell(x)
+                    };
+                    vec![k.clone(), value]
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    table(&["FIELD", "VALUE"], rows);
+    if let Some(next) = next {
+        let times = next["next"].as_array().cloned().unwrap_or_default();
+        if !times.is_empty() {
+            outln!("\nnext fire times:");
+            for t in &times {
+                outln!("  {}", zoned(&t["at"], tz));
+            }
+        }
+    }
+}
+
 fn print_run_detail(r: &Value) {
     let fields = [
         "id",
@@ -584,11 +794,11 @@ fn print_run_detail(r: &Value) {
     table(&["FIELD", "VALUE"], rows);
     outln!(
         "\ntrigger message:\n  {}",
-        r["trigger_msg"].as_str().unwrap_or("").replace("<br>", "\n  ")
+        br_lines(r["trigger_msg"].as_str().unwrap_or(""), "  ")
     );
     outln!(
         "\nresult message:\n  {}",
-        r["handle_msg"].as_str().unwrap_or("").replace("<br>", "\n  ")
+        br_lines(r["handle_msg"].as_str().unwrap_or(""), "  ")
     );
 }
 
@@ -602,6 +812,13 @@ async fn dispatch(c: &Client, cmd: Cmd) -> Result<(), Failure> {
             human(v);
         }
     };
+    // Job tables name groups; the listing is fetched only for people, not for --json.
+    let groups = match &cmd {
+        Cmd::Job(JobCmd::Rm { .. } | JobCmd::Trigger { .. } | JobCmd::Next { .. }) => GroupNames::default(),
+        Cmd::Job(_) if !json_out => c.group_names().await,
+        _ => GroupNames::default(),
+    };
+    let print_jobs = |v: &Value| print_jobs(v, &groups);
     match cmd {
         Cmd::Group(GroupCmd::Add {
             appname,
@@ -652,13 +869,23 @@ async fn dispatch(c: &Client, cmd: Cmd) -> Result<(), Failure> {
                 .await?;
             out(&jobs, &print_jobs);
         }
-        Cmd::Job(JobCmd::Show { id }) => out(&c.call(Method::GET, &format!("/v1/jobs/{id}"), None).await?, &|v| {
-            let rows = v
-                .as_object()
-                .map(|m| m.iter().map(|(k, x)| vec![k.clone(), cell(x)]).collect())
-                .unwrap_or_default();
-            table(&["FIELD", "VALUE"], rows);
-        }),
+        Cmd::Job(JobCmd::Show { id }) => {
+            let job = c.call(Method::GET, &format!("/v1/jobs/{id}"), None).await?;
+            if json_out {
+                out(&job, &|_| {});
+            } else {
+                // Next fire times only for a job that has them (a stopped or manual job's
+                // list is empty; a failure here must not hide the job itself).
+                let next = if job["running"].as_bool() == Some(true) {
+                    c.call(Method::GET, &format!("/v1/jobs/{id}/next?count=5"), None)
+                        .await
+                        .ok()
+                } else {
+                    None
+                };
+                print_job_detail(&job, &groups, next.as_ref());
+            }
+        }
         Cmd::Job(JobCmd::Update { id, fields }) => {
             let v = c
                 .call(
@@ -700,9 +927,10 @@ async fn dispatch(c: &Client, cmd: Cmd) -> Result<(), Failure> {
                 .await?;
             out(&v, &|v| {
                 let rows = v["next"].as_array().cloned().unwrap_or_default();
+                let tz = v["time_zone"].as_str().unwrap_or("");
                 table(
-                    &["EPOCH MS", &format!("LOCAL ({})", cell(&v["time_zone"]))],
-                    rows.iter().map(|n| vec![cell(&n["at"]), cell(&n["local"])]).collect(),
+                    &["EPOCH MS", "TIME"],
+                    rows.iter().map(|n| vec![cell(&n["at"]), zoned(&n["at"], tz)]).collect(),
                 );
             });
         }
@@ -741,11 +969,31 @@ async fn dispatch(c: &Client, cmd: Cmd) -> Result<(), Failure> {
             &c.call(Method::GET, &format!("/v1/runs/{id}"), None).await?,
             &print_run_detail,
         ),
-        Cmd::Run(RunCmd::Log { id, from_line }) => {
+        Cmd::Run(RunCmd::Log {
+            id,
+            from_line,
+            follow: false,
+        }) => {
             let v = c
                 .call(Method::GET, &format!("/v1/runs/{id}/log?from_line={from_line}"), None)
                 .await?;
-            out(&v, &|v| out!("{}", v["content"].as_str().unwrap_or("")));
+            out(&v, &|v| out!("{}", br_lines(v["content"].as_str().unwrap_or(""), "")));
+        }
+        Cmd::Run(RunCmd::Log {
+            id,
+            from_line,
+            follow: true,
+        }) => {
+            tokio::select! {
+                r = follow_log(c, id, from_line) => r?,
+                _ = tokio::signal::ctrl_c() => {
+                    // What a shell reports for a command ended by Ctrl-C (128 + SIGINT), after
+                    // the lines already read are out.
+                    use std::io::Write;
+                    let _ = std::io::stdout().flush();
+                    std::process::exit(130);
+                }
+            }
         }
         Cmd::Run(RunCmd::Kill { id }) => out(
             &c.call(Method::POST, &format!("/v1/runs/{id}/kill"), None).await?,
@@ -841,4 +1089,35 @@ pub fn run_executors(opts: ClientOpts, args: ExecutorsArgs) -> ExitCode {
 /// Runs `chime executor list [--group A]`.
 pub fn run_executor_list(opts: ClientOpts, group: Option<String>) -> ExitCode {
     execute(opts, Cmd::Executors(group))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn br_in_any_spelling_is_a_line_break() {
+        assert_eq!(br_lines("a<br>b<BR/>c<br />d", ""), "a\nb\nc\nd");
+        assert_eq!(br_lines("a<br><br>b", "  "), "a\n\n  b");
+        assert_eq!(br_lines("<<<<<br>x < y <b>", ""), "<<<<\nx < y <b>");
+        assert_eq!(br_lines("a<br", ""), "a<br");
+    }
+
+    #[test]
+    fn times_are_in_the_named_zone() {
+        let at = json!(1_795_570_200_000_i64);
+        assert_eq!(zoned(&at, "Asia/Shanghai"), "2026-11-25 09:30:00 Asia/Shanghai");
+        assert_eq!(zoned(&at, "Europe/Berlin"), "2026-11-25 02:30:00 Europe/Berlin");
+        assert_eq!(zoned(&at, "Not/AZone"), "2026-11-25 01:30:00 UTC");
+        assert_eq!(zoned(&json!(0), "UTC"), "-");
+    }
+
+    #[test]
+    fn alarm_emails_are_checked() {
+        assert_eq!(alarm_contacts(" a@x.org ; b@y.org,").unwrap(), "a@x.org,b@y.org");
+        assert_eq!(alarm_contacts("").unwrap(), "");
+        for bad in ["ops", "@x.org", "a@", "a b@x.org", "a@b@c"] {
+            assert!(alarm_contacts(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -53,7 +53,8 @@ enum Command {
     /// Manage executor groups through the admin's REST API.
     Group(client_cmd::GroupArgs),
     /// Manage jobs through the admin's REST API.
-    Job(client_cmd::JobArgs),
+    // Boxed: the job fields would make every other command as large.
+    Job(Box<client_cmd::JobArgs>),
     /// Inspect runs: list, show, log, kill.
     Run(client_cmd::RunArgs),
     /// Same as `executor list`.
@@ -64,7 +65,11 @@ enum Command {
 fn main() -> ExitCode {
     // Matches are kept: `chime admin` tells a setting given by flag or variable from a default
     // that its settings file may replace.
-    let matches = Cli::command().get_matches();
+    let matches = command().get_matches();
+    if let Some(problem) = misplaced_client_flag(&matches) {
+        eprintln!("{problem}");
+        return ExitCode::from(2);
+    }
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
@@ -81,10 +86,58 @@ fn main() -> ExitCode {
         },
         Command::Demo(args) => demo_cmd::run(args),
         Command::Group(args) => client_cmd::run_group(cli.client, args),
-        Command::Job(args) => client_cmd::run_job(cli.client, args),
+        Command::Job(args) => client_cmd::run_job(cli.client, *args),
         Command::Run(args) => client_cmd::run_run(cli.client, args),
         Command::Executors(args) => client_cmd::run_executors(cli.client, args),
     }
+}
+
+/// The client options (`--admin`, `--api-token`, `--json`) are declared once, globally, so
+/// `chime --json job list` and `chime job list --json` both work; commands that are not clients
+/// of the REST API keep their own meaning of these names or none. This lists, per such
+/// command, the client options it must neither show nor accept.
+const NOT_CLIENT_FLAGS: &[(&str, &[&str])] = &[
+    // `chime admin --api-token` is the admin's own token (same id, not the global one).
+    ("admin", &["admin", "json"]),
+    ("demo", &["admin", "json"]),
+    ("cron", &["admin", "api_token", "json"]),
+];
+
+/// The command line definition, with the client options kept out of the commands they do not
+/// apply to: a hidden option of the same id there stops the global one from being added
+/// (clap adds a global option only where no option has its id), and [`misplaced_client_flag`]
+/// refuses it when given.
+fn command() -> clap::Command {
+    use clap::{Arg, ArgAction};
+    let mut cmd = Cli::command();
+    for (name, ids) in NOT_CLIENT_FLAGS {
+        cmd = cmd.mut_subcommand(*name, |mut sub| {
+            for id in *ids {
+                let long = if *id == "api_token" { "api-token" } else { id };
+                let arg = Arg::new(*id).long(long).hide(true);
+                sub = sub.arg(if *id == "json" {
+                    arg.action(ArgAction::SetTrue)
+                } else {
+                    arg
+                });
+            }
+            sub
+        });
+    }
+    cmd
+}
+
+/// An error message when a client option was given to a command it does not apply to.
+fn misplaced_client_flag(matches: &clap::ArgMatches) -> Option<String> {
+    let (name, m) = matches.subcommand()?;
+    let (_, ids) = NOT_CLIENT_FLAGS.iter().find(|(n, _)| *n == name)?;
+    let id = ids
+        .iter()
+        .find(|id| m.value_source(id) == Some(clap::parser::ValueSource::CommandLine))?;
+    Some(format!(
+        "chime {name}: --{} is an option of the REST API clients (group, job, run, executor list), not of this command",
+        id.replace('_', "-")
+    ))
 }
 
 /// The writer behind [`out!`] and [`outln!`]. Any other write error is reported once on

@@ -1,7 +1,8 @@
 //! `chime demo` as a user runs it: the real binary on a temporary database and free ports
 //! prints a REST token; with it the demo job's runs are seen succeeding through the REST API
 //! (`chime run list --json`, and a raw request without the token is refused), `chime run log` shows the handler's log line read from the demo executor, and SIGTERM stops
-//! the process cleanly (exit code 0).
+//! the process cleanly (exit code 0). A restarted demo keeps its token (in a file only its
+//! owner may read) and leaves no run failed for want of its executor.
 
 use std::io::{BufRead, Read, Write};
 use std::process::{Command, Stdio};
@@ -129,5 +130,129 @@ fn demo_runs_its_job_and_stops_on_sigterm() {
         std::thread::sleep(Duration::from_millis(100));
     };
     assert!(status.success(), "clean exit after SIGTERM: {status:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A demo process on `dir` and the URL and token its hint prints.
+fn start_demo(dir: &std::path::Path, admin_port: u16, executor_port: u16) -> (Guard, String, String) {
+    let child = Command::new(BIN)
+        .args(["demo", "--db", &format!("sqlite://{}/demo.db", dir.display())])
+        .args(["--listen", &format!("127.0.0.1:{admin_port}")])
+        .args(["--executor-listen", &format!("127.0.0.1:{executor_port}")])
+        .args(["--logdir", &dir.join("logs").display().to_string()])
+        .env_remove("CHIME_API_TOKEN")
+        .env("CHIME_ADMIN_PASSWORD", "demo-test")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut demo = Guard(child);
+    let stdout = demo.0.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("the demo prints how to reach it");
+        if let Some(rest) = line.trim().strip_prefix("export CHIME_ADMIN_URL=") {
+            let (url, token) = rest.split_once(" CHIME_API_TOKEN=").expect("token in the hint");
+            return (demo, url.to_owned(), token.to_owned());
+        }
+    }
+}
+
+/// Stops a demo with SIGTERM and waits for it.
+fn stop(mut demo: Guard) {
+    let pid = demo.0.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while demo.0.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the demo did not stop after SIGTERM");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The demo's runs, newest first.
+fn runs(url: &str, token: &str) -> Vec<serde_json::Value> {
+    let out = cli(url, token, &["run", "list", "--limit", "1000", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Waits until the demo job has succeeded `n` times in all; returns all runs.
+fn wait_for_successes(url: &str, token: &str, n: usize) -> Vec<serde_json::Value> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let all = runs(url, token);
+        if all.iter().filter(|r| r["status"] == "success").count() >= n {
+            return all;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the demo job did not succeed {n} times: {all:?}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+#[test]
+fn a_restarted_demo_keeps_its_token_and_fails_no_run() {
+    let (admin_port, executor_port) = (free_port(), free_port());
+    let dir = std::env::temp_dir().join(format!("chime-demo-restart-{}-{admin_port}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (demo, url, token) = start_demo(&dir, admin_port, executor_port);
+    let token_file = dir.join("demo.db.api-token");
+    let paused_file = dir.join("demo.db.paused-jobs");
+    assert_eq!(std::fs::read_to_string(&token_file).unwrap().trim(), token);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "the token file is its owner's only: {mode:o}");
+    }
+    wait_for_successes(&url, &token, 1);
+    stop(demo);
+
+    // Restarted several times, each time with the demo job overdue (it fires every 5 s and
+    // the demo was down for longer): the token exported after the first start still works,
+    // and no run fails because the job fired before the demo executor was back.
+    for round in 0..3 {
+        std::thread::sleep(Duration::from_secs(6));
+        let (demo, url_again, token_again) = start_demo(&dir, admin_port, executor_port);
+        assert_eq!(url_again, url);
+        assert_eq!(token_again, token, "round {round}: the same token after a restart");
+        let before = runs(&url, &token).iter().filter(|r| r["status"] == "success").count();
+        let all = wait_for_successes(&url, &token, before + 1);
+        let failed: Vec<_> = all.iter().filter(|r| r["status"] == "failed").collect();
+        assert!(
+            failed.is_empty(),
+            "round {round}: runs failed after a restart: {failed:?}"
+        );
+        assert!(
+            !paused_file.exists(),
+            "round {round}: the jobs run again, nothing is left to resume"
+        );
+        stop(demo);
+    }
+
+    // A start stopped before the executor came back leaves its jobs stopped and listed in the
+    // paused-jobs file: the next start runs them again.
+    let (demo, _, _) = start_demo(&dir, admin_port, executor_port);
+    let out = cli(&url, &token, &["job", "stop", "1"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    stop(demo);
+    std::fs::write(&paused_file, "1\n").unwrap();
+    let (demo, _, _) = start_demo(&dir, admin_port, executor_port);
+    let out = cli(&url, &token, &["--json", "job", "show", "1"]);
+    let job: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(job["running"], true, "{job}");
+    assert!(!paused_file.exists());
+    stop(demo);
     let _ = std::fs::remove_dir_all(&dir);
 }

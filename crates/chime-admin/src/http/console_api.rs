@@ -714,3 +714,31 @@ pub(super) async fn clear_runs(
         .await?;
     Ok(Json(json!({ "deleted": n })))
 }
+
+/// One enum value as the console offers it: the wire value and its English title.
+fn choices<T: Copy>(all: &[T], value: fn(T) -> &'static str, title: fn(T) -> &'static str) -> Value {
+    Value::Array(
+        all.iter()
+            .map(|v| json!({ "value": value(*v), "title": title(*v) }))
+            .collect(),
+    )
+}
+
+/// The values every job and run enum accepts, in the order XXL-JOB's console lists them. The
+/// console builds its selects from this answer, so it can never offer fewer (or other) values
+/// than the admin accepts, and an edit never turns a value the console did not know into
+/// another one. `alarm_email` says whether this admin can send alarm e-mails (an SMTP server
+/// is configured), so the job form can warn before alarm contacts are saved in vain.
+pub(super) async fn options(State(admin): State<Arc<Admin>>) -> Json<Value> {
+    use chime_protocol::{BlockStrategy, GlueType, MisfireStrategy, RouteStrategy, ScheduleType, TriggerType};
+    Json(json!({
+        "schedule_types": choices(ScheduleType::ALL, ScheduleType::as_str, ScheduleType::title),
+        "misfire_strategies": choices(MisfireStrategy::ALL, MisfireStrategy::as_str, MisfireStrategy::title),
+        "route_strategies": choices(RouteStrategy::ALL, RouteStrategy::as_str, RouteStrategy::title),
+        "block_strategies": choices(BlockStrategy::ALL, BlockStrategy::as_str, BlockStrategy::title),
+        "glue_types": choices(GlueType::ALL, GlueType::as_str, GlueType::title),
+        "trigger_types": choices(TriggerType::ALL, TriggerType::as_str, TriggerType::title),
+        "run_statuses": crate::model::RunStatus::ALL,
+        "alarm_email": admin.config.smtp_url.is_some(),
+    }))
+}

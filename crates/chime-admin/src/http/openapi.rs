@@ -110,6 +110,11 @@ pub(super) fn boolean() -> Value {
     json!({ "type": "boolean" })
 }
 
+/// A text filter of a list: at most `MAX_FILTER_CHARS` characters.
+pub(super) fn filter_text() -> Value {
+    json!({ "type": "string", "maxLength": super::rest::MAX_FILTER_CHARS })
+}
+
 pub(super) fn string_enum(values: &[&str]) -> Value {
     json!({ "type": "string", "enum": values })
 }

@@ -6,6 +6,7 @@ use super::error::ApiError;
 use crate::calendar::Calendar;
 use crate::center::Admin;
 use crate::model::{now_ms, Group, GroupSpec, Invalid, Job, JobSpec, NamedGroup, Run, RunFilter, RunStatus};
+use crate::store::{JobQuery, JobSort};
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -136,11 +137,77 @@ pub(super) async fn list_jobs(
         (None, Some(app)) => Some(group_by_key(&admin, app).await?.id),
         (None, None) => None,
     };
-    let after = int_param(&q, "after_id")?.unwrap_or(0);
-    let limit = limit_param(&q, 1000, 10_000)?;
-    Ok(Json(
-        admin.store.list_jobs(group_id, who.group_scope(), after, limit).await?,
-    ))
+    let running = match q.get("running").map(String::as_str) {
+        None => None,
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        Some(other) => {
+            return Err(ApiError::bad_request(
+                Some("running"),
+                format!("'{other}' is not true or false"),
+            ))
+        }
+    };
+    let sort = match q.get("sort") {
+        None => JobSort::Id,
+        Some(name) => JobSort::parse(name).ok_or_else(|| {
+            ApiError::bad_request(
+                Some("sort"),
+                format!("unknown sort '{name}' (expected one of: {})", JobSort::NAMES.join(", ")),
+            )
+        })?,
+    };
+    let descending = match q.get("order").map(String::as_str) {
+        None | Some("asc") => false,
+        Some("desc") => true,
+        Some(other) => {
+            return Err(ApiError::bad_request(
+                Some("order"),
+                format!("'{other}' is not asc or desc"),
+            ))
+        }
+    };
+    let offset = int_param(&q, "offset")?.unwrap_or(0);
+    if !(0..=MAX_JOB_OFFSET).contains(&offset) {
+        return Err(ApiError::bad_request(
+            Some("offset"),
+            format!("must be between 0 and {MAX_JOB_OFFSET}"),
+        ));
+    }
+    let query = JobQuery {
+        group_id,
+        scope: who.group_scope().map(<[i64]>::to_vec),
+        running,
+        text: text_param(&q, "q")?,
+        handler: text_param(&q, "handler")?,
+        description: text_param(&q, "description")?,
+        owner: text_param(&q, "owner")?,
+        sort,
+        descending,
+        after_id: int_param(&q, "after_id")?.unwrap_or(0),
+        offset,
+        limit: limit_param(&q, 1000, 10_000)?,
+    };
+    Ok(Json(admin.store.search_jobs(&query).await?))
+}
+
+/// The largest `offset` of the job list: deep pages cost the database a scan of every job
+/// skipped; `after_id` pages without that cost.
+pub(crate) const MAX_JOB_OFFSET: i64 = 100_000;
+/// The longest text a job list filter takes (longer would match nothing a job can hold).
+pub(crate) const MAX_FILTER_CHARS: usize = 200;
+
+/// An optional text filter: `None` when absent or blank, refused when longer than
+/// [`MAX_FILTER_CHARS`].
+fn text_param(q: &HashMap<String, String>, name: &str) -> ApiResult<Option<String>> {
+    match q.get(name).map(|v| v.trim()) {
+        None | Some("") => Ok(None),
+        Some(v) if v.chars().count() > MAX_FILTER_CHARS => Err(ApiError::bad_request(
+            Some(name),
+            format!("must be at most {MAX_FILTER_CHARS} characters"),
+        )),
+        Some(v) => Ok(Some(v.to_owned())),
+    }
 }
 
 pub(super) async fn create_job(

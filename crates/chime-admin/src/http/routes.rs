@@ -11,9 +11,9 @@
 
 use super::access::{Rule, Target};
 use super::openapi::{
-    arr, audit_query, body, boolean, exact, executors_out, group_spec, id, input, int, int_range, job_spec, key, limit,
-    nullable, op, password, query, r, runs_query, schedule_types, string, string_enum, times, user_out, user_spec,
-    LATEST,
+    arr, audit_query, body, boolean, exact, executors_out, filter_text, group_spec, id, input, int, int_range,
+    job_spec, key, limit, nullable, op, password, query, r, runs_query, schedule_types, string, string_enum, times,
+    user_out, user_spec, LATEST,
 };
 use super::{console_api as console, rest};
 use crate::center::Admin;
@@ -223,6 +223,34 @@ pub const ROUTES: &[Route] = &[
                         "after_id",
                         int(),
                         "paging: only jobs with a larger id (pass the last id of the previous page)"
+                    ),
+                    query(
+                        "running",
+                        string_enum(&["true", "false"]),
+                        "only started (true) or stopped (false) jobs"
+                    ),
+                    query(
+                        "q",
+                        filter_text(),
+                        "description, handler or owner contains this (any case)"
+                    ),
+                    query("handler", filter_text(), "handler contains this (any case)"),
+                    query("description", filter_text(), "description contains this (any case)"),
+                    query("owner", filter_text(), "owner contains this (any case)"),
+                    query(
+                        "sort",
+                        string_enum(crate::store::JobSort::NAMES),
+                        "order by this field (default id)"
+                    ),
+                    query(
+                        "order",
+                        string_enum(&["asc", "desc"]),
+                        "ascending (default) or descending"
+                    ),
+                    query(
+                        "offset",
+                        int_range(0, rest::MAX_JOB_OFFSET),
+                        "paging: jobs of the ordered list to skip (default 0)"
                     ),
                     limit(10_000, 1000)
                 ]),
@@ -544,6 +572,30 @@ pub const ROUTES: &[Route] = &[
                     )),
                 ),
                 &[400, 422],
+            )
+        },
+    ),
+    api(
+        "GET",
+        "/v1/options",
+        Rule::Authenticated,
+        |m| on(m, console::options),
+        || {
+            let choices = || arr(exact(json!({ "value": string(), "title": string() })));
+            op(
+                "The values of every job and run enum (wire value and English title), in XXL-JOB's order, and whether alarm e-mails can be sent",
+                "console",
+                json!([]),
+                None,
+                (
+                    200,
+                    Some(exact(json!({
+                        "schedule_types": choices(), "misfire_strategies": choices(), "route_strategies": choices(),
+                        "block_strategies": choices(), "glue_types": choices(), "trigger_types": choices(),
+                        "run_statuses": arr(string()), "alarm_email": boolean()
+                    }))),
+                ),
+                &[],
             )
         },
     ),

@@ -9,6 +9,97 @@ use sqlx::any::Any;
 use sqlx::Transaction;
 use std::collections::{HashMap, HashSet};
 
+/// How a job list is ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum JobSort {
+    /// By id (the default, and the order `after_id` pages in).
+    #[default]
+    Id,
+    /// By description.
+    Description,
+    /// By handler name.
+    Handler,
+    /// By owner.
+    Owner,
+    /// By group id.
+    Group,
+    /// By next fire time.
+    NextFire,
+}
+
+impl JobSort {
+    /// Every sort key as the API names it.
+    pub const NAMES: &'static [&'static str] = &["id", "description", "handler", "owner", "group_id", "next_fire_at"];
+
+    /// The sort key named `name` (one of [`JobSort::NAMES`]).
+    pub fn parse(name: &str) -> Option<JobSort> {
+        Some(match name {
+            "id" => JobSort::Id,
+            "description" => JobSort::Description,
+            "handler" => JobSort::Handler,
+            "owner" => JobSort::Owner,
+            "group_id" => JobSort::Group,
+            "next_fire_at" => JobSort::NextFire,
+            _ => return None,
+        })
+    }
+
+    /// What it orders by: a constant, never user text. Text is compared in lower case, so the
+    /// order is the same on every database (their default collations treat case differently).
+    fn order_key(self) -> &'static str {
+        match self {
+            JobSort::Id => "id",
+            JobSort::Description => "LOWER(description)",
+            JobSort::Handler => "LOWER(handler)",
+            JobSort::Owner => "LOWER(owner)",
+            JobSort::Group => "group_id",
+            JobSort::NextFire => "next_fire_at",
+        }
+    }
+}
+
+/// A job list query: filters, order and page. Text filters match any part, in any case.
+#[derive(Debug, Clone)]
+pub struct JobQuery {
+    /// Only this group.
+    pub group_id: Option<i64>,
+    /// Only these groups (a console user's); `None`: every group.
+    pub scope: Option<Vec<i64>>,
+    /// Only started (true) or stopped (false) jobs.
+    pub running: Option<bool>,
+    /// Description, handler or owner contains this.
+    pub text: Option<String>,
+    /// Handler contains this.
+    pub handler: Option<String>,
+    /// Description contains this.
+    pub description: Option<String>,
+    /// Owner contains this.
+    pub owner: Option<String>,
+    /// Order.
+    pub sort: JobSort,
+    /// Reverse order.
+    pub descending: bool,
+    /// Only jobs with a larger id.
+    pub after_id: i64,
+    /// Jobs of the ordered list to skip.
+    pub offset: i64,
+    /// At most this many.
+    pub limit: i64,
+}
+
+/// `%text%` in lower case with LIKE's wildcards (and the escape `!`) escaped by `!`.
+fn like_pattern(text: &str) -> String {
+    let escaped: String = text
+        .to_lowercase()
+        .chars()
+        .flat_map(|c| match c {
+            '!' | '%' | '_' => vec!['!', c],
+            c => vec![c],
+        })
+        .collect();
+    format!("%{escaped}%")
+}
+
 /// A due job as the scheduler's claim sees it.
 pub type JobDue = Job;
 
@@ -359,6 +450,67 @@ impl Store {
             query = query.bind(*id);
         }
         let all = query.bind(limit).fetch_all(&self.read).await?;
+        Ok(all.iter().map(rows::job).collect::<Result<_, _>>()?)
+    }
+
+    /// One page of jobs matching `f` (the REST API's and the console's job list): filtered,
+    /// sorted and paged in the query, within the caller's groups (`f.scope`).
+    pub async fn search_jobs(&self, f: &JobQuery) -> StoreResult<Vec<Job>> {
+        let mut sql = format!("SELECT {JOB_COLUMNS} FROM job WHERE id > ?");
+        if f.group_id.is_some() {
+            sql.push_str(" AND group_id = ?");
+        }
+        if let Some(ids) = &f.scope {
+            if ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            sql.push_str(&format!(" AND group_id IN ({})", placeholders(ids.len())));
+        }
+        if f.running.is_some() {
+            sql.push_str(" AND running = ?");
+        }
+        // LOWER on both sides: LIKE is case-insensitive on SQLite and MariaDB but not PostgreSQL;
+        // '!' escapes LIKE's wildcards in the user's text.
+        if f.text.is_some() {
+            sql.push_str(
+                " AND (LOWER(description) LIKE ? ESCAPE '!' OR LOWER(handler) LIKE ? ESCAPE '!' OR LOWER(owner) LIKE ? ESCAPE '!')",
+            );
+        }
+        if f.handler.is_some() {
+            sql.push_str(" AND LOWER(handler) LIKE ? ESCAPE '!'");
+        }
+        if f.description.is_some() {
+            sql.push_str(" AND LOWER(description) LIKE ? ESCAPE '!'");
+        }
+        if f.owner.is_some() {
+            sql.push_str(" AND LOWER(owner) LIKE ? ESCAPE '!'");
+        }
+        let dir = if f.descending { "DESC" } else { "ASC" };
+        // The id breaks ties, so paging by offset neither repeats nor skips a job.
+        match f.sort {
+            JobSort::Id => sql.push_str(&format!(" ORDER BY id {dir}")),
+            other => sql.push_str(&format!(" ORDER BY {} {dir}, id {dir}", other.order_key())),
+        }
+        sql.push_str(" LIMIT ? OFFSET ?");
+        let q = self.sql(&sql).into_owned();
+        let mut query = sqlx::query(&q).bind(f.after_id);
+        if let Some(g) = f.group_id {
+            query = query.bind(g);
+        }
+        for id in f.scope.as_deref().unwrap_or(&[]) {
+            query = query.bind(*id);
+        }
+        if let Some(r) = f.running {
+            query = query.bind(i64::from(r));
+        }
+        if let Some(t) = &f.text {
+            let p = like_pattern(t);
+            query = query.bind(p.clone()).bind(p.clone()).bind(p);
+        }
+        for v in [&f.handler, &f.description, &f.owner].into_iter().flatten() {
+            query = query.bind(like_pattern(v));
+        }
+        let all = query.bind(f.limit).bind(f.offset).fetch_all(&self.read).await?;
         Ok(all.iter().map(rows::job).collect::<Result<_, _>>()?)
     }
 

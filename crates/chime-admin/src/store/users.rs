@@ -77,6 +77,38 @@ impl Store {
         Ok(())
     }
 
+    /// Sets the password of the user named `username` to `password_hash` and ends every
+    /// session of the user, in one transaction, so a session opened with the old password
+    /// never outlives the reset. Returns how many sessions were ended; `NotFound` when no user
+    /// has this name. Used by `chime admin reset-password`, which works on the database
+    /// directly because a forgotten password leaves no way in through the console.
+    pub async fn reset_password(&self, username: &str, password_hash: &str) -> StoreResult<u64> {
+        let mut tx = self.write.begin().await?;
+        let q = self.sql("SELECT id FROM app_user WHERE username = ?").into_owned();
+        let row = sqlx::query(&q).bind(username).fetch_optional(&mut *tx).await?;
+        let Some(row) = row else {
+            return Err(StoreError::NotFound(format!("user '{username}'")));
+        };
+        let id = rows::int(&row, "id")?;
+        let q = self.sql("UPDATE app_user SET password_hash = ? WHERE id = ?");
+        sqlx::query(&q).bind(password_hash).bind(id).execute(&mut *tx).await?;
+        let q = self.sql("DELETE FROM console_session WHERE user_id = ?");
+        let ended = sqlx::query(&q).bind(id).execute(&mut *tx).await?.rows_affected();
+        tx.commit().await?;
+        Ok(ended)
+    }
+
+    /// The login names of all users, in creation order (for messages that name them).
+    pub async fn usernames(&self) -> StoreResult<Vec<String>> {
+        let found = sqlx::query("SELECT username FROM app_user ORDER BY id")
+            .fetch_all(&self.read)
+            .await?;
+        found
+            .iter()
+            .map(|r| rows::text(r, "username").map_err(Into::into))
+            .collect()
+    }
+
     /// A user by login name.
     pub async fn user(&self, username: &str) -> StoreResult<Option<User>> {
         let q = self

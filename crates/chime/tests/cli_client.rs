@@ -1,0 +1,368 @@
+//! The client commands as an XXL-JOB operator uses them, against `chime demo` (a real admin
+//! and a real executor): `run log --follow` until the run ends and on Ctrl-C, `<br>` shown as
+//! line breaks, group names and zoned times in job tables, alarm e-mails on `job add`/`edit`,
+//! and `chime admin --help` without the client's options.
+
+use serde_json::Value;
+use std::io::BufRead;
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_chime");
+
+/// Generous: the test polls for outcomes and never asserts on speed.
+const WAIT: Duration = Duration::from_secs(60);
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Kills a child process if the test fails before it ends.
+struct Guard(std::process::Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A running demo: its URL, token and scratch directory.
+struct Demo {
+    _process: Guard,
+    url: String,
+    token: String,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Reads a child's standard output line by line on a thread.
+fn lines_of(child: &mut std::process::Child) -> mpsc::Receiver<String> {
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
+
+fn start_demo() -> Demo {
+    let (admin_port, executor_port) = (free_port(), free_port());
+    let dir = std::env::temp_dir().join(format!("chime-cli-client-{}-{admin_port}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut child = Command::new(BIN)
+        .args(["demo", "--db", &format!("sqlite://{}/demo.db", dir.display())])
+        .args(["--listen", &format!("127.0.0.1:{admin_port}")])
+        .args(["--executor-listen", &format!("127.0.0.1:{executor_port}")])
+        .args(["--logdir", &dir.join("logs").display().to_string()])
+        .env_remove("CHIME_API_TOKEN")
+        .env("CHIME_ADMIN_PASSWORD", "demo-test")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let rx = lines_of(&mut child);
+    let process = Guard(child);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("the demo prints how to reach it");
+        if let Some(rest) = line.trim().strip_prefix("export CHIME_ADMIN_URL=") {
+            let (url, token) = rest.split_once(" CHIME_API_TOKEN=").expect("token in the hint");
+            return Demo {
+                _process: process,
+                url: url.to_owned(),
+                token: token.to_owned(),
+                dir,
+            };
+        }
+    }
+}
+
+fn client(demo: &Demo) -> Command {
+    let mut c = Command::new(BIN);
+    c.env("CHIME_ADMIN_URL", &demo.url).env("CHIME_API_TOKEN", &demo.token);
+    c
+}
+
+fn run(demo: &Demo, args: &[&str]) -> Output {
+    client(demo).args(args).output().unwrap()
+}
+
+fn ok(demo: &Demo, args: &[&str]) -> String {
+    let out = run(demo, args);
+    assert!(
+        out.status.success(),
+        "chime {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn json(demo: &Demo, args: &[&str]) -> Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    serde_json::from_str(&ok(demo, &all)).unwrap()
+}
+
+/// A manual job of the demo group running `handler` with `param`; its id.
+fn manual_job(demo: &Demo, handler: &str, param: &str) -> String {
+    let job = json(
+        demo,
+        &[
+            "job",
+            "add",
+            "--group",
+            "chime-demo",
+            "--handler",
+            handler,
+            "--manual",
+            "--param",
+            param,
+        ],
+    );
+    job["id"].as_i64().unwrap().to_string()
+}
+
+/// Triggers job `id`; the run id.
+fn trigger(demo: &Demo, id: &str) -> String {
+    json(demo, &["job", "trigger", id])["run_id"]
+        .as_i64()
+        .unwrap()
+        .to_string()
+}
+
+/// Waits until run `id` is final; the run.
+fn final_run(demo: &Demo, id: &str) -> Value {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let r = json(demo, &["run", "show", id]);
+        if matches!(r["status"].as_str(), Some("success" | "failed" | "skipped")) {
+            return r;
+        }
+        assert!(Instant::now() < deadline, "run {id} did not end: {r}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn run_log_follow_prints_until_the_run_ends_and_stops_on_ctrl_c() {
+    let demo = start_demo();
+    let job = manual_job(&demo, "sleepJobHandler", "3");
+    let run_id = trigger(&demo, &job);
+    let started = Instant::now();
+    let out = run(&demo, &["run", "log", &run_id, "--follow"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let log = String::from_utf8_lossy(&out.stdout);
+    for n in 1..=3 {
+        assert_eq!(log.matches(&format!("slept {n} s")).count(), 1, "each line once: {log}");
+    }
+    assert!(started.elapsed() < WAIT);
+    // It returned because the run ended, not before.
+    assert_eq!(json(&demo, &["run", "show", &run_id])["status"], "success");
+
+    // A run its executor refused (no such handler) has no result code: the follow still ends.
+    let job = manual_job(&demo, "noSuchHandler", "");
+    let refused = trigger(&demo, &job);
+    let r = final_run(&demo, &refused);
+    assert_eq!(r["status"], "failed");
+    assert_ne!(r["executor_address"], "", "sent to the executor, which refused it: {r}");
+    assert_eq!(r["handle_code"], 0, "{r}");
+    let mut follow = Guard(
+        client(&demo)
+            .args(["run", "log", &refused, "--follow"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = follow.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "run log --follow of a refused run did not end"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "{status:?}");
+
+    // Ctrl-C ends a follow of a long run.
+    let job = manual_job(&demo, "sleepJobHandler", "120");
+    let run_id = trigger(&demo, &job);
+    let mut follow = client(&demo)
+        .args(["run", "log", &run_id, "--follow"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = lines_of(&mut follow);
+    let mut follow = Guard(follow);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let line = lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("the follow prints new lines as they come");
+        if line.contains("slept 1 s") {
+            break;
+        }
+    }
+    let pid = follow.0.id().to_string();
+    assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = follow.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "run log --follow did not stop on Ctrl-C");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130), "the exit code of a command ended by Ctrl-C");
+    ok(&demo, &["run", "kill", &run_id]);
+}
+
+#[test]
+fn br_is_a_line_break_in_logs_and_run_details() {
+    let demo = start_demo();
+    let job = manual_job(&demo, "failJobHandler", "first part<br>second part");
+    let run_id = trigger(&demo, &job);
+    let r = final_run(&demo, &run_id);
+    assert_eq!(r["status"], "failed");
+    assert!(r["trigger_msg"].as_str().unwrap().contains("<br>"), "{r}");
+
+    let log = ok(&demo, &["run", "log", &run_id]);
+    assert!(log.contains("failing: first part\nsecond part"), "{log}");
+    let show = ok(&demo, &["run", "show", &run_id]);
+    // (The job's parameter, shown as typed, keeps its `<br>`; the messages do not.)
+    let messages = &show[show.find("trigger message:").expect("the messages")..];
+    assert!(!messages.to_lowercase().contains("<br"), "{show}");
+    assert!(
+        show.lines().any(|l| l.trim_start().starts_with("Route strategy")),
+        "each part of the trigger message on its own line: {show}"
+    );
+    assert!(show.lines().any(|l| l.trim() == "second part"), "{show}");
+}
+
+#[test]
+fn job_tables_name_groups_and_zones_and_take_alarm_emails() {
+    let demo = start_demo();
+    let job = json(
+        &demo,
+        &[
+            "job",
+            "add",
+            "--group",
+            "chime-demo",
+            "--handler",
+            "demoJobHandler",
+            "--cron",
+            "0 30 9 * * ?",
+            "--tz",
+            "Asia/Shanghai",
+            "--start",
+            "--alarm-email",
+            "ops@example.com, dev@example.com",
+        ],
+    );
+    let id = job["id"].as_i64().unwrap().to_string();
+    assert_eq!(job["alarm_contacts"], "ops@example.com,dev@example.com");
+
+    // Group by name in the list.
+    let list = ok(&demo, &["job", "list"]);
+    let row = list
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(id.as_str()))
+        .unwrap_or_else(|| panic!("job {id} in {list}"));
+    assert_eq!(row.split_whitespace().nth(1), Some("chime-demo"), "{list}");
+
+    // Times in the job's zone, the zone named, one format; the next fire times too.
+    let zone: chrono_tz::Tz = "Asia/Shanghai".parse().unwrap();
+    let at = |ms: i64| {
+        chrono::DateTime::from_timestamp_millis(ms)
+            .unwrap()
+            .with_timezone(&zone)
+            .format("%Y-%m-%d %H:%M:%S Asia/Shanghai")
+            .to_string()
+    };
+    let next_fire = at(job["next_fire_at"].as_i64().unwrap());
+    assert!(next_fire.contains(" 09:30:00 "), "{next_fire}");
+    assert!(row.contains(&next_fire), "{row}");
+    let show = ok(&demo, &["job", "show", &id]);
+    let field = |name: &str| {
+        show.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .map(|l| l[name.len()..].trim().to_owned())
+            .unwrap_or_else(|| panic!("{name} in {show}"))
+    };
+    assert_eq!(field("next_fire_at"), next_fire);
+    assert_eq!(field("created_at"), at(job["created_at"].as_i64().unwrap()));
+    assert!(field("group_id").starts_with("chime-demo"), "{show}");
+    let next: Vec<&str> = show
+        .lines()
+        .skip_while(|l| !l.starts_with("next fire times:"))
+        .skip(1)
+        .map(str::trim)
+        .collect();
+    assert_eq!(next.len(), 5, "{show}");
+    assert_eq!(next[0], next_fire);
+    assert!(next.iter().all(|t| t.ends_with(" 09:30:00 Asia/Shanghai")), "{show}");
+
+    // Alarm e-mails are edited, checked, and cleared.
+    let edited = json(&demo, &["job", "edit", &id, "--alarm-email", "oncall@example.com"]);
+    assert_eq!(edited["alarm_contacts"], "oncall@example.com");
+    let out = run(&demo, &["job", "edit", &id, "--alarm-email", "oncall example.com"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not an e-mail address"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        json(&demo, &["job", "show", &id])["alarm_contacts"],
+        "oncall@example.com"
+    );
+    let cleared = json(&demo, &["job", "update", &id, "--alarm-email", ""]);
+    assert_eq!(cleared["alarm_contacts"], "");
+}
+
+#[test]
+fn admin_help_lists_no_client_options() {
+    let out = Command::new(BIN).args(["admin", "--help"]).output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    let options: Vec<&str> = help
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("--"))
+        .map(|l| l.split([' ', ',']).next().unwrap_or(""))
+        .collect();
+    assert!(options.contains(&"db") && options.contains(&"api-token"), "{help}");
+    assert!(!options.contains(&"json") && !options.contains(&"admin"), "{options:?}");
+    assert!(help.contains("reset-password"), "{help}");
+    // Given anyway, they are refused, not silently ignored.
+    let out = Command::new(BIN)
+        .args(["admin", "--json", "--db", "sqlite::memory:"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--json"));
+    // The clients still have them.
+    let out = Command::new(BIN).args(["job", "list", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("--json") && help.contains("--admin"), "{help}");
+}
