@@ -86,7 +86,9 @@ async function executors(root) {
     state.me.admin ? h('button', { id: 'add-group', onclick: () => slot.replaceChildren(form(null)) }, t('add')) : h('p', { class: 'note', id: 'groups-note' }, t('groups_admin_only')), slot,
     h('table', { id: 'groups' }, h('tr', {}, [t('app_name'), t('title'), t('addresses'), t('last_heartbeat'), t('address_type'), ''].map((x) => h('th', {}, x))),
       groups.map((g) => h('tr', { 'data-app': g.app_name }, h('td', {}, g.app_name), h('td', {}, g.title),
-        h('td', {}, liveOf(g.id).map((e) => h('div', {}, e.address))),
+        // A manual address has no heartbeat: the admin asked it (`/beat`) for this list.
+        h('td', {}, liveOf(g.id).map((e) => h('div', { class: 'address' }, e.address,
+          e.answers == null ? '' : h('span', { class: `answers ${e.answers ? 'yes' : 'no'}` }, ` (${t(e.answers ? 'address_answers' : 'address_silent')})`)))),
         h('td', {}, liveOf(g.id).map((e) => h('div', {}, fmtTime(e.last_heartbeat)))),
         h('td', { class: 'address-type', 'data-type': g.address_type }, t(g.address_type === 'manual' ? 'address_manual' : 'address_auto_reg')),
         h('td', {}, state.me.admin ? [h('button', { onclick: () => slot.replaceChildren(form(g)) }, t('edit')),
@@ -158,11 +160,19 @@ function optSelect(name, choices, prefix, value) {
 export function optName(prefix, value, title) { const k = `${prefix}_${value}`; return t(k) === k ? (title || value) : t(k); }
 function optHelp(prefix, value) { const k = `${prefix}_${value}_help`; return t(k) === k ? '' : t(k); }
 
-/** Handler names already used by jobs of group `groupId`, for the handler field's suggestions. */
-async function usedHandlers(groupId) {
+/**
+ * The handler field's suggestions for group `groupId`: the handlers its Chime executors say they
+ * run (in their registrations), and the names its jobs already use.
+ */
+async function suggestedHandlers(groupId) {
   if (!groupId) return [];
-  const list = await api('GET', `/v1/jobs?group_id=${groupId}&limit=1000`);
-  return [...new Set(list.map((j) => j.handler).filter(Boolean))].sort();
+  const [jobs, groups] = await Promise.all([
+    api('GET', `/v1/jobs?group_id=${groupId}&limit=1000`),
+    api('GET', `/v1/executors?group=${groupId}`).catch(() => []),
+  ]);
+  const names = jobs.map((j) => j.handler);
+  for (const g of groups) for (const e of g.executors || []) names.push(...(e.handlers || []));
+  return [...new Set(names.filter(Boolean))].sort();
 }
 
 async function jobForm(root, job, groups, jobs) {
@@ -207,7 +217,7 @@ async function jobForm(root, job, groups, jobs) {
   f.alarm_contacts.addEventListener('input', smtpCheck);
   smtpCheck();
   const suggest = async () => {
-    try { handlers.replaceChildren(...(await usedHandlers(f.group_id.value)).map((n) => h('option', { value: n }))); } catch { handlers.replaceChildren(); }
+    try { handlers.replaceChildren(...(await suggestedHandlers(f.group_id.value)).map((n) => h('option', { value: n }))); } catch { handlers.replaceChildren(); }
   };
   f.group_id.addEventListener('change', suggest);
   suggest();
@@ -463,7 +473,7 @@ async function script(root, args) {
         h('button', { type: 'button', class: 'restore', onclick: () => { ta.value = v.glue_source; show(); msg.replaceChildren(h('p', { class: 'ok' }, t('restored'))); } }, t('restore')))))));
 }
 
-const STATUS = ['pending', 'running', 'success', 'failed', 'skipped'];
+const STATUS = ['pending', 'running', 'success', 'failed', 'killed', 'skipped'];
 const sleep = (ms) => new Promise((res) => setTimeout(res, ms));
 
 /** Jobs by id, asked of the admin once per page: runs name their job and use its time zone. */
@@ -489,6 +499,22 @@ async function runDetail(root, id) {
   const msg = h('div');
   const note = h('p', { class: 'note', id: 'log-note', hidden: true });
   const status = h('span', { id: 'run-status', class: `st-${run.status}` }, t(run.status));
+  // Who killed the run, the runs a retry links, and what became of the alarm: filled in by
+  // `extras`, again on every poll (a retry and an alarm come after the run's result).
+  const killer = h('span', { id: 'run-killed-by', class: 'note' });
+  const links = h('td', { id: 'run-links' });
+  const linksRow = h('tr', { hidden: true }, h('th', {}, t('retry_links')), links);
+  const alarm = h('td', { id: 'run-alarm' });
+  const extras = (r) => {
+    killer.textContent = r.killed_by ? ` — ${t('killed_by').replace('{user}', r.killed_by)}` : '';
+    const to = (key, n) => h('a', { href: `#runs/${n}`, id: `run-${key.replace('_', '-')}` }, t(key).replace('{id}', n));
+    const got = [r.retry_of ? to('retry_of', r.retry_of) : '', r.retry_of && r.retried_by ? ' · ' : '', r.retried_by ? to('retried_by', r.retried_by) : ''];
+    links.replaceChildren(...got);
+    linksRow.hidden = !r.retry_of && !r.retried_by;
+    alarm.className = `alarm-${r.alarm}`; alarm.dataset.alarm = r.alarm;
+    alarm.textContent = r.alarm_msg ? `${t(`alarm_${r.alarm}`)}: ${r.alarm_msg}` : t(`alarm_${r.alarm}`);
+  };
+  extras(run);
   const handle = h('td', { id: 'handle-msg' }, lines(run.handle_msg));
   const handled = h('td', {}, fmtTime(run.handled_at, zone));
   // A run opened right after "Run once" may not be sent yet: the poll below fills these in.
@@ -505,13 +531,14 @@ async function runDetail(root, id) {
   const jobName = job ? `#${run.job_id} ${job.description}` : `#${run.job_id}`;
   root.replaceChildren(h('h2', {}, `${t('obj_run')} #${run.id} — ${jobName}`),
     h('div', { class: 'card' }, h('table', { id: 'run-detail' },
-      row('job', h('td', { id: 'run-job' }, h('a', { href: `#jobs/edit/${run.job_id}` }, jobName))), row('status', h('td', {}, status)),
+      row('job', h('td', { id: 'run-job' }, h('a', { href: `#jobs/edit/${run.job_id}` }, jobName))), row('status', h('td', {}, status, killer)),
+      linksRow,
       row('trigger_type', t(run.trigger_type)),
       row('scheduled', fmtTime(run.scheduled_at, zone)), row('triggered', triggered), row('address', address),
       row('handler', run.handler), row('param', run.param, { id: 'run-param' }),
       run.shard_total > 1 ? row('shard', `${run.shard_index + 1} / ${run.shard_total}`) : '',
       row('trigger_msg', trigger),
-      row('handled', handled), row('handle_msg', handle))),
+      row('handled', handled), row('handle_msg', handle), row('alarm', alarm))),
     kill, h('button', { type: 'button', onclick: () => go(`#runs/job/${run.job_id}`) }, t('job_runs')), msg,
     h('h3', {}, t('log'), ' ', h('small', { id: 'log-state' }, '')), note, log);
   // Poll while the page is open: the run's state first, then, once it reached an executor, its
@@ -521,9 +548,19 @@ async function runDetail(root, id) {
   const logState = document.getElementById('log-state');
   let from = 1;
   const here = location.hash;
+  // A failed run's alarm is decided after its result is recorded: keep its row current a
+  // little longer once the rest is final.
+  const settleAlarm = async (r) => {
+    for (let i = 0; i < 30 && location.hash === here && log.isConnected && ['failed', 'killed'].includes(r.status) && ['none', 'sending'].includes(r.alarm); i += 1) {
+      await sleep(1000);
+      try { r = await api('GET', `/v1/runs/${id}`); } catch { return; }
+      extras(r);
+    }
+  };
   while (location.hash === here && log.isConnected) {
     let r;
     try { r = await api('GET', `/v1/runs/${id}`); } catch (e) { msg.replaceChildren(errorBox(e)); logState.textContent = ''; return; }
+    extras(r);
     status.textContent = t(r.status); status.className = `st-${r.status}`; status.dataset.status = r.status;
     handle.replaceChildren(...lines(r.handle_msg)); handled.textContent = fmtTime(r.handled_at, zone);
     triggered.textContent = fmtTime(r.triggered_at, zone); address.textContent = r.executor_address;
@@ -537,6 +574,7 @@ async function runDetail(root, id) {
     if (r.trigger_code !== 200 || !r.executor_address) {
       // Sending failed (or a missed fire was skipped): no executor has a log of this run.
       msg.replaceChildren(); note.textContent = t('not_sent'); note.hidden = false; log.hidden = true; logState.textContent = '';
+      await settleAlarm(r);
       return;
     }
     const final = r.status !== 'running';
@@ -559,7 +597,7 @@ async function runDetail(root, id) {
       done = final;
     }
     logState.textContent = done ? `(${t('log_ended')})` : `(${t('live')})`;
-    if (done) return;
+    if (done) { await settleAlarm(r); return; }
     await sleep(1000);
   }
 }

@@ -185,6 +185,17 @@ test('console walk-through', { timeout: 300000 }, async () => {
     assert.equal(await page.getAttribute('tr[data-app="browser-demo"] td.address-type', 'data-type'), 'auto', 'the group says it is registered automatically');
     assert.equal(await page.textContent('tr[data-app="browser-demo"] td.address-type'), 'Automatic (executors register)');
     await shot('03-executors');
+    // A manual group: its addresses have no heartbeat, so the page says whether each answers.
+    await page.click('#add-group');
+    await page.fill('#group-form input[name=app_name]', 'manual-pair');
+    await page.fill('#group-form input[name=addresses]', `http://127.0.0.1:${exPort},http://127.0.0.1:9`);
+    await page.click('#group-form button[type=submit]');
+    await page.waitForSelector('tr[data-app="manual-pair"] .answers.no');
+    assert.equal(await page.textContent('tr[data-app="manual-pair"] .answers.yes'), ' (answers)', 'the demo executor answers');
+    assert.equal(await page.locator('tr[data-app="manual-pair"] .answers').count(), 2);
+    assert.equal(await page.getAttribute('tr[data-app="manual-pair"] td.address-type', 'data-type'), 'manual');
+    await shot('03-executors-manual');
+    assert.equal((await csrfFetch('DELETE', '/v1/groups/manual-pair')).status, 204);
 
     // Jobs: a cron job whose schedule validates as it is typed and previews the next 5 fire
     // times in the job's zone, flagging the DST change.
@@ -255,8 +266,10 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.click('#new-job');
     await page.selectOption('#job-form select[name=group_id]', { label: 'browser-demo' });
     await page.fill('#job-form input[name=description]', 'hello job');
-    // Handler names already used in the group are suggested.
+    // Handler names already used in the group are suggested, and those its Chime executor
+    // reported when it registered (no job uses shardingJobHandler).
     await page.waitForFunction(() => [...document.querySelectorAll('#handler-names option')].some((o) => o.value === 'sleepJobHandler'));
+    await page.waitForFunction(() => [...document.querySelectorAll('#handler-names option')].some((o) => o.value === 'shardingJobHandler'));
     await page.fill('#job-form input[name=handler]', 'demoJobHandler');
     await page.fill('#job-form input[name=param]', XSS2);
     await page.selectOption('#job-form select[name=schedule_type]', 'NONE');
@@ -412,12 +425,62 @@ test('console walk-through', { timeout: 300000 }, async () => {
     dialogs.length = 0;
     await page.click('#kill');
     assert.deepEqual(dialogs, ['Kill this run on its executor?'], 'kill asks first');
-    await page.waitForFunction(() => document.getElementById('run-status').dataset.status === 'failed', null, LONG);
+    // A killed run has its own state (stored as a failure, as executors report it), with who killed it.
+    await page.waitForFunction(() => document.getElementById('run-status').dataset.status === 'killed', null, LONG);
+    assert.equal(await page.textContent('#run-status'), 'Killed');
+    assert.equal(await page.getAttribute('#run-status', 'class'), 'st-killed');
+    assert.equal(await page.textContent('#run-killed-by'), ' — killed by admin');
     await page.waitForSelector('#handle-msg:not(:empty)');
     await page.waitForSelector('#kill', { state: 'hidden' });
     // A final run whose log has ended is no longer polled.
     await page.waitForFunction(() => document.getElementById('log-state').textContent === '(log complete)', null, LONG);
+    // No retry links on a run that is none. A killed run is alarmed like any failure: the
+    // job's two e-mail contacts cannot be told without SMTP, and the alarm row says so.
+    assert.equal(await page.isVisible('#run-links'), false, 'no retry row');
+    await page.waitForFunction(() => document.getElementById('run-alarm').dataset.alarm === 'failed', null, LONG);
+    assert.match(await page.textContent('#run-alarm'), /^failed: e-mail to 2 contact\(s\) not sent: no SMTP server is configured/);
     await shot('09-run-killed');
+    // The runs list shows it as killed, and its status filter finds it.
+    const killedRun = Number(/#runs\/(\d+)/.exec(page.url())[1]);
+    await page.goto(`${base}/console/#runs`);
+    await page.waitForSelector(`#runs tbody tr[data-run="${killedRun}"]`);
+    const filtered = page.waitForResponse((r) => r.url().includes('/v1/runs?') && r.url().includes('status=killed'));
+    await page.selectOption('.filters select[name=status]', 'killed');
+    assert.deepEqual((await (await filtered).json()).map((r) => r.id), [killedRun], 'the filter asks the admin for killed runs');
+    await page.waitForSelector(`#runs tbody tr[data-run="${killedRun}"] td.st-killed`);
+    assert.equal(await page.locator('#runs tbody tr').count(), 1, 'only the killed run');
+    assert.equal(await page.textContent(`#runs tbody tr[data-run="${killedRun}"] td.st-killed`), 'Killed');
+    await shot('09-runs-killed-filter');
+
+    // A failing job with one retry and an e-mail contact, on an admin without SMTP: the failed
+    // run links to its retry and back, and the retry's alarm says why it was not sent.
+    const failing = await csrfFetch('POST', '/v1/jobs', { group: 'browser-demo', description: 'fails', handler: 'failJobHandler', schedule_type: 'NONE', retry_count: 1, alarm_contacts: 'ops@example.com' });
+    assert.equal(failing.status, 201);
+    const failed = await csrfFetch('POST', `/v1/jobs/${failing.body.id}/trigger`, { param: 'on purpose' });
+    assert.equal(failed.status, 202);
+    await page.goto(`${base}/console/#runs/${failed.body.run_id}`);
+    await page.waitForSelector('#run-retried-by', LONG);
+    assert.equal(await page.getAttribute('#run-status', 'data-status'), 'failed');
+    assert.equal(await page.isVisible('#run-retry-of'), false, 'the first run retries nothing');
+    assert.equal(await page.textContent('#run-alarm'), 'not needed', 'a retried failure needs no alarm');
+    const retryText = await page.textContent('#run-retried-by');
+    assert.match(retryText, /^Retried by run #\d+$/);
+    const retryId = Number(retryText.split('#')[1]);
+    await page.click('#run-retried-by');
+    await page.waitForFunction((r) => location.hash === `#runs/${r}` && document.getElementById('run-retry-of'), retryId);
+    assert.equal(await page.textContent('#run-retry-of'), `Retry of run #${failed.body.run_id}`);
+    assert.equal(await page.getAttribute('#run-retry-of', 'href'), `#runs/${failed.body.run_id}`);
+    await page.waitForFunction(() => document.getElementById('run-alarm').dataset.alarm === 'failed', null, LONG);
+    assert.match(await page.textContent('#run-alarm'), /^failed: e-mail to 1 contact\(s\) not sent: no SMTP server is configured/);
+    assert.equal(await page.getAttribute('#run-alarm', 'class'), 'alarm-failed');
+    await shot('09-run-retry-alarm-failed');
+    // The same in Chinese.
+    await page.selectOption('#lang', 'zh');
+    await page.waitForFunction(() => (document.getElementById('run-retry-of') || {}).textContent?.startsWith('重试自执行 #'));
+    assert.match(await page.textContent('#run-alarm'), /^发送失败: /);
+    await shot('09-run-retry-alarm-failed-zh');
+    await page.selectOption('#lang', 'en');
+    await page.waitForSelector('#run-retry-of:has-text("Retry of run")');
 
     // A run its executor refused (no such handler) never ran there: the page says why there
     // is no log, and does not poll for one.
@@ -455,23 +518,29 @@ test('console walk-through', { timeout: 300000 }, async () => {
     assert.match(await page.textContent('#runs tbody tr td.at'), /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (UTC|Europe\/Berlin)$/);
     // The list refreshes by itself, keeping its filter: a new run of job 2 appears unasked.
     await page.selectOption('.filters select[name=status]', 'success');
-    await page.waitForFunction(() => [...document.querySelectorAll('#runs tbody td.st-success')].length >= 1);
+    // Counted once the filtered list is shown (the unfiltered one has successes too).
+    await page.waitForFunction(() => {
+      const rows = [...document.querySelectorAll('#runs tbody tr')];
+      return rows.length >= 1 && rows.every((r) => r.querySelector('td.st-success'));
+    });
     const before = await page.locator('#runs tbody tr').count();
     const fresh = await csrfFetch('POST', '/v1/jobs/2/trigger', { param: 'auto refresh' });
     assert.equal(fresh.status, 202);
     await page.waitForSelector(`#runs tbody tr[data-run="${fresh.body.run_id}"]`, { timeout: 40000 });
     assert.equal(await page.inputValue('.filters select[name=status]'), 'success', 'the filter stays');
     assert.ok((await page.locator('#runs tbody tr').count()) > before);
-    assert.ok((await page.locator('#runs tbody td.st-success').count()) === (await page.locator('#runs tbody tr').count()), 'only successful runs');
+    // Read in one go: the list may refresh between two reads (job 2's child runs too).
+    assert.ok(await page.evaluate(() => [...document.querySelectorAll('#runs tbody tr')].every((r) => r.querySelector('td.st-success'))), 'only successful runs');
     await page.selectOption('.filters select[name=status]', '');
     // Job 1 is job 2's child: its success started job 1 (trigger type "Parent job").
     await waitFor(async () => {
       await page.click('.filters button:has-text("Refresh")');
       return (await page.locator('#runs tbody td:has-text("Parent job")').count()) > 0;
     }, 'the child job to run', 60000);
-    // Filter by status.
+    // Filter by status: the failing job's run and its retry (the killed run is listed as killed).
     await page.selectOption('.filters select[name=status]', 'failed');
-    await page.waitForFunction(() => [...document.querySelectorAll('#runs tbody tr')].length === 1);
+    await page.waitForFunction(() => [...document.querySelectorAll('#runs tbody tr')].length === 2
+      && [...document.querySelectorAll('#runs tbody tr td:nth-child(7)')].every((x) => x.className === 'st-failed'));
     await shot('10-runs');
     await page.selectOption('.filters select[name=status]', '');
     await page.waitForFunction(() => document.querySelectorAll('#runs tbody tr').length >= 3);
@@ -505,6 +574,9 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.fill('.filters input[name=job]', '#2 hello job');
     await page.waitForFunction(() => [...document.querySelectorAll('#runs td.job')].every((x) => x.textContent === '#2 hello job'));
     assert.ok((await page.locator('#runs td.job').allTextContents()).every((x) => x === '#2 hello job'), 'only job 2');
+
+    // The failing job is not part of what follows.
+    assert.equal((await csrfFetch('DELETE', `/v1/jobs/${failing.body.id}`)).status, 204);
 
     // Dashboard: counts and the chart for a chosen range.
     await page.click('a[href="#dashboard"]');

@@ -142,8 +142,8 @@ impl Admin {
     }
 
     /// Asks the executor running `run_id` to kill its job, and records the run as failed
-    /// (without retry). Returns the executor's message.
-    pub async fn kill_run(&self, run_id: i64) -> Result<Run, OpError> {
+    /// (without retry) and killed by `by` (a user name). Returns the run as it is then.
+    pub async fn kill_run(&self, run_id: i64, by: &str) -> Result<Run, OpError> {
         let run = self.store.run(run_id).await?;
         if run.status != RunStatus::Running {
             return Err(OpError::Conflict(
@@ -155,6 +155,9 @@ impl Admin {
         let result = self.kill_sent_run(&run, &job, &group).await;
         self.killing.remove(run_id);
         result?;
+        // Only now: the executor accepted the kill, and the run's failure is recorded (by the
+        // kill's result, or by the executor's own report of the kill that came first).
+        self.store.mark_killed(run_id, by).await?;
         Ok(self.store.run(run_id).await?)
     }
 

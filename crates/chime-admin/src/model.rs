@@ -576,15 +576,19 @@ pub enum RunStatus {
     Running,
     /// The handler succeeded.
     Success,
-    /// Sending failed or the handler failed (or was killed, timed out, or lost).
+    /// Sending failed or the handler failed (or timed out, or was lost).
     Failed,
     /// A missed fire not run, as the misfire policy says.
     Skipped,
+    /// Failed because a user killed it: the executor accepted the kill while the run had no
+    /// result. Stored as a failure (executors report 500) and treated as one by retries and
+    /// alarms; only the state shown differs.
+    Killed,
 }
 
 impl RunStatus {
     /// Every status, for error messages.
-    pub const ALL: &'static [&'static str] = &["pending", "running", "success", "failed", "skipped"];
+    pub const ALL: &'static [&'static str] = &["pending", "running", "success", "failed", "skipped", "killed"];
 
     /// From the two codes.
     pub fn of(trigger_code: i64, handle_code: i64) -> RunStatus {
@@ -601,6 +605,15 @@ impl RunStatus {
         }
     }
 
+    /// From the two codes and whether a user's kill was accepted for the run (`killed_by` set):
+    /// a failure of a killed run is [`RunStatus::Killed`], anything else as [`RunStatus::of`].
+    pub fn of_run(trigger_code: i64, handle_code: i64, killed: bool) -> RunStatus {
+        match RunStatus::of(trigger_code, handle_code) {
+            RunStatus::Failed if killed => RunStatus::Killed,
+            other => other,
+        }
+    }
+
     /// Parses the name used by `?status=`.
     pub fn parse(s: &str) -> Result<RunStatus, Invalid> {
         match s {
@@ -609,6 +622,7 @@ impl RunStatus {
             "success" => Ok(RunStatus::Success),
             "failed" => Ok(RunStatus::Failed),
             "skipped" => Ok(RunStatus::Skipped),
+            "killed" => Ok(RunStatus::Killed),
             other => Err(Invalid::new(
                 "status",
                 format!(
@@ -666,6 +680,49 @@ pub struct Run {
     pub lineage: String,
     /// Row creation time, epoch ms.
     pub created_at: i64,
+    /// The user whose kill the executor accepted for this run (`None`: not killed).
+    pub killed_by: Option<String>,
+    /// The failed run this run retries (`None`: not a retry).
+    pub retry_of: Option<i64>,
+    /// The retry made for this run's failure, if there is one.
+    pub retried_by: Option<i64>,
+    /// What became of the run's alarm (XXL-JOB's `alarm_status`, named).
+    pub alarm: AlarmState,
+    /// Why the alarm was not delivered (empty unless `alarm` is `failed`); never holds a URL
+    /// or a password.
+    pub alarm_msg: String,
+}
+
+/// What became of a run's alarm: the run's `alarm_status` column (XXL-JOB's values) by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlarmState {
+    /// Nothing decided (0): the run did not fail for good, or its alarm is still due.
+    None,
+    /// An admin is delivering it (-1).
+    Sending,
+    /// No alarm needed (1): nobody to tell, or a retry or child run was made instead.
+    NotNeeded,
+    /// Delivered (2).
+    Sent,
+    /// Not delivered (3): see the run's `alarm_msg`.
+    Failed,
+}
+
+impl AlarmState {
+    /// Every state, for the OpenAPI document.
+    pub const ALL: &'static [&'static str] = &["none", "sending", "not_needed", "sent", "failed"];
+
+    /// From the `alarm_status` column; an unknown value (another tool wrote it) counts as none.
+    pub fn of(alarm_status: i64) -> AlarmState {
+        match alarm_status {
+            -1 => AlarmState::Sending,
+            1 => AlarmState::NotNeeded,
+            2 => AlarmState::Sent,
+            3 => AlarmState::Failed,
+            _ => AlarmState::None,
+        }
+    }
 }
 
 /// A live executor address of a group, as the registry knows it.
@@ -679,6 +736,12 @@ pub struct ExecutorEntry {
     pub last_heartbeat: i64,
     /// `registry` or `manual`.
     pub source: String,
+    /// The handlers the executor at this address said it runs (Chime's executors do, in each
+    /// registration; empty for others).
+    pub handlers: Vec<String>,
+    /// For a manual address, whether it answered `/beat` when the list was asked for; `None`
+    /// for a registered one (its heartbeat says it lives).
+    pub answers: Option<bool>,
 }
 
 /// Filters of a run listing.
@@ -720,6 +783,19 @@ mod tests {
         assert_eq!(RunStatus::of(500, 0), RunStatus::Failed);
         assert_eq!(RunStatus::of(200, 502), RunStatus::Failed);
         assert_eq!(RunStatus::of(-1, 0), RunStatus::Skipped);
+    }
+
+    #[test]
+    fn killed_only_when_the_kill_ended_the_run() {
+        assert_eq!(RunStatus::of_run(200, 500, true), RunStatus::Killed);
+        assert_eq!(RunStatus::of_run(200, 500, false), RunStatus::Failed);
+        // The run succeeded before the kill took effect, or has no result yet.
+        assert_eq!(RunStatus::of_run(200, 200, true), RunStatus::Success);
+        assert_eq!(RunStatus::of_run(200, 0, true), RunStatus::Running);
+        assert_eq!(RunStatus::parse("killed").unwrap(), RunStatus::Killed);
+        assert_eq!(AlarmState::of(3), AlarmState::Failed);
+        assert_eq!(AlarmState::of(-1), AlarmState::Sending);
+        assert_eq!(AlarmState::of(42), AlarmState::None);
     }
 
     #[test]

@@ -352,14 +352,22 @@ async fn final_failure_sends_one_mail_and_one_webhook() {
     db.drop_db().await;
 }
 
-/// A webhook that keeps answering 500: delivery is tried several times, then the run's
-/// `alarm_status` is 3 (failed). Without SMTP settings, contacts alone send nothing else.
+/// A webhook that keeps answering 500 and an SMTP server that is not there: delivery is tried
+/// several times, then the run's `alarm_status` is 3 (failed), and the run says why, without
+/// the SMTP password or the webhook's URL.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn failing_webhook_is_retried_then_recorded_as_failed() {
     let (hook, hook_url) = Webhook::start(500).await;
     let db = TestDb::new(Db::Sqlite).await;
     let mut c = common::config(&db.url);
-    c.alarm_webhook = Some(hook_url);
+    c.alarm_webhook = Some(hook_url.clone());
+    // A port nobody listens on (bound, then freed).
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    c.smtp_url = Some(format!("smtp://alarm:s3cret@127.0.0.1:{closed}"));
     let admin = chime_admin::start(c).await.unwrap();
     let api = Api::new(admin.local_addr);
     // No executor in the group: the send fails, which is a final failure without retries.
@@ -390,6 +398,12 @@ async fn failing_webhook_is_retried_then_recorded_as_failed() {
         calls.iter().all(|c| c["run_id"] == run && c["trigger_code"] != 200),
         "{calls:?}"
     );
+    let (_, shown) = api.get(&format!("/v1/runs/{run}")).await;
+    assert_eq!(shown["alarm"], "failed", "{shown}");
+    let why = shown["alarm_msg"].as_str().unwrap();
+    assert!(why.contains("webhook: answered HTTP 500 (after 4 attempts)"), "{why}");
+    assert!(why.contains("e-mail: "), "{why}");
+    assert!(!why.contains("s3cret") && !why.contains(&hook_url), "no secrets: {why}");
     admin.shutdown().await;
     db.drop_db().await;
 }

@@ -146,13 +146,19 @@ async fn lifecycle(kind: Db) {
     assert_eq!(log["is_end"], false, "the run is still running: {log}");
     let (s, v) = e.api.post(&format!("/v1/runs/{sleep_run}/kill"), json!({})).await;
     assert_eq!(s, 200, "{v}");
-    assert_eq!(v["status"], "failed");
+    // Stored as a failure (as executors report it), shown as killed, with who killed it.
+    assert_eq!(
+        (v["status"].as_str(), v["handle_code"].as_i64()),
+        (Some("killed"), Some(500)),
+        "{v}"
+    );
+    assert_eq!(v["killed_by"], "api-token", "{v}");
     assert!(v["handle_msg"].as_str().unwrap().contains("killed"), "{v}");
     // The executor's own report of the kill arrives too; it must not start a retry.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let runs = e.api.runs(sleeper).await;
     assert_eq!(runs.len(), 1, "a killed run is not retried: {runs:#?}");
-    assert_eq!(e.run(sleep_run).await["status"], "failed");
+    assert_eq!(e.run(sleep_run).await["status"], "killed");
     let (s, _) = e.api.post(&format!("/v1/runs/{sleep_run}/kill"), json!({})).await;
     assert_eq!(s, 409, "killing a finished run is a conflict");
 

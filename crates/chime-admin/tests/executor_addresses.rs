@@ -151,3 +151,54 @@ async fn an_allow_list_tightens_registration_and_dispatch() {
     handle.shutdown().await;
     db.drop_db().await;
 }
+
+/// A manual address has no heartbeat: the executor list asks each one (`/beat`) and says
+/// whether it answered; a registered one carries no such answer.
+#[tokio::test]
+async fn manual_addresses_say_whether_they_answer() {
+    let db = TestDb::new(Db::Sqlite).await;
+    let handle = common::start_admin(&db.url).await;
+    let api = Api::new(handle.local_addr);
+    let base = format!("http://{}", handle.local_addr);
+    let (port, seen) = counting_executor().await;
+    let live = format!("http://127.0.0.1:{port}");
+    // Nothing listens on the discard port.
+    let silent = "http://127.0.0.1:9".to_owned();
+    api.ok("/v1/groups", json!({"app_name": "pair", "addresses": [live, silent]}))
+        .await;
+    api.ok("/v1/groups", json!({"app_name": "auto"})).await;
+    assert_eq!(register(&base, "auto", "http://127.0.0.1:9999/").await["code"], 200);
+    api.wait_executors("auto", 1).await;
+
+    let (status, listed) = api.get("/v1/executors").await;
+    assert_eq!(status, 200, "{listed}");
+    let entries = |app: &str| -> Vec<(String, Value)> {
+        let group = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["app_name"] == app)
+            .unwrap();
+        group["executors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (e["address"].as_str().unwrap().to_owned(), e["answers"].clone()))
+            .collect()
+    };
+    let mut pair = entries("pair");
+    pair.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        pair,
+        vec![(live.clone(), json!(true)), (silent.clone(), json!(false))],
+        "{listed}"
+    );
+    assert_eq!(seen.load(Ordering::SeqCst), 1, "one /beat to the live address");
+    assert_eq!(
+        entries("auto"),
+        vec![("http://127.0.0.1:9999".to_owned(), Value::Null)],
+        "{listed}"
+    );
+    handle.shutdown().await;
+    db.drop_db().await;
+}

@@ -36,6 +36,11 @@ fn stamp() -> i64 {
     }
 }
 
+/// Marks `marks` with a new stamp; the runs the database took.
+async fn marked(store: &Store, marks: &[SendMark]) -> Vec<i64> {
+    store.mark_sending(marks, stamp()).await.unwrap()
+}
+
 async fn lease_of(store: &Store, partition: i64) -> (Lease, i64) {
     let table = store.lease_table().await.unwrap();
     let lease = table.leases.into_iter().find(|l| l.partition == partition).unwrap();
@@ -72,19 +77,12 @@ async fn stale_marks_are_refused(kind: Db) {
     let a = a.expect("a free lease is taken");
     assert_eq!(a, lease.epoch + 1, "{kind:?}");
     assert_eq!(
-        store
-            .mark_sending(&[mark(ids[0], a, "http://a")], stamp())
-            .await
-            .unwrap(),
+        marked(&store, &[mark(ids[0], a, "http://a")]).await,
         vec![ids[0]],
         "{kind:?}: the holder's mark is taken"
     );
     assert!(
-        store
-            .mark_sending(&[mark(ids[0], a, "http://a")], stamp())
-            .await
-            .unwrap()
-            .is_empty(),
+        marked(&store, &[mark(ids[0], a, "http://a")]).await.is_empty(),
         "{kind:?}: a run is marked once"
     );
     // Renewing keeps the epoch.
@@ -102,11 +100,7 @@ async fn stale_marks_are_refused(kind: Db) {
     let (lease, now) = lease_of(&store, p).await;
     store.acquire_lease(&lease, "a", now, now - 1, false).await.unwrap();
     assert!(
-        store
-            .mark_sending(&[mark(ids[1], a, "http://a")], stamp())
-            .await
-            .unwrap()
-            .is_empty(),
+        marked(&store, &[mark(ids[1], a, "http://a")]).await.is_empty(),
         "{kind:?}: a lapsed lease fences its holder"
     );
     // Admin B takes it over: a new epoch, and A's old one is refused for good.
@@ -118,11 +112,7 @@ async fn stale_marks_are_refused(kind: Db) {
     let b = b.expect("a lapsed lease is taken");
     assert_eq!(b, a + 1, "{kind:?}");
     assert!(
-        store
-            .mark_sending(&[mark(ids[1], a, "http://a")], stamp())
-            .await
-            .unwrap()
-            .is_empty(),
+        marked(&store, &[mark(ids[1], a, "http://a")]).await.is_empty(),
         "{kind:?}: the previous holder's epoch is refused"
     );
     // A lease read before B took it cannot be taken with the epoch read then.
@@ -131,47 +121,35 @@ async fn stale_marks_are_refused(kind: Db) {
         None
     );
     // A batch with a refused run and two new ones: exactly the new ones are B's.
-    let marked = store
-        .mark_sending(
-            &[
-                mark(ids[0], b, "http://b"),
-                mark(ids[1], b, "http://b"),
-                mark(ids[2], b, "http://b"),
-            ],
-            stamp(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(marked, vec![ids[1], ids[2]], "{kind:?}");
+    let taken = marked(
+        &store,
+        &[
+            mark(ids[0], b, "http://b"),
+            mark(ids[1], b, "http://b"),
+            mark(ids[2], b, "http://b"),
+        ],
+    )
+    .await;
+    assert_eq!(taken, vec![ids[1], ids[2]], "{kind:?}");
 
     // Runs sent outside the leases carry a process's own (negative) token: first come, only.
-    assert_eq!(
-        store
-            .mark_sending(&[mark(ids[3], -7, "http://c")], stamp())
-            .await
-            .unwrap(),
-        vec![ids[3]]
-    );
-    assert!(store
-        .mark_sending(&[mark(ids[3], -8, "http://d")], stamp())
-        .await
-        .unwrap()
-        .is_empty());
+    assert_eq!(marked(&store, &[mark(ids[3], -7, "http://c")]).await, vec![ids[3]]);
+    assert!(marked(&store, &[mark(ids[3], -8, "http://d")]).await.is_empty());
 
     // Recovery loads as pending only what nobody marked.
     let pending: Vec<i64> = store.pending_runs(&[p]).await.unwrap().iter().map(|t| t.id).collect();
     assert_eq!(pending, vec![ids[4]], "{kind:?}: marked runs were possibly sent");
     // What the next holder settles with the executors: the scheduled runs marked under a
     // lease epoch (ids[3] carries a process's token).
-    let mut marked: Vec<(i64, i64, &str)> = Vec::new();
+    let mut settled: Vec<(i64, i64, &str)> = Vec::new();
     let found = store.marked_runs(&[p]).await.unwrap();
     for m in &found {
         assert_eq!(m.partition, p);
-        marked.push((m.ticket.id, m.token, m.address.as_str()));
+        settled.push((m.ticket.id, m.token, m.address.as_str()));
     }
-    marked.sort_unstable();
+    settled.sort_unstable();
     assert_eq!(
-        marked,
+        settled,
         vec![
             (ids[0], a, "http://a"),
             (ids[1], b, "http://b"),
@@ -191,13 +169,7 @@ async fn stale_marks_are_refused(kind: Db) {
     pending.sort_unstable();
     assert_eq!(pending, vec![ids[0], ids[4]], "{kind:?}: pending again");
     // Marked again by its holder, as the send that follows does.
-    assert_eq!(
-        store
-            .mark_sending(&[mark(ids[0], b, "http://b")], stamp())
-            .await
-            .unwrap(),
-        vec![ids[0]]
-    );
+    assert_eq!(marked(&store, &[mark(ids[0], b, "http://b")]).await, vec![ids[0]]);
     let unfinished = store.unfinished_runs(now_ms() + 1_000, 0, 100).await.unwrap();
     let seen: Vec<(i64, &str)> = unfinished.iter().map(|r| (r.id, r.address.as_str())).collect();
     assert_eq!(

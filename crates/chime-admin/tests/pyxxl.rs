@@ -146,7 +146,7 @@ async fn pyxxl_scenario(kind: Db) {
         .await;
     let (s, v) = e.api.post(&format!("/v1/runs/{run}/kill"), json!({})).await;
     assert_eq!(s, 200, "{v}");
-    assert_eq!(v["status"], "failed");
+    assert_eq!(v["status"], "killed");
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     assert_eq!(e.api.runs(slow).await.len(), 1, "a killed run is not retried");
 
@@ -268,6 +268,24 @@ async fn mixed_group(kind: Db) {
     started.push(py.address.clone());
     started.sort();
     assert_eq!(addrs, started, "both kinds registered");
+    // Chime's executors list their handlers in each registration; pyxxl says nothing of them.
+    let (_, listed) = e.api.get("/v1/executors?group=mixed").await;
+    for entry in listed[0]["executors"].as_array().unwrap() {
+        let handlers: Vec<&str> = entry["handlers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|h| h.as_str())
+            .collect();
+        let address = entry["address"].as_str().unwrap();
+        if chime.iter().any(|x| x.address.trim_end_matches('/') == address) {
+            for demo in ["demoJobHandler", "shardingJobHandler", "failJobHandler"] {
+                assert!(handlers.contains(&demo), "{demo} missing: {entry}");
+            }
+        } else {
+            assert!(handlers.is_empty(), "{entry}");
+        }
+    }
     let job = |route: &str, handler: &str| json!({"group": "mixed", "handler": handler, "route_strategy": route});
 
     // One broadcast over both implementations: each reports its own shard.

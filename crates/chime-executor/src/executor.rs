@@ -394,7 +394,7 @@ impl Executor {
             None => address::advertised_for(local_addr),
         };
         // Uptime counts from here: the port is bound, so calls are accepted from now on.
-        let instance = registry::Instance::new();
+        let instance = registry::Instance::new(config.handlers.keys());
         tracing::info!(
             listen = %local_addr,
             advertised = %advertised,

@@ -5,10 +5,11 @@
 //! the whole life of the process, and how long it has been serving. An admin that sees a new id
 //! at an address knows the earlier process there is gone, and so are the runs it accepted and
 //! never reported; the uptime tells it which runs those were without comparing clocks across
-//! machines. XXL-JOB admins ignore the extra key.
+//! machines. It also lists the names of the handlers the process runs, which a Chime admin
+//! suggests when a job is made. XXL-JOB admins ignore the extra key.
 
 use crate::admin::AdminClient;
-use chime_protocol::{paths, ExecutorInstance, RegistryParam};
+use chime_protocol::{paths, ExecutorInstance, RegistryParam, MAX_HANDLER_NAME_CHARS, MAX_REPORTED_HANDLERS};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -20,14 +21,30 @@ pub(crate) struct Instance {
     /// When the server started serving: a monotonic clock, so a wall-clock step cannot make
     /// the uptime jump or run backwards.
     serving_since: Instant,
+    /// The handler names reported, sorted.
+    handlers: Vec<String>,
 }
 
 impl Instance {
-    /// A new instance whose uptime counts from now.
-    pub(crate) fn new() -> Instance {
+    /// A new instance running `handlers`, whose uptime counts from now. The names reported are
+    /// the first [`MAX_REPORTED_HANDLERS`] in order that an admin accepts (a longer list, or a
+    /// name a job could not carry, would have the whole registration refused).
+    pub(crate) fn new<'a>(handlers: impl IntoIterator<Item = &'a String>) -> Instance {
+        let mut handlers: Vec<String> = handlers
+            .into_iter()
+            .map(|n| n.trim())
+            .filter(|n| {
+                !n.is_empty() && n.chars().count() <= MAX_HANDLER_NAME_CHARS && !n.chars().any(char::is_control)
+            })
+            .map(str::to_owned)
+            .collect();
+        handlers.sort_unstable();
+        handlers.dedup();
+        handlers.truncate(MAX_REPORTED_HANDLERS);
         Instance {
             id: crate::token::instance_id(),
             serving_since: Instant::now(),
+            handlers,
         }
     }
 
@@ -41,6 +58,7 @@ impl Instance {
         ExecutorInstance {
             id: self.id.clone(),
             uptime_ms: u64::try_from(self.serving_since.elapsed().as_millis()).unwrap_or(u64::MAX),
+            handlers: self.handlers.clone(),
         }
     }
 }
@@ -105,6 +123,7 @@ mod tests {
         let instance = Instance {
             id: "ab12".into(),
             serving_since: Instant::now() - Duration::from_secs(5),
+            handlers: vec!["demoJobHandler".into()],
         };
         let value: serde_json::Value = serde_json::from_str(&body("app", "http://h:1/", &instance)).unwrap();
         assert_eq!(value["registryGroup"], "EXECUTOR");
@@ -112,5 +131,23 @@ mod tests {
         assert_eq!(value["registryValue"], "http://h:1/");
         assert_eq!(value["instance"]["id"], "ab12");
         assert!(value["instance"]["uptimeMs"].as_u64().unwrap() >= 5000, "{value}");
+        assert_eq!(value["instance"]["handlers"], serde_json::json!(["demoJobHandler"]));
+    }
+
+    #[test]
+    fn only_names_an_admin_accepts_are_reported() {
+        let mut names: Vec<String> = (0..150).map(|i| format!("h{i:03}")).collect();
+        names.push("x".repeat(MAX_HANDLER_NAME_CHARS + 1));
+        names.push("line\nbreak".into());
+        names.push("h000".into());
+        let instance = Instance::new(&names);
+        assert_eq!(instance.handlers.len(), MAX_REPORTED_HANDLERS);
+        assert_eq!(instance.handlers[0], "h000");
+        assert_eq!(instance.handlers[MAX_REPORTED_HANDLERS - 1], "h099");
+        let param = RegistryParam {
+            instance: Some(instance.describe()),
+            ..RegistryParam::executor("app", "http://h:1/")
+        };
+        assert_eq!(param.validate(), Ok(()));
     }
 }

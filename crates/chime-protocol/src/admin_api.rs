@@ -36,6 +36,10 @@ pub struct ExecutorInstance {
     /// time the registration arrived, so no clock is compared across machines: a run sent
     /// before that moment was accepted by an earlier process at this address.
     pub uptime_ms: u64,
+    /// The names of the handlers this process runs (at most [`MAX_REPORTED_HANDLERS`], each a
+    /// handler name as a job may give it), so the admin can suggest them when a job is made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub handlers: Vec<String>,
 }
 
 impl RegistryParam {
@@ -79,6 +83,12 @@ impl RegistryParam {
             if !fits {
                 return Err(RegistryParamError::InstanceId);
             }
+            if instance.handlers.len() > MAX_REPORTED_HANDLERS {
+                return Err(RegistryParamError::TooManyHandlers);
+            }
+            for name in &instance.handlers {
+                check_text("instance.handlers", name, MAX_HANDLER_NAME_CHARS)?;
+            }
         }
         Ok(())
     }
@@ -93,6 +103,13 @@ pub const MAX_ADDRESS_CHARS: usize = 255;
 
 /// Longest instance id a Chime executor may send (it sends 32 hex digits).
 pub const MAX_INSTANCE_ID_CHARS: usize = 64;
+
+/// Most handler names one registration may carry: the registration is repeated every
+/// heartbeat and its names are held in memory for as long as the executor beats.
+pub const MAX_REPORTED_HANDLERS: usize = 100;
+
+/// Longest handler name, in characters: the width of a job's handler.
+pub const MAX_HANDLER_NAME_CHARS: usize = 255;
 
 /// Why a registration was refused by [`RegistryParam::validate`]. The message names the field
 /// and the rule, never the value: a refused value may be megabytes long, or made to forge log
@@ -116,6 +133,9 @@ pub enum RegistryParamError {
     /// The instance id is empty, too long, or has other characters than `A-Z a-z 0-9 _ -`.
     #[error("instance.id must be 1 to {MAX_INSTANCE_ID_CHARS} characters of A-Z, a-z, 0-9, '_' and '-'")]
     InstanceId,
+    /// More handler names than [`MAX_REPORTED_HANDLERS`].
+    #[error("instance.handlers must list at most {MAX_REPORTED_HANDLERS} names")]
+    TooManyHandlers,
 }
 
 /// `value`, trimmed as the admin keeps it, is at most `max` characters without control ones.
@@ -241,6 +261,9 @@ mod tests {
         p.instance = Some(ExecutorInstance {
             id: format!("{}-_", "Az09".repeat(15)),
             uptime_ms: u64::MAX,
+            handlers: (0..MAX_REPORTED_HANDLERS)
+                .map(|i| format!("{i}{}", "h".repeat(MAX_HANDLER_NAME_CHARS - 3)))
+                .collect(),
         });
         assert_eq!(p.validate(), Ok(()));
         // Counted in characters, as the databases count VARCHAR widths, and trimmed, as kept.
@@ -296,8 +319,47 @@ mod tests {
             p.instance = Some(ExecutorInstance {
                 id: id.to_owned(),
                 uptime_ms: 1,
+                handlers: Vec::new(),
             });
             assert_eq!(p.validate(), Err(RegistryParamError::InstanceId), "{id:?}");
         }
+    }
+
+    #[test]
+    fn reported_handlers_are_bounded() {
+        let with = |handlers: Vec<String>| {
+            let mut p = param("app", "http://h:1");
+            p.instance = Some(ExecutorInstance {
+                id: "one".to_owned(),
+                uptime_ms: 1,
+                handlers,
+            });
+            p.validate()
+        };
+        assert_eq!(
+            with(vec!["h".to_owned(); MAX_REPORTED_HANDLERS + 1]),
+            Err(RegistryParamError::TooManyHandlers)
+        );
+        assert_eq!(
+            with(vec!["h".repeat(MAX_HANDLER_NAME_CHARS + 1)]),
+            Err(RegistryParamError::TooLong {
+                field: "instance.handlers",
+                max: MAX_HANDLER_NAME_CHARS
+            })
+        );
+        assert_eq!(
+            with(vec!["a\nb".to_owned()]),
+            Err(RegistryParamError::ControlCharacter {
+                field: "instance.handlers"
+            })
+        );
+        // XXL-JOB admins and older Chime admins see no new key when there is nothing to say.
+        let empty = serde_json::to_value(ExecutorInstance {
+            id: "one".to_owned(),
+            uptime_ms: 1,
+            handlers: Vec::new(),
+        })
+        .unwrap();
+        assert_eq!(empty, serde_json::json!({"id": "one", "uptimeMs": 1}));
     }
 }

@@ -36,7 +36,7 @@ pub mod paths;
 
 pub use admin_api::{
     CallbackBatch, ExecutorInstance, HandleCallbackParam, RegistryParam, RegistryParamError, MAX_ADDRESS_CHARS,
-    MAX_APP_NAME_CHARS, MAX_INSTANCE_ID_CHARS,
+    MAX_APP_NAME_CHARS, MAX_HANDLER_NAME_CHARS, MAX_INSTANCE_ID_CHARS, MAX_REPORTED_HANDLERS,
 };
 pub use enums::{
     BlockStrategy, GlueType, MisfireStrategy, ProtocolGeneration, RegistryGroup, RouteStrategy, ScheduleType,

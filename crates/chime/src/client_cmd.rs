@@ -212,7 +212,7 @@ enum RunCmd {
         /// Only runs of this job.
         #[arg(long)]
         job: Option<i64>,
-        /// Only runs in this state (pending, running, success, failed, skipped).
+        /// Only runs in this state (pending, running, success, failed, killed, skipped).
         #[arg(long)]
         status: Option<String>,
         /// At most this many (any number; fetched in pages).
@@ -334,7 +334,7 @@ const FOLLOW_POLL: (Duration, Duration) = (Duration::from_millis(250), Duration:
 
 /// Whether a run status is final (no more log lines will be written).
 fn is_final(status: &Value) -> bool {
-    matches!(status.as_str(), Some("success" | "failed" | "skipped"))
+    matches!(status.as_str(), Some("success" | "failed" | "killed" | "skipped"))
 }
 
 /// `run log --follow`: prints the log from `from_line` and then each new slice, until the
@@ -778,7 +778,7 @@ fn print_run_detail(r: &Value) {
         "handle_code",
         "handled_at",
     ];
-    let rows = fields
+    let mut rows: Vec<Vec<String>> = fields
         .iter()
         .map(|f| {
             vec![
@@ -791,6 +791,22 @@ fn print_run_detail(r: &Value) {
             ]
         })
         .collect();
+    // Shown only when they say something: who killed the run, and the runs a retry links.
+    for f in ["killed_by", "retry_of", "retried_by"] {
+        if !r[f].is_null() {
+            rows.push(vec![f.to_owned(), cell(&r[f])]);
+        }
+    }
+    // Admins older than these fields send no `alarm`: leave the row out rather than guess.
+    if let Some(alarm) = r["alarm"].as_str() {
+        let why = r["alarm_msg"].as_str().unwrap_or("");
+        let shown = if why.is_empty() {
+            alarm.to_owned()
+        } else {
+            format!("{alarm}: {why}")
+        };
+        rows.push(vec!["alarm".to_owned(), shown]);
+    }
     table(&["FIELD", "VALUE"], rows);
     outln!(
         "\ntrigger message:\n  {}",

@@ -235,6 +235,17 @@ fn run_log_follow_prints_until_the_run_ends_and_stops_on_ctrl_c() {
     };
     assert_eq!(status.code(), Some(130), "the exit code of a command ended by Ctrl-C");
     ok(&demo, &["run", "kill", &run_id]);
+    // `run show` names the state and who killed the run.
+    let show = ok(&demo, &["run", "show", &run_id]);
+    let row = |name: &str| {
+        show.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .map(|l| l.split_whitespace().skip(1).collect::<Vec<_>>().join(" "))
+    };
+    assert_eq!(row("status").as_deref(), Some("killed"), "{show}");
+    assert_eq!(row("killed_by").as_deref(), Some("api-token"), "{show}");
+    assert!(row("alarm").is_some(), "{show}");
+    assert_eq!(row("retry_of"), None, "no retry row for a run that is none: {show}");
 }
 
 #[test]

@@ -71,12 +71,17 @@ pub fn check_webhook_url(url: &str) -> Result<(), String> {
 }
 
 /// How the delivery of one alarm went.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(super) struct Outcome {
     /// Channels that had something to send (e-mail with recipients, webhook).
     pub attempted: u32,
-    /// Of those, channels where every attempt failed.
+    /// Of those, channels where every attempt failed (or that cannot send: e-mail without an
+    /// SMTP server).
     pub failed: u32,
+    /// Why, one line per failed channel, for the run's `alarm_msg`. Errors of the SMTP client
+    /// and of reqwest (`without_url`) name neither the URL nor the password; `alarm::run`
+    /// still removes both before storing.
+    pub problems: Vec<String>,
 }
 
 /// The configured channels.
@@ -131,24 +136,43 @@ impl Sender {
     pub(super) async fn send(&self, alarm: &Alarm) -> Outcome {
         let mut outcome = Outcome::default();
         let run_id = alarm.run.id;
-        if let Some(smtp) = &self.smtp {
-            let recipients = self.recipients(alarm);
-            if !recipients.is_empty() {
+        let recipients = self.recipients(alarm);
+        match &self.smtp {
+            _ if recipients.is_empty() => {}
+            // Contacts to tell but no way to mail them: a failed delivery, said in the log and
+            // on the run, rather than an alarm silently recorded as not needed.
+            None => {
+                outcome.attempted += 1;
+                outcome.failed += 1;
+                tracing::warn!(
+                    run_id,
+                    job_id = alarm.run.job_id,
+                    contacts = recipients.len(),
+                    "alarm e-mail not sent: no SMTP server is configured (smtp_url)"
+                );
+                outcome.problems.push(format!(
+                    "e-mail to {} contact(s) not sent: no SMTP server is configured (smtp_url)",
+                    recipients.len()
+                ));
+            }
+            Some(smtp) => {
                 outcome.attempted += 1;
                 match self.email(alarm, &recipients) {
                     Ok(message) => {
-                        let ok = retry("e-mail", run_id, || {
+                        let sent = retry("e-mail", run_id, || {
                             let m = message.clone();
                             async move { smtp.send(m).await.map(|_| ()).map_err(|e| e.to_string()) }
                         })
                         .await;
-                        if !ok {
+                        if let Err(e) = sent {
                             outcome.failed += 1;
+                            outcome.problems.push(format!("e-mail: {e}"));
                         }
                     }
                     Err(e) => {
                         tracing::warn!(run_id, error = %e, "building the alarm e-mail failed");
                         outcome.failed += 1;
+                        outcome.problems.push(format!("e-mail: {e}"));
                     }
                 }
             }
@@ -156,7 +180,7 @@ impl Sender {
         if let Some(url) = &self.webhook {
             outcome.attempted += 1;
             let body = alarm.json();
-            let ok = retry("webhook", run_id, || {
+            let sent = retry("webhook", run_id, || {
                 let req = self.http.post(url.clone()).json(&body);
                 async move {
                     match req.send().await {
@@ -168,8 +192,9 @@ impl Sender {
                 }
             })
             .await;
-            if !ok {
+            if let Err(e) = sent {
                 outcome.failed += 1;
+                outcome.problems.push(format!("webhook: {e}"));
             }
         }
         outcome
@@ -207,9 +232,9 @@ impl Sender {
     }
 }
 
-/// Calls `attempt` up to [`ATTEMPTS`] times, pausing longer after each failure. True when one
-/// succeeded.
-async fn retry<F, Fut>(channel: &str, run_id: i64, mut attempt: F) -> bool
+/// Calls `attempt` up to [`ATTEMPTS`] times, pausing longer after each failure. The last
+/// error when none succeeded.
+async fn retry<F, Fut>(channel: &str, run_id: i64, mut attempt: F) -> Result<(), String>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<(), String>>,
@@ -217,7 +242,7 @@ where
     let mut pause = FIRST_PAUSE;
     for n in 1..=ATTEMPTS {
         match attempt().await {
-            Ok(()) => return true,
+            Ok(()) => return Ok(()),
             Err(e) if n < ATTEMPTS => {
                 tracing::warn!(run_id, channel, attempt = n, error = %e, "alarm delivery failed; trying again");
                 tokio::time::sleep(pause).await;
@@ -225,10 +250,11 @@ where
             }
             Err(e) => {
                 tracing::error!(run_id, channel, attempts = ATTEMPTS, error = %e, "alarm delivery failed; giving up");
+                return Err(format!("{e} (after {ATTEMPTS} attempts)"));
             }
         }
     }
-    false
+    Err("not attempted".to_owned())
 }
 
 #[cfg(test)]

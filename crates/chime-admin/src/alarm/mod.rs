@@ -7,7 +7,9 @@
 //! results. The alarm task claims each alarm with a guarded `UPDATE` of the run's
 //! `alarm_status` (0 → -1, see [`crate::store::alarm_status`]), so every alarm is sent once
 //! even with several admins, and records 2 (sent), 3 (every attempt failed) or 1 (nobody to
-//! tell), XXL-JOB's values. A sweep at start and every few minutes claims failures whose notification was lost
+//! tell), XXL-JOB's values, and why an alarm failed in the run's `alarm_msg` (without URLs or
+//! passwords). A job with e-mail contacts but no SMTP server configured fails its alarm with
+//! that reason, logged too. A sweep at start and every few minutes claims failures whose notification was lost
 //! because an admin stopped between the commit and the claim.
 
 pub mod deliver;
@@ -71,6 +73,7 @@ pub async fn run(alarm: AlarmLoop, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
             return;
         }
     };
+    let secrets = Arc::new(Secrets::of(&alarm));
     let permits = Arc::new(Semaphore::new(CONCURRENT_DELIVERIES));
     let mut deliveries = tokio::task::JoinSet::new();
     let mut sweep = tokio::time::interval(SWEEP_EVERY);
@@ -110,18 +113,19 @@ pub async fn run(alarm: AlarmLoop, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
             }
         };
         for run_id in claimed {
-            let (store, shutdown) = (alarm.store.clone(), alarm.shutdown.clone());
+            let (store, shutdown, secrets) = (alarm.store.clone(), alarm.shutdown.clone(), secrets.clone());
             let (sender, permits) = (sender.clone(), permits.clone());
             deliveries.spawn(async move {
                 let Ok(_permit) = permits.acquire_owned().await else {
                     return;
                 };
-                let status = tokio::select! {
+                let (status, why) = tokio::select! {
                     s = deliver_one(&store, &sender, run_id) => s,
                     // Stopping: give the alarm back so the next start (or another admin) sends it.
-                    _ = shutdown.cancelled() => alarm_status::NONE,
+                    _ = shutdown.cancelled() => (alarm_status::NONE, String::new()),
                 };
-                if let Err(e) = store.finish_alarm(run_id, status).await {
+                let why = secrets.scrub(&why);
+                if let Err(e) = store.finish_alarm(run_id, status, &why).await {
                     tracing::warn!(run_id, error = %e, "recording the alarm status failed");
                 }
             });
@@ -130,13 +134,17 @@ pub async fn run(alarm: AlarmLoop, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
     while deliveries.join_next().await.is_some() {}
 }
 
-/// Sends one claimed alarm and returns the run's new `alarm_status`.
-async fn deliver_one(store: &Store, sender: &deliver::Sender, run_id: i64) -> i64 {
+/// Sends one claimed alarm and returns the run's new `alarm_status`, with why it was not
+/// delivered (empty when it was).
+async fn deliver_one(store: &Store, sender: &deliver::Sender, run_id: i64) -> (i64, String) {
     let run = match store.run(run_id).await {
         Ok(r) => r,
         Err(e) => {
             tracing::warn!(run_id, error = %e, "loading the failed run for its alarm failed");
-            return alarm_status::FAILED;
+            return (
+                alarm_status::FAILED,
+                "the run could not be read from the database".to_owned(),
+            );
         }
     };
     let job = store.job(run.job_id).await.ok();
@@ -144,12 +152,58 @@ async fn deliver_one(store: &Store, sender: &deliver::Sender, run_id: i64) -> i6
     let alarm = Alarm { run, job, group };
     let outcome = sender.send(&alarm).await;
     if outcome.attempted == 0 {
-        return alarm_status::NOT_NEEDED;
+        return (alarm_status::NOT_NEEDED, String::new());
     }
     if outcome.failed == 0 {
         tracing::info!(run_id, job_id = alarm.run.job_id, "alarm sent");
-        alarm_status::SENT
+        (alarm_status::SENT, String::new())
     } else {
-        alarm_status::FAILED
+        (alarm_status::FAILED, outcome.problems.join("; "))
+    }
+}
+
+/// The secrets of the alarm settings, kept out of what is stored on a run: the SMTP URL (and
+/// its password on its own) and the webhook URL (chat webhooks carry their key in the path).
+#[derive(Debug, Default)]
+struct Secrets(Vec<String>);
+
+impl Secrets {
+    fn of(alarm: &AlarmLoop) -> Secrets {
+        let mut found = Vec::new();
+        if let Some(url) = &alarm.smtp_url {
+            found.push(url.clone());
+            if let Some(password) = reqwest::Url::parse(url)
+                .ok()
+                .and_then(|u| u.password().map(str::to_owned))
+            {
+                found.push(password);
+            }
+        }
+        found.extend(alarm.webhook.iter().cloned());
+        // Longest first, so a password inside a URL does not break up the URL's removal.
+        found.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        found.retain(|s| !s.is_empty());
+        Secrets(found)
+    }
+
+    /// `text` with every secret replaced by `***`.
+    fn scrub(&self, text: &str) -> String {
+        self.0.iter().fold(text.to_owned(), |t, s| t.replace(s.as_str(), "***"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_scrubbed() {
+        let secrets = Secrets(vec![
+            "smtps://u:p4ss@mail.example.com:465".into(),
+            "https://chat.example.com/hook/KEY".into(),
+            "p4ss".into(),
+        ]);
+        let got = secrets.scrub("smtps://u:p4ss@mail.example.com:465 refused p4ss; https://chat.example.com/hook/KEY");
+        assert_eq!(got, "*** refused ***; ***");
     }
 }

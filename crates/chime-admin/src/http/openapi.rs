@@ -165,7 +165,7 @@ fn address_types() -> Value {
 }
 
 fn run_statuses() -> Value {
-    string_enum(&["pending", "running", "success", "failed", "skipped"])
+    string_enum(crate::model::RunStatus::ALL)
 }
 
 fn protocols() -> Value {
@@ -326,7 +326,7 @@ pub(super) fn audit_query() -> Value {
 pub(super) fn executors_out() -> Value {
     arr(exact(json!({
         "group_id": int(), "app_name": string(), "title": string(), "address_type": address_types(),
-        "executors": arr(exact(json!({ "app_name": string(), "address": string(), "last_heartbeat": int(), "source": string_enum(&["registry", "manual"]) })))
+        "executors": arr(exact(json!({ "app_name": string(), "address": string(), "last_heartbeat": int(), "source": string_enum(&["registry", "manual"]), "handlers": arr(string()), "answers": nullable(boolean()) })))
     })))
 }
 
@@ -397,7 +397,9 @@ pub fn document<'a>(operations: impl IntoIterator<Item = (&'a str, &'a str, Valu
                     "trigger_type": names_of(TriggerType::ALL, |v| v.as_str()), "executor_address": string(),
                     "handler": string(), "param": string(), "shard_index": int(), "shard_total": int(), "retry_count": int(),
                     "trigger_code": int(), "trigger_msg": string(), "handled_at": int(), "handle_code": int(), "handle_msg": string(),
-                    "status": run_statuses(), "lineage": string(), "created_at": int() }))
+                    "status": run_statuses(), "lineage": string(), "created_at": int(),
+                    "killed_by": nullable(string()), "retry_of": nullable(int()), "retried_by": nullable(int()),
+                    "alarm": string_enum(crate::model::AlarmState::ALL), "alarm_msg": string() }))
             }
         }
     })

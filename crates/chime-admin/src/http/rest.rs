@@ -5,7 +5,10 @@ use super::access::Principal;
 use super::error::ApiError;
 use crate::calendar::Calendar;
 use crate::center::Admin;
-use crate::model::{now_ms, Group, GroupSpec, Invalid, Job, JobSpec, NamedGroup, Run, RunFilter, RunStatus};
+use crate::dispatch::client::Target;
+use crate::model::{
+    now_ms, ExecutorEntry, Group, GroupSpec, Invalid, Job, JobSpec, NamedGroup, Run, RunFilter, RunStatus,
+};
 use crate::store::{JobQuery, JobSort};
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -429,8 +432,13 @@ pub(super) async fn run_log(
     })))
 }
 
-pub(super) async fn kill_run(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<Json<Run>> {
-    Ok(Json(admin.kill_run(path_id(&id, "run")?).await?))
+pub(super) async fn kill_run(
+    State(admin): State<Arc<Admin>>,
+    who: Option<Extension<Principal>>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Run>> {
+    let id = path_id(&id, "run")?;
+    Ok(Json(admin.kill_run(id, &author(who.as_deref())).await?))
 }
 
 pub(super) async fn list_executors(State(admin): State<Arc<Admin>>, Query(q): Params) -> ApiResult<Json<Value>> {
@@ -438,11 +446,50 @@ pub(super) async fn list_executors(State(admin): State<Arc<Admin>>, Query(q): Pa
         Some(key) => Some(group_by_key(&admin, key).await?.id),
         None => None,
     };
-    let out: Vec<Value> = admin
-        .directory
-        .executors(group_id)
+    let mut listing = admin.directory.executors(group_id);
+    ask_manual_addresses(&admin, &mut listing).await;
+    let out: Vec<Value> = listing
         .into_iter()
         .map(|(g, entries)| json!({ "group_id": g.id, "app_name": g.app_name, "title": g.title, "address_type": g.address_type, "executors": entries }))
         .collect();
     Ok(Json(Value::Array(out)))
+}
+
+/// How long a listed manual address has to answer `/beat`.
+const MANUAL_BEAT_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Manual addresses asked at once.
+const MANUAL_BEATS_AT_ONCE: usize = 16;
+
+/// Asks each manual address of `listing` whether it answers `/beat`, and notes the answer on
+/// its entry: a manual address has no heartbeat, so without this a mistyped or dead address
+/// shows up only as runs that fail on it.
+async fn ask_manual_addresses(admin: &Admin, listing: &mut [(Group, Vec<ExecutorEntry>)]) {
+    use futures::StreamExt;
+    let asks: Vec<(usize, usize)> = listing
+        .iter()
+        .enumerate()
+        .flat_map(|(g, (_, entries))| {
+            entries
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.source == "manual")
+                .map(move |(e, _)| (g, e))
+        })
+        .collect();
+    let shared: &[(Group, Vec<ExecutorEntry>)] = listing;
+    let answers: Vec<((usize, usize), bool)> = futures::stream::iter(asks)
+        .map(|(g, e)| {
+            let target = Target::of(&shared[g].0, &shared[g].1[e].address);
+            async move {
+                let beat = tokio::time::timeout(MANUAL_BEAT_WAIT, admin.client.beat(target)).await;
+                ((g, e), beat.is_ok_and(|reply| reply.is_success()))
+            }
+        })
+        .buffer_unordered(MANUAL_BEATS_AT_ONCE)
+        .collect()
+        .await;
+    for ((g, e), answers) in answers {
+        listing[g].1[e].answers = Some(answers);
+    }
 }

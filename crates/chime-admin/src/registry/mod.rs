@@ -102,6 +102,8 @@ struct KnownProcess {
     process: ExecutorProcess,
     /// Its last registration, epoch ms: a process silent for the dead timeout is forgotten.
     last_seen: i64,
+    /// The handler names its last registration listed.
+    handlers: Vec<String>,
 }
 
 /// Processes by app name and address (without trailing slash).
@@ -117,6 +119,9 @@ fn note_process(processes: &mut Processes, key: (String, String), instance: &Exe
         Some(known) if known.id == instance.id => {
             known.process.started_at = known.process.started_at.min(started_at);
             known.last_seen = known.last_seen.max(arrived);
+            if known.handlers != instance.handlers {
+                known.handlers.clone_from(&instance.handlers);
+            }
         }
         _ => {
             processes.insert(
@@ -128,6 +133,7 @@ fn note_process(processes: &mut Processes, key: (String, String), instance: &Exe
                         first_seen: arrived,
                     },
                     last_seen: arrived,
+                    handlers: instance.handlers.clone(),
                 },
             );
         }
@@ -359,6 +365,16 @@ impl Directory {
     pub fn executors(&self, group_id: Option<i64>) -> Vec<(Group, Vec<ExecutorEntry>)> {
         let s = self.state.read().unwrap_or_else(|p| p.into_inner());
         let cutoff = now_ms() - self.dead_ms();
+        // Locked after the state, as nowhere the other way round (a heartbeat lets go of the
+        // processes before it takes the state).
+        let processes = self.processes.lock().unwrap_or_else(|p| p.into_inner());
+        let handlers = |app: &str, address: &str| -> Vec<String> {
+            processes
+                .get(&(app.to_owned(), address.to_owned()))
+                .filter(|known| known.last_seen > cutoff)
+                .map(|known| known.handlers.clone())
+                .unwrap_or_default()
+        };
         let mut groups: Vec<&Group> = s
             .groups
             .values()
@@ -375,6 +391,8 @@ impl Directory {
                         .map(|a| ExecutorEntry {
                             app_name: g.app_name.clone(),
                             address: normalize_address(a).to_owned(),
+                            handlers: handlers(&g.app_name, normalize_address(a)),
+                            answers: None,
                             last_heartbeat: live
                                 .and_then(|m| {
                                     m.iter()
@@ -393,6 +411,8 @@ impl Directory {
                                 .map(|(a, at)| ExecutorEntry {
                                     app_name: g.app_name.clone(),
                                     address: normalize_address(&a).to_owned(),
+                                    handlers: handlers(&g.app_name, normalize_address(&a)),
+                                    answers: None,
                                     last_heartbeat: at,
                                     source: "registry".to_owned(),
                                 })
@@ -446,6 +466,7 @@ mod tests {
         let beat = |id: &str, uptime_ms| ExecutorInstance {
             id: id.to_owned(),
             uptime_ms,
+            handlers: Vec::new(),
         };
         // Started at 1,000: the first registration was 50 ms on the way, a later one 10 ms.
         note_process(&mut processes, key(), &beat("one", 0), 1_050);
@@ -474,6 +495,24 @@ mod tests {
         // An uptime beyond any clock does not wrap around.
         note_process(&mut processes, key(), &beat("three", u64::MAX), 80_000);
         assert_eq!(processes[&key()].process.started_at, 80_000 - i64::MAX);
+    }
+
+    #[test]
+    fn the_handlers_are_those_of_the_last_registration() {
+        let mut processes = Processes::new();
+        let key = || ("app".to_owned(), "http://a:1".to_owned());
+        let beat = |id: &str, handlers: &[&str]| ExecutorInstance {
+            id: id.to_owned(),
+            uptime_ms: 0,
+            handlers: handlers.iter().map(|h| (*h).to_owned()).collect(),
+        };
+        note_process(&mut processes, key(), &beat("one", &["a", "b"]), 1_000);
+        assert_eq!(processes[&key()].handlers, ["a", "b"]);
+        // The same process with a handler more (registered at run time), then a new process.
+        note_process(&mut processes, key(), &beat("one", &["a", "b", "c"]), 2_000);
+        assert_eq!(processes[&key()].handlers, ["a", "b", "c"]);
+        note_process(&mut processes, key(), &beat("two", &["z"]), 3_000);
+        assert_eq!(processes[&key()].handlers, ["z"]);
     }
 
     #[test]

@@ -43,13 +43,20 @@ impl Scheduling {
     fn valid(&self) -> bool {
         self.valid_until.is_none_or(|until| Instant::now() < until)
     }
+
+    /// Whether this admin may act for `partition` now: scheduled, and the deadline holds.
+    fn schedules(&self, partition: i64) -> bool {
+        self.valid() && self.scheduled.contains(&partition)
+    }
 }
 
 impl Partitions {
     /// Whether this admin schedules `partition` now.
     pub fn holds(&self, partition: i64) -> bool {
-        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
-        state.valid() && state.scheduled.contains(&partition)
+        self.state
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .schedules(partition)
     }
 
     /// The partitions this admin schedules now (none once its leases may have lapsed).
@@ -65,7 +72,7 @@ impl Partitions {
     /// schedules the partition.
     pub fn token(&self, partition: i64) -> Option<i64> {
         let state = self.state.read().unwrap_or_else(|p| p.into_inner());
-        if !state.valid() || !state.scheduled.contains(&partition) {
+        if !state.schedules(partition) {
             return None;
         }
         state.epochs.get(&partition).copied()
@@ -90,7 +97,7 @@ impl Partitions {
     /// ([`Partitions::start_scheduling`]).
     pub fn let_go_unless_held(&self, partition: i64, let_go: impl FnOnce()) -> bool {
         let state = self.state.read().unwrap_or_else(|p| p.into_inner());
-        if state.valid() && state.scheduled.contains(&partition) {
+        if state.schedules(partition) {
             return false;
         }
         let_go();

@@ -31,6 +31,19 @@ pub(super) const FAILED: &str = "(((trigger_code = 200 OR trigger_code = 0) AND 
      OR handle_code < 0 OR (handle_code > 0 AND handle_code < 200))) OR trigger_code > 200 \
      OR trigger_code < -1 OR (trigger_code > 0 AND trigger_code < 200))";
 
+/// Longest `alarm_msg` stored, in characters (the column's size).
+const ALARM_MSG_CHARS: usize = 500;
+
+/// `msg` cut to [`ALARM_MSG_CHARS`] characters, marked with `…` when cut.
+fn bounded_alarm_msg(msg: &str) -> String {
+    if msg.chars().count() <= ALARM_MSG_CHARS {
+        return msg.to_owned();
+    }
+    let mut out: String = msg.chars().take(ALARM_MSG_CHARS - 1).collect();
+    out.push('…');
+    out
+}
+
 impl Store {
     /// Claims the alarms of those `run_ids` that failed for good and whose alarm nobody has
     /// claimed yet (`alarm_status` 0 → -1). A run whose failure made a retry already has
@@ -58,11 +71,14 @@ impl Store {
         Ok(claimed)
     }
 
-    /// Records how a claimed alarm ended (1 not needed, 2 sent, 3 failed).
-    pub async fn finish_alarm(&self, run_id: i64, status: i64) -> StoreResult<()> {
-        let q = self.sql("UPDATE run SET alarm_status = ? WHERE id = ? AND alarm_status = ?");
+    /// Records how a claimed alarm ended (1 not needed, 2 sent, 3 failed) and why it was not
+    /// delivered (`msg`, empty otherwise; cut to `ALARM_MSG_CHARS`). The caller keeps
+    /// secrets out of `msg`.
+    pub async fn finish_alarm(&self, run_id: i64, status: i64, msg: &str) -> StoreResult<()> {
+        let q = self.sql("UPDATE run SET alarm_status = ?, alarm_msg = ? WHERE id = ? AND alarm_status = ?");
         sqlx::query(&q)
             .bind(status)
+            .bind(bounded_alarm_msg(msg))
             .bind(run_id)
             .bind(alarm_status::LOCKED)
             .execute(&self.write)
@@ -87,7 +103,7 @@ impl Store {
         all.iter().map(|r| Ok(rows::int(r, "id")?)).collect()
     }
 
-    /// `alarm_status` of each of `run_ids` (for tests and the API).
+    /// `alarm_status` of each of `run_ids` (for tests; the API reads it with the run).
     pub async fn alarm_statuses(&self, run_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>> {
         let sql = "SELECT id, alarm_status FROM run WHERE id IN ({in}) ORDER BY id";
         self.read_in(sql, run_ids, &[])
@@ -95,5 +111,22 @@ impl Store {
             .iter()
             .map(|r| Ok((rows::int(r, "id")?, rows::int(r, "alarm_status")?)))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alarm_messages_are_bounded() {
+        assert_eq!(
+            bounded_alarm_msg("webhook: answered HTTP 500"),
+            "webhook: answered HTTP 500"
+        );
+        let long = "é".repeat(ALARM_MSG_CHARS * 2);
+        let cut = bounded_alarm_msg(&long);
+        assert_eq!(cut.chars().count(), ALARM_MSG_CHARS);
+        assert!(cut.ends_with('…'));
     }
 }

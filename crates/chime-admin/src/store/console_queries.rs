@@ -143,7 +143,7 @@ impl Store {
             });
             match RunStatus::of(rows::int(r, "trigger_code")?, rows::int(r, "handle_code")?) {
                 RunStatus::Success => e.success += n,
-                RunStatus::Failed => e.failed += n,
+                RunStatus::Failed | RunStatus::Killed => e.failed += n,
                 RunStatus::Pending | RunStatus::Running => e.running += n,
                 RunStatus::Skipped => e.skipped += n,
             }

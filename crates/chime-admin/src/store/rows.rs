@@ -3,7 +3,7 @@
 //! MySQL reports `TEXT` columns as blobs through `sqlx::Any`, which refuses to decode them as
 //! `String`; [`text`] accepts either. Integers are all `BIGINT` in the schema and read as `i64`.
 
-use crate::model::{AddressType, Group, Job, Run, RunStatus};
+use crate::model::{AddressType, AlarmState, Group, Job, Run, RunStatus};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
@@ -104,14 +104,19 @@ pub(super) fn job(row: &AnyRow) -> Result<Job, sqlx::Error> {
     })
 }
 
+/// The columns [`run`] reads, for `SELECT … FROM run`. `retried_by` is looked up through the
+/// `run_retry_of` index: one probe per run read.
 pub(super) const RUN_COLUMNS: &str =
     "id, job_id, group_id, scheduled_at, trigger_type, triggered_at, executor_address, \
      handler, param, shard_index, shard_total, retry_count, lineage, trigger_code, trigger_msg, handled_at, \
-     handle_code, handle_msg, created_at";
+     handle_code, handle_msg, created_at, killed_by, retry_of, alarm_status, alarm_msg, \
+     (SELECT MIN(later.id) FROM run later WHERE later.retry_of = run.id) AS retried_by";
 
 pub(super) fn run(row: &AnyRow) -> Result<Run, sqlx::Error> {
     let trigger_code = int(row, "trigger_code")?;
     let handle_code = int(row, "handle_code")?;
+    let killed_by = text(row, "killed_by")?;
+    let positive = |v: i64| Some(v).filter(|v| *v > 0);
     Ok(Run {
         id: int(row, "id")?,
         job_id: int(row, "job_id")?,
@@ -130,8 +135,13 @@ pub(super) fn run(row: &AnyRow) -> Result<Run, sqlx::Error> {
         handled_at: int(row, "handled_at")?,
         handle_code,
         handle_msg: text(row, "handle_msg")?,
-        status: RunStatus::of(trigger_code, handle_code),
+        status: RunStatus::of_run(trigger_code, handle_code, !killed_by.is_empty()),
         lineage: text(row, "lineage")?,
         created_at: int(row, "created_at")?,
+        killed_by: Some(killed_by).filter(|k| !k.is_empty()),
+        retry_of: positive(int(row, "retry_of")?),
+        retried_by: positive(int(row, "retried_by")?),
+        alarm: AlarmState::of(int(row, "alarm_status")?),
+        alarm_msg: text(row, "alarm_msg")?,
     })
 }

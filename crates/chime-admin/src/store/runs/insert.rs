@@ -19,16 +19,32 @@ impl Store {
         tx: &mut Transaction<'static, Any>,
         runs: &[NewRun],
     ) -> StoreResult<Vec<RunTicket>> {
+        self.insert_linked_runs_tx(tx, runs, &[]).await
+    }
+
+    /// [`Store::insert_runs_tx`], where `retry_of[i]` is the failed run that `runs[i]` retries
+    /// (0, or missing at the end: not a retry).
+    pub(super) async fn insert_linked_runs_tx(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        runs: &[NewRun],
+        retry_of: &[i64],
+    ) -> StoreResult<Vec<RunTicket>> {
         let now = now_ms();
         let (prefix, suffix) = self.backend.insert_ignore();
         let mut out = Vec::with_capacity(runs.len());
-        for chunk in runs.chunks(400) {
-            let mut sql = insert_sql(prefix, chunk.len());
+        const CHUNK: usize = 400;
+        for (n, chunk) in runs.chunks(CHUNK).enumerate() {
+            let links = retry_of.get(n * CHUNK..).unwrap_or_default();
+            let links = &links[..links.len().min(chunk.len())];
+            // Only a chunk with a retry in it names the column; the others take its default.
+            let links: &[i64] = if links.iter().any(|l| *l != 0) { links } else { &[] };
+            let mut sql = insert_sql(prefix, chunk.len(), !links.is_empty());
             sql.push_str(suffix);
             sql.push_str(" RETURNING ");
             sql.push_str(TICKET_COLUMNS);
             let q = self.sql(&sql).into_owned();
-            let query = bind_new_runs(sqlx::query(&q), chunk, now);
+            let query = bind_new_runs(sqlx::query(&q), chunk, links, now);
             for row in query.fetch_all(&mut **tx).await? {
                 let (t, code) = ticket(&row)?;
                 if code == 0 {
@@ -59,7 +75,7 @@ impl Store {
         let mut out = Vec::with_capacity(runs.len());
         // 1,000 rows × 14 values stays under every engine's bound-parameter limit (SQLite 32,766).
         for chunk in runs.chunks(1000) {
-            let mut sql = insert_sql(prefix, chunk.len());
+            let mut sql = insert_sql(prefix, chunk.len(), false);
             sql.push_str(suffix);
             // SQLite: no RETURNING (see `inserted_ids_sqlite`).
             let returning = self.backend != Backend::Sqlite;
@@ -67,7 +83,7 @@ impl Store {
                 sql.push_str(" RETURNING id, job_id, fire_key");
             }
             let q = self.sql(&sql).into_owned();
-            let query = bind_new_runs(sqlx::query(&q), chunk, now);
+            let query = bind_new_runs(sqlx::query(&q), chunk, &[], now);
             let inserted: Vec<(i64, i64, i64)> = if returning {
                 let mut ids = Vec::with_capacity(chunk.len());
                 for row in query.fetch_all(&mut **tx).await? {
@@ -152,29 +168,37 @@ impl Store {
     }
 }
 
-/// `{prefix} INTO run (…) VALUES` with `rows` rows of placeholders, bound by [`bind_new_runs`].
-fn insert_sql(prefix: &str, rows: usize) -> String {
+/// `{prefix} INTO run (…) VALUES` with `rows` rows of placeholders, bound by [`bind_new_runs`];
+/// with `retry_of` (a chunk with retries in it) the column `retry_of` too. Scheduled fires,
+/// the busiest inserts, leave it to its default.
+fn insert_sql(prefix: &str, rows: usize, retry_of: bool) -> String {
+    let (column, value) = if retry_of { ("retry_of, ", "?, ") } else { ("", "") };
     let mut sql = format!(
         "{prefix} INTO run (job_id, group_id, fire_key, scheduled_at, trigger_type, handler, param, shard_index, \
-         shard_total, retry_count, lineage, trigger_code, trigger_msg, executor_address, handle_msg, created_at) VALUES "
+         shard_total, retry_count, lineage, trigger_code, trigger_msg, {column}executor_address, handle_msg, \
+         created_at) VALUES "
     );
-    sql.reserve(rows * 52);
+    let row = format!("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {value}'', '', ?)");
+    sql.reserve(rows * (row.len() + 1));
     for i in 0..rows {
         if i > 0 {
             sql.push(',');
         }
-        sql.push_str("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', ?)");
+        sql.push_str(&row);
     }
     sql
 }
 
-/// Binds the values of `runs` (created at `now`) for an [`insert_sql`] statement.
+/// Binds the values of `runs` (created at `now`) for an [`insert_sql`] statement; `retry_of`
+/// (one per run, `runs[i]` retrying run `retry_of[i]`, 0: none) when it names that column,
+/// empty when it does not.
 fn bind_new_runs<'q>(
     mut query: Query<'q, Any, AnyArguments<'q>>,
     runs: &'q [NewRun],
+    retry_of: &[i64],
     now: i64,
 ) -> Query<'q, Any, AnyArguments<'q>> {
-    for r in runs {
+    for (i, r) in runs.iter().enumerate() {
         query = query
             .bind(r.job_id)
             .bind(r.group_id)
@@ -188,8 +212,11 @@ fn bind_new_runs<'q>(
             .bind(r.retry_count)
             .bind(&r.lineage)
             .bind(r.trigger_code)
-            .bind(&r.trigger_msg)
-            .bind(now);
+            .bind(&r.trigger_msg);
+        if !retry_of.is_empty() {
+            query = query.bind(retry_of.get(i).copied().unwrap_or(0));
+        }
+        query = query.bind(now);
     }
     query
 }

@@ -191,15 +191,22 @@ impl Store {
             }
             query.execute(&mut *tx).await?;
         }
-        // Follow-ups, at most once per run.
+        // Follow-ups, at most once per run. A retry records the run it retries (`retry_of`),
+        // so each links to the other on the run pages; a child run retries nothing.
         let guard = self.sql("UPDATE run SET alarm_status = 1 WHERE id = ? AND alarm_status = 0");
         let mut follow_ups: Vec<NewRun> = Vec::new();
-        for (id, runs) in retries.into_iter().chain(child_runs) {
+        let mut retry_of: Vec<i64> = Vec::new();
+        let tagged = retries
+            .into_iter()
+            .map(|(id, runs)| (id, runs, id))
+            .chain(child_runs.into_iter().map(|(id, runs)| (id, runs, 0)));
+        for (id, runs, link) in tagged {
             if sqlx::query(&guard).bind(id).execute(&mut *tx).await?.rows_affected() == 1 {
+                retry_of.extend(std::iter::repeat_n(link, runs.len()));
                 follow_ups.extend(runs);
             }
         }
-        let tickets = self.insert_runs_tx(&mut tx, &follow_ups).await?;
+        let tickets = self.insert_linked_runs_tx(&mut tx, &follow_ups, &retry_of).await?;
         tx.commit().await?;
         failed_for_good.sort_unstable();
         failed_for_good.dedup();
@@ -323,4 +330,22 @@ fn bind_trigger_result<'q>(
         .bind(capped(&t.msg))
         .bind(t.shard_total)
         .bind(t.trigger_type.as_str())
+}
+
+/// Longest `killed_by` stored (the column's size).
+const KILLED_BY_CHARS: usize = 128;
+
+impl Store {
+    /// Records that `by`'s kill of `run_id` was accepted by its executor, unless the run
+    /// succeeded first (then the kill changed nothing). Called after the kill's result is
+    /// recorded: the executor's own report of the kill may have come first, and it counts
+    /// too. Returns whether the run is now marked.
+    pub async fn mark_killed(&self, run_id: i64, by: &str) -> StoreResult<bool> {
+        let by: String = by.chars().take(KILLED_BY_CHARS).collect();
+        // An empty name would read as "not killed".
+        let by = if by.is_empty() { "api".to_owned() } else { by };
+        let q = self.sql("UPDATE run SET killed_by = ? WHERE id = ? AND handle_code <> 0 AND handle_code <> 200");
+        let done = sqlx::query(&q).bind(by).bind(run_id).execute(&self.write).await?;
+        Ok(done.rows_affected() == 1)
+    }
 }

@@ -49,8 +49,12 @@ impl Store {
                 RunStatus::Pending => " AND trigger_code = 0 AND handle_code = 0",
                 RunStatus::Running => " AND trigger_code = 200 AND handle_code = 0",
                 RunStatus::Success => " AND handle_code = 200",
+                // A killed run is a failure with `killed_by` set; each is listed under its own state.
                 RunStatus::Failed => {
-                    " AND handle_code <> 200 AND (handle_code <> 0 OR trigger_code NOT IN (0, 200, -1))"
+                    " AND handle_code <> 200 AND (handle_code <> 0 OR trigger_code NOT IN (0, 200, -1)) AND killed_by = ''"
+                }
+                RunStatus::Killed => {
+                    " AND handle_code <> 200 AND (handle_code <> 0 OR trigger_code NOT IN (0, 200, -1)) AND killed_by <> ''"
                 }
                 RunStatus::Skipped => " AND trigger_code = -1 AND handle_code <> 200",
             });
