@@ -4,26 +4,9 @@
 
 mod common;
 
-use common::{Api, Db, TestDb};
+use common::{login, Api, Db, TestDb};
 use reqwest::Method;
 use serde_json::{json, Value};
-
-/// Logs `user` in; returns the session cookie (`name=value`).
-async fn login(base: &str, user: &str, password: &str) -> String {
-    let resp = reqwest::Client::new()
-        .post(format!("{base}/console/api/login"))
-        .json(&json!({"username": user, "password": password}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200, "login of {user}");
-    let cookie = resp
-        .headers()
-        .get("set-cookie")
-        .and_then(|v| v.to_str().ok())
-        .expect("a session cookie");
-    cookie.split(';').next().unwrap().to_owned()
-}
 
 /// Status of `GET /console/api/me` with `cookie`.
 async fn me(base: &str, cookie: &str) -> u16 {

@@ -6,7 +6,7 @@
 
 mod common;
 
-use chime_admin::model::{now_ms, GroupSpec, JobSpec};
+use chime_admin::model::{now_ms, GroupSpec, Job, JobSpec};
 use chime_admin::store::{Lease, NewRun, SendMark, Store};
 use chime_protocol::TriggerType;
 use common::executor::TestExecutor;
@@ -36,6 +36,25 @@ fn stamp() -> i64 {
     }
 }
 
+/// A job of `group_id` running `handler`, with `n` scheduled runs due now (their ids).
+async fn job_with_runs(store: &Store, group_id: i64, handler: &str, n: usize) -> (Job, Vec<i64>) {
+    let spec = JobSpec {
+        group_id: Some(group_id),
+        handler: Some(handler.into()),
+        schedule_type: Some("NONE".into()),
+        ..Default::default()
+    };
+    let job = store
+        .insert_job(&spec.validate(None, "UTC", group_id).unwrap(), "test")
+        .await
+        .unwrap();
+    let runs = store
+        .insert_runs(&vec![NewRun::of_job(&job, TriggerType::Cron, now_ms(), None); n])
+        .await
+        .unwrap();
+    (job, runs.iter().map(|t| t.id).collect())
+}
+
 /// Marks `marks` with a new stamp; the runs the database took.
 async fn marked(store: &Store, marks: &[SendMark]) -> Vec<i64> {
     store.mark_sending(marks, stamp()).await.unwrap()
@@ -51,21 +70,7 @@ async fn stale_marks_are_refused(kind: Db) {
     let db = TestDb::new(kind).await;
     let store = Store::connect(&db.url).await.unwrap();
     let group = common::insert_manual_group(&store, "fencing").await;
-    let spec = JobSpec {
-        group_id: Some(group.id),
-        handler: Some("h".into()),
-        schedule_type: Some("NONE".into()),
-        ..Default::default()
-    };
-    let job = store
-        .insert_job(&spec.validate(None, "UTC", group.id).unwrap(), "test")
-        .await
-        .unwrap();
-    let runs = store
-        .insert_runs(&vec![NewRun::of_job(&job, TriggerType::Cron, now_ms(), None); 5])
-        .await
-        .unwrap();
-    let ids: Vec<i64> = runs.iter().map(|t| t.id).collect();
+    let (job, ids) = job_with_runs(&store, group.id, "h", 5).await;
     let p = job.partition;
 
     // Admin A takes the partition's lease: a new epoch.
@@ -222,21 +227,8 @@ async fn the_next_holder_sends_what_never_arrived(kind: Db) {
     .validate(None, &Default::default())
     .unwrap();
     let group = store.insert_group(&group).await.unwrap();
-    let spec = JobSpec {
-        group_id: Some(group.id),
-        handler: Some("ok".into()),
-        schedule_type: Some("NONE".into()),
-        ..Default::default()
-    };
-    let job = store
-        .insert_job(&spec.validate(None, "UTC", group.id).unwrap(), "test")
-        .await
-        .unwrap();
-    let runs = store
-        .insert_runs(&vec![NewRun::of_job(&job, TriggerType::Cron, now_ms(), None); 2])
-        .await
-        .unwrap();
-    let (arrived, lost) = (runs[0].id, runs[1].id);
+    let (job, runs) = job_with_runs(&store, group.id, "ok", 2).await;
+    let (arrived, lost) = (runs[0], runs[1]);
 
     // The gone admin held the partition for one more second and marked both runs.
     let (lease, now) = lease_of(&store, job.partition).await;

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Api, Db, TestDb};
+use common::{login, Api, Db, TestDb};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -164,23 +164,6 @@ async fn job_list_filters_sorts_and_pages(kind: Db) {
 
     handle.shutdown().await;
     db.drop_db().await;
-}
-
-/// Logs `user` in; returns the session cookie (`name=value`).
-async fn login(base: &str, user: &str, password: &str) -> String {
-    let resp = reqwest::Client::new()
-        .post(format!("{base}/console/api/login"))
-        .json(&json!({"username": user, "password": password}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200, "login of {user}");
-    let cookie = resp
-        .headers()
-        .get("set-cookie")
-        .and_then(|v| v.to_str().ok())
-        .expect("a session cookie");
-    cookie.split(';').next().unwrap().to_owned()
 }
 
 /// `/v1/options` lists exactly the values the job API accepts: each one saves and reads back

@@ -4,33 +4,15 @@
 //! and `chime admin --help` without the client's options.
 
 use serde_json::Value;
-use std::io::BufRead;
 use std::process::{Command, Output, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_chime");
+mod common;
+
+use common::{free_port, lines_of, Guard, BIN};
 
 /// Generous: the test polls for outcomes and never asserts on speed.
 const WAIT: Duration = Duration::from_secs(60);
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Kills a child process if the test fails before it ends.
-struct Guard(std::process::Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// A running demo: its URL, token and scratch directory.
 struct Demo {
@@ -46,50 +28,16 @@ impl Drop for Demo {
     }
 }
 
-/// Reads a child's standard output line by line on a thread.
-fn lines_of(child: &mut std::process::Child) -> mpsc::Receiver<String> {
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    rx
-}
-
 fn start_demo() -> Demo {
     let (admin_port, executor_port) = (free_port(), free_port());
     let dir = std::env::temp_dir().join(format!("chime-cli-client-{}-{admin_port}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut child = Command::new(BIN)
-        .args(["demo", "--db", &format!("sqlite://{}/demo.db", dir.display())])
-        .args(["--listen", &format!("127.0.0.1:{admin_port}")])
-        .args(["--executor-listen", &format!("127.0.0.1:{executor_port}")])
-        .args(["--logdir", &dir.join("logs").display().to_string()])
-        .env_remove("CHIME_API_TOKEN")
-        .env("CHIME_ADMIN_PASSWORD", "demo-test")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let rx = lines_of(&mut child);
-    let process = Guard(child);
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let line = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .expect("the demo prints how to reach it");
-        if let Some(rest) = line.trim().strip_prefix("export CHIME_ADMIN_URL=") {
-            let (url, token) = rest.split_once(" CHIME_API_TOKEN=").expect("token in the hint");
-            return Demo {
-                _process: process,
-                url: url.to_owned(),
-                token: token.to_owned(),
-                dir,
-            };
-        }
+    let (process, url, token) = common::start_demo(&dir, admin_port, executor_port);
+    Demo {
+        _process: process,
+        url,
+        token,
+        dir,
     }
 }
 

@@ -4,20 +4,13 @@
 //! the process cleanly (exit code 0). A restarted demo keeps its token (in a file only its
 //! owner may read) and leaves no run failed for want of its executor.
 
-use std::io::{BufRead, Read, Write};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::io::{Read, Write};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_chime");
+mod common;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use common::{free_port, start_demo, Guard, BIN};
 
 /// The client's JSON output of `chime …` against the demo.
 fn cli(url: &str, token: &str, args: &[&str]) -> std::process::Output {
@@ -38,52 +31,13 @@ fn raw_status(port: u16, path: &str) -> String {
     reply.lines().next().unwrap_or_default().to_owned()
 }
 
-/// Kills the demo if the test fails before it stops it.
-struct Guard(std::process::Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn demo_runs_its_job_and_stops_on_sigterm() {
     let (admin_port, executor_port) = (free_port(), free_port());
     let dir = std::env::temp_dir().join(format!("chime-demo-{}-{admin_port}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let child = Command::new(BIN)
-        .args(["demo", "--db", &format!("sqlite://{}/demo.db", dir.display())])
-        .args(["--listen", &format!("127.0.0.1:{admin_port}")])
-        .args(["--executor-listen", &format!("127.0.0.1:{executor_port}")])
-        .args(["--logdir", &dir.join("logs").display().to_string()])
-        .env_remove("CHIME_API_TOKEN")
-        .env("CHIME_ADMIN_PASSWORD", "demo-test")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut demo = Guard(child);
-    // The token is printed in the "export CHIME_ADMIN_URL=… CHIME_API_TOKEN=…" hint.
-    let stdout = demo.0.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    let (mut demo, url, token) = start_demo(&dir, admin_port, executor_port);
     let deadline = Instant::now() + Duration::from_secs(60);
-    let (url, token) = loop {
-        let line = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .expect("the demo prints how to reach it");
-        if let Some(rest) = line.trim().strip_prefix("export CHIME_ADMIN_URL=") {
-            let (url, token) = rest.split_once(" CHIME_API_TOKEN=").expect("token in the hint");
-            break (url.to_owned(), token.to_owned());
-        }
-    };
     assert_eq!(url, format!("http://127.0.0.1:{admin_port}"));
     assert!(token.len() >= 16, "a generated token: {token}");
 
@@ -131,40 +85,6 @@ fn demo_runs_its_job_and_stops_on_sigterm() {
     };
     assert!(status.success(), "clean exit after SIGTERM: {status:?}");
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// A demo process on `dir` and the URL and token its hint prints.
-fn start_demo(dir: &std::path::Path, admin_port: u16, executor_port: u16) -> (Guard, String, String) {
-    let child = Command::new(BIN)
-        .args(["demo", "--db", &format!("sqlite://{}/demo.db", dir.display())])
-        .args(["--listen", &format!("127.0.0.1:{admin_port}")])
-        .args(["--executor-listen", &format!("127.0.0.1:{executor_port}")])
-        .args(["--logdir", &dir.join("logs").display().to_string()])
-        .env_remove("CHIME_API_TOKEN")
-        .env("CHIME_ADMIN_PASSWORD", "demo-test")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut demo = Guard(child);
-    let stdout = demo.0.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let line = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .expect("the demo prints how to reach it");
-        if let Some(rest) = line.trim().strip_prefix("export CHIME_ADMIN_URL=") {
-            let (url, token) = rest.split_once(" CHIME_API_TOKEN=").expect("token in the hint");
-            return (demo, url.to_owned(), token.to_owned());
-        }
-    }
 }
 
 /// Stops a demo with SIGTERM and waits for it.

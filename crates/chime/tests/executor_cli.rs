@@ -9,28 +9,12 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_chime");
+mod common;
+
+use common::{free_port, Guard, BIN};
 
 /// Generous: the test polls for outcomes and never asserts on speed.
 const WAIT: Duration = Duration::from_secs(60);
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Kills the executor if the test fails before it stops it.
-struct Guard(std::process::Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// A scratch directory, removed when the test ends.
 struct TempDir(std::path::PathBuf);

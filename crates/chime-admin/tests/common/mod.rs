@@ -129,6 +129,24 @@ async fn connect(url: &str) -> sqlx::AnyConnection {
     }
 }
 
+/// Logs the console user `user` in at the admin at `base`; returns the session cookie
+/// (`name=value`).
+pub async fn login(base: &str, user: &str, password: &str) -> String {
+    let resp = reqwest::Client::new()
+        .post(format!("{base}/console/api/login"))
+        .json(&serde_json::json!({"username": user, "password": password}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200, "login of {user}");
+    let cookie = resp
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .expect("a session cookie");
+    cookie.split(';').next().unwrap().to_owned()
+}
+
 /// Test settings: short timers so failures and recoveries happen within seconds.
 pub fn config(db_url: &str) -> AdminConfig {
     let mut c = AdminConfig::new(db_url);

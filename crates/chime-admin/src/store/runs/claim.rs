@@ -1,6 +1,6 @@
 //! Claiming due fires, runs a crash left unsent, and skipped misfires.
 
-use super::{ticket, UPDATE_ROWS};
+use super::{ticket, TICKET_COLUMNS_OF_R, UPDATE_ROWS};
 use crate::model::{Job, SKIPPED_CODE};
 use crate::run::{Claimed, FirePlan, RunTicket};
 use crate::store::bulk::Arg;
@@ -163,10 +163,7 @@ impl Store {
             return Ok(Vec::new());
         }
         let q = format!(
-            "SELECT r.id AS id, r.job_id AS job_id, r.scheduled_at AS scheduled_at, r.trigger_type AS trigger_type, \
-             r.handler AS handler, r.param AS param, r.shard_index AS shard_index, r.shard_total AS shard_total, \
-             r.retry_count AS retry_count, r.lineage AS lineage, r.trigger_code AS trigger_code \
-             FROM run r JOIN job j ON j.id = r.job_id \
+            "SELECT {TICKET_COLUMNS_OF_R} FROM run r JOIN job j ON j.id = r.job_id \
              WHERE r.trigger_code = 0 AND r.handle_code = 0 AND r.send_token = 0 AND j.partition_no IN ({}) ORDER BY r.scheduled_at",
             partitions.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(",")
         );

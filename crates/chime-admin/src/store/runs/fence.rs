@@ -7,7 +7,7 @@
 //! back and sends it (`Store::marked_runs`, `Store::unmark`); what is left is settled by the
 //! lost-run sweep (`Store::unfinished_runs`).
 
-use super::{ticket, UPDATE_ROWS};
+use super::{ticket, TICKET_COLUMNS_OF_R, UPDATE_ROWS};
 use crate::run::{MarkedRun, SendMark};
 use crate::store::{rows, Store, StoreResult};
 use std::collections::HashMap;
@@ -81,10 +81,7 @@ impl Store {
             return Ok(Vec::new());
         }
         let q = format!(
-            "SELECT r.id AS id, r.job_id AS job_id, r.scheduled_at AS scheduled_at, r.trigger_type AS trigger_type, \
-             r.handler AS handler, r.param AS param, r.shard_index AS shard_index, r.shard_total AS shard_total, \
-             r.retry_count AS retry_count, r.lineage AS lineage, r.trigger_code AS trigger_code, \
-             r.send_token AS send_token, r.executor_address AS executor_address, r.triggered_at AS triggered_at, \
+            "SELECT {TICKET_COLUMNS_OF_R}, r.send_token AS send_token, r.executor_address AS executor_address, r.triggered_at AS triggered_at, \
              j.partition_no AS partition_no \
              FROM run r JOIN job j ON j.id = r.job_id \
              WHERE r.trigger_code = 0 AND r.handle_code = 0 AND r.send_token > 0 AND j.partition_no IN ({}) \

@@ -1,0 +1,73 @@
+//! Shared pieces of the `chime` command's tests: the binary, free ports, child processes that
+//! die with the test, and `chime demo` started on a scratch directory.
+
+#![allow(dead_code)]
+
+use std::io::BufRead;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// The `chime` binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_chime");
+
+/// A port nothing listens on at the moment.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Kills a child process if the test ends before it stopped it.
+pub struct Guard(pub Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Reads a child's standard output line by line on a thread.
+pub fn lines_of(child: &mut Child) -> mpsc::Receiver<String> {
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
+
+/// Starts `chime demo` on `dir` (its SQLite database and run logs) and returns it with the URL
+/// and API token its "export CHIME_ADMIN_URL=… CHIME_API_TOKEN=…" hint prints.
+pub fn start_demo(dir: &Path, admin_port: u16, executor_port: u16) -> (Guard, String, String) {
+    let mut child = Command::new(BIN)
+        .args(["demo", "--db", &format!("sqlite://{}/demo.db", dir.display())])
+        .args(["--listen", &format!("127.0.0.1:{admin_port}")])
+        .args(["--executor-listen", &format!("127.0.0.1:{executor_port}")])
+        .args(["--logdir", &dir.join("logs").display().to_string()])
+        .env_remove("CHIME_API_TOKEN")
+        .env("CHIME_ADMIN_PASSWORD", "demo-test")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let rx = lines_of(&mut child);
+    let demo = Guard(child);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("the demo prints how to reach it");
+        if let Some(rest) = line.trim().strip_prefix("export CHIME_ADMIN_URL=") {
+            let (url, token) = rest.split_once(" CHIME_API_TOKEN=").expect("token in the hint");
+            return (demo, url.to_owned(), token.to_owned());
+        }
+    }
+}
