@@ -71,13 +71,15 @@ async function executors(root) {
     const app = h('input', { name: 'app_name', value: g ? g.app_name : '' });
     const title = h('input', { name: 'title', value: g ? g.title : '' });
     const addrs = h('input', { name: 'addresses', value: g ? g.addresses.join(',') : '', placeholder: 'http://host:port,…' });
+    // Chime executors send each finished run's log; kept here, it outlives the executor.
+    const keep = h('input', { name: 'keep_logs', type: 'checkbox', checked: g ? g.keep_logs : true });
     const msg = h('div');
     return h('form', { class: 'card', id: 'group-form', onsubmit: async (ev) => {
       ev.preventDefault();
       const list = addrs.value.split(',').map((a) => a.trim()).filter(Boolean);
-      const body = { app_name: app.value, title: title.value || undefined, addresses: list, address_type: list.length ? 'manual' : 'auto' };
+      const body = { app_name: app.value, title: title.value || undefined, addresses: list, address_type: list.length ? 'manual' : 'auto', keep_logs: keep.checked };
       try { g ? await api('PUT', `/v1/groups/${g.id}`, body) : await api('POST', '/v1/groups', body); go('#executors'); } catch (e) { showError(ev.target, msg, e); }
-    } }, field('app_name', app), field('title', title), field('addresses', addrs), h('button', { type: 'submit' }, t('save')), msg);
+    } }, field('app_name', app), field('title', title), field('addresses', addrs), field('keep_logs', keep), h('button', { type: 'submit' }, t('save')), msg);
   };
   const slot = h('div');
   // Groups are the admins' to change: a group's addresses receive the executor access token,

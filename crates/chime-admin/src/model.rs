@@ -81,6 +81,9 @@ pub struct Group {
     /// (`access_token_set`).
     #[serde(rename(serialize = "access_token_set"), serialize_with = "is_set", default)]
     pub access_token: Option<String>,
+    /// Whether the admin keeps its executors' run logs (sent by Chime executors once a run
+    /// ended), so a run's log outlives its executor.
+    pub keep_logs: bool,
     /// Creation time, epoch ms.
     pub created_at: i64,
     /// Last change, epoch ms.
@@ -114,6 +117,8 @@ pub struct GroupSpec {
     pub protocol: Option<String>,
     /// The group's own executor access token; `""` removes it (the admin's token applies).
     pub access_token: Option<String>,
+    /// Keep the group's run logs in the admin (default true).
+    pub keep_logs: Option<bool>,
 }
 
 /// A validated group ready to store.
@@ -131,6 +136,8 @@ pub struct GroupDraft {
     pub protocol: ProtocolGeneration,
     /// The group's own access token.
     pub access_token: Option<String>,
+    /// Keep run logs in the admin.
+    pub keep_logs: bool,
 }
 
 impl GroupSpec {
@@ -210,6 +217,7 @@ impl GroupSpec {
                 ));
             }
         }
+        let keep_logs = self.keep_logs.or(base.map(|g| g.keep_logs)).unwrap_or(true);
         Ok(GroupDraft {
             app_name,
             title,
@@ -217,6 +225,7 @@ impl GroupSpec {
             addresses,
             protocol,
             access_token,
+            keep_logs,
         })
     }
 }
@@ -858,6 +867,7 @@ mod tests {
             addresses: Vec::new(),
             protocol: ProtocolGeneration::G4,
             access_token: draft.access_token,
+            keep_logs: true,
             created_at: 0,
             updated_at: 0,
         };

@@ -4,6 +4,7 @@
 use crate::admin::AdminClient;
 use crate::callback::{self, CallbackOptions};
 use crate::handler::{Handler, IntoJobResult, JobContext};
+use crate::logship::LogShipper;
 use crate::runlog::LogWriter;
 use crate::runner::{RunEnv, Runners};
 use crate::server::{self, ServerState};
@@ -52,6 +53,7 @@ pub struct ExecutorBuilder {
     log_dir: PathBuf,
     log_retention_days: i64,
     pack_run_logs: bool,
+    central_log_bytes: usize,
     handlers: HashMap<String, Handler>,
     duplicate_names: Vec<String>,
     scripts: bool,
@@ -76,6 +78,7 @@ impl Default for ExecutorBuilder {
             log_dir: PathBuf::from("chime-executor-logs"),
             log_retention_days: 30,
             pack_run_logs: false,
+            central_log_bytes: chime_protocol::MAX_RUN_LOG_BYTES,
             handlers: HashMap::new(),
             duplicate_names: Vec::new(),
             scripts: false,
@@ -170,6 +173,15 @@ impl ExecutorBuilder {
     /// it can be changed across a restart.
     pub fn pack_run_logs(mut self, pack: bool) -> Self {
         self.pack_run_logs = pack;
+        self
+    }
+
+    /// Up to how many bytes of each finished run's log are sent to the admin, which keeps them
+    /// so that the log outlives this executor (default 1 MiB, the most a Chime admin keeps; a
+    /// longer log is sent as its end, marked as cut). `0` sends no logs. An XXL-JOB admin does
+    /// not keep logs: after its first "unknown endpoint" answer none are sent.
+    pub fn central_run_logs(mut self, max_bytes: usize) -> Self {
+        self.central_log_bytes = max_bytes.min(chime_protocol::MAX_RUN_LOG_BYTES);
         self
     }
 
@@ -370,10 +382,21 @@ impl Executor {
         )
         .map_err(io_err(&spool_dir))?;
         let logs = LogWriter::start(config.pack_run_logs).map_err(io_err(&config.log_dir))?;
+        let (shipper, shipper_task) = if admin.has_admins() && config.central_log_bytes > 0 {
+            let (shipper, task) = LogShipper::start(
+                admin.clone(),
+                config.app_name.trim().to_owned(),
+                config.central_log_bytes,
+            );
+            (Some(shipper), Some(task))
+        } else {
+            (None, None)
+        };
         let runners = Runners::new(RunEnv {
             log_dir: config.log_dir.clone(),
             sink: pipeline.sink.clone(),
             logs: logs.clone(),
+            shipper,
             idle_timeout: config.runner_idle_timeout,
             #[cfg(test)]
             finish_probe: None,
@@ -463,6 +486,10 @@ impl Executor {
                 // The writer hands on the last results once their logs are written.
                 let _ = tokio::task::spawn_blocking(move || logs.stop()).await;
                 pipeline.finish(config.callback_flush_timeout).await;
+                // Logs after results: a result is owed to the admin, a log is a convenience.
+                if let Some(task) = shipper_task {
+                    task.finish(config.callback_flush_timeout).await;
+                }
                 if admin.has_admins() {
                     registry::remove(&admin, &config.app_name, &advertised, &instance).await;
                 }

@@ -57,6 +57,7 @@ mod callback;
 pub mod demo;
 mod executor;
 mod handler;
+mod logship;
 mod registry;
 mod runlog;
 mod runner;

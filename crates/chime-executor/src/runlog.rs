@@ -167,7 +167,7 @@ fn read_packed(bucket: &Path, log_id: i64) -> io::Result<Option<Vec<u8>>> {
 }
 
 /// Reads a run's log: its own file, or else its packed record. `None` when it has neither.
-fn read_log(path: &Path) -> Option<Vec<u8>> {
+pub(crate) fn read_log(path: &Path) -> Option<Vec<u8>> {
     match fs::read(path) {
         Ok(bytes) => Some(bytes),
         Err(_) => {

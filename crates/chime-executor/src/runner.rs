@@ -11,6 +11,7 @@
 
 use crate::callback::CallbackSink;
 use crate::handler::{Handler, JobContext, JobResult};
+use crate::logship::LogShipper;
 use crate::runlog::{self, LogWriter, RunLog};
 use chime_protocol::messages::{self, KILLED_QUEUED_SUFFIX, KILLED_RUNNING_SUFFIX, TIMEOUT_MSG};
 use chime_protocol::{BlockStrategy, GlueType, HandleCallbackParam, LogResult, TriggerParam, FAIL_CODE, TIMEOUT_CODE};
@@ -54,6 +55,8 @@ pub(crate) struct RunEnv {
     pub(crate) sink: CallbackSink,
     /// Writes the run logs; a run's result goes to `sink` only once its log is written.
     pub(crate) logs: LogWriter,
+    /// Sends each finished run's log to the admin once it is written (`None`: not sent).
+    pub(crate) shipper: Option<LogShipper>,
     pub(crate) idle_timeout: Duration,
     /// Called by the runner between handing a finished run's log to the writer and ending
     /// the run's active state, so that a test can read the log at exactly that moment.
@@ -285,7 +288,19 @@ impl Runners {
     fn finish_with_log(&self, trigger: &TriggerParam, result: JobResult, log: RunLog) {
         let sink = self.env.sink.clone();
         let item = callback_item(trigger, result);
-        log.close_then(Some(Box::new(move || sink.send(item))));
+        // The log goes to the admin after the result: the admin keeps a log only for a run
+        // that has its result (or gets it in the same moment).
+        let ship = self
+            .env
+            .shipper
+            .clone()
+            .map(|s| (s, trigger.log_id, trigger.log_date_time, log.path().to_owned()));
+        log.close_then(Some(Box::new(move || {
+            sink.send(item);
+            if let Some((shipper, log_id, log_date_time, path)) = ship {
+                shipper.send(log_id, log_date_time, path);
+            }
+        })));
         #[cfg(test)]
         if let Some(probe) = &self.env.finish_probe {
             probe(self, trigger);
@@ -506,6 +521,7 @@ mod tests {
             log_dir: dir.path().to_owned(),
             sink,
             logs: logs.clone(),
+            shipper: None,
             idle_timeout: Duration::from_secs(90),
             finish_probe: Some(probe),
         });

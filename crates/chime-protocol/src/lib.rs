@@ -33,6 +33,7 @@ mod executor_api;
 pub mod lenient;
 pub mod messages;
 pub mod paths;
+mod run_log;
 
 pub use admin_api::{
     CallbackBatch, ExecutorInstance, HandleCallbackParam, RegistryParam, RegistryParamError, MAX_ADDRESS_CHARS,
@@ -44,3 +45,4 @@ pub use enums::{
 };
 pub use envelope::{EnvelopeError, ReturnT, FAIL_CODE, SUCCESS_CODE, TIMEOUT_CODE};
 pub use executor_api::{IdleBeatParam, KillParam, LogParam, LogResult, TriggerParam};
+pub use run_log::{RunLogParam, MAX_RUN_LOG_BYTES};

@@ -19,6 +19,8 @@ pub const API_REGISTRY: &str = "/api/registry";
 pub const API_REGISTRY_REMOVE: &str = "/api/registryRemove";
 /// Admin: receive run results.
 pub const API_CALLBACK: &str = "/api/callback";
+/// Admin (Chime only): receive a finished run's log ([`crate::RunLogParam`]).
+pub const API_RUN_LOG: &str = "/api/runLog";
 
 /// Joins a base address and an endpoint path with exactly one `/` between them.
 ///

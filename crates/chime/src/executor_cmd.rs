@@ -86,6 +86,12 @@ pub struct ExecutorArgs {
     #[arg(long, env = "CHIME_PACK_RUN_LOGS", value_parser = BoolishValueParser::new())]
     pack_run_logs: bool,
 
+    /// Send at most this many bytes of each finished run's log to the admin, which keeps it so
+    /// the log outlives this executor (its end when longer, marked as cut; at most 1 MiB).
+    /// 0 sends none. An XXL-JOB admin does not keep logs: sending stops after its first answer.
+    #[arg(long, env = "CHIME_CENTRAL_LOG_BYTES", default_value_t = 1024 * 1024)]
+    central_log_bytes: usize,
+
     /// Remove run-log day directories older than this many days (at start and daily);
     /// 0 keeps them forever.
     #[arg(long, env = "CHIME_LOG_RETENTION_DAYS", default_value_t = 30)]
@@ -142,6 +148,7 @@ pub fn run(args: ExecutorArgs) -> ExitCode {
         .advertise(args.advertise.unwrap_or_default())
         .log_dir(args.logdir)
         .pack_run_logs(args.pack_run_logs)
+        .central_run_logs(args.central_log_bytes)
         .log_retention_days(args.log_retention_days)
         .enable_scripts(args.enable_scripts)
         .enable_shell_handler(args.enable_shell_handler)

@@ -122,6 +122,11 @@ impl From<OpError> for ApiError {
                 error: msg,
                 field: None,
             },
+            OpError::Forbidden(msg) => ApiError {
+                status: StatusCode::FORBIDDEN,
+                error: msg,
+                field: None,
+            },
             OpError::Executor(msg) => ApiError {
                 status: StatusCode::BAD_GATEWAY,
                 error: format!("executor: {msg}"),

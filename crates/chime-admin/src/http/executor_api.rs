@@ -1,5 +1,5 @@
 //! The XXL-JOB admin API executors call: `/api/registry`, `/api/registryRemove`,
-//! `/api/callback`.
+//! `/api/callback`, and Chime's `/api/runLog` (a finished run's log, kept by the admin).
 //!
 //! Access: a request must carry the access token of the group it acts for — the group's own
 //! (XXL-JOB 3.5 keeps one per group), else the admin's `--access-token`; no token is needed
@@ -14,7 +14,7 @@
 //! the admin died first.
 
 use super::auth::token_matches;
-use crate::center::Admin;
+use crate::center::{Admin, OpError};
 use crate::model::Group;
 use crate::store::HandleOutcome;
 use axum::body::{to_bytes, Body, Bytes};
@@ -24,7 +24,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::{Extension, Router};
 use chime_protocol::messages::{self, ACCESS_TOKEN_HEADER};
-use chime_protocol::{CallbackBatch, RegistryParam, ReturnT};
+use chime_protocol::{CallbackBatch, RegistryParam, ReturnT, RunLogParam};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
@@ -38,6 +38,11 @@ const EXECUTOR_API_BODY_LIMIT: usize = 16 * 1024 * 1024;
 /// at most 255 characters, and Chime's instance); anything bigger is refused before it is
 /// parsed, so no part of it is copied into strings.
 const REGISTRY_BODY_LIMIT: usize = 64 * 1024;
+
+/// Largest run log body accepted: a log of at most [`chime_protocol::MAX_RUN_LOG_BYTES`] is
+/// larger as JSON by its escapes (a tab or quote doubles, a control character takes six bytes);
+/// the admin keeps at most the cap of the text itself.
+const RUN_LOG_BODY_LIMIT: usize = 8 * chime_protocol::MAX_RUN_LOG_BYTES;
 
 /// Routes of the executor API (to be mounted at `/` and at the context path).
 pub fn routes() -> Router<Arc<Admin>> {
@@ -78,6 +83,7 @@ async fn api(
     let registration = matches!(uri.as_str(), "registry" | "registryRemove");
     let limit = match uri.as_str() {
         "callback" => EXECUTOR_API_BODY_LIMIT,
+        "runLog" => RUN_LOG_BODY_LIMIT,
         _ if registration => REGISTRY_BODY_LIMIT,
         _ => 0,
     };
@@ -85,7 +91,11 @@ async fn api(
         reply(ReturnT::fail(format!(
             "{} {} body is larger than {} KiB",
             messages::ILLEGAL_ARGUMENT,
-            if registration { "registration" } else { "callback" },
+            match uri.as_str() {
+                "runLog" => "run log",
+                _ if registration => "registration",
+                _ => "callback",
+            },
             limit / 1024
         )))
     };
@@ -187,6 +197,45 @@ async fn api(
                 Err(e) => reply(ReturnT::fail(format!("callback not recorded, send it again: {e}"))),
             }
         }
+        "runLog" => {
+            let param: RunLogParam = match serde_json::from_slice(&body) {
+                Ok(p) => p,
+                Err(e) => {
+                    return reply(ReturnT::fail(format!(
+                        "{} invalid run log body: {e}",
+                        messages::ILLEGAL_ARGUMENT
+                    )))
+                }
+            };
+            drop(body);
+            if param.log_id <= 0 || param.app_name.trim().is_empty() {
+                return reply(ReturnT::fail(format!(
+                    "{} logId must be a run id and appName the executor's app name",
+                    messages::ILLEGAL_ARGUMENT
+                )));
+            }
+            match admin.store_run_log(&param, |g| allowed(&admin, Some(g), given)).await {
+                Ok(_) => reply(ReturnT::success()),
+                Err(OpError::Forbidden(msg)) => {
+                    // Counted like a wrong token; the warning is rate-limited the same way.
+                    let ip = peer.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |p| p.ip());
+                    if let Some(w) = admin.metrics.executor_refused("runLog", ip) {
+                        tracing::warn!(
+                            peer = %ip,
+                            run_id = param.log_id,
+                            suppressed = w.suppressed,
+                            "run log refused: the run is not of the sender's group"
+                        );
+                    }
+                    reply(ReturnT::fail(msg))
+                }
+                Err(OpError::Invalid(e)) => reply(ReturnT::fail(format!("{} {e}", messages::ILLEGAL_ARGUMENT))),
+                Err(e) => {
+                    tracing::warn!(error = %e, run_id = param.log_id, "storing a run log failed");
+                    reply(ReturnT::fail("run log not stored, try again"))
+                }
+            }
+        }
         other => reply(ReturnT::fail(messages::uri_not_found(other))),
     }
 }
@@ -245,6 +294,7 @@ fn refuse(admin: &Admin, uri: &str, peer: Option<SocketAddr>, app: impl FnOnce()
         "registry" => "registry",
         "registryRemove" => "registryRemove",
         "callback" => "callback",
+        "runLog" => "runLog",
         _ => "other",
     };
     let ip = peer.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |p| p.ip());

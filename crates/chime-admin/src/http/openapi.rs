@@ -228,6 +228,7 @@ pub(super) fn group_spec(create: bool) -> Value {
         "addresses": nullable(arr(string())),
         "protocol": nullable(protocols()),
         "access_token": nullable(json!({ "type": "string", "description": "the group's own executor access token, used instead of the admin's; empty removes it" })),
+        "keep_logs": nullable(json!({ "type": "boolean", "description": "keep the run logs its executors send in the admin (default true)" })),
     }));
     if create {
         s["required"] = json!(["app_name"]);
@@ -383,7 +384,7 @@ pub fn document<'a>(operations: impl IntoIterator<Item = (&'a str, &'a str, Valu
             "responses": error_responses(),
             "schemas": {
                 "Error": { "type": "object", "additionalProperties": false, "required": ["error"], "properties": { "error": string(), "field": string() } },
-                "Group": exact(json!({ "id": int(), "app_name": string(), "title": string(), "address_type": address_types(), "addresses": arr(string()), "protocol": protocols(), "access_token_set": { "type": "boolean", "description": "the group has its own executor access token (never shown)" }, "created_at": int(), "updated_at": int() })),
+                "Group": exact(json!({ "id": int(), "app_name": string(), "title": string(), "address_type": address_types(), "addresses": arr(string()), "protocol": protocols(), "access_token_set": { "type": "boolean", "description": "the group has its own executor access token (never shown)" }, "keep_logs": { "type": "boolean", "description": "the admin keeps the run logs its executors send" }, "created_at": int(), "updated_at": int() })),
                 "Job": exact(json!({
                     "id": int(), "group_id": int(), "partition": int(), "description": string(), "owner": string(), "alarm_contacts": string(),
                     "schedule_type": schedule_types(), "schedule_expr": string(), "time_zone": string(),

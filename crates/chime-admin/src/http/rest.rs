@@ -425,10 +425,11 @@ pub(super) async fn run_log(
     let log = admin.run_log(id, from as i32).await?;
     Ok(Json(json!({
         "run_id": id,
-        "from_line": log.from_line_num,
-        "to_line": log.to_line_num,
-        "content": log.log_content,
-        "is_end": log.is_end,
+        "from_line": log.page.from_line_num,
+        "to_line": log.page.to_line_num,
+        "content": log.page.log_content,
+        "is_end": log.page.is_end,
+        "stored": log.stored,
     })))
 }
 

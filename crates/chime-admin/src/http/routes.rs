@@ -482,7 +482,7 @@ pub const ROUTES: &[Route] = &[
         |m| on(m, rest::run_log),
         || {
             op(
-                "A run's log, read from its executor (409 for a run never sent to one)",
+                "A run's log: the admin's stored copy once the run is final (`stored`), else read from its executor, else the stored copy when the executor cannot answer (409 for a run never sent to one)",
                 "runs",
                 json!([
                     id(),
@@ -492,7 +492,7 @@ pub const ROUTES: &[Route] = &[
                 (
                     200,
                     Some(exact(
-                        json!({ "run_id": int(), "from_line": int(), "to_line": int(), "content": string(), "is_end": boolean() }),
+                        json!({ "run_id": int(), "from_line": int(), "to_line": int(), "content": string(), "is_end": boolean(), "stored": boolean() }),
                     )),
                 ),
                 &[400, 403, 404, 409, 502],

@@ -226,7 +226,7 @@ impl Store {
     }
 
     /// Deletes finished runs (success, failed, skipped) created before `before`, of one job or
-    /// one group when given. Returns how many.
+    /// one group when given, with their stored logs. Returns how many.
     pub async fn clear_finished_runs(
         &self,
         before: i64,
@@ -246,6 +246,10 @@ impl Store {
         for v in [job_id, group_id].into_iter().flatten() {
             query = query.bind(v);
         }
-        Ok(query.execute(&self.write).await?.rows_affected())
+        let deleted = query.execute(&self.write).await?.rows_affected();
+        if deleted > 0 {
+            self.delete_orphan_run_logs().await?;
+        }
+        Ok(deleted)
     }
 }

@@ -15,7 +15,7 @@ impl Store {
         let now = now_ms();
         let q = self.sql(
             "INSERT INTO executor_group (app_name, title, address_type, address_list, protocol, access_token, \
-             created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+             keep_logs, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         );
         let row = sqlx::query(&q)
             .bind(&draft.app_name)
@@ -24,6 +24,7 @@ impl Store {
             .bind(draft.addresses.join(","))
             .bind(draft.protocol.as_str())
             .bind(draft.access_token.as_deref())
+            .bind(i64::from(draft.keep_logs))
             .bind(now)
             .bind(now)
             .fetch_one(&self.write)
@@ -46,7 +47,7 @@ impl Store {
     pub async fn update_group(&self, id: i64, draft: &GroupDraft) -> StoreResult<Group> {
         let q = self.sql(
             "UPDATE executor_group SET app_name = ?, title = ?, address_type = ?, address_list = ?, protocol = ?, \
-             access_token = ?, updated_at = ? WHERE id = ?",
+             access_token = ?, keep_logs = ?, updated_at = ? WHERE id = ?",
         );
         let done = sqlx::query(&q)
             .bind(&draft.app_name)
@@ -55,6 +56,7 @@ impl Store {
             .bind(draft.addresses.join(","))
             .bind(draft.protocol.as_str())
             .bind(draft.access_token.as_deref())
+            .bind(i64::from(draft.keep_logs))
             .bind(now_ms())
             .bind(id)
             .execute(&self.write)

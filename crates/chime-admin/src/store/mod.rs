@@ -22,6 +22,7 @@ mod nodes;
 mod registry;
 mod retention;
 mod rows;
+mod run_logs;
 mod runs;
 mod sessions;
 mod users;
@@ -34,6 +35,7 @@ pub use console_queries::{DayCounts, GlueVersion};
 pub use dialect::{placeholders, Backend};
 pub use jobs::{JobDue, JobQuery, JobSort};
 pub use leases::{Lease, LeaseTable};
+pub use run_logs::{LogTarget, StoredLog};
 pub use sessions::SessionUser;
 pub use users::User;
 

@@ -7,7 +7,8 @@ use super::{Store, StoreResult};
 impl Store {
     /// Deletes finished runs (success, failure, skipped) created before `cutoff` (epoch ms),
     /// `batch` rows per transaction, and returns how many were deleted. Pending and running
-    /// runs are kept whatever their age: the scheduler still owes them a result.
+    /// runs are kept whatever their age: the scheduler still owes them a result. Their stored
+    /// logs (`run_log`) are deleted with them.
     ///
     /// Runs are walked in id order over the primary key (ids grow with creation time), so each
     /// batch is an index range read and a delete by ids, on every database, without an index
@@ -49,6 +50,14 @@ impl Store {
                         &[Arg::Int(cutoff)],
                     )
                     .await?;
+                // Their stored logs go with them (a run kept by the re-check keeps its log).
+                self.write_in(
+                    "DELETE FROM run_log WHERE run_id IN ({in}) \
+                     AND NOT EXISTS (SELECT 1 FROM run WHERE run.id = run_log.run_id)",
+                    &doomed,
+                    &[],
+                )
+                .await?;
             }
             if reached_young || (page.len() as i64) < batch.max(1) {
                 return Ok(deleted);

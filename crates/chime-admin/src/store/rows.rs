@@ -46,7 +46,7 @@ pub(super) fn join_ids(ids: &[i64]) -> String {
 }
 
 pub(super) const GROUP_COLUMNS: &str =
-    "id, app_name, title, address_type, address_list, protocol, access_token, created_at, updated_at";
+    "id, app_name, title, address_type, address_list, protocol, access_token, keep_logs, created_at, updated_at";
 
 pub(super) fn group(row: &AnyRow) -> Result<Group, sqlx::Error> {
     let list = text(row, "address_list")?;
@@ -63,6 +63,7 @@ pub(super) fn group(row: &AnyRow) -> Result<Group, sqlx::Error> {
             .collect(),
         protocol: parsed(row, "protocol")?,
         access_token: Some(text(row, "access_token")?).filter(|t| !t.is_empty()),
+        keep_logs: int(row, "keep_logs")? != 0,
         created_at: int(row, "created_at")?,
         updated_at: int(row, "updated_at")?,
     })

@@ -27,7 +27,7 @@ pub struct DemoExecutor {
     /// The address it registers, as the admin stores it (no trailing slash).
     pub address: String,
     process: OwnedProcess,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl DemoExecutor {
@@ -59,8 +59,14 @@ impl DemoExecutor {
         DemoExecutor {
             address: format!("http://127.0.0.1:{port}"),
             process,
-            _dir: dir,
+            dir,
         }
+    }
+
+    /// Where it writes its run logs (`--logdir`).
+    #[allow(dead_code)] // Not every test binary reads logs.
+    pub fn log_dir(&self) -> std::path::PathBuf {
+        self.dir.path().join("runs")
     }
 
     /// `kill -9`: no `registryRemove`, no callback for what it was running.
