@@ -1,7 +1,7 @@
 //! Retention on SQLite, MariaDB and PostgreSQL: the admin's start-up sweep deletes finished
 //! runs (success, failure, send failure, skipped) older than `run_retention_days`, in several
 //! batches, and keeps pending and running runs however old, and every younger run; and audit
-//! log entries older than `audit_retention_days`.
+//! log entries older than `audit_retention_days`. Stored run logs go with their runs.
 
 mod common;
 
@@ -85,6 +85,26 @@ async fn present(conn: &mut sqlx::AnyConnection, backend: Backend, ids: &[i64]) 
     sqlx::Row::get::<i64, _>(&row, 0) as usize
 }
 
+/// Stores a log for each of `ids` as the admin keeps them (`run_log`).
+async fn insert_logs(conn: &mut sqlx::AnyConnection, backend: Backend, ids: &[i64]) {
+    let sql = backend
+        .sql("INSERT INTO run_log (run_id, content, truncated, total_bytes, stored_at) VALUES (?, 'a line', 0, 6, 0)")
+        .into_owned();
+    for id in ids {
+        sqlx::query(&sql).bind(*id).execute(&mut *conn).await.unwrap();
+    }
+}
+
+/// How many of `ids` have a stored log.
+async fn logs_present(conn: &mut sqlx::AnyConnection, backend: Backend, ids: &[i64]) -> usize {
+    let list = ids.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    let q = backend
+        .sql(&format!("SELECT COUNT(*) FROM run_log WHERE run_id IN ({list})"))
+        .into_owned();
+    let row = sqlx::query(&q).fetch_one(&mut *conn).await.unwrap();
+    sqlx::Row::get::<i64, _>(&row, 0) as usize
+}
+
 async fn sweep_keeps_open_and_young_runs(kind: Db) {
     let db = TestDb::new(kind).await;
     // Create the schema.
@@ -110,6 +130,10 @@ async fn sweep_keeps_open_and_young_runs(kind: Db) {
     assert_eq!(ids.len(), rows.len());
     let keep = vec![ids[1], ids[2], ids[ids.len() - 1]];
     let doomed: Vec<i64> = ids.iter().copied().filter(|i| !keep.contains(i)).collect();
+    // Stored logs of a deleted run (the first, and one in the last batch) and of kept runs.
+    let doomed_logs = [ids[0], ids[ids.len() - 2]];
+    insert_logs(&mut conn, backend, &doomed_logs).await;
+    insert_logs(&mut conn, backend, &keep).await;
     // Audit entries: more than a batch older than 90 days, and one younger.
     let mut ats = vec![now - 100 * DAY_MS; 1200];
     ats.push(now - 89 * DAY_MS);
@@ -142,6 +166,16 @@ async fn sweep_keeps_open_and_young_runs(kind: Db) {
         audit_present(&mut conn, backend, young_audit).await,
         1,
         "a young audit entry stays"
+    );
+    assert_eq!(
+        logs_present(&mut conn, backend, &doomed_logs).await,
+        0,
+        "stored logs go with their runs"
+    );
+    assert_eq!(
+        logs_present(&mut conn, backend, &keep).await,
+        keep.len(),
+        "kept runs keep their logs"
     );
     // A second sweep finds nothing more to delete.
     assert_eq!(

@@ -67,6 +67,18 @@ async fn outlives_the_executor(kind: Db) {
         )
         .await;
     assert_eq!((s, &g["keep_logs"]), (201, &json!(false)), "{g}");
+    // The OpenAPI document's group schema (exact: every key required, no others) fits it.
+    let (_, doc) = e.api.get("/v1/openapi.json").await;
+    let mut required: Vec<&str> = doc["components"]["schemas"]["Group"]["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    required.sort_unstable();
+    let mut keys: Vec<&str> = g.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, required, "{g}");
     let mut others = e.demo_executors("nologs", 1).await;
     let job2 = e.job(json!({"group": "nologs", "handler": "demoJobHandler"})).await;
     let run2 = e.trigger(job2, json!({"param": "left on the executor"})).await;
