@@ -61,6 +61,7 @@ async fn main() {
     let mut config = AdminConfig::new(&url);
     config.listen = "127.0.0.1:0".parse().unwrap();
     config.access_token = Some(TOKEN.to_owned());
+    config.admin_password = Some("bench-password".to_owned());
     let handle = chime_admin::start(config).await.expect("admin starts");
     let store = handle.admin.store.clone();
     let base = format!("http://{}", handle.local_addr);
@@ -99,9 +100,7 @@ async fn main() {
         handle.admin.directory.refresh().await.unwrap();
         let bodies: Vec<String> = ids
             .iter()
-            .map(|&id| {
-                serde_json::to_string(&RunLogParam::from_log(app, id, 0, log.as_bytes(), usize::MAX)).unwrap()
-            })
+            .map(|&id| serde_json::to_string(&RunLogParam::from_log(app, id, 0, log.as_bytes(), usize::MAX)).unwrap())
             .collect();
         let bodies = Arc::new(std::sync::Mutex::new(bodies));
         let cpu0 = cpu_secs();
@@ -112,7 +111,9 @@ async fn main() {
                 tokio::spawn(async move {
                     let mut latencies = Vec::new();
                     loop {
-                        let Some(body) = bodies.lock().unwrap().pop() else { break };
+                        let Some(body) = bodies.lock().unwrap().pop() else {
+                            break;
+                        };
                         let t = Instant::now();
                         let reply: serde_json::Value = http
                             .post(&url)
@@ -160,6 +161,15 @@ async fn space(url: &str, dir: &std::path::Path) -> String {
     use sqlx::Connection;
     let mut conn = sqlx::AnyConnection::connect(url).await.unwrap();
     let q = if url.starts_with("sqlite") {
+        // SQLite's own page count of the table and its index (the dbstat table), else the
+        // files' size.
+        let pages = sqlx::query("SELECT CAST(SUM(pgsize) AS BIGINT) FROM dbstat WHERE name LIKE '%run_log%'")
+            .fetch_one(&mut conn)
+            .await;
+        if let Ok(row) = pages {
+            let n: i64 = sqlx::Row::try_get(&row, 0).unwrap_or(0);
+            return format!("run_log {} KiB", n / 1024);
+        }
         let size: u64 = std::fs::read_dir(dir)
             .unwrap()
             .flatten()

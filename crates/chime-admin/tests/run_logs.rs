@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::demo_executor::REAL_EXECUTOR_DEAD_TIMEOUT;
+use common::demo_executor::{DemoExecutor, REAL_EXECUTOR_DEAD_TIMEOUT};
 use common::{eventually, executor_api, finished, status, Db, Env, ACCESS_TOKEN};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -167,6 +167,33 @@ async fn outlives_the_executor(kind: Db) {
         .as_str()
         .unwrap()
         .ends_with("the last line\n"));
+    e.close().await;
+}
+
+/// The executor's own cap (`--central-log-bytes`): it sends the end of a longer log, marked as
+/// cut, and the admin shows that.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_executor_sends_the_end_of_a_long_log() {
+    let e = Env::start(Db::Sqlite, REAL_EXECUTOR_DEAD_TIMEOUT).await;
+    e.group("capped").await;
+    let _executor = DemoExecutor::start_with(&e.prefix, "capped", &["--central-log-bytes", "100"]);
+    e.api.wait_executors("capped", 1).await;
+    let job = e.job(json!({"group": "capped", "handler": "demoJobHandler"})).await;
+    let run = e.trigger(job, json!({"param": "the end of a long log"})).await;
+    e.api.wait_runs(job, 30, "the run finished", |r| finished(r) == 1).await;
+    let v = stored_log(&e, run).await;
+    let content = v["content"].as_str().unwrap();
+    let mut lines = content.lines();
+    let note = lines.next().unwrap();
+    assert!(note.starts_with("[chime] log cut"), "{content}");
+    let kept: String = lines.map(|l| format!("{l}\n")).collect();
+    assert!(
+        !kept.is_empty() && kept.len() <= 100,
+        "{} bytes kept: {kept:?}",
+        kept.len()
+    );
+    // The log's end (its result line) is what is kept.
+    assert!(kept.ends_with("handleMsg = the end of a long log\n"), "{kept:?}");
     e.close().await;
 }
 

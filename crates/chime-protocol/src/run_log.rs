@@ -42,8 +42,11 @@ impl RunLogParam {
         if start > 0 {
             // Start at the next line when one begins within the first 4 KiB kept: a whole
             // first line reads better than half of one.
+            // A last line longer than the cap is kept as its end instead.
             if let Some(nl) = bytes[start..].iter().take(4096).position(|&b| b == b'\n') {
-                start += nl + 1;
+                if start + nl + 1 < total {
+                    start += nl + 1;
+                }
             }
             // Never start inside a UTF-8 sequence.
             while start < total && (bytes[start] & 0b1100_0000) == 0b1000_0000 {
@@ -75,6 +78,14 @@ mod tests {
         assert!(cut.truncated);
         assert_eq!(cut.log_content, "third line\n");
         assert_eq!(cut.total_bytes, log.len() as u64);
+    }
+
+    #[test]
+    fn a_last_line_longer_than_the_cap_keeps_its_end() {
+        let log = b"short\na very long last line\n";
+        let cut = RunLogParam::from_log("app", 1, 2, log, 10);
+        assert!(cut.truncated);
+        assert_eq!(cut.log_content, "last line\n");
     }
 
     #[test]

@@ -35,6 +35,11 @@ impl DemoExecutor {
     /// e.g. `http://127.0.0.1:8080/xxl-job-admin`), with the tests' access token, listening on
     /// a free loopback port. Does not wait for the registration: see `Api::wait_executors`.
     pub fn start(admin_base: &str, app: &str) -> DemoExecutor {
+        Self::start_with(admin_base, app, &[])
+    }
+
+    /// [`DemoExecutor::start`] with more command-line flags (`--central-log-bytes 100`, …).
+    pub fn start_with(admin_base: &str, app: &str, flags: &[&str]) -> DemoExecutor {
         let bin = super::chime_binary();
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
@@ -44,6 +49,7 @@ impl DemoExecutor {
             .args(["--admin", admin_base, "--appname", app, "--token", ACCESS_TOKEN])
             .args(["--listen", &format!("127.0.0.1:{port}"), "--logdir"])
             .arg(dir.path().join("runs"))
+            .args(flags)
             .env("RUST_LOG", "info");
         // Only the flags above: no setting leaks in from the environment (CHIME_ADVERTISE…).
         for (key, _) in std::env::vars_os() {
