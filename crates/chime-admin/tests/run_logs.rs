@@ -119,6 +119,30 @@ async fn outlives_the_executor(kind: Db) {
     assert_eq!(code, 500, "{msg}");
     assert!(msg.contains("does not exist"), "{msg}");
 
+    // A group with its own token: only that token may send its runs' logs, and it may not
+    // send another group's.
+    let (s, v) = e
+        .api
+        .call(
+            reqwest::Method::PATCH,
+            "/v1/groups/nologs",
+            Some(json!({"access_token": "nologs-own-token"})),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let own = json!({"appName": "nologs", "logId": run2, "logContent": "x\n"});
+    let (code, msg) = executor_api(&http, &e.prefix, "runLog", ACCESS_TOKEN, own.clone()).await;
+    assert_eq!(code, 500, "the admin's token is not the group's: {msg}");
+    let (code, msg) = executor_api(&http, &e.prefix, "runLog", "nologs-own-token", own).await;
+    assert_eq!(code, 200, "{msg}");
+    let other = json!({"appName": "logs", "logId": run, "logContent": "forged\n"});
+    let (code, msg) = executor_api(&http, &e.prefix, "runLog", "nologs-own-token", other).await;
+    assert_eq!(code, 500, "{msg}");
+    assert!(stored_log(&e, run).await["content"]
+        .as_str()
+        .unwrap()
+        .contains("kept by the admin"));
+
     // An oversized log is cut to the admin's cap, keeping its end and saying so.
     let line = "0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxy\n"; // 72 bytes
     let big: String = line.repeat(3 * 1024 * 1024 / line.len()) + "the last line\n";
