@@ -199,16 +199,19 @@ impl Admin {
     }
 
     /// Reads a run's log from line `from_line` on: the admin's stored copy once the run is
-    /// final and its executor sent its log ([`Admin::store_run_log`]), else its executor's (as
-    /// XXL-JOB reads it), else — the executor cannot be reached or no longer has it — whatever
-    /// is stored. The log counts as complete once the run has a result (Java executors always
+    /// final and its executor sent its whole log ([`Admin::store_run_log`]), else its
+    /// executor's (as XXL-JOB reads it), else — the executor cannot be reached or no longer has
+    /// it — whatever is stored (a cut copy too). The log counts as complete once the run has a result (Java executors always
     /// say `isEnd: false`).
     pub async fn run_log(&self, run_id: i64, from_line: i32) -> Result<LogPage, OpError> {
         let run = self.store.run(run_id).await?;
         let finished = run.handle_code != 0;
         let stored = self.store.stored_run_log(run_id).await?;
+        // A cut copy holds only the log's end, numbered from its own first line: while the
+        // executor still has the whole log, its numbering (which a reader polling the run
+        // already follows) and its complete text are better.
         if finished {
-            if let Some(log) = &stored {
+            if let Some(log) = stored.as_ref().filter(|l| !l.truncated) {
                 return Ok(LogPage::stored(log, from_line, true));
             }
         }

@@ -200,11 +200,18 @@ async fn outlives_the_executor(kind: Db) {
 async fn the_executor_sends_the_end_of_a_long_log() {
     let e = Env::start(Db::Sqlite, REAL_EXECUTOR_DEAD_TIMEOUT).await;
     e.group("capped").await;
-    let _executor = DemoExecutor::start_with(&e.prefix, "capped", &["--central-log-bytes", "100"]);
+    let mut executor = DemoExecutor::start_with(&e.prefix, "capped", &["--central-log-bytes", "100"]);
     e.api.wait_executors("capped", 1).await;
     let job = e.job(json!({"group": "capped", "handler": "demoJobHandler"})).await;
     let run = e.trigger(job, json!({"param": "the end of a long log"})).await;
     e.api.wait_runs(job, 30, "the run finished", |r| finished(r) == 1).await;
+    // While the executor has the whole log, it is read from there (a cut copy is only the end).
+    let (s, whole) = e.api.get(&format!("/v1/runs/{run}/log")).await;
+    assert_eq!((s, &whole["stored"]), (200, &json!(false)), "{whole}");
+    assert!(whole["content"].as_str().unwrap().contains("execute start"), "{whole}");
+    // The log follows the result within milliseconds; then the executor is gone.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    executor.kill_9();
     let v = stored_log(&e, run).await;
     let content = v["content"].as_str().unwrap();
     let mut lines = content.lines();

@@ -482,7 +482,7 @@ pub const ROUTES: &[Route] = &[
         |m| on(m, rest::run_log),
         || {
             op(
-                "A run's log: the admin's stored copy once the run is final (`stored`), else read from its executor, else the stored copy when the executor cannot answer (409 for a run never sent to one)",
+                "A run's log: the admin's stored copy once the run is final and its whole log stored (`stored`), else read from its executor, else the stored copy when the executor cannot answer (409 for a run never sent to one)",
                 "runs",
                 json!([
                     id(),

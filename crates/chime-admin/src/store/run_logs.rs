@@ -5,16 +5,13 @@ use super::rows;
 use super::{Store, StoreResult};
 use crate::model::now_ms;
 
-/// What a run's log may be stored for: the run's group, whether that group keeps logs, and
-/// whether the run has its result.
+/// What a run's log may be stored for: the run's group, and whether that group keeps logs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogTarget {
     /// The run's group.
     pub group_id: i64,
     /// The group's `keep_logs` setting.
     pub keep_logs: bool,
-    /// The run has its result (a handle code).
-    pub finished: bool,
 }
 
 /// A run's log as the admin keeps it.
@@ -34,7 +31,7 @@ impl Store {
     /// The run's group and state for storing its log; `None` when the run does not exist.
     pub async fn run_log_target(&self, run_id: i64) -> StoreResult<Option<LogTarget>> {
         let q = self.sql(
-            "SELECT r.group_id AS group_id, r.handle_code AS handle_code, g.keep_logs AS keep_logs \
+            "SELECT r.group_id AS group_id, g.keep_logs AS keep_logs \
              FROM run r JOIN executor_group g ON g.id = r.group_id WHERE r.id = ?",
         );
         let row = sqlx::query(&q).bind(run_id).fetch_optional(&self.read).await?;
@@ -42,7 +39,6 @@ impl Store {
             Ok(LogTarget {
                 group_id: rows::int(&r, "group_id")?,
                 keep_logs: rows::int(&r, "keep_logs")? != 0,
-                finished: rows::int(&r, "handle_code")? != 0,
             })
         })
         .transpose()
