@@ -201,19 +201,23 @@ impl Admin {
     /// Reads a run's log from line `from_line` on: the admin's stored copy once the run is
     /// final and its executor sent its whole log ([`Admin::store_run_log`]), else its
     /// executor's (as XXL-JOB reads it), else — the executor cannot be reached or no longer has
-    /// it — whatever is stored (a cut copy too). The log counts as complete once the run has a result (Java executors always
-    /// say `isEnd: false`).
+    /// it — whatever is stored (a cut copy too). The log counts as complete once the run has a
+    /// result (Java executors always say `isEnd: false`).
     pub async fn run_log(&self, run_id: i64, from_line: i32) -> Result<LogPage, OpError> {
         let run = self.store.run(run_id).await?;
         let finished = run.handle_code != 0;
-        let stored = self.store.stored_run_log(run_id).await?;
+        // Read for a final run only: an open run is polled about once a second while its log
+        // grows, and its copy (if one came before its result) is needed only as the fallback.
+        let stored = if finished {
+            self.store.stored_run_log(run_id).await?
+        } else {
+            None
+        };
         // A cut copy holds only the log's end, numbered from its own first line: while the
         // executor still has the whole log, its numbering (which a reader polling the run
         // already follows) and its complete text are better.
-        if finished {
-            if let Some(log) = stored.as_ref().filter(|l| !l.truncated) {
-                return Ok(LogPage::stored(log, from_line, true));
-            }
+        if let Some(log) = stored.as_ref().filter(|l| !l.truncated) {
+            return Ok(LogPage::stored(log, from_line, true));
         }
         if run.executor_address.is_empty() {
             return Err(OpError::Conflict(format!(
@@ -228,6 +232,10 @@ impl Admin {
         };
         let reply = self.client.log(Target::of(&group, &run.executor_address), &param).await;
         if !reply.is_success() {
+            let stored = match stored {
+                None if !finished => self.store.stored_run_log(run_id).await?,
+                read => read,
+            };
             return match &stored {
                 Some(log) => Ok(LogPage::stored(log, from_line, finished)),
                 None => Err(OpError::Executor(
