@@ -90,6 +90,7 @@ async function executors(root) {
       groups.map((g) => h('tr', { 'data-app': g.app_name }, h('td', {}, g.app_name), h('td', {}, g.title),
         // A manual address has no heartbeat: the admin asked it (`/beat`) for this list.
         h('td', {}, liveOf(g.id).map((e) => h('div', { class: 'address' }, e.address,
+          e.linked ? h('span', { class: 'linked', title: t('linked_hint') }, ` (${t('linked')})`) : '',
           e.answers == null ? '' : h('span', { class: `answers ${e.answers ? 'yes' : 'no'}` }, ` (${t(e.answers ? 'address_answers' : 'address_silent')})`)))),
         h('td', {}, liveOf(g.id).map((e) => h('div', {}, fmtTime(e.last_heartbeat)))),
         h('td', { class: 'address-type', 'data-type': g.address_type }, t(g.address_type === 'manual' ? 'address_manual' : 'address_auto_reg')),

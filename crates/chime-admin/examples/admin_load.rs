@@ -17,6 +17,12 @@
 //! `--clients C` (default 8) keep-alive clients on a thread of their own, and reports the
 //! creation rate and its latency percentiles.
 //!
+//! `--link` makes the executor child link to the admin (a WebSocket it dials, see
+//! `chime_protocol::link`) instead of listening: triggers go down the link, callbacks up it, so
+//! link mode and HTTP mode are measured on the same load. `--hold-links N` instead opens N links
+//! from the child (N executors, each registered once) and reports the admin's RSS before and
+//! after.
+//!
 //! cargo run --release -p chime-admin --example admin_load -- --jobs 10000 --secs 30
 
 use chime_admin::model::{now_ms, JobSpec};
@@ -132,16 +138,7 @@ async fn start_executor(seen: Arc<Mutex<Seen>>, base: String) -> String {
                 let seen = s2.clone();
                 async move {
                     if p == "run" {
-                        if let Ok(t) = serde_json::from_slice::<TriggerParam>(&body) {
-                            let mut s = seen.lock().unwrap();
-                            s.received.push((t.log_id, now_ms()));
-                            s.pending.push(HandleCallbackParam {
-                                log_id: t.log_id,
-                                log_date_tim: t.log_date_time,
-                                handle_code: 200,
-                                handle_msg: None,
-                            });
-                        }
+                        note_trigger(&seen, &body);
                     }
                     r#"{"code":200}"#
                 }
@@ -170,13 +167,105 @@ async fn start_executor(seen: Arc<Mutex<Seen>>, base: String) -> String {
     exec_addr
 }
 
-/// `--executor-child ADMIN_BASE OUT_FILE`: runs the executor, prints its address, and for each
-/// `dump` line on stdin writes `log_id received_ms` lines to OUT_FILE and answers `ok`. Ends
-/// with stdin.
-async fn executor_child(base: String, out: String) {
+/// Records a trigger and queues its success for the next callback.
+fn note_trigger(seen: &Mutex<Seen>, body: &[u8]) {
+    if let Ok(t) = serde_json::from_slice::<TriggerParam>(body) {
+        let mut s = seen.lock().unwrap();
+        s.received.push((t.log_id, now_ms()));
+        s.pending.push(HandleCallbackParam {
+            log_id: t.log_id,
+            log_date_tim: t.log_date_time,
+            handle_code: 200,
+            handle_msg: None,
+        });
+    }
+}
+
+/// Opens a link to the admin at `base` as executor `id` of app `load`; returns the channel of
+/// frames to send and the stream of frames received.
+async fn dial_link(
+    base: &str,
+    id: &str,
+) -> (
+    tokio::sync::mpsc::Sender<String>,
+    futures::stream::SplitStream<
+        tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+    >,
+) {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    use tokio_tungstenite::tungstenite::Message;
+    let url = format!("{}/api/link", base.replacen("http://", "ws://", 1));
+    let mut request = url.into_client_request().unwrap();
+    request.headers_mut().insert("XXL-JOB-APPNAME", "load".parse().unwrap());
+    request.headers_mut().insert("Chime-Executor-Id", id.parse().unwrap());
+    let (socket, _) = tokio_tungstenite::connect_async(request).await.expect("link");
+    let (mut sink, stream) = socket.split();
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(4096);
+    tokio::spawn(async move {
+        while let Some(frame) = rx.recv().await {
+            if sink.send(Message::Text(frame.into())).await.is_err() {
+                return;
+            }
+        }
+    });
+    (tx, stream)
+}
+
+/// The minimal linked executor: like [`start_executor`], but it dials the admin, answers the
+/// calls coming down its link, and sends its batched callbacks up it. Returns its address.
+async fn start_linked_executor(seen: Arc<Mutex<Seen>>, base: String) -> String {
+    use futures::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let (tx, mut stream) = dial_link(&base, "load-1").await;
+    let answers = tx.clone();
+    let s2 = seen.clone();
+    tokio::spawn(async move {
+        while let Some(Ok(message)) = stream.next().await {
+            let Message::Text(text) = message else { continue };
+            let Ok(frame) = serde_json::from_str::<chime_protocol::link::LinkFrame>(text.as_str()) else {
+                continue;
+            };
+            if frame.path.as_deref() == Some("/run") {
+                note_trigger(&s2, frame.body.get().as_bytes());
+            }
+            if frame.is_call() {
+                let _ = answers
+                    .send(format!(r#"{{"id":{},"body":{{"code":200}}}}"#, frame.id))
+                    .await;
+            }
+        }
+    });
+    let s3 = seen.clone();
+    tokio::spawn(async move {
+        let mut id = 0u64;
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let batch = std::mem::take(&mut s3.lock().unwrap().pending);
+            if !batch.is_empty() {
+                id += 1;
+                let body = serde_json::to_string(&CallbackBatch(batch)).unwrap();
+                let _ = tx
+                    .send(format!(r#"{{"id":{id},"path":"/api/callback","body":{body}}}"#))
+                    .await;
+            }
+        }
+    });
+    chime_protocol::link::address("load-1")
+}
+
+/// `--executor-child ADMIN_BASE OUT_FILE [--link]`: runs the executor, prints its address, and
+/// for each `dump` line on stdin writes `log_id received_ms` lines to OUT_FILE and answers `ok`.
+/// Ends with stdin. `--links-child ADMIN_BASE N` instead holds N links that answer every call.
+async fn executor_child(base: String, out: String, link: bool) {
     use tokio::io::AsyncBufReadExt;
     let seen = Arc::new(Mutex::new(Seen::default()));
-    println!("{}", start_executor(seen.clone(), base).await);
+    let address = if link {
+        start_linked_executor(seen.clone(), base).await
+    } else {
+        start_executor(seen.clone(), base).await
+    };
+    println!("{address}");
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         if line == "dump" {
@@ -191,6 +280,78 @@ async fn executor_child(base: String, out: String) {
             println!("ok");
         }
     }
+}
+
+/// `--links-child ADMIN_BASE N`: N executors linked to the admin, each registered once; prints
+/// `linked` when all are, then answers every call until stdin ends.
+async fn links_child(base: String, n: u64) {
+    use futures::StreamExt;
+    use tokio::io::AsyncBufReadExt;
+    use tokio_tungstenite::tungstenite::Message;
+    for i in 0..n {
+        let id = format!("hold-{i}");
+        let (tx, mut stream) = dial_link(&base, &id).await;
+        let registration = format!(
+            r#"{{"id":1,"path":"/api/registry","body":{{"registryGroup":"EXECUTOR","registryKey":"load","registryValue":"link://{id}"}}}}"#
+        );
+        tx.send(registration).await.unwrap();
+        tokio::spawn(async move {
+            while let Some(Ok(message)) = stream.next().await {
+                let Message::Text(text) = message else { continue };
+                if let Ok(frame) = serde_json::from_str::<chime_protocol::link::LinkFrame>(text.as_str()) {
+                    if frame.is_call() {
+                        let _ = tx.send(format!(r#"{{"id":{},"body":{{"code":200}}}}"#, frame.id)).await;
+                    }
+                }
+            }
+        });
+    }
+    println!("linked");
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    while let Ok(Some(_)) = lines.next_line().await {}
+}
+
+/// `--hold-links N`: the admin's RSS with N linked executors against none.
+async fn hold_links(admin: &chime_admin::AdminHandle, base: &str, n: u64) {
+    let rss_now = || {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        status
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before = rss_now();
+    let exe = std::env::current_exe().unwrap();
+    let mut child = tokio::process::Command::new(exe)
+        .args(["--links-child", base, &n.to_string()])
+        .stdout(std::process::Stdio::piped())
+        .stdin(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("links process");
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(child.stdout.take().unwrap()));
+    let t = std::time::Instant::now();
+    assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("linked"));
+    while admin.admin.links.count() < n as usize {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let linked_s = t.elapsed().as_secs_f64();
+    // Let the registrations land and a few pings pass.
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let (cpu0, _) = proc_stats();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let (cpu1, _) = proc_stats();
+    let after = rss_now();
+    println!(
+        "links={n} linked_in_s={linked_s:.1} admin_rss_mb before={:.1} after={:.1} per_link_kb={:.1} idle_admin_cpu_cores={:.3}",
+        before as f64 / 1024.0,
+        after as f64 / 1024.0,
+        after.saturating_sub(before) as f64 / n.max(1) as f64,
+        (cpu1 - cpu0) / 10.0
+    );
 }
 
 /// The allocator of the `chime` binary, so the numbers are the shipped binary's.
@@ -215,7 +376,12 @@ async fn main() {
         .try_init();
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == "--executor-child") {
-        executor_child(args[i + 1].clone(), args[i + 2].clone()).await;
+        let link = args.iter().any(|a| a == "--link");
+        executor_child(args[i + 1].clone(), args[i + 2].clone(), link).await;
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--links-child") {
+        links_child(args[i + 1].clone(), args[i + 2].parse().unwrap()).await;
         return;
     }
     let jobs = arg("--jobs", 1000);
@@ -234,6 +400,12 @@ async fn main() {
     config.api_token = Some(API_TOKEN.into());
     let admin = chime_admin::start(config).await.expect("admin");
     let base = format!("http://{}", admin.local_addr);
+    let hold = arg("--hold-links", 0);
+    if hold > 0 {
+        hold_links(&admin, &base, hold).await;
+        return;
+    }
+    let link = std::env::args().any(|a| a == "--link");
 
     // The executor, in its own process so the CPU of the admin and of the load are measured
     // apart (`--in-process` keeps it in this one).
@@ -241,11 +413,17 @@ async fn main() {
     let out_file = dir.path().join("received.txt");
     let (exec_addr, seen, mut child) = if in_process {
         let seen = Arc::new(Mutex::new(Seen::default()));
-        (start_executor(seen.clone(), base.clone()).await, Some(seen), None)
+        let address = if link {
+            start_linked_executor(seen.clone(), base.clone()).await
+        } else {
+            start_executor(seen.clone(), base.clone()).await
+        };
+        (address, Some(seen), None)
     } else {
         let exe = std::env::current_exe().unwrap();
         let mut child = tokio::process::Command::new(exe)
             .args(["--executor-child", &base, &out_file.display().to_string()])
+            .args(link.then_some("--link"))
             .stdout(std::process::Stdio::piped())
             .stdin(std::process::Stdio::piped())
             .kill_on_drop(true)
@@ -412,7 +590,7 @@ async fn main() {
     };
     let elapsed = (end - start) as f64 / 1000.0;
     println!(
-        "jobs={jobs} spread={spread} window_s={elapsed:.1} fires={} fires_per_s={:.0} lateness_ms p50={} p99={} max={} \
+        "jobs={jobs} spread={spread} link={link} window_s={elapsed:.1} fires={} fires_per_s={:.0} lateness_ms p50={} p99={} max={} \
          admin_cpu_cores={:.2} executor_cpu_cores={:.2} admin_peak_rss_mb={:.0}",
         window.len(),
         window.len() as f64 / elapsed,

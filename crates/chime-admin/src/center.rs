@@ -3,6 +3,7 @@
 
 use crate::config::AdminConfig;
 use crate::dispatch::client::{ExecutorClient, Target};
+use crate::link::LinkHub;
 use crate::metrics::Metrics;
 use crate::model::{now_ms, Group, Job, Run, RunStatus};
 use crate::registry::Directory;
@@ -50,6 +51,8 @@ pub struct Admin {
     pub metrics: Arc<Metrics>,
     /// Client for executor calls.
     pub client: ExecutorClient,
+    /// Executors linked to this admin (see [`crate::link`]).
+    pub links: Arc<LinkHub>,
     /// The partitions this admin schedules, and the claim loop's wake-up.
     pub(crate) partitions: Arc<Partitions>,
     /// Where manually triggered runs go.

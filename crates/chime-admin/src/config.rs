@@ -126,6 +126,11 @@ pub struct AdminConfig {
     /// This admin's name in partition leases [default: host-pid-random].
     #[arg(long, env = "CHIME_NODE_ID", default_value = "", hide_default_value = true)]
     pub node_id: String,
+    /// Base URL at which the other admins reach this one, to pass calls to executors linked
+    /// only here, e.g. http://10.0.0.4:8080 [default: http://<listen address>, this machine's
+    /// host name when listening on all addresses].
+    #[arg(long, env = "CHIME_ADVERTISE_URL", value_name = "URL")]
+    pub advertise_url: Option<String>,
     /// Password of the first `admin` user; random (printed once) when unset. Read from
     /// `CHIME_ADMIN_PASSWORD` only, never a flag or a file key: a secret on a command line is
     /// visible to every user of the machine.
@@ -253,6 +258,10 @@ impl AdminConfig {
             self.alarm_from = "chime@localhost".to_owned();
         }
         crate::alarm::deliver::check_mailbox(&self.alarm_from).map_err(|e| format!("alarm_from: {e}"))?;
+        self.advertise_url = self.advertise_url.take().filter(|u| !u.trim().is_empty());
+        if let Some(url) = &self.advertise_url {
+            check_advertise_url(url).map_err(|e| format!("advertise_url: {e}"))?;
+        }
         self.alarm_webhook = self.alarm_webhook.take().filter(|u| !u.is_empty());
         if let Some(url) = &self.alarm_webhook {
             crate::alarm::deliver::check_webhook_url(url).map_err(|e| format!("alarm_webhook: {e}"))?;
@@ -282,6 +291,39 @@ impl AdminConfig {
             ));
         }
         None
+    }
+}
+
+/// An advertised URL is `http(s)://host[:port][/path]`: it is stored for the other admins,
+/// which call it.
+fn check_advertise_url(url: &str) -> Result<(), String> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .ok_or("must start with http:// or https://")?;
+    if rest.is_empty() || rest.starts_with('/') || url.len() > 255 || url.chars().any(|c| c.is_whitespace()) {
+        return Err(format!("{url:?} is not a base URL of at most 255 characters"));
+    }
+    Ok(())
+}
+
+impl AdminConfig {
+    /// The base URL other admins reach this one at, once it listens on `local`: the
+    /// configured `--advertise-url`, else `http://` the listen address (this machine's host name
+    /// when listening on all addresses), with the context path.
+    pub fn advertised_url(&self, local: SocketAddr) -> String {
+        if let Some(url) = &self.advertise_url {
+            return url.trim_end_matches('/').to_owned();
+        }
+        let host = if local.ip().is_unspecified() {
+            hostname()
+        } else if local.is_ipv6() {
+            format!("[{}]", local.ip())
+        } else {
+            local.ip().to_string()
+        };
+        let context = self.context_path.as_deref().unwrap_or("").trim_end_matches('/');
+        format!("http://{host}:{}{context}", local.port())
     }
 }
 

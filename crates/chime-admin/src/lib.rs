@@ -17,6 +17,7 @@ mod center;
 pub mod config;
 pub mod dispatch;
 pub mod http;
+pub mod link;
 pub mod metrics;
 pub mod model;
 pub mod monitor;

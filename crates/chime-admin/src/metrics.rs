@@ -144,6 +144,8 @@ pub struct Metrics {
     pub lateness: Histogram,
     /// Runs claimed but not yet sent (updated when scraped).
     pub pending_runs: Gauge,
+    /// Executors linked to this admin (holding a WebSocket to it).
+    pub linked_executors: Gauge,
     /// Runs sent and waiting for their result (updated when scraped).
     pub running_runs: Gauge,
     /// Executor API requests refused for their access token, by endpoint.
@@ -172,6 +174,7 @@ impl Metrics {
             0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
         ]);
         let pending_runs = Gauge::default();
+        let linked_executors = Gauge::default();
         let running_runs = Gauge::default();
         let executor_refused = Family::<EndpointLabel, Counter>::default();
         registry.register("fires", "Runs sent to an executor, by trigger type", fires.clone());
@@ -208,6 +211,11 @@ impl Metrics {
         );
         registry.register("pending_runs", "Runs claimed and not yet sent", pending_runs.clone());
         registry.register(
+            "linked_executors",
+            "Executors linked to this admin (holding a WebSocket to it)",
+            linked_executors.clone(),
+        );
+        registry.register(
             "running_runs",
             "Runs sent and waiting for a result",
             running_runs.clone(),
@@ -228,6 +236,7 @@ impl Metrics {
             results_backlog,
             lateness,
             pending_runs,
+            linked_executors,
             running_runs,
             executor_refused,
             refusal_log: Mutex::new(RefusalLog::default()),

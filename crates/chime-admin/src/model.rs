@@ -178,7 +178,7 @@ impl GroupSpec {
         let addresses = match (&self.addresses, base) {
             (Some(list), _) => list
                 .iter()
-                .map(|a| validate_address(a, networks).map_err(|m| Invalid::new("addresses", m)))
+                .map(|a| validate_manual_address(a, networks).map_err(|m| Invalid::new("addresses", m)))
                 .collect::<Result<Vec<_>, _>>()?,
             (None, Some(g)) => g.addresses.clone(),
             (None, None) => Vec::new(),
@@ -238,6 +238,22 @@ impl GroupSpec {
 /// a literal IP must lie in `networks` (see [`crate::address_policy`]).
 pub fn validate_address(address: &str, networks: &ExecutorNetworks) -> Result<String, String> {
     crate::address_policy::check_address(address, networks)
+}
+
+/// Checks an address an operator gives a manual group: an executor address as
+/// [`validate_address`] accepts it, or a linked executor's `link://<id>` (calls to it go down
+/// the executor's link, never to a host). Executors cannot register a link address over HTTP.
+pub fn validate_manual_address(address: &str, networks: &ExecutorNetworks) -> Result<String, String> {
+    if chime_protocol::link::is_link_address(address) {
+        return match chime_protocol::link::executor_id(address) {
+            Some(_) => Ok(address.trim().to_owned()),
+            None => Err(format!(
+                "a link address is link://<executor id>, the id 1 to {} characters of A-Z a-z 0-9 . _ -",
+                chime_protocol::link::MAX_EXECUTOR_ID_CHARS
+            )),
+        };
+    }
+    validate_address(address, networks)
 }
 
 /// A job definition.
@@ -751,6 +767,9 @@ pub struct ExecutorEntry {
     /// For a manual address, whether it answered `/beat` when the list was asked for; `None`
     /// for a registered one (its heartbeat says it lives).
     pub answers: Option<bool>,
+    /// Whether the executor is reached down its own link (`link://…`): it dialed the admins,
+    /// and no admin dials it.
+    pub linked: bool,
 }
 
 /// Filters of a run listing.
@@ -821,6 +840,14 @@ mod tests {
         assert!(validate_address("h:1", &ExecutorNetworks::default()).is_err());
         assert!(validate_address("http://", &ExecutorNetworks::default()).is_err());
         assert!(validate_address("http://a b", &ExecutorNetworks::default()).is_err());
+        // A link address only in an operator's manual list, never as a registered one.
+        assert!(validate_address("link://pod-1", &ExecutorNetworks::default()).is_err());
+        assert_eq!(
+            validate_manual_address(" link://pod-1 ", &ExecutorNetworks::default()).unwrap(),
+            "link://pod-1"
+        );
+        assert!(validate_manual_address("link://a/b", &ExecutorNetworks::default()).is_err());
+        assert!(validate_manual_address("link://", &ExecutorNetworks::default()).is_err());
     }
 
     #[test]

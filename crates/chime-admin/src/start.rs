@@ -10,6 +10,7 @@ use crate::dispatch::fence::SendFence;
 use crate::dispatch::gate::Gate;
 use crate::dispatch::route::Router;
 use crate::dispatch::Dispatcher;
+use crate::link::LinkHub;
 use crate::metrics::Metrics;
 use crate::monitor::possibly_sent::PossiblySentCheck;
 use crate::monitor::Sweeper;
@@ -127,7 +128,7 @@ pub async fn start(config: AdminConfig) -> Result<AdminHandle, StartError> {
         source,
     })?;
 
-    let (admin, loops) = wire(config, store);
+    let (admin, loops) = wire(config, store, local_addr);
     admin.directory.refresh().await?;
 
     let Loops {
@@ -216,8 +217,9 @@ struct Loops {
 }
 
 /// Builds the parts the loops and the HTTP server share, and hands each what it uses.
-fn wire(config: AdminConfig, store: Store) -> (Arc<Admin>, Loops) {
+fn wire(config: AdminConfig, store: Store, local_addr: SocketAddr) -> (Arc<Admin>, Loops) {
     let shutdown = CancellationToken::new();
+    let links = Arc::new(LinkHub::default());
     let directory = Arc::new(Directory::new(store.clone(), config.dead_timeout));
     let metrics = Arc::new(Metrics::new());
     // Sends and probes each have `per_executor_concurrency` permits per executor.
@@ -226,6 +228,7 @@ fn wire(config: AdminConfig, store: Store) -> (Arc<Admin>, Loops) {
         config.access_token.clone(),
         config.per_executor_concurrency.saturating_mul(2),
         config.executor_networks.clone(),
+        links.clone(),
     );
     let probe_gate = Arc::new(Gate::new(config.dispatch_concurrency, config.per_executor_concurrency));
     let partitions = Arc::new(Partitions::default());
@@ -292,6 +295,8 @@ fn wire(config: AdminConfig, store: Store) -> (Arc<Admin>, Loops) {
             node_id: config.node_id.clone(),
             ttl: config.lease_ttl,
             partitions: partitions.clone(),
+            url: config.advertised_url(local_addr),
+            links: links.clone(),
         },
         recovery: Recovery {
             store: store.clone(),
@@ -350,6 +355,7 @@ fn wire(config: AdminConfig, store: Store) -> (Arc<Admin>, Loops) {
         directory,
         metrics,
         client,
+        links,
         partitions,
         wheel,
         results,

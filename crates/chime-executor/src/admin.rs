@@ -1,6 +1,13 @@
 //! The client side of the admin's executor API: `POST <base>/api/registry`,
-//! `/api/registryRemove`, `/api/callback`.
+//! `/api/registryRemove`, `/api/callback`, `/api/runLog`.
+//!
+//! In link mode each call goes over the link to that admin when it is up ([`LinkSet`]), and
+//! its answer is read exactly like the body of the HTTP reply. When the link is down,
+//! registration fails (the admin only lists a linked executor from its link: an HTTP
+//! registration of a `link://` address would be refused, and would name no link to call it
+//! by), while results and run logs go by HTTP, which the executor can reach even behind NAT.
 
+use crate::link::{LinkCallError, LinkSet};
 use chime_protocol::messages::ACCESS_TOKEN_HEADER;
 use chime_protocol::{paths, ReturnT};
 use std::fmt;
@@ -17,6 +24,8 @@ pub(crate) struct AdminClient {
     /// Index in `bases` of the admin that last accepted a [`AdminClient::post_first`] call,
     /// tried first next time: an admin that hangs must not cost a timeout on every batch.
     preferred: Arc<AtomicUsize>,
+    /// The links to the admins, in link mode.
+    links: Option<LinkSet>,
 }
 
 /// Why one admin did not accept a call.
@@ -76,7 +85,13 @@ impl fmt::Display for NotAccepted {
 const MAX_QUOTED_REPLY: usize = 200;
 
 impl AdminClient {
-    pub(crate) fn new(bases: Vec<String>, token: Option<String>, timeout: Duration) -> AdminClient {
+    /// A client of the admins at `bases`; in link mode (`links`), calls go over the links.
+    pub(crate) fn new(
+        bases: Vec<String>,
+        token: Option<String>,
+        timeout: Duration,
+        links: Option<LinkSet>,
+    ) -> AdminClient {
         let http = reqwest::Client::builder()
             .connect_timeout(timeout)
             .timeout(timeout)
@@ -88,6 +103,7 @@ impl AdminClient {
             bases: bases.into(),
             token: token.filter(|t| !t.trim().is_empty()),
             preferred: Arc::new(AtomicUsize::new(0)),
+            links,
         }
     }
 
@@ -96,7 +112,35 @@ impl AdminClient {
     }
 
     /// Posts `body` to `path` on one admin; `Ok` only for an envelope with `code == 200`.
-    async fn post(&self, base: &str, path: &str, body: String) -> Result<(), AdminError> {
+    /// In link mode over the admin's link, see the module's documentation.
+    pub(crate) async fn post(&self, base: &str, path: &str, body: String) -> Result<(), AdminError> {
+        if let Some(links) = &self.links {
+            let shown = || without_credentials(&paths::join(base, path));
+            match links.call(base, path, &body).await {
+                Ok(answer) => return read_reply(shown(), answer.as_bytes()),
+                Err(LinkCallError::NoAnswer(reason)) => {
+                    return Err(AdminError::Unreachable(format!(
+                        "{} (over the link): {reason}",
+                        shown()
+                    )))
+                }
+                // Registration only over the link: the admin lists a linked executor from its
+                // link alone.
+                Err(err) if path == paths::API_REGISTRY || path == paths::API_REGISTRY_REMOVE => {
+                    let base = without_credentials(base);
+                    return Err(AdminError::Unreachable(match err {
+                        LinkCallError::NotSent(reason) => format!("link to {base}: {reason}"),
+                        _ => format!("link to {base} is down"),
+                    }));
+                }
+                // Results and logs take HTTP meanwhile.
+                Err(LinkCallError::Down | LinkCallError::NotSent(_)) => {}
+            }
+        }
+        self.post_http(base, path, body).await
+    }
+
+    async fn post_http(&self, base: &str, path: &str, body: String) -> Result<(), AdminError> {
         let url = paths::join(base, path);
         // Messages name the URL, never credentials written into it.
         let shown = without_credentials(&url);
@@ -115,19 +159,7 @@ impl AdminClient {
         if !status.is_success() {
             return Err(AdminError::Unreachable(format!("{shown}: HTTP {status}")));
         }
-        match ReturnT::<serde_json::Value>::from_json(&bytes) {
-            Ok(reply) if reply.is_success() => Ok(()),
-            Ok(reply) => Err(AdminError::Refused {
-                url: shown,
-                code: reply.code,
-                msg: reply.msg.unwrap_or_default(),
-            }),
-            Err(err) => {
-                let text = String::from_utf8_lossy(&bytes);
-                let quoted: String = text.chars().take(MAX_QUOTED_REPLY).collect();
-                Err(AdminError::Unreachable(format!("{shown}: {err}: {quoted}")))
-            }
-        }
+        read_reply(shown, &bytes)
     }
 
     /// Tries the admins one after another until one answers `code == 200` (XXL-JOB's rule for
@@ -168,8 +200,25 @@ impl AdminClient {
     }
 }
 
+/// Reads an admin's reply body: `Ok` only for an envelope with `code == 200`.
+fn read_reply(shown: String, bytes: &[u8]) -> Result<(), AdminError> {
+    match ReturnT::<serde_json::Value>::from_json(bytes) {
+        Ok(reply) if reply.is_success() => Ok(()),
+        Ok(reply) => Err(AdminError::Refused {
+            url: shown,
+            code: reply.code,
+            msg: reply.msg.unwrap_or_default(),
+        }),
+        Err(err) => {
+            let text = String::from_utf8_lossy(bytes);
+            let quoted: String = text.chars().take(MAX_QUOTED_REPLY).collect();
+            Err(AdminError::Unreachable(format!("{shown}: {err}: {quoted}")))
+        }
+    }
+}
+
 /// `url` without a user name or password in it, for messages.
-fn without_credentials(url: &str) -> String {
+pub(crate) fn without_credentials(url: &str) -> String {
     match reqwest::Url::parse(url) {
         Ok(mut parsed) if !parsed.username().is_empty() || parsed.password().is_some() => {
             let _ = parsed.set_username("");
@@ -182,7 +231,7 @@ fn without_credentials(url: &str) -> String {
 
 /// An error with its causes ("error sending request: connection refused"): reqwest's own
 /// message alone does not say why.
-fn chain(err: &dyn std::error::Error) -> String {
+pub(crate) fn chain(err: &dyn std::error::Error) -> String {
     let mut text = err.to_string();
     let mut source = err.source();
     while let Some(cause) = source {
@@ -217,11 +266,16 @@ mod tests {
             .local_addr()
             .unwrap()
             .port();
-        let admin = AdminClient::new(vec![format!("http://127.0.0.1:{port}")], None, Duration::from_secs(3));
+        let admin = AdminClient::new(
+            vec![format!("http://127.0.0.1:{port}")],
+            None,
+            Duration::from_secs(3),
+            None,
+        );
         let err = admin.post_first(paths::API_CALLBACK, "[]".into()).await.unwrap_err();
         assert!(matches!(err.0.as_slice(), [AdminError::Unreachable(_)]), "{err}");
         assert_eq!(err.refusals().count(), 0);
-        let none = AdminClient::new(Vec::new(), None, Duration::from_secs(3));
+        let none = AdminClient::new(Vec::new(), None, Duration::from_secs(3), None);
         let err = none.post_first(paths::API_CALLBACK, "[]".into()).await.unwrap_err();
         assert_eq!(err.to_string(), "no admin address configured");
     }

@@ -4,11 +4,12 @@
 use crate::admin::AdminClient;
 use crate::callback::{self, CallbackOptions};
 use crate::handler::{Handler, IntoJobResult, JobContext};
+use crate::link::{LinkOptions, LinkSet};
 use crate::logship::LogShipper;
 use crate::runlog::LogWriter;
 use crate::runner::{RunEnv, Runners};
 use crate::server::{self, ServerState};
-use crate::{address, registry, runlog, script};
+use crate::{address, link, registry, runlog, script};
 use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -50,6 +51,8 @@ pub struct ExecutorBuilder {
     access_token: Option<String>,
     listen: SocketAddr,
     advertise: Option<String>,
+    link: bool,
+    link_id: Option<String>,
     log_dir: PathBuf,
     log_retention_days: i64,
     pack_run_logs: bool,
@@ -75,6 +78,8 @@ impl Default for ExecutorBuilder {
             access_token: None,
             listen: SocketAddr::from(([127, 0, 0, 1], 9999)),
             advertise: None,
+            link: false,
+            link_id: None,
             log_dir: PathBuf::from("chime-executor-logs"),
             log_retention_days: 30,
             pack_run_logs: false,
@@ -131,7 +136,8 @@ impl ExecutorBuilder {
     }
 
     /// Where the HTTP server listens. Default `127.0.0.1:9999`: reachable only from this host
-    /// until you choose otherwise. Port 0 picks a free port.
+    /// until you choose otherwise. Port 0 picks a free port. Ignored in [link
+    /// mode](ExecutorBuilder::link), which opens no port.
     pub fn listen(mut self, addr: SocketAddr) -> Self {
         self.listen = addr;
         self
@@ -139,10 +145,40 @@ impl ExecutorBuilder {
 
     /// The address the admin should call, e.g. `http://10.0.0.5:9999` or `exec.svc:9999`.
     /// Set it whenever the executor runs in a container or behind NAT; without it the bound IP
-    /// (or, for `0.0.0.0`, the first non-loopback IPv4) is used.
+    /// (or, for `0.0.0.0`, the first non-loopback IPv4) is used. Ignored in [link
+    /// mode](ExecutorBuilder::link): the admin knows a linked executor as `link://<id>`.
     pub fn advertise(mut self, address: impl Into<String>) -> Self {
         let address = address.into();
         self.advertise = if address.trim().is_empty() { None } else { Some(address) };
+        self
+    }
+
+    /// Link mode: instead of opening a port for the admin to call, the executor dials every
+    /// admin and keeps one WebSocket to each, on the admin's own HTTP port and context path
+    /// (`<admin>/api/link`), over which the admin calls it and it reports back. Use it when no
+    /// admin can reach the executor: in a container, behind NAT, where no inbound port may be
+    /// opened. Off by default (HTTP mode, what XXL-JOB admins speak: an XXL-JOB admin has no
+    /// link endpoint).
+    ///
+    /// A dropped link is dialed again with a growing, jittered backoff (0.5 s up to 30 s);
+    /// meanwhile results wait in the spool or go to the admin by HTTP, and the admin stops
+    /// routing runs here once the registration lapses.
+    pub fn link(mut self, enabled: bool) -> Self {
+        self.link = enabled;
+        self
+    }
+
+    /// The id this executor links under; the admin lists it as `link://<id>`. 1 to 64 ASCII
+    /// letters, digits, `.`, `_` or `-`. Default: the host name and 8 random hex characters,
+    /// new at every start; set a stable id only if exactly one process uses it at a time (a
+    /// second link with the same id replaces the first at the admin).
+    pub fn link_id(mut self, id: impl Into<String>) -> Self {
+        let id = id.into();
+        self.link_id = if id.trim().is_empty() {
+            None
+        } else {
+            Some(id.trim().to_owned())
+        };
         self
     }
 
@@ -308,17 +344,53 @@ impl ExecutorBuilder {
                 "an app name is required to register with the admin".to_owned(),
             ));
         }
+        if let Some(id) = &self.link_id {
+            chime_protocol::link::validate_executor_id(id)
+                .map_err(|e| ExecutorError::Config(format!("link id: {e}")))?;
+        }
+        if self.link {
+            if self.admins.is_empty() {
+                return Err(ExecutorError::Config(
+                    "link mode needs at least one admin address to dial".to_owned(),
+                ));
+            }
+            // Both travel as headers of the link's upgrade request.
+            if axum::http::HeaderValue::from_str(&self.app_name).is_err() {
+                return Err(ExecutorError::Config(
+                    "in link mode the app name must be valid in an HTTP header (no control characters)".to_owned(),
+                ));
+            }
+            if self
+                .access_token
+                .as_deref()
+                .is_some_and(|t| axum::http::HeaderValue::from_str(t).is_err())
+            {
+                return Err(ExecutorError::Config(
+                    "the access token must be valid in an HTTP header (no control characters)".to_owned(),
+                ));
+            }
+        }
         let runs_code = self.scripts || self.shell_handler || self.handlers.values().any(|h| h.runs_code);
         if runs_code && self.access_token.is_none() {
             // Loopback included: every local user and process can reach a loopback port, and
             // so can any web page open in a browser here. The token is what proves the caller
-            // is the admin.
+            // is the admin. In link mode it is what the admin checks before it takes the link:
+            // without one, whatever answers at the admin's address could run code here.
+            let exposure = if self.link {
+                "links to its admins without an access token: whatever answers at an admin address \
+                 could run any command here"
+                    .to_owned()
+            } else {
+                format!(
+                    "listens on {} without an access token: anyone who can reach this port (on loopback: any \
+                     local process, or a web page in a browser on this host) could run any command here",
+                    self.listen
+                )
+            };
             return Err(ExecutorError::Config(format!(
-                "script jobs / the shell handler are enabled and the executor listens on {} without an access token: \
-                 anyone who can reach this port (on loopback: any local process, or a web page in a browser on this \
-                 host) could run any command here. Set an access token, the same as the admin's \
-                 (chime_executor::generate_access_token() makes one), or disable scripts and the shell handler.",
-                self.listen
+                "script jobs / the shell handler are enabled and the executor {exposure}. Set an access token, \
+                 the same as the admin's (chime_executor::generate_access_token() makes one), or disable scripts \
+                 and the shell handler."
             )));
         }
         if self.shell_handler {
@@ -361,8 +433,9 @@ impl Executor {
 
     /// Starts the executor in the background and returns a handle to stop it.
     ///
-    /// When this returns, the server is listening, results left in the spool by a previous
-    /// process are being re-sent, and the first registry heartbeat is on its way.
+    /// When this returns, the server is listening (in link mode: the links are being dialed),
+    /// results left in the spool by a previous process are being re-sent, and the first
+    /// registry heartbeat is on its way.
     pub async fn start(self) -> Result<ExecutorHandle, ExecutorError> {
         let config = self.config;
         let io_err = |path: &PathBuf| {
@@ -370,7 +443,13 @@ impl Executor {
             move |source| ExecutorError::Io { path, source }
         };
         std::fs::create_dir_all(&config.log_dir).map_err(io_err(&config.log_dir))?;
-        let admin = AdminClient::new(config.admins.clone(), config.access_token.clone(), config.admin_timeout);
+        let links = config.link.then(|| LinkSet::new(&config.admins, config.admin_timeout));
+        let admin = AdminClient::new(
+            config.admins.clone(),
+            config.access_token.clone(),
+            config.admin_timeout,
+            links.clone(),
+        );
         let spool_dir = config.log_dir.join("callback-spool");
         let pipeline = callback::start(
             &spool_dir,
@@ -402,55 +481,99 @@ impl Executor {
             finish_probe: None,
         });
 
-        let listener = tokio::net::TcpListener::bind(config.listen)
-            .await
-            .map_err(|source| ExecutorError::Bind {
-                addr: config.listen,
-                source,
-            })?;
-        let local_addr = listener.local_addr().map_err(|source| ExecutorError::Bind {
-            addr: config.listen,
-            source,
-        })?;
-        let advertised = match &config.advertise {
-            Some(explicit) => address::normalize_advertised(explicit),
-            None => address::advertised_for(local_addr),
+        // In link mode no port is opened: the admin reaches the executor through its links.
+        let reach = match links {
+            Some(links) => Reach::Linked(links),
+            None => {
+                let bind_err = |source| ExecutorError::Bind {
+                    addr: config.listen,
+                    source,
+                };
+                let listener = tokio::net::TcpListener::bind(config.listen).await.map_err(bind_err)?;
+                let local_addr = listener.local_addr().map_err(bind_err)?;
+                Reach::Listening(listener, local_addr)
+            }
         };
-        // Uptime counts from here: the port is bound, so calls are accepted from now on.
+        // Uptime counts from here: calls are accepted from now on.
         let instance = registry::Instance::new(config.handlers.keys());
-        tracing::info!(
-            listen = %local_addr,
-            advertised = %advertised,
-            app_name = %config.app_name,
-            admins = ?config.admins,
-            instance = instance.id(),
-            scripts = config.scripts,
-            pack_run_logs = config.pack_run_logs,
-            "chime executor started; the admin will call the advertised address"
-        );
-        if config.access_token.is_none() && !local_addr.ip().is_loopback() {
-            tracing::warn!("no access token: any caller that reaches {local_addr} can trigger jobs");
-        }
-
-        let state = Arc::new(ServerState {
+        let app = server::router(Arc::new(ServerState {
             runners: runners.clone(),
             handlers: Arc::new(config.handlers.clone()),
             token: config.access_token.clone(),
             scripts_enabled: config.scripts,
             glue_dir: config.log_dir.join("gluesource"),
-        });
-        let server_stop = CancellationToken::new();
-        let server = {
-            let stop = server_stop.clone();
-            let app = server::router(state);
-            tokio::spawn(async move {
-                let result = axum::serve(listener, app)
-                    .with_graceful_shutdown(async move { stop.cancelled().await })
-                    .await;
-                if let Err(err) = result {
-                    tracing::error!(error = %err, "executor HTTP server failed");
+        }));
+        let (local_addr, advertised, serving) = match reach {
+            Reach::Listening(listener, local_addr) => {
+                let advertised = match &config.advertise {
+                    Some(explicit) => address::normalize_advertised(explicit),
+                    None => address::advertised_for(local_addr),
+                };
+                tracing::info!(
+                    listen = %local_addr,
+                    advertised = %advertised,
+                    app_name = %config.app_name,
+                    admins = ?config.admins,
+                    instance = instance.id(),
+                    scripts = config.scripts,
+                    pack_run_logs = config.pack_run_logs,
+                    "chime executor started; the admin will call the advertised address"
+                );
+                if config.access_token.is_none() && !local_addr.ip().is_loopback() {
+                    tracing::warn!("no access token: any caller that reaches {local_addr} can trigger jobs");
                 }
-            })
+                let stop = CancellationToken::new();
+                let server = {
+                    let stop = stop.clone();
+                    tokio::spawn(async move {
+                        let result = axum::serve(listener, app)
+                            .with_graceful_shutdown(async move { stop.cancelled().await })
+                            .await;
+                        if let Err(err) = result {
+                            tracing::error!(error = %err, "executor HTTP server failed");
+                        }
+                    })
+                };
+                (Some(local_addr), advertised, Serving::Http { stop, server })
+            }
+            Reach::Linked(links) => {
+                let executor_id = config
+                    .link_id
+                    .clone()
+                    .unwrap_or_else(|| link::default_executor_id(instance.id()));
+                let advertised = chime_protocol::link::address(&executor_id);
+                let admins: Vec<String> = config
+                    .admins
+                    .iter()
+                    .map(|a| crate::admin::without_credentials(a))
+                    .collect();
+                tracing::info!(
+                    advertised = %advertised,
+                    app_name = %config.app_name,
+                    instance = instance.id(),
+                    scripts = config.scripts,
+                    pack_run_logs = config.pack_run_logs,
+                    "chime executor started; linked mode: no port is opened; dialing {}",
+                    admins.join(", ")
+                );
+                let registration: link::Registration = {
+                    let (app_name, address, instance) = (config.app_name.clone(), advertised.clone(), instance.clone());
+                    Arc::new(move || registry::body(&app_name, &address, &instance))
+                };
+                let links = link::start(
+                    links,
+                    admin.clone(),
+                    app,
+                    LinkOptions {
+                        app_name: config.app_name.clone(),
+                        executor_id,
+                        token: config.access_token.clone(),
+                        connect_timeout: config.admin_timeout.max(Duration::from_secs(10)),
+                    },
+                    registration,
+                );
+                (None, advertised, Serving::Linked(links))
+            }
         };
 
         let background = CancellationToken::new();
@@ -461,6 +584,7 @@ impl Executor {
                 advertised.clone(),
                 instance.clone(),
                 config.registry_interval,
+                config.link,
                 background.clone(),
             ))
         });
@@ -493,8 +617,8 @@ impl Executor {
                 if admin.has_admins() {
                     registry::remove(&admin, &config.app_name, &advertised, &instance).await;
                 }
-                server_stop.cancel();
-                let _ = server.await;
+                // Last: the links carry the last results and registryRemove.
+                serving.stop().await;
                 tracing::info!("chime executor stopped");
             })
         };
@@ -548,21 +672,52 @@ pub async fn termination_signal() {
     }
 }
 
+/// How the admin will reach the executor, decided before the instance starts counting.
+enum Reach {
+    /// HTTP mode: the bound listener and its address.
+    Listening(tokio::net::TcpListener, SocketAddr),
+    /// Link mode: the links, not yet dialed.
+    Linked(LinkSet),
+}
+
+/// How the admin reaches the executor: its HTTP server, or its links.
+enum Serving {
+    Http {
+        stop: CancellationToken,
+        server: tokio::task::JoinHandle<()>,
+    },
+    Linked(link::Links),
+}
+
+impl Serving {
+    async fn stop(self) {
+        match self {
+            Serving::Http { stop, server } => {
+                stop.cancel();
+                let _ = server.await;
+            }
+            Serving::Linked(links) => links.stop().await,
+        }
+    }
+}
+
 /// A running executor.
 pub struct ExecutorHandle {
-    local_addr: SocketAddr,
+    local_addr: Option<SocketAddr>,
     advertised: String,
     shutdown: CancellationToken,
     done: tokio::task::JoinHandle<()>,
 }
 
 impl ExecutorHandle {
-    /// The address the server is bound to (useful with port 0).
-    pub fn local_addr(&self) -> SocketAddr {
+    /// The address the server is bound to (useful with port 0); `None` in [link
+    /// mode](ExecutorBuilder::link), where no port is opened.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
         self.local_addr
     }
 
-    /// The address registered with the admin.
+    /// The address registered with the admin: `http://…` in HTTP mode, `link://<id>` in link
+    /// mode.
     pub fn advertised_address(&self) -> &str {
         &self.advertised
     }

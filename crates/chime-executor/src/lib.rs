@@ -23,6 +23,11 @@
 //!   that carry a browser's `Origin` or `Sec-Fetch-Site` header, are refused, so a web page
 //!   cannot make a browser call the executor.
 //!
+//! Against a Chime admin it can instead run in **link mode** ([`ExecutorBuilder::link`]): it
+//! opens no port, dials every admin and keeps one WebSocket to each, over which the admin calls
+//! it and it reports back — for executors no admin can reach (containers, NAT). HTTP mode stays
+//! the default, and the one an XXL-JOB admin speaks.
+//!
 //! It is not a scheduler: when to run is the admin's business.
 //!
 //! ```no_run
@@ -57,6 +62,7 @@ mod callback;
 pub mod demo;
 mod executor;
 mod handler;
+mod link;
 mod logship;
 mod registry;
 mod runlog;

@@ -65,7 +65,7 @@ impl Instance {
 
 /// The registration body, built at send time: the uptime in it must be that of the moment it
 /// leaves, not of the first beat.
-fn body(app_name: &str, address: &str, instance: &Instance) -> String {
+pub(crate) fn body(app_name: &str, address: &str, instance: &Instance) -> String {
     let param = RegistryParam {
         instance: Some(instance.describe()),
         ..RegistryParam::executor(app_name, address)
@@ -73,16 +73,20 @@ fn body(app_name: &str, address: &str, instance: &Instance) -> String {
     serde_json::to_string(&param).expect("registry params serialize")
 }
 
-/// Registers now and then every `interval` until `stop` is cancelled.
+/// Registers every `interval` until `stop` is cancelled: the first time at once, or, with
+/// `linked`, after one interval — each link registers by itself the moment it comes up, and a
+/// registration at start, before any link is up, could only fail.
 pub(crate) async fn heartbeat(
     admin: AdminClient,
     app_name: String,
     address: String,
     instance: Instance,
     interval: Duration,
+    linked: bool,
     stop: CancellationToken,
 ) {
-    let mut ticker = tokio::time::interval(interval);
+    let first = tokio::time::Instant::now() + if linked { interval } else { Duration::ZERO };
+    let mut ticker = tokio::time::interval_at(first, interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut was_ok = None;
     loop {

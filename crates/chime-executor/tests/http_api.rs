@@ -29,8 +29,8 @@ async fn beat_answers_200_json_with_empty_or_quoted_body() {
 async fn access_token_is_checked_on_every_endpoint() {
     let admin = FakeAdmin::start(true).await;
     let exec = start_executor(&admin, Some("s3cret"), |b| b).await;
-    let missing = Client::new(exec.handle.local_addr(), None);
-    let wrong = Client::new(exec.handle.local_addr(), Some("s3cret-not"));
+    let missing = Client::new(exec.handle.local_addr().unwrap(), None);
+    let wrong = Client::new(exec.handle.local_addr().unwrap(), Some("s3cret-not"));
     for path in ["/beat", "/idleBeat", "/run", "/kill", "/log", "/nope"] {
         for client in [&missing, &wrong] {
             let reply = client.post(path, "{\"jobId\":1}").await;

@@ -9,7 +9,8 @@
 //!   [`LogParam`] and its answer [`LogResult`];
 //! - executor → admin bodies: [`RegistryParam`], [`HandleCallbackParam`], [`CallbackBatch`];
 //! - the enums stored and sent as strings ([`RouteStrategy`], [`BlockStrategy`], [`GlueType`], …);
-//! - the literal messages peers match on ([`messages`]) and endpoint [`paths`].
+//! - the literal messages peers match on ([`messages`]) and endpoint [`paths`];
+//! - Chime's executor link, a WebSocket an executor opens to the admin ([`link`]).
 //!
 //! Parsing is tolerant the way real peers need: unknown keys are ignored (pyxxl adds
 //! `executeResult`), `null` and missing fields take Gson's defaults, numbers may arrive as
@@ -31,6 +32,7 @@ mod enums;
 mod envelope;
 mod executor_api;
 pub mod lenient;
+pub mod link;
 pub mod messages;
 pub mod paths;
 mod run_log;

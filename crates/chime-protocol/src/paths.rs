@@ -21,6 +21,8 @@ pub const API_REGISTRY_REMOVE: &str = "/api/registryRemove";
 pub const API_CALLBACK: &str = "/api/callback";
 /// Admin (Chime only): receive a finished run's log ([`crate::RunLogParam`]).
 pub const API_RUN_LOG: &str = "/api/runLog";
+/// Admin (Chime only): an executor opens its link here (a WebSocket, see [`crate::link`]).
+pub const API_LINK: &str = "/api/link";
 
 /// Joins a base address and an endpoint path with exactly one `/` between them.
 ///

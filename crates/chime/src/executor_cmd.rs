@@ -66,14 +66,29 @@ pub struct ExecutorArgs {
 
     /// Address to listen on. The default, 127.0.0.1:9999, is reachable only from this host:
     /// use 0.0.0.0:9999 (with --access-token and usually --advertise) for an admin on another host.
+    /// Ignored with --link, which opens no port.
     #[arg(long, env = "CHIME_LISTEN", default_value = "127.0.0.1:9999")]
     listen: SocketAddr,
 
     /// Address the admin should call, e.g. http://10.0.0.5:9999 or exec.internal:9999. Set it
     /// in containers and behind NAT; by default the listen IP (or, for 0.0.0.0, the first
-    /// non-loopback IPv4) is registered. The registered address is logged at start.
+    /// non-loopback IPv4) is registered. The registered address is logged at start. Ignored
+    /// with --link (the admin then knows this executor as link://<id>).
     #[arg(long, env = "CHIME_ADVERTISE")]
     advertise: Option<String>,
+
+    /// Link mode: open no port; dial every admin instead and keep one WebSocket to each, on the
+    /// admin's own HTTP port and path, over which the admin runs jobs here. For executors the
+    /// admin cannot reach (containers, NAT, no inbound port). Needs a Chime admin: an XXL-JOB
+    /// admin has no link, so run in HTTP mode (the default) against one.
+    #[arg(long, env = "CHIME_LINK", value_parser = BoolishValueParser::new())]
+    link: bool,
+
+    /// With --link: the id this executor links under, listed by the admin as link://<id>
+    /// (1-64 ASCII letters, digits, '.', '_', '-'). Default: the host name and 8 random hex
+    /// characters, new at every start. Give a fixed id only to one process at a time.
+    #[arg(long, env = "CHIME_LINK_ID")]
+    link_id: Option<String>,
 
     /// Directory for run logs (yyyy-MM-dd/<runId>.log), script files and the callback spool.
     #[arg(long, env = "CHIME_LOGDIR", default_value = "./chime-executor-logs")]
@@ -146,6 +161,8 @@ pub fn run(args: ExecutorArgs) -> ExitCode {
         .access_token(access_token)
         .listen(args.listen)
         .advertise(args.advertise.unwrap_or_default())
+        .link(args.link)
+        .link_id(args.link_id.unwrap_or_default())
         .log_dir(args.logdir)
         .pack_run_logs(args.pack_run_logs)
         .central_run_logs(args.central_log_bytes)
@@ -214,6 +231,16 @@ mod tests {
         assert!(!cli.args.pack_run_logs);
         let cli = Cli::try_parse_from(["chime", "--pack-run-logs"]).unwrap();
         assert!(cli.args.pack_run_logs);
+    }
+
+    #[test]
+    fn link_mode_is_off_unless_asked_for() {
+        let cli = Cli::try_parse_from(["chime"]).unwrap();
+        assert!(!cli.args.link);
+        assert_eq!(cli.args.link_id, None);
+        let cli = Cli::try_parse_from(["chime", "--link", "--link-id", "pod-7"]).unwrap();
+        assert!(cli.args.link);
+        assert_eq!(cli.args.link_id.as_deref(), Some("pod-7"));
     }
 
     #[test]

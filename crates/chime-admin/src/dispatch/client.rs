@@ -12,9 +12,11 @@
 
 use super::network_guard::GuardedConnector;
 use crate::address_policy::ExecutorNetworks;
+use crate::link::{self as hub, LinkCallError, LinkHub};
 use crate::model::Group;
 use crate::run::truncate;
 use bytes::Bytes;
+use chime_protocol::link;
 use chime_protocol::messages::{ACCESS_TOKEN_HEADER, APPNAME_HEADER};
 use chime_protocol::paths::{self, BEAT, IDLE_BEAT, KILL, LOG};
 use chime_protocol::{IdleBeatParam, KillParam, LogParam, LogResult, ProtocolGeneration, ReturnT, TriggerParam};
@@ -24,7 +26,8 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use serde::de::DeserializeOwned;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Largest reply body read from `/run` (`/trigger`), `/beat`, `/idleBeat` and `/kill`. Their
@@ -87,7 +90,19 @@ pub struct ExecutorClient {
     http: Pool,
     timeout: Duration,
     access_token: Option<String>,
+    /// Executors linked to this admin, and the other admins to relay to (see [`crate::link`]).
+    links: Arc<LinkHub>,
+    /// Link address → the admin that passed the last relayed call to it, asked first next time.
+    relay_hints: Arc<Mutex<HashMap<String, String>>>,
 }
+
+/// How much longer a relayed call waits than a direct one: the far admin's own timeout, and
+/// the hop.
+const RELAY_MARGIN: Duration = Duration::from_secs(1);
+
+/// Link addresses whose relaying admin is remembered; the table is cleared when full (a hint
+/// only saves asking the wrong admin first).
+const MAX_RELAY_HINTS: usize = 10_000;
 
 impl ExecutorClient {
     /// A client with the given connect/read timeout and access token, keeping up to
@@ -97,12 +112,14 @@ impl ExecutorClient {
     /// once: with fewer, every burst closes the surplus connections and the next one opens them
     /// again (a TCP handshake and a TIME_WAIT socket per call beyond the pool).
     ///
-    /// Connections go only to peers in `networks` (see [`GuardedConnector`]).
+    /// Connections go only to peers in `networks` (see [`GuardedConnector`]). Calls to a link
+    /// address (`link://…`) go down the executor's link in `links`, or through another admin.
     pub fn new(
         timeout: Duration,
         access_token: Option<String>,
         idle_per_executor: usize,
         networks: ExecutorNetworks,
+        links: Arc<LinkHub>,
     ) -> ExecutorClient {
         let mut tcp = HttpConnector::new();
         tcp.enforce_http(false);
@@ -129,6 +146,8 @@ impl ExecutorClient {
             http,
             timeout,
             access_token: access_token.filter(|t| !t.trim().is_empty()),
+            links,
+            relay_hints: Arc::default(),
         }
     }
 
@@ -141,6 +160,12 @@ impl ExecutorClient {
         limit: usize,
     ) -> ReturnT<T> {
         let url = paths::join(target.address, path);
+        if let Some(executor_id) = link::executor_id(target.address) {
+            return match self.call_linked(target, executor_id, path, body, limit).await {
+                Ok(bytes) => parse_reply(&bytes, &url),
+                Err(e) => ReturnT::fail(e),
+            };
+        }
         let uri = match hyper::Uri::try_from(url.as_str()) {
             Ok(u) if u.scheme().is_some() && u.host().is_some() => u,
             _ => return ReturnT::fail(format!("xxl-job remoting error(invalid address), for url : {url}")),
@@ -148,18 +173,42 @@ impl ExecutorClient {
         let mut req = hyper::Request::post(uri)
             .header(CONTENT_TYPE, "application/json;charset=UTF-8")
             .header(ACCEPT_CHARSET, "application/json;charset=UTF-8");
-        if let Some(token) = target.group_token.or(self.access_token.as_deref()) {
+        if let Some(token) = self.token_for(target) {
             req = req.header(ACCESS_TOKEN_HEADER, token);
         }
         if target.protocol == ProtocolGeneration::G4 {
             req = req.header(APPNAME_HEADER, target.app_name);
         }
+        match self.exchange(req, body, limit, &url, self.timeout).await {
+            Ok(Ok(bytes)) => parse_reply(&bytes, &url),
+            Ok(Err(status)) => ReturnT::fail(format!(
+                "xxl-job remoting fail, StatusCode({}) invalid. for url : {url}",
+                status.as_u16()
+            )),
+            Err(e) => ReturnT::fail(e),
+        }
+    }
+
+    /// The access token sent to `target`: its group's own, else the admin's.
+    fn token_for<'a>(&'a self, target: Target<'a>) -> Option<&'a str> {
+        target.group_token.or(self.access_token.as_deref())
+    }
+
+    /// One HTTP exchange under one deadline, as XXL-JOB's read timeout: connect, send, answer.
+    /// `Ok(Err(status))` for an answer other than 200; the body of a 200 is read up to `limit`.
+    async fn exchange(
+        &self,
+        req: hyper::http::request::Builder,
+        body: String,
+        limit: usize,
+        url: &str,
+        timeout: Duration,
+    ) -> Result<Result<Bytes, hyper::StatusCode>, String> {
         let req = match req.body(Full::new(Bytes::from(body))) {
             Ok(r) => r,
             // A token or app name that is not a valid header value.
-            Err(e) => return ReturnT::fail(format!("xxl-job remoting error({e}), for url : {url}")),
+            Err(e) => return Err(format!("xxl-job remoting error({e}), for url : {url}")),
         };
-        // One deadline for the whole exchange, as XXL-JOB's read timeout: connect, send, answer.
         let exchange = async {
             let resp = self
                 .http
@@ -179,41 +228,109 @@ impl ExecutorClient {
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.parse::<u64>().ok());
             if declared.is_some_and(|n| n > limit as u64) {
-                return Err(too_large(limit, &url));
+                return Err(too_large(limit, url));
             }
             let bytes = match Limited::new(resp.into_body(), limit).collect().await {
                 Ok(b) => b.to_bytes(),
-                Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => return Err(too_large(limit, &url)),
+                Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => return Err(too_large(limit, url)),
                 Err(e) => return Err(format!("xxl-job remoting error({}), for url : {url}", error_text(&*e))),
             };
             Ok(Ok(bytes))
         };
-        let bytes = match tokio::time::timeout(self.timeout, exchange).await {
-            Err(_) => return ReturnT::fail(format!("xxl-job remoting error(operation timed out), for url : {url}")),
-            Ok(Err(e)) => return ReturnT::fail(e),
-            Ok(Ok(Err(status))) => {
-                return ReturnT::fail(format!(
-                    "xxl-job remoting fail, StatusCode({}) invalid. for url : {url}",
-                    status.as_u16()
-                ))
-            }
-            Ok(Ok(Ok(bytes))) => bytes,
+        match tokio::time::timeout(timeout, exchange).await {
+            Err(_) => Err(format!("xxl-job remoting error(operation timed out), for url : {url}")),
+            Ok(result) => result,
+        }
+    }
+
+    /// A call to a linked executor: down its link if this admin holds it, else relayed through
+    /// the other admins (see [`crate::link`]). Errors are the run's trigger message.
+    async fn call_linked(
+        &self,
+        target: Target<'_>,
+        executor_id: &str,
+        path: &str,
+        body: String,
+        limit: usize,
+    ) -> Result<Bytes, String> {
+        let url = paths::join(target.address, path);
+        let remoting = |e: &str| format!("xxl-job remoting error({e}), for url : {url}");
+        let answer = match self
+            .links
+            .call(target.app_name, executor_id, path, &body, self.timeout)
+            .await
+        {
+            Ok(answer) => Bytes::from(answer),
+            Err(LinkCallError::Failed(e)) => return Err(remoting(&e)),
+            Err(LinkCallError::NotHere) => self.relay(target, path, body, limit, &url).await?,
         };
-        // Java executors answer with Content-Type text/html: parse whatever the header says.
-        match ReturnT::<T>::from_json(&bytes) {
-            Ok(mut r) => {
-                // Cut as the store keeps it (XXL-JOB's limit), so a reply's message does not
-                // occupy up to REPLY_LIMIT in memory while it waits for the results writer.
-                r.msg = r.msg.map(truncate);
-                r
-            }
-            Err(_) => {
-                let shown: String = String::from_utf8_lossy(&bytes).chars().take(200).collect();
-                ReturnT::fail(format!(
-                    "xxl-job remoting (url={url}) response content invalid({shown})."
-                ))
+        if answer.len() > limit {
+            return Err(too_large(limit, &url));
+        }
+        Ok(answer)
+    }
+
+    /// Asks the other live admins, one after another, to pass a call to an executor linked to
+    /// them; the admin that held the link last time is asked first.
+    async fn relay(
+        &self,
+        target: Target<'_>,
+        path: &str,
+        body: String,
+        limit: usize,
+        url: &str,
+    ) -> Result<Bytes, String> {
+        let address = paths::normalize_address(target.address);
+        let mut peers = self.links.peers();
+        let hint = self
+            .relay_hints
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(address)
+            .cloned();
+        if let Some(hint) = hint {
+            if let Some(i) = peers.iter().position(|p| *p == hint) {
+                peers.swap(0, i);
             }
         }
+        let mut reasons = Vec::new();
+        for peer in peers {
+            let relay_url = paths::join(&peer, hub::RELAY_PATH);
+            let Ok(uri) = hyper::Uri::try_from(relay_url.as_str()) else {
+                continue;
+            };
+            let mut req = hyper::Request::post(uri)
+                .header(CONTENT_TYPE, "application/json;charset=UTF-8")
+                .header(APPNAME_HEADER, target.app_name)
+                .header(hub::RELAY_ADDRESS_HEADER, address)
+                .header(hub::RELAY_PATH_HEADER, path);
+            if let Some(token) = self.token_for(target) {
+                req = req.header(ACCESS_TOKEN_HEADER, token);
+            }
+            // The far admin waits up to the same timeout for its executor: a little longer here,
+            // so its own answer (which says why) arrives before this side gives up.
+            let wait = self.timeout + RELAY_MARGIN;
+            match self.exchange(req, body.clone(), limit, &relay_url, wait).await {
+                Ok(Ok(answer)) => {
+                    let mut hints = self.relay_hints.lock().unwrap_or_else(|p| p.into_inner());
+                    if hints.len() >= MAX_RELAY_HINTS {
+                        hints.clear();
+                    }
+                    hints.insert(address.to_owned(), peer);
+                    return Ok(answer);
+                }
+                Ok(Err(status)) if status == hyper::StatusCode::NOT_FOUND => {}
+                Ok(Err(status)) => reasons.push(format!("{peer}: HTTP {}", status.as_u16())),
+                Err(e) => reasons.push(e),
+            }
+        }
+        let mut text = "no admin holds a link of this executor".to_owned();
+        if !reasons.is_empty() {
+            text.push_str(" (");
+            text.push_str(&reasons.join("; "));
+            text.push(')');
+        }
+        Err(format!("xxl-job remoting error({text}), for url : {url}"))
     }
 
     /// Sends a trigger (`/run`, or `/trigger` for G4).
@@ -245,6 +362,25 @@ impl ExecutorClient {
     pub async fn log(&self, target: Target<'_>, param: &LogParam) -> ReturnT<LogResult> {
         let body = param.to_json(target.protocol);
         self.call(target, LOG, body, LOG_REPLY_LIMIT).await
+    }
+}
+
+/// Parses an executor's reply. Java executors answer with Content-Type text/html: whatever the
+/// header says, the body is parsed.
+fn parse_reply<T: DeserializeOwned>(bytes: &[u8], url: &str) -> ReturnT<T> {
+    match ReturnT::<T>::from_json(bytes) {
+        Ok(mut r) => {
+            // Cut as the store keeps it (XXL-JOB's limit), so a reply's message does not
+            // occupy up to REPLY_LIMIT in memory while it waits for the results writer.
+            r.msg = r.msg.map(truncate);
+            r
+        }
+        Err(_) => {
+            let shown: String = String::from_utf8_lossy(bytes).chars().take(200).collect();
+            ReturnT::fail(format!(
+                "xxl-job remoting (url={url}) response content invalid({shown})."
+            ))
+        }
     }
 }
 

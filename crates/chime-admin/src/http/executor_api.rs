@@ -15,6 +15,7 @@
 
 use super::auth::token_matches;
 use crate::center::{Admin, OpError};
+use crate::link::Link;
 use crate::model::Group;
 use crate::store::HandleOutcome;
 use axum::body::{to_bytes, Body, Bytes};
@@ -24,6 +25,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::{Extension, Router};
 use chime_protocol::messages::{self, ACCESS_TOKEN_HEADER};
+use chime_protocol::paths::normalize_address;
 use chime_protocol::{CallbackBatch, RegistryParam, ReturnT, RunLogParam};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -52,7 +54,7 @@ pub fn routes() -> Router<Arc<Admin>> {
         .route("/api/", any(empty_uri))
 }
 
-fn reply(r: ReturnT<String>) -> Response {
+pub(crate) fn reply(r: ReturnT<String>) -> Response {
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "application/json")],
@@ -81,24 +83,8 @@ async fn api(
     // known: a registration is a few hundred bytes, a callback may carry a large backlog. A
     // bigger body is refused while it streams in, so it is never held whole.
     let registration = matches!(uri.as_str(), "registry" | "registryRemove");
-    let limit = match uri.as_str() {
-        "callback" => EXECUTOR_API_BODY_LIMIT,
-        "runLog" => RUN_LOG_BODY_LIMIT,
-        _ if registration => REGISTRY_BODY_LIMIT,
-        _ => 0,
-    };
-    let too_large = || {
-        reply(ReturnT::fail(format!(
-            "{} {} body is larger than {} KiB",
-            messages::ILLEGAL_ARGUMENT,
-            match uri.as_str() {
-                "runLog" => "run log",
-                _ if registration => "registration",
-                _ => "callback",
-            },
-            limit / 1024
-        )))
-    };
+    let limit = body_limit(&uri);
+    let too_large = || too_large(&uri);
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -135,7 +121,44 @@ async fn api(
             Err(_) => return too_large(),
         }
     };
-    match uri.as_str() {
+    serve(&admin, &uri, given, peer, body, None).await
+}
+
+/// Largest body read for endpoint `uri` (0: none is read).
+pub(crate) fn body_limit(uri: &str) -> usize {
+    match uri {
+        "callback" => EXECUTOR_API_BODY_LIMIT,
+        "runLog" => RUN_LOG_BODY_LIMIT,
+        "registry" | "registryRemove" => REGISTRY_BODY_LIMIT,
+        _ => 0,
+    }
+}
+
+/// The refusal of a body over [`body_limit`].
+pub(crate) fn too_large(uri: &str) -> Response {
+    reply(ReturnT::fail(format!(
+        "{} {} body is larger than {} KiB",
+        messages::ILLEGAL_ARGUMENT,
+        match uri {
+            "runLog" => "run log",
+            "registry" | "registryRemove" => "registration",
+            _ => "callback",
+        },
+        body_limit(uri) / 1024
+    )))
+}
+
+/// Serves one call of the executor API whose caller holds the token `given`, with its body
+/// read: from HTTP, or from an executor's link (`link`), which may register only as itself.
+pub(crate) async fn serve(
+    admin: &Arc<Admin>,
+    uri: &str,
+    given: &str,
+    peer: Option<SocketAddr>,
+    body: Bytes,
+    link: Option<&Link>,
+) -> Response {
+    match uri {
         "registry" | "registryRemove" => {
             let param: RegistryParam = match serde_json::from_slice(&body) {
                 Ok(p) => p,
@@ -148,13 +171,28 @@ async fn api(
             if let Err(e) = param.validate() {
                 return reply(ReturnT::fail(format!("{} {e}", messages::ILLEGAL_ARGUMENT)));
             }
-            let address = match crate::model::validate_address(&param.registry_value, &admin.config.executor_networks) {
-                Ok(a) => a,
-                Err(e) => return reply(ReturnT::fail(format!("{} {e}", messages::ILLEGAL_ARGUMENT))),
-            };
             let app = param.registry_key.trim();
-            if !allowed(&admin, admin.directory.group_by_app(app).as_ref(), given) {
-                return refuse(&admin, &uri, peer, || Some(app.to_owned()));
+            let address = match link {
+                // A linked executor is known only by its link: it cannot enter an address the
+                // admin would dial, nor speak for another group or another link.
+                Some(link) => {
+                    let own = link.address();
+                    if normalize_address(&param.registry_value) != own || app != link.app_name {
+                        return reply(ReturnT::fail(format!(
+                            "{} a linked executor registers as {own} in {:?} only",
+                            messages::ILLEGAL_ARGUMENT,
+                            link.app_name
+                        )));
+                    }
+                    own
+                }
+                None => match crate::model::validate_address(&param.registry_value, &admin.config.executor_networks) {
+                    Ok(a) => a,
+                    Err(e) => return reply(ReturnT::fail(format!("{} {e}", messages::ILLEGAL_ARGUMENT))),
+                },
+            };
+            if !allowed(admin, admin.directory.group_by_app(app).as_ref(), given) {
+                return refuse(admin, uri, peer, || Some(app.to_owned()));
             }
             let done = if uri == "registry" {
                 admin.directory.heartbeat(app, &address, param.instance.as_ref()).await
@@ -189,7 +227,7 @@ async fn api(
             if outcomes.is_empty() {
                 return reply(ReturnT::success());
             }
-            if let Err(r) = check_run_groups(&admin, &outcomes, given, peer).await {
+            if let Err(r) = check_run_groups(admin, &outcomes, given, peer).await {
                 return r;
             }
             match admin.record_results(outcomes).await {
@@ -214,7 +252,7 @@ async fn api(
                     messages::ILLEGAL_ARGUMENT
                 )));
             }
-            match admin.store_run_log(&param, |g| allowed(&admin, Some(g), given)).await {
+            match admin.store_run_log(&param, |g| allowed(admin, Some(g), given)).await {
                 Ok(_) => reply(ReturnT::success()),
                 Err(OpError::Forbidden(msg)) => {
                     // Counted like a wrong token; the warning is rate-limited the same way.
@@ -242,7 +280,7 @@ async fn api(
 
 /// May a request carrying `given` act for `group` (`None`: no group, or not known)? The token
 /// expected is the group's own, else the admin's; with neither, any request may.
-fn allowed(admin: &Admin, group: Option<&Group>, given: &str) -> bool {
+pub(crate) fn allowed(admin: &Admin, group: Option<&Group>, given: &str) -> bool {
     let global = admin.config.access_token.as_deref().filter(|t| !t.trim().is_empty());
     let expected = match group {
         Some(g) => g.effective_token(global),
@@ -288,13 +326,20 @@ const SHOWN_APP_CHARS: usize = 64;
 /// only when a warning is written) — never the token. Warnings are limited to one per endpoint
 /// and caller address a minute, carrying the number left out (see
 /// [`crate::metrics::Metrics::executor_refused`]).
-fn refuse(admin: &Admin, uri: &str, peer: Option<SocketAddr>, app: impl FnOnce() -> Option<String>) -> Response {
+pub(crate) fn refuse(
+    admin: &Admin,
+    uri: &str,
+    peer: Option<SocketAddr>,
+    app: impl FnOnce() -> Option<String>,
+) -> Response {
     // A fixed set of names: the path is the caller's choice and becomes a label value.
     let endpoint = match uri {
         "registry" => "registry",
         "registryRemove" => "registryRemove",
         "callback" => "callback",
         "runLog" => "runLog",
+        "link" => "link",
+        "linkRelay" => "linkRelay",
         _ => "other",
     };
     let ip = peer.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |p| p.ip());

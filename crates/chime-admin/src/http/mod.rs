@@ -1,6 +1,6 @@
-//! The admin's HTTP server: the XXL-JOB executor API (at `/` and at the optional context path),
-//! the REST API under `/v1`, the web console under `/console` (see `access` for who may do
-//! what), `/metrics` and `/healthz`.
+//! The admin's HTTP server: the XXL-JOB executor API and the executor link (at `/` and at the
+//! optional context path), the REST API under `/v1`, the web console under `/console` (see
+//! `access` for who may do what), `/metrics` and `/healthz`.
 
 pub mod access;
 pub mod auth;
@@ -8,6 +8,7 @@ pub mod console_api;
 pub mod console_assets;
 pub mod error;
 pub mod executor_api;
+pub mod link;
 pub mod openapi;
 pub mod rest;
 pub mod routes;
@@ -44,6 +45,7 @@ pub fn router(admin: Arc<Admin>) -> Router {
         .layer(DefaultBodyLimit::max(access::MAX_BODY));
     let mut app = Router::new()
         .merge(executor_api::routes())
+        .merge(link::routes())
         .merge(
             guarded
                 .merge(console_assets::routes())
@@ -53,7 +55,7 @@ pub fn router(admin: Arc<Admin>) -> Router {
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz));
     if let Some(cp) = admin.config.context_path.clone() {
-        app = app.nest(&cp, executor_api::routes());
+        app = app.nest(&cp, executor_api::routes().merge(link::routes()));
     }
     app.fallback(|| async { ApiError::not_found("route") })
         .layer(Extension(console_api::ConsoleState::default()))

@@ -327,7 +327,7 @@ pub(super) fn audit_query() -> Value {
 pub(super) fn executors_out() -> Value {
     arr(exact(json!({
         "group_id": int(), "app_name": string(), "title": string(), "address_type": address_types(),
-        "executors": arr(exact(json!({ "app_name": string(), "address": string(), "last_heartbeat": int(), "source": string_enum(&["registry", "manual"]), "handlers": arr(string()), "answers": nullable(boolean()) })))
+        "executors": arr(exact(json!({ "app_name": string(), "address": string(), "last_heartbeat": int(), "source": string_enum(&["registry", "manual"]), "handlers": arr(string()), "answers": nullable(boolean()), "linked": boolean() })))
     })))
 }
 

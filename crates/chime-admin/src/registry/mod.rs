@@ -21,6 +21,7 @@
 
 use crate::model::{now_ms, AddressType, ExecutorEntry, Group};
 use crate::store::{Store, StoreResult};
+use chime_protocol::link::is_link_address;
 use chime_protocol::paths::normalize_address;
 use chime_protocol::ExecutorInstance;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -393,6 +394,7 @@ impl Directory {
                             address: normalize_address(a).to_owned(),
                             handlers: handlers(&g.app_name, normalize_address(a)),
                             answers: None,
+                            linked: is_link_address(a),
                             last_heartbeat: live
                                 .and_then(|m| {
                                     m.iter()
@@ -413,6 +415,7 @@ impl Directory {
                                     address: normalize_address(&a).to_owned(),
                                     handlers: handlers(&g.app_name, normalize_address(&a)),
                                     answers: None,
+                                    linked: is_link_address(&a),
                                     last_heartbeat: at,
                                     source: "registry".to_owned(),
                                 })

@@ -6,6 +6,7 @@
 
 use super::partitions::Partitions;
 use super::Recovery;
+use crate::link::LinkHub;
 use crate::store::{Backend, Lease, LeaseTable, Store, PARTITIONS};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -23,6 +24,10 @@ pub struct LeaseHolder {
     pub(crate) ttl: Duration,
     /// The scheduling set, narrowed to the leases held after each round.
     pub(crate) partitions: Arc<Partitions>,
+    /// The base URL other admins reach this one at (announced with it).
+    pub(crate) url: String,
+    /// Told the other live admins' URLs each round, to relay calls to executors linked there.
+    pub(crate) links: Arc<LinkHub>,
 }
 
 /// What the lease loop works with.
@@ -63,10 +68,18 @@ pub async fn balance(holder: &LeaseHolder, first: bool) -> crate::store::StoreRe
     let LeaseTable { leases, now } = store.lease_table().await?;
     // Admins that announced themselves count too: a new one holds no lease yet. (Not on
     // SQLite, the single-admin database, where a killed predecessor's row would halve the share.)
-    let live = if sqlite {
+    let live: Vec<String> = if sqlite {
         Vec::new()
     } else {
-        store.announce_admin(me, now, now + ttl).await?
+        let admins = store.announce_admin(me, &holder.url, now, now + ttl).await?;
+        holder.links.set_peers(
+            admins
+                .iter()
+                .filter(|a| a.node_id != me && !a.url.is_empty())
+                .map(|a| a.url.clone())
+                .collect(),
+        );
+        admins.into_iter().map(|a| a.node_id).collect()
     };
     let mut owners: HashSet<&str> = leases
         .iter()

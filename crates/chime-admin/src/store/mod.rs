@@ -19,6 +19,7 @@ mod groups;
 mod jobs;
 mod leases;
 mod nodes;
+pub use nodes::LiveAdmin;
 mod registry;
 mod retention;
 mod rows;

@@ -5,13 +5,29 @@
 use super::rows;
 use super::{Store, StoreResult};
 
+/// An admin alive in `admin_node`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveAdmin {
+    /// Its `--node-id`.
+    pub node_id: String,
+    /// Its base URL (`--advertise-url`); empty if it did not say.
+    pub url: String,
+}
+
 impl Store {
-    /// Announces `node` as alive until `expires_at` and returns every admin alive at `now`
-    /// (including `node`).
-    pub async fn announce_admin(&self, node: &str, now: i64, expires_at: i64) -> StoreResult<Vec<String>> {
-        let update = self.sql("UPDATE admin_node SET expires_at = ? WHERE node_id = ?");
+    /// Announces `node`, reachable at `url`, as alive until `expires_at` and returns every
+    /// admin alive at `now` (including `node`) with its URL.
+    pub async fn announce_admin(
+        &self,
+        node: &str,
+        url: &str,
+        now: i64,
+        expires_at: i64,
+    ) -> StoreResult<Vec<LiveAdmin>> {
+        let update = self.sql("UPDATE admin_node SET expires_at = ?, url = ? WHERE node_id = ?");
         let done = sqlx::query(&update)
             .bind(expires_at)
+            .bind(url)
             .bind(node)
             .execute(&self.write)
             .await?;
@@ -19,21 +35,29 @@ impl Store {
             let (prefix, suffix) = self.backend.insert_ignore();
             let insert = self
                 .sql(&format!(
-                    "{prefix} INTO admin_node (node_id, expires_at) VALUES (?, ?){suffix}"
+                    "{prefix} INTO admin_node (node_id, expires_at, url) VALUES (?, ?, ?){suffix}"
                 ))
                 .into_owned();
             sqlx::query(&insert)
                 .bind(node)
                 .bind(expires_at)
+                .bind(url)
                 .execute(&self.write)
                 .await?;
         }
         // Rows of admins gone for a while are removed, so the table stays small.
         let purge = self.sql("DELETE FROM admin_node WHERE expires_at < ?");
         sqlx::query(&purge).bind(now - 3_600_000).execute(&self.write).await?;
-        let live = self.sql("SELECT node_id FROM admin_node WHERE expires_at > ?");
+        let live = self.sql("SELECT node_id, url FROM admin_node WHERE expires_at > ?");
         let all = sqlx::query(&live).bind(now).fetch_all(&self.read).await?;
-        all.iter().map(|r| Ok(rows::text(r, "node_id")?)).collect()
+        all.iter()
+            .map(|r| {
+                Ok(LiveAdmin {
+                    node_id: rows::text(r, "node_id")?,
+                    url: rows::text(r, "url")?,
+                })
+            })
+            .collect()
     }
 
     /// Withdraws `node` (graceful stop), so the others take its share at once.

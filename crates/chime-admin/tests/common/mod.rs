@@ -1,8 +1,8 @@
 //! Shared pieces of the scheduling center's end-to-end tests: fresh databases on SQLite,
 //! MariaDB and PostgreSQL, an in-process admin, a REST client, Chime's demo executor as a real
 //! process, child processes that die with the test, a small in-test XXL-JOB G2 executor
-//! for what a real one cannot be made to do on cue, and several admin processes sharing one
-//! database (`cluster`).
+//! for what a real one cannot be made to do on cue, several admin processes sharing one
+//! database (`cluster`), and executors in link mode, behind NAT too (`linked`).
 
 #![allow(dead_code)]
 
@@ -10,6 +10,7 @@ pub mod caller;
 pub mod cluster;
 pub mod demo_executor;
 pub mod executor;
+pub mod linked;
 pub mod process;
 
 use chime_admin::{AdminConfig, AdminHandle};

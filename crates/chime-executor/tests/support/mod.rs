@@ -413,7 +413,7 @@ pub async fn start_executor_in(
     }
     builder = chime_executor::demo::register_demo_handlers(builder);
     let handle = configure(builder).build().unwrap().start().await.unwrap();
-    let client = Client::new(handle.local_addr(), token);
+    let client = Client::new(handle.local_addr().expect("an executor in HTTP mode listens"), token);
     (handle, client)
 }
 

@@ -734,10 +734,16 @@ async fn dispatch(c: &Client, cmd: Cmd) -> Result<(), Failure> {
                         ]);
                     }
                     for e in list {
+                        // A linked executor dialed the admins: its source says so.
+                        let source = if e["linked"] == true {
+                            format!("{} (linked)", cell(&e["source"]))
+                        } else {
+                            cell(&e["source"])
+                        };
                         rows.push(vec![
                             cell(&g["app_name"]),
                             cell(&e["address"]),
-                            cell(&e["source"]),
+                            source,
                             time(&e["last_heartbeat"]),
                         ]);
                     }

@@ -1,0 +1,380 @@
+//! The admin's end of executor links (`chime_protocol::link`): `GET /api/link` upgrades to the
+//! WebSocket an executor keeps open, and `POST /api/linkRelay` lets another admin pass a call to
+//! an executor linked here. Both sit beside the executor API, so they are served at `/` and at
+//! the context path, on the admin's one port.
+//!
+//! A link is authorised once, when it opens, exactly as a registration would be: the token must
+//! be its group's (or the admin's). Calls coming up the link are then served by the executor
+//! API's own code with that token (`executor_api::serve`), so a linked executor can do what an
+//! HTTP executor can and no more — except register an address: it is known by its link only.
+//!
+//! What a link may cost the admin is bounded: a message over
+//! [`chime_protocol::link::MAX_FRAME_BYTES`] is refused by the WebSocket layer before it is
+//! buffered whole, [`UP_CALLS_PER_LINK`] calls from one executor are served at once (the next is
+//! not read until one ends, which slows that executor's socket, not the admin), and the frames
+//! down are bounded by [`crate::link::OUTBOX_FRAMES`]. A message that is not a link frame, a
+//! binary message, or silence beyond [`IDLE_TIMEOUT_SECS`] closes the link, with the reason
+//! logged and sent in the close frame.
+
+use super::executor_api::{self, allowed, body_limit, refuse, reply};
+use crate::center::Admin;
+use crate::link::{Link, LinkCallError, RELAY_ADDRESS_HEADER, RELAY_PATH, RELAY_PATH_HEADER};
+use axum::body::{to_bytes, Body, Bytes};
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Router};
+use chime_protocol::link::{self, LinkFrame, IDLE_TIMEOUT_SECS, MAX_FRAME_BYTES, PING_INTERVAL_SECS};
+use chime_protocol::messages::{ACCESS_TOKEN_HEADER, APPNAME_HEADER};
+use chime_protocol::paths::{self, API_LINK};
+use chime_protocol::{ReturnT, MAX_APP_NAME_CHARS};
+use futures::{SinkExt, StreamExt};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, Semaphore};
+
+/// Calls from one linked executor served at once (results, run logs, registrations).
+pub const UP_CALLS_PER_LINK: usize = 16;
+
+/// Most executors one admin holds links to; a link beyond is refused (503), so a flood of
+/// upgrades cannot exhaust the admin.
+pub const MAX_LINKS: usize = 100_000;
+
+/// Read and write buffer of each link. The WebSocket layer's default, 128 KiB each way, made
+/// an idle link cost the admin about 130 KiB: 125 MB for 1,000 executors. A trigger is a few
+/// hundred bytes; larger messages still arrive, in more reads.
+const LINK_BUFFER_BYTES: usize = 8 * 1024;
+
+/// Largest body of a relayed call: a trigger with its GLUE source, a kill, a log read.
+const RELAY_BODY_LIMIT: usize = 16 * 1024 * 1024;
+
+/// WebSocket close code for a peer that broke the link protocol (RFC 6455: policy violation).
+const CLOSE_POLICY: u16 = 1008;
+
+/// Routes of the link, mounted beside the executor API (at `/` and at the context path).
+pub fn routes() -> Router<Arc<Admin>> {
+    Router::new().route(API_LINK, get(open)).route(RELAY_PATH, post(relay))
+}
+
+/// A plain-text refusal of an upgrade (the executor logs it).
+fn refused(status: StatusCode, text: String) -> Response {
+    (status, text).into_response()
+}
+
+/// The caller's text in a header, if it is valid UTF-8.
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// `GET /api/link`: checks who is linking, then upgrades.
+async fn open(
+    State(admin): State<Arc<Admin>>,
+    headers: HeaderMap,
+    connect: Option<Extension<ConnectInfo<SocketAddr>>>,
+    ws: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
+) -> Response {
+    let peer = connect.map(|Extension(ConnectInfo(a))| a);
+    let ws = match ws {
+        Ok(ws) => ws,
+        Err(e) => {
+            return refused(
+                StatusCode::BAD_REQUEST,
+                format!("the executor link is a WebSocket upgrade: {e}"),
+            )
+        }
+    };
+    let app = header(&headers, APPNAME_HEADER).unwrap_or("").trim();
+    if app.is_empty() || app.chars().count() > MAX_APP_NAME_CHARS || app.chars().any(char::is_control) {
+        return refused(
+            StatusCode::BAD_REQUEST,
+            format!("{APPNAME_HEADER} must be the executor's app name, 1 to {MAX_APP_NAME_CHARS} characters"),
+        );
+    }
+    let id = header(&headers, link::EXECUTOR_ID_HEADER).unwrap_or("").trim();
+    if let Err(e) = link::validate_executor_id(id) {
+        return refused(StatusCode::BAD_REQUEST, format!("{}: {e}", link::EXECUTOR_ID_HEADER));
+    }
+    let token = header(&headers, ACCESS_TOKEN_HEADER).unwrap_or("").to_owned();
+    if !allowed(&admin, admin.directory.group_by_app(app).as_ref(), &token) {
+        // Counted and logged like any executor request with a wrong token; the HTTP status
+        // tells the executor why it cannot link (the envelope would be read as an upgrade).
+        let _ = refuse(&admin, "link", peer, || Some(app.to_owned()));
+        return refused(
+            StatusCode::UNAUTHORIZED,
+            "wrong access token for this app name".to_owned(),
+        );
+    }
+    if admin.links.count() >= MAX_LINKS && admin.links.get(app, id).is_none() {
+        return refused(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("this admin holds {MAX_LINKS} links; link to another admin"),
+        );
+    }
+    let (app, id) = (app.to_owned(), id.to_owned());
+    ws.max_message_size(MAX_FRAME_BYTES)
+        .max_frame_size(MAX_FRAME_BYTES)
+        .read_buffer_size(LINK_BUFFER_BYTES)
+        .write_buffer_size(LINK_BUFFER_BYTES)
+        .on_upgrade(move |socket| serve_link(admin, socket, app, id, token, peer))
+}
+
+/// Why a link ended.
+enum End {
+    /// The executor closed it, or the connection dropped.
+    Closed(String),
+    /// The executor broke the protocol: logged as a warning, sent in the close frame.
+    Violation(String),
+    /// A newer link of the same executor replaced it, or the admin is stopping.
+    Replaced,
+}
+
+/// A dropped connection ends a link quietly; an oversized or malformed message is a violation.
+fn read_error(e: axum::Error) -> End {
+    use tokio_tungstenite::tungstenite::error::ProtocolError;
+    use tokio_tungstenite::tungstenite::Error;
+    match e.into_inner().downcast::<Error>() {
+        Ok(inner) => match *inner {
+            Error::ConnectionClosed
+            | Error::AlreadyClosed
+            | Error::Io(_)
+            | Error::Protocol(ProtocolError::ResetWithoutClosingHandshake) => End::Closed(inner.to_string()),
+            other => End::Violation(format!("unreadable message: {other}")),
+        },
+        Err(other) => End::Closed(other.to_string()),
+    }
+}
+
+/// Runs one link until it ends: a writer task sends queued frames and pings; this task reads.
+async fn serve_link(
+    admin: Arc<Admin>,
+    socket: WebSocket,
+    app: String,
+    id: String,
+    token: String,
+    peer: Option<SocketAddr>,
+) {
+    let (mut sink, mut stream) = socket.split();
+    let (outbox, mut frames) = mpsc::channel::<String>(crate::link::OUTBOX_FRAMES);
+    let link = Arc::new(Link::new(app, id, outbox));
+    admin.links.attach(link.clone());
+    admin.metrics.linked_executors.set(admin.links.count() as i64);
+    tracing::info!(app = %link.app_name, executor = %link.executor_id, peer = ?peer, "executor linked");
+
+    let (close_tx, close_rx) = oneshot::channel::<Option<String>>();
+    let writer = {
+        let closed = link.closed.clone();
+        tokio::spawn(async move {
+            let mut close_rx = close_rx;
+            let mut ping = tokio::time::interval(Duration::from_secs(PING_INTERVAL_SECS));
+            ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    frame = frames.recv() => match frame {
+                        Some(text) => if sink.send(Message::Text(text.into())).await.is_err() { return },
+                        None => return,
+                    },
+                    _ = ping.tick() => if sink.send(Message::Ping(Bytes::new())).await.is_err() { return },
+                    reason = &mut close_rx => {
+                        let frame = reason.ok().flatten().map(|reason| CloseFrame {
+                            code: CLOSE_POLICY,
+                            reason: reason.chars().take(120).collect::<String>().into(),
+                        });
+                        let _ = sink.send(Message::Close(frame)).await;
+                        return;
+                    }
+                    _ = closed.cancelled() => {
+                        let _ = sink.send(Message::Close(None)).await;
+                        return;
+                    }
+                }
+            }
+        })
+    };
+
+    let calls = Arc::new(Semaphore::new(UP_CALLS_PER_LINK));
+    let idle = Duration::from_secs(IDLE_TIMEOUT_SECS);
+    let end = loop {
+        let message = tokio::select! {
+            m = tokio::time::timeout(idle, stream.next()) => m,
+            _ = link.closed.cancelled() => break End::Replaced,
+            _ = admin.shutdown.cancelled() => break End::Replaced,
+        };
+        let message = match message {
+            Err(_) => break End::Closed(format!("nothing received for {IDLE_TIMEOUT_SECS} s")),
+            Ok(None) => break End::Closed("connection closed".to_owned()),
+            Ok(Some(Err(e))) => break read_error(e),
+            Ok(Some(Ok(m))) => m,
+        };
+        let text = match message {
+            Message::Text(text) => text,
+            Message::Binary(_) => break End::Violation("binary message: link frames are JSON text".to_owned()),
+            Message::Close(_) => break End::Closed("closed by the executor".to_owned()),
+            Message::Ping(_) | Message::Pong(_) => continue,
+        };
+        let frame: LinkFrame = match serde_json::from_str(text.as_str()) {
+            Ok(f) => f,
+            Err(e) => break End::Violation(format!("not a link frame: {e}")),
+        };
+        match frame.path {
+            None => {
+                // An answer nobody waits for (its call timed out) is dropped.
+                link.answer(frame.id, String::from(Box::<str>::from(frame.body)));
+            }
+            Some(path) => {
+                // Waiting here, not queueing: an executor that calls faster than the admin
+                // answers is slowed by its own socket.
+                let Ok(permit) = calls.clone().acquire_owned().await else {
+                    break End::Replaced;
+                };
+                let admin = admin.clone();
+                let link = link.clone();
+                let token = token.clone();
+                tokio::spawn(async move {
+                    let answer = serve_up_call(
+                        &admin,
+                        &link,
+                        &path,
+                        Bytes::from(String::from(Box::<str>::from(frame.body))),
+                        &token,
+                        peer,
+                    )
+                    .await;
+                    if let Ok(frame) = LinkFrame::reply(frame.id, &answer).and_then(|f| serde_json::to_string(&f)) {
+                        link.send(frame).await;
+                    }
+                    drop(permit);
+                });
+            }
+        }
+    };
+    admin.links.detach(&link);
+    admin.metrics.linked_executors.set(admin.links.count() as i64);
+    let reason = match end {
+        End::Closed(reason) => {
+            tracing::info!(app = %link.app_name, executor = %link.executor_id, %reason, "executor link closed");
+            None
+        }
+        End::Violation(reason) => {
+            tracing::warn!(app = %link.app_name, executor = %link.executor_id, peer = ?peer, %reason, "executor link closed: protocol violation");
+            Some(reason)
+        }
+        End::Replaced => None,
+    };
+    let _ = close_tx.send(reason);
+    let _ = writer.await;
+}
+
+/// Serves one call from a linked executor with the executor API's own code, and returns the
+/// body of its answer.
+async fn serve_up_call(
+    admin: &Arc<Admin>,
+    link: &Link,
+    path: &str,
+    body: Bytes,
+    token: &str,
+    peer: Option<SocketAddr>,
+) -> String {
+    let uri = match path {
+        paths::API_REGISTRY => "registry",
+        paths::API_REGISTRY_REMOVE => "registryRemove",
+        paths::API_CALLBACK => "callback",
+        paths::API_RUN_LOG => "runLog",
+        other => {
+            let shown: String = other.chars().take(64).collect();
+            return ReturnT::<String>::fail(chime_protocol::messages::uri_not_found(&shown)).to_admin_json();
+        }
+    };
+    let response = if body.len() > body_limit(uri) {
+        executor_api::too_large(uri)
+    } else {
+        executor_api::serve(admin, uri, token, peer, body, Some(link)).await
+    };
+    // The executor API answers with a short envelope; the bound only guards against a bug.
+    match to_bytes(response.into_body(), 1024 * 1024).await {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(_) => ReturnT::<String>::fail("answer too large").to_admin_json(),
+    }
+}
+
+/// The executor endpoints a relayed call may stand for.
+fn is_executor_path(path: &str) -> bool {
+    matches!(
+        path,
+        paths::RUN | paths::TRIGGER | paths::KILL | paths::LOG | paths::BEAT | paths::IDLE_BEAT
+    )
+}
+
+/// `POST /api/linkRelay`: another admin's call for an executor linked here. Answers 200 with
+/// the executor's answer (or a failure envelope saying why the link failed), 404 when the
+/// executor is not linked here (the caller asks the next admin).
+async fn relay(
+    State(admin): State<Arc<Admin>>,
+    headers: HeaderMap,
+    connect: Option<Extension<ConnectInfo<SocketAddr>>>,
+    body: Body,
+) -> Response {
+    let peer = connect.map(|Extension(ConnectInfo(a))| a);
+    let app = header(&headers, APPNAME_HEADER).unwrap_or("").trim();
+    let address = header(&headers, RELAY_ADDRESS_HEADER).unwrap_or("");
+    let path = header(&headers, RELAY_PATH_HEADER).unwrap_or("");
+    let Some(id) = link::executor_id(address) else {
+        return refused(
+            StatusCode::BAD_REQUEST,
+            format!("{RELAY_ADDRESS_HEADER} must be a link:// address"),
+        );
+    };
+    if !is_executor_path(path) {
+        return refused(
+            StatusCode::BAD_REQUEST,
+            format!("{RELAY_PATH_HEADER} must be an executor endpoint"),
+        );
+    }
+    let token = header(&headers, ACCESS_TOKEN_HEADER).unwrap_or("");
+    if !allowed(&admin, admin.directory.group_by_app(app).as_ref(), token) {
+        let _ = refuse(&admin, "linkRelay", peer, || Some(app.to_owned()));
+        return refused(
+            StatusCode::UNAUTHORIZED,
+            "wrong access token for this app name".to_owned(),
+        );
+    }
+    if admin.links.get(app, id).is_none() {
+        return refused(StatusCode::NOT_FOUND, "executor not linked to this admin".to_owned());
+    }
+    let body = match to_bytes(body, RELAY_BODY_LIMIT).await {
+        Ok(b) => b,
+        Err(_) => {
+            return refused(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("body over {RELAY_BODY_LIMIT} bytes"),
+            )
+        }
+    };
+    // Checked here, as the link frame carries the body as it is: a body that is not JSON would
+    // make a broken frame, and the executor would drop its link.
+    let Ok(body) = std::str::from_utf8(&body) else {
+        return refused(StatusCode::BAD_REQUEST, "body is not UTF-8 JSON".to_owned());
+    };
+    if let Err(e) = serde_json::from_str::<&serde_json::value::RawValue>(body) {
+        return refused(StatusCode::BAD_REQUEST, format!("body is not JSON: {e}"));
+    }
+    match admin
+        .links
+        .call(app, id, path, body, admin.config.executor_timeout)
+        .await
+    {
+        Ok(answer) => (
+            StatusCode::OK,
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            answer,
+        )
+            .into_response(),
+        Err(LinkCallError::NotHere) => refused(StatusCode::NOT_FOUND, "executor not linked to this admin".to_owned()),
+        Err(LinkCallError::Failed(e)) => reply(ReturnT::fail(format!(
+            "xxl-job remoting error({e}), for url : {}",
+            paths::join(address, path)
+        ))),
+    }
+}

@@ -1,0 +1,284 @@
+//! The admin's end of the executor link, spoken to by a raw WebSocket peer in the test: who may
+//! link, what a linked executor may register, that a trigger travels down the link and its
+//! result up it, and that a peer breaking the protocol (a binary message, a frame that is not
+//! JSON, a message over the size limit) loses its link — and with it its runs, which then fail
+//! like sends to an unreachable executor. Also the relay endpoint's refusals.
+
+mod common;
+
+use common::{eventually, status, Db, Env, ACCESS_TOKEN};
+use futures::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+const APP: &str = "linked";
+
+/// Opens a link as executor `id` of `app` with `token`; the HTTP status of a refusal otherwise.
+async fn dial(e: &Env, app: &str, id: &str, token: &str) -> Result<Socket, u16> {
+    let url = format!("{}/api/link", e.prefix.replacen("http://", "ws://", 1));
+    let mut request = url.into_client_request().unwrap();
+    let headers = request.headers_mut();
+    headers.insert("XXL-JOB-ACCESS-TOKEN", token.parse().unwrap());
+    headers.insert("XXL-JOB-APPNAME", app.parse().unwrap());
+    headers.insert("Chime-Executor-Id", id.parse().unwrap());
+    match tokio_tungstenite::connect_async(request).await {
+        Ok((socket, _)) => Ok(socket),
+        Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => Err(resp.status().as_u16()),
+        Err(other) => panic!("link upgrade failed unexpectedly: {other}"),
+    }
+}
+
+/// Next JSON frame from the admin (pings skipped); `None` once the admin closed the link.
+async fn next_frame(socket: &mut Socket) -> Option<Value> {
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(20), socket.next())
+            .await
+            .expect("the admin sends something within 20 s")?;
+        match message.ok()? {
+            Message::Text(t) => return Some(serde_json::from_str(t.as_str()).expect("the admin sends JSON frames")),
+            Message::Close(_) => return None,
+            _ => continue,
+        }
+    }
+}
+
+/// Makes a call up the link and returns the admin's answer.
+async fn call_up(socket: &mut Socket, id: u64, path: &str, body: Value) -> Value {
+    let frame = json!({"id": id, "path": path, "body": body});
+    socket.send(Message::Text(frame.to_string().into())).await.unwrap();
+    loop {
+        let frame = next_frame(socket).await.expect("link open");
+        if frame["id"] == id && frame.get("path").is_none() {
+            return frame["body"].clone();
+        }
+    }
+}
+
+fn registration(app: &str, address: &str) -> Value {
+    json!({"registryGroup": "EXECUTOR", "registryKey": app, "registryValue": address})
+}
+
+/// The close frame's code once the admin closes the link.
+async fn close_code(socket: &mut Socket) -> Option<CloseCode> {
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(20), socket.next())
+            .await
+            .expect("the admin closes the link within 20 s");
+        match message {
+            Some(Ok(Message::Close(frame))) => return frame.map(|f| f.code),
+            Some(Ok(_)) => continue,
+            Some(Err(_)) | None => return None,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn who_may_link_and_what_a_link_may_register() {
+    let e = Env::start(Db::Sqlite, Duration::from_secs(10)).await;
+    e.group(APP).await;
+    assert_eq!(
+        dial(&e, APP, "ex-1", "wrong").await.err(),
+        Some(401),
+        "a wrong token is refused"
+    );
+    assert_eq!(
+        dial(&e, APP, "a/b", ACCESS_TOKEN).await.err(),
+        Some(400),
+        "an id with '/' is refused"
+    );
+    assert_eq!(
+        dial(&e, "", "ex-1", ACCESS_TOKEN).await.err(),
+        Some(400),
+        "an app name is required"
+    );
+    let plain = reqwest::get(format!("{}/api/link", e.prefix)).await.unwrap();
+    assert_eq!(
+        plain.status(),
+        400,
+        "a GET without the upgrade is refused with a reason"
+    );
+
+    let mut socket = dial(&e, APP, "ex-1", ACCESS_TOKEN)
+        .await
+        .expect("the right token links");
+    // A linked executor cannot enter an address the admin would dial, nor speak for another
+    // link or group.
+    for (app, address) in [
+        (APP, "http://127.0.0.1:1"),
+        (APP, "link://ex-2"),
+        ("other-app", "link://ex-1"),
+    ] {
+        let answer = call_up(&mut socket, 1, "/api/registry", registration(app, address)).await;
+        assert_eq!(answer["code"], 500, "{app} {address}: {answer}");
+    }
+    let answer = call_up(&mut socket, 2, "/api/registry", registration(APP, "link://ex-1")).await;
+    assert_eq!(answer["code"], 200, "{answer}");
+    let listed = e.api.wait_executors(APP, 1).await;
+    assert_eq!(listed, vec!["link://ex-1".to_owned()]);
+    let unknown = call_up(&mut socket, 3, "/run", json!({})).await;
+    assert_eq!(
+        unknown["code"], 500,
+        "an executor endpoint is not served up the link: {unknown}"
+    );
+    // Over HTTP nobody can register a link address.
+    let (code, msg) = common::executor_api(
+        &reqwest::Client::new(),
+        &e.prefix,
+        "registry",
+        ACCESS_TOKEN,
+        registration(APP, "link://ex-9"),
+    )
+    .await;
+    assert_eq!(code, 500, "{msg}");
+    e.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_trigger_goes_down_the_link_and_its_result_comes_up() {
+    let e = Env::start(Db::Sqlite, Duration::from_secs(10)).await;
+    e.group(APP).await;
+    let mut socket = dial(&e, APP, "ex-1", ACCESS_TOKEN).await.unwrap();
+    let answer = call_up(&mut socket, 1, "/api/registry", registration(APP, "link://ex-1")).await;
+    assert_eq!(answer["code"], 200, "{answer}");
+    e.api.wait_executors(APP, 1).await;
+    let job = e.job(json!({"group": APP, "handler": "h"})).await;
+
+    let run = e.trigger(job, json!({"param": "p-42"})).await;
+    let call = next_frame(&mut socket).await.expect("a call");
+    assert_eq!(call["path"], "/run");
+    assert_eq!(call["body"]["logId"], run);
+    assert_eq!(call["body"]["executorParams"], "p-42");
+    let ok = json!({"id": call["id"], "body": {"code": 200, "msg": null}});
+    socket.send(Message::Text(ok.to_string().into())).await.unwrap();
+    let callback = json!([{"logId": run, "logDateTim": 0, "handleCode": 200, "handleMsg": "done"}]);
+    let answer = call_up(&mut socket, 2, "/api/callback", callback).await;
+    assert_eq!(answer["code"], 200, "{answer}");
+    let finished = eventually(20, "the run's result recorded", || async {
+        let r = e.run(run).await;
+        if status(&r) == "success" && r["trigger_code"] == 200 {
+            Ok(r)
+        } else {
+            Err(r.to_string())
+        }
+    })
+    .await;
+    assert_eq!(finished["executor_address"], "link://ex-1");
+
+    // An executor that does not answer: the trigger fails at the executor timeout.
+    let silent = e.trigger(job, json!({})).await;
+    let call = next_frame(&mut socket).await.expect("a call");
+    assert_eq!(call["body"]["logId"], silent);
+    let failed = eventually(20, "the unanswered trigger failed", || async {
+        let r = e.run(silent).await;
+        if status(&r) == "failed" {
+            Ok(r)
+        } else {
+            Err(r.to_string())
+        }
+    })
+    .await;
+    let msg = failed["trigger_msg"].as_str().unwrap_or_default();
+    assert!(msg.contains("timed out") && msg.contains("link://ex-1"), "{failed}");
+    e.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_peer_breaking_the_protocol_loses_its_link() {
+    let e = Env::start(Db::Sqlite, Duration::from_secs(10)).await;
+    e.group(APP).await;
+    let oversized = "x".repeat(chime_protocol::link::MAX_FRAME_BYTES + 1);
+    let breaches: [(&str, Message); 3] = [
+        ("binary", Message::Binary(vec![1, 2, 3].into())),
+        ("not JSON", Message::Text("{not json".into())),
+        (
+            "oversized",
+            Message::Text(format!("{{\"id\":1,\"body\":\"{oversized}\"}}").into()),
+        ),
+    ];
+    for (what, message) in breaches {
+        let mut socket = dial(&e, APP, "ex-1", ACCESS_TOKEN).await.unwrap();
+        let answer = call_up(&mut socket, 1, "/api/registry", registration(APP, "link://ex-1")).await;
+        assert_eq!(answer["code"], 200, "{answer}");
+        // The send of an oversized message may itself fail as the admin closes mid-way.
+        let _ = socket.send(message).await;
+        let code = close_code(&mut socket).await;
+        assert!(
+            code.is_none() || code == Some(CloseCode::Policy) || code == Some(CloseCode::Size),
+            "{what}: closed with {code:?}"
+        );
+    }
+    // The executor is still listed (its heartbeat is recent), but its link is gone: a trigger
+    // fails at once like a send to an executor that cannot be reached.
+    let job = e.job(json!({"group": APP, "handler": "h"})).await;
+    let run = e.trigger(job, json!({})).await;
+    let failed = eventually(20, "the trigger failed", || async {
+        let r = e.run(run).await;
+        if status(&r) == "failed" {
+            Ok(r)
+        } else {
+            Err(r.to_string())
+        }
+    })
+    .await;
+    let msg = failed["trigger_msg"].as_str().unwrap_or_default();
+    assert!(msg.contains("no admin holds a link"), "{failed}");
+    e.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_relay_answers_only_for_links_held_here() {
+    let e = Env::start(Db::Sqlite, Duration::from_secs(10)).await;
+    e.group(APP).await;
+    let http = reqwest::Client::new();
+    let relay_with = |address: &str, path: &str, token: &str, body: &'static str| {
+        http.post(format!("{}/api/linkRelay", e.prefix))
+            .header("XXL-JOB-ACCESS-TOKEN", token)
+            .header("XXL-JOB-APPNAME", APP)
+            .header("Chime-Link-Address", address)
+            .header("Chime-Link-Path", path)
+            .body(body)
+            .send()
+    };
+    let relay = |address: &str, path: &str, token: &str| relay_with(address, path, token, "\"\"");
+    let status_of = |r: reqwest::Response| r.status().as_u16();
+    assert_eq!(
+        status_of(relay("link://ex-1", "/beat", ACCESS_TOKEN).await.unwrap()),
+        404
+    );
+    assert_eq!(status_of(relay("link://ex-1", "/beat", "wrong").await.unwrap()), 401);
+    assert_eq!(
+        status_of(relay("http://127.0.0.1:1", "/beat", ACCESS_TOKEN).await.unwrap()),
+        400
+    );
+    assert_eq!(
+        status_of(relay("link://ex-1", "/api/registry", ACCESS_TOKEN).await.unwrap()),
+        400
+    );
+
+    let mut socket = dial(&e, APP, "ex-1", ACCESS_TOKEN).await.unwrap();
+    // A body that is not JSON never reaches the link (it would break the frame).
+    let broken = relay_with("link://ex-1", "/beat", ACCESS_TOKEN, "{not json")
+        .await
+        .unwrap();
+    assert_eq!(broken.status(), 400);
+    let answering = tokio::spawn(async move {
+        let call = next_frame(&mut socket).await.expect("the relayed call");
+        assert_eq!(call["path"], "/beat");
+        let ok = json!({"id": call["id"], "body": {"code": 200, "msg": "beat over the link"}});
+        socket.send(Message::Text(ok.to_string().into())).await.unwrap();
+        socket
+    });
+    let answer = relay("link://ex-1", "/beat", ACCESS_TOKEN).await.unwrap();
+    assert_eq!(answer.status(), 200);
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body["msg"], "beat over the link");
+    answering.await.unwrap();
+    e.close().await;
+}
