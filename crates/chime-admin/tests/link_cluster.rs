@@ -21,8 +21,9 @@ mod common;
 
 use common::demo_executor::{DemoExecutor, REAL_EXECUTOR_DEAD_TIMEOUT};
 use common::linked::{wait_linked, AdminProcess, Journal, LinkedExecutor};
-use common::process::{free_port, OwnedProcess};
-use common::{eventually, finished, status, succeeded, Api, Db, Env, TestDb, ACCESS_TOKEN};
+use common::process::free_port;
+use common::pyxxl_executor::PyExecutor;
+use common::{eventually, finished, status, succeeded, Api, Db, Env, TestDb};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -362,15 +363,7 @@ async fn logs_outlive_a_killed_linked_executor() {
     assert!(runs.iter().all(|r| status(r) == "success"), "{runs:#?}");
     // The logs went up the link after the results.
     for run in &run_ids {
-        eventually(30, "the run's log stored by the admin", || async {
-            let (s, v) = e.api.get(&format!("/v1/runs/{run}/log")).await;
-            if s == 200 && v["stored"] == true {
-                Ok(v)
-            } else {
-                Err(format!("{s} {v}"))
-            }
-        })
-        .await;
+        e.stored_log(*run).await;
     }
 
     let log_dir = executor.log_dir();
@@ -390,36 +383,6 @@ async fn logs_outlive_a_killed_linked_executor() {
     e.close().await;
 }
 
-/// Starts pyxxl 0.4.8 (`tests/pyxxl/executor.py`, as `pyxxl.rs` runs it) registering in `app`
-/// with the admin at `admin_base` over HTTP on a free loopback port; returns the process (killed
-/// when dropped), its address and its directory.
-fn start_pyxxl(admin_base: &str, app: &str) -> (OwnedProcess, String, tempfile::TempDir) {
-    let installed = std::process::Command::new("python3")
-        .args(["-c", "import pyxxl"])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        installed,
-        "pyxxl is not installed: python3 -m pip install pyxxl==0.4.8 (scripts/test does this)"
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/pyxxl/executor.py");
-    let mut command = std::process::Command::new("python3");
-    command
-        .arg(script)
-        .arg(format!("{admin_base}/api/"))
-        .args([app, ACCESS_TOKEN, &port.to_string()])
-        .arg(dir.path())
-        .current_dir(dir.path());
-    let process = OwnedProcess::spawn(
-        &format!("pyxxl executor {app}@{port}"),
-        &mut command,
-        Some(&dir.path().join("output.log")),
-    );
-    (process, format!("http://127.0.0.1:{port}"), dir)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn mixed_fleet() {
     const MIXED: &str = "lnk-mixed";
@@ -427,7 +390,8 @@ async fn mixed_fleet() {
     e.group(MIXED).await;
     let linked = LinkedExecutor::start(std::slice::from_ref(&e.prefix), MIXED, "mixed-1", None);
     let http = DemoExecutor::start(&e.prefix, MIXED);
-    let (_py, py_address, _py_dir) = start_pyxxl(&e.prefix, MIXED);
+    let py = PyExecutor::start(&e.prefix, MIXED);
+    let py_address = py.address.clone();
     let mut expected = vec![linked.address(), http.address.clone(), py_address.clone()];
     expected.sort();
     let listed = e.api.wait_executors(MIXED, 3).await;

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{eventually, status, Db, Env, ACCESS_TOKEN};
+use common::{Db, Env, ACCESS_TOKEN};
 use futures::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -160,30 +160,14 @@ async fn a_trigger_goes_down_the_link_and_its_result_comes_up() {
     let callback = json!([{"logId": run, "logDateTim": 0, "handleCode": 200, "handleMsg": "done"}]);
     let answer = call_up(&mut socket, 2, "/api/callback", callback).await;
     assert_eq!(answer["code"], 200, "{answer}");
-    let finished = eventually(20, "the run's result recorded", || async {
-        let r = e.run(run).await;
-        if status(&r) == "success" && r["trigger_code"] == 200 {
-            Ok(r)
-        } else {
-            Err(r.to_string())
-        }
-    })
-    .await;
+    let finished = e.run_with_status(run, "success").await;
     assert_eq!(finished["executor_address"], "link://ex-1");
 
     // An executor that does not answer: the trigger fails at the executor timeout.
     let silent = e.trigger(job, json!({})).await;
     let call = next_frame(&mut socket).await.expect("a call");
     assert_eq!(call["body"]["logId"], silent);
-    let failed = eventually(20, "the unanswered trigger failed", || async {
-        let r = e.run(silent).await;
-        if status(&r) == "failed" {
-            Ok(r)
-        } else {
-            Err(r.to_string())
-        }
-    })
-    .await;
+    let failed = e.run_with_status(silent, "failed").await;
     let msg = failed["trigger_msg"].as_str().unwrap_or_default();
     assert!(msg.contains("timed out") && msg.contains("link://ex-1"), "{failed}");
     e.close().await;
@@ -218,15 +202,7 @@ async fn a_peer_breaking_the_protocol_loses_its_link() {
     // fails at once like a send to an executor that cannot be reached.
     let job = e.job(json!({"group": APP, "handler": "h"})).await;
     let run = e.trigger(job, json!({})).await;
-    let failed = eventually(20, "the trigger failed", || async {
-        let r = e.run(run).await;
-        if status(&r) == "failed" {
-            Ok(r)
-        } else {
-            Err(r.to_string())
-        }
-    })
-    .await;
+    let failed = e.run_with_status(run, "failed").await;
     let msg = failed["trigger_msg"].as_str().unwrap_or_default();
     assert!(msg.contains("no admin holds a link"), "{failed}");
     e.close().await;

@@ -7,22 +7,9 @@
 mod common;
 
 use common::demo_executor::{DemoExecutor, REAL_EXECUTOR_DEAD_TIMEOUT};
-use common::{eventually, executor_api, finished, status, Db, Env, ACCESS_TOKEN};
+use common::{executor_api, finished, status, Db, Env, ACCESS_TOKEN};
 use serde_json::{json, Value};
 use std::time::Duration;
-
-/// The run's log once the admin serves it from its stored copy.
-async fn stored_log(e: &Env, run: i64) -> Value {
-    eventually(30, "the run's log stored by the admin", || async {
-        let (s, v) = e.api.get(&format!("/v1/runs/{run}/log")).await;
-        if s == 200 && v["stored"] == true {
-            Ok(v)
-        } else {
-            Err(format!("{s} {v}"))
-        }
-    })
-    .await
-}
 
 async fn outlives_the_executor(kind: Db) {
     let e = Env::start(kind, REAL_EXECUTOR_DEAD_TIMEOUT).await;
@@ -32,7 +19,7 @@ async fn outlives_the_executor(kind: Db) {
     let run = e.trigger(job, json!({"param": "kept by the admin"})).await;
     let runs = e.api.wait_runs(job, 30, "the run finished", |r| finished(r) == 1).await;
     assert_eq!(status(&runs[0]), "success", "{}", runs[0]);
-    stored_log(&e, run).await;
+    e.stored_log(run).await;
 
     // The executor and its disk are gone: the log is still there.
     let log_dir = executors[0].log_dir();
@@ -106,7 +93,7 @@ async fn outlives_the_executor(kind: Db) {
     .await;
     assert_eq!(code, 500, "{msg}");
     assert!(msg.contains("does not belong"), "{msg}");
-    assert!(stored_log(&e, run).await["content"]
+    assert!(e.stored_log(run).await["content"]
         .as_str()
         .unwrap()
         .contains("kept by the admin"));
@@ -138,7 +125,7 @@ async fn outlives_the_executor(kind: Db) {
     let other = json!({"appName": "logs", "logId": run, "logContent": "forged\n"});
     let (code, msg) = executor_api(&http, &e.prefix, "runLog", "nologs-own-token", other).await;
     assert_eq!(code, 500, "{msg}");
-    assert!(stored_log(&e, run).await["content"]
+    assert!(e.stored_log(run).await["content"]
         .as_str()
         .unwrap()
         .contains("kept by the admin"));
@@ -155,7 +142,7 @@ async fn outlives_the_executor(kind: Db) {
     )
     .await;
     assert_eq!(code, 200, "{msg}");
-    let v = stored_log(&e, run).await;
+    let v = e.stored_log(run).await;
     let content = v["content"].as_str().unwrap();
     let first = content.lines().next().unwrap();
     assert!(first.starts_with("[chime] log cut"), "{first}");
@@ -187,7 +174,7 @@ async fn outlives_the_executor(kind: Db) {
         assert_eq!(v["code"], 500, "{v}");
         assert!(v["msg"].as_str().unwrap().contains("larger than"), "{v}");
     }
-    assert!(stored_log(&e, run).await["content"]
+    assert!(e.stored_log(run).await["content"]
         .as_str()
         .unwrap()
         .ends_with("the last line\n"));
@@ -212,7 +199,7 @@ async fn the_executor_sends_the_end_of_a_long_log() {
     // The log follows the result within milliseconds; then the executor is gone.
     tokio::time::sleep(Duration::from_secs(2)).await;
     executor.kill_9();
-    let v = stored_log(&e, run).await;
+    let v = e.stored_log(run).await;
     let content = v["content"].as_str().unwrap();
     let mut lines = content.lines();
     let note = lines.next().unwrap();

@@ -2,7 +2,8 @@
 //! MariaDB and PostgreSQL, an in-process admin, a REST client, Chime's demo executor as a real
 //! process, child processes that die with the test, a small in-test XXL-JOB G2 executor
 //! for what a real one cannot be made to do on cue, several admin processes sharing one
-//! database (`cluster`), and executors in link mode, behind NAT too (`linked`).
+//! database (`cluster`), executors in link mode, behind NAT too (`linked`), and pyxxl
+//! (`pyxxl_executor`).
 
 #![allow(dead_code)]
 
@@ -12,6 +13,7 @@ pub mod demo_executor;
 pub mod executor;
 pub mod linked;
 pub mod process;
+pub mod pyxxl_executor;
 
 use chime_admin::{AdminConfig, AdminHandle};
 use serde_json::Value;
@@ -427,6 +429,33 @@ impl Env {
                 address_of(r)
             })
             .collect()
+    }
+
+    /// The run's log once the admin serves it from its stored copy.
+    pub async fn stored_log(&self, run: i64) -> Value {
+        eventually(30, "the run's log stored by the admin", || async {
+            let (s, v) = self.api.get(&format!("/v1/runs/{run}/log")).await;
+            if s == 200 && v["stored"] == true {
+                Ok(v)
+            } else {
+                Err(format!("{s} {v}"))
+            }
+        })
+        .await
+    }
+
+    /// Waits until run `run_id` has status `wanted` and its trigger result is recorded too
+    /// (the two are written independently); returns it.
+    pub async fn run_with_status(&self, run_id: i64, wanted: &str) -> Value {
+        eventually(20, &format!("run {run_id} {wanted}"), || async {
+            let r = self.run(run_id).await;
+            if status(&r) == wanted && r["trigger_code"] != 0 {
+                Ok(r)
+            } else {
+                Err(r.to_string())
+            }
+        })
+        .await
     }
 
     /// One run.
