@@ -62,6 +62,10 @@ pub struct Link {
     next_id: AtomicU64,
     /// Cancelled when the link closes, or is replaced by a newer link of the same executor.
     pub closed: CancellationToken,
+    /// Told when a call went unanswered: the socket's reader then pings at once and drops the
+    /// link if nothing comes back soon (see `http/link.rs`), instead of waiting out the idle
+    /// timeout while every call on a dead link waits its own timeout.
+    pub unanswered: tokio::sync::Notify,
 }
 
 impl Link {
@@ -74,6 +78,7 @@ impl Link {
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             closed: CancellationToken::new(),
+            unanswered: tokio::sync::Notify::new(),
         }
     }
 
@@ -136,6 +141,7 @@ impl Link {
             Ok(Err(_)) => Err("link closed before the executor answered".to_owned()),
             Err(_) => {
                 self.lock_pending().remove(&id);
+                self.unanswered.notify_one();
                 Err("operation timed out".to_owned())
             }
         }

@@ -258,3 +258,78 @@ async fn the_relay_answers_only_for_links_held_here() {
     answering.await.unwrap();
     e.close().await;
 }
+
+/// The admin's count of linked executors, from `/metrics`.
+async fn linked_count(e: &Env) -> i64 {
+    let text = reqwest::get(format!("{}/metrics", e.api.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("chime_linked_executors "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("the gauge chime_linked_executors")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_link_silent_after_an_unanswered_call_is_dropped_and_a_live_one_kept() {
+    let e = Env::start(Db::Sqlite, Duration::from_secs(60)).await;
+    e.group(APP).await;
+    let job = e.job(json!({"group": APP, "handler": "h"})).await;
+
+    // A peer that still reads (so it answers pings) but does not answer the call: the call
+    // times out, the link stays.
+    let mut live = dial(&e, APP, "ex-1", ACCESS_TOKEN).await.unwrap();
+    call_up(&mut live, 1, "/api/registry", registration(APP, "link://ex-1")).await;
+    e.api.wait_executors(APP, 1).await;
+    let reader = tokio::spawn(async move { while let Some(Ok(_)) = live.next().await {} });
+    let run = e.trigger(job, json!({})).await;
+    let failed = e.run_with_status(run, "failed").await;
+    assert!(
+        failed["trigger_msg"].as_str().unwrap_or_default().contains("timed out"),
+        "{failed}"
+    );
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    assert_eq!(linked_count(&e).await, 1, "a link that answers pings is kept");
+    // Dropping the socket closes the link.
+    reader.abort();
+    let links_become = |n: i64| {
+        let e = &e;
+        async move {
+            common::eventually(20, &format!("{n} links"), || async {
+                match linked_count(e).await {
+                    got if got == n => Ok(()),
+                    got => Err(format!("{got} links")),
+                }
+            })
+            .await
+        }
+    };
+    links_become(0).await;
+
+    // A peer that reads nothing at all any more (a cut line): after its call times out the
+    // admin pings, hears nothing, and drops the link a few seconds later (well before the 30 s
+    // idle timeout, which the wait below does not reach); the next call fails at once.
+    e.group("other").await;
+    let mut silent = dial(&e, "other", "ex-2", ACCESS_TOKEN).await.unwrap();
+    call_up(&mut silent, 1, "/api/registry", registration("other", "link://ex-2")).await;
+    e.api.wait_executors("other", 1).await;
+    links_become(1).await;
+    let other_job = e.job(json!({"group": "other", "handler": "h"})).await;
+    let run = e.trigger(other_job, json!({})).await;
+    e.run_with_status(run, "failed").await;
+    links_become(0).await;
+    let next = e.trigger(other_job, json!({})).await;
+    let failed = e.run_with_status(next, "failed").await;
+    assert!(
+        failed["trigger_msg"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("no admin holds a link"),
+        "{failed}"
+    );
+    drop(silent);
+    e.close().await;
+}

@@ -34,7 +34,7 @@ use futures::{SinkExt, StreamExt};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::{mpsc, oneshot, Notify, Semaphore};
 
 /// Calls from one linked executor served at once (results, run logs, registrations).
 pub const UP_CALLS_PER_LINK: usize = 16;
@@ -47,6 +47,13 @@ pub const MAX_LINKS: usize = 100_000;
 /// an idle link cost the admin about 130 KiB: 125 MB for 1,000 executors. A trigger is a few
 /// hundred bytes; larger messages still arrive, in more reads.
 const LINK_BUFFER_BYTES: usize = 8 * 1024;
+
+/// How long the admin waits for any message after it pinged a link on which a call went
+/// unanswered. A live executor answers a ping at once, however busy its jobs are; a link cut
+/// without a word (a NAT that dropped the mapping, a pulled cable) is dropped after this, so
+/// calls fail at once and fail over, instead of each waiting `--executor-timeout` for the 30 s
+/// of the idle timeout.
+const PROBE_WAIT: Duration = Duration::from_secs(5);
 
 /// Largest body of a relayed call: a trigger with its GLUE source, a kill, a log read.
 const RELAY_BODY_LIMIT: usize = 16 * 1024 * 1024;
@@ -164,8 +171,10 @@ async fn serve_link(
     tracing::info!(app = %link.app_name, executor = %link.executor_id, peer = ?peer, "executor linked");
 
     let (close_tx, close_rx) = oneshot::channel::<Option<String>>();
+    let ping_now = Arc::new(Notify::new());
     let writer = {
         let closed = link.closed.clone();
+        let ping_now = ping_now.clone();
         tokio::spawn(async move {
             let mut close_rx = close_rx;
             let mut ping = tokio::time::interval(Duration::from_secs(PING_INTERVAL_SECS));
@@ -177,6 +186,7 @@ async fn serve_link(
                         None => return,
                     },
                     _ = ping.tick() => if sink.send(Message::Ping(Bytes::new())).await.is_err() { return },
+                    _ = ping_now.notified() => if sink.send(Message::Ping(Bytes::new())).await.is_err() { return },
                     reason = &mut close_rx => {
                         let frame = reason.ok().flatten().map(|reason| CloseFrame {
                             code: CLOSE_POLICY,
@@ -196,18 +206,39 @@ async fn serve_link(
 
     let calls = Arc::new(Semaphore::new(UP_CALLS_PER_LINK));
     let idle = Duration::from_secs(IDLE_TIMEOUT_SECS);
+    // Set when a call went unanswered and the executor was pinged: the link ends unless
+    // something arrives by then.
+    let mut probe: Option<tokio::time::Instant> = None;
     let end = loop {
+        let wait = probe.map_or(idle, |deadline| {
+            deadline
+                .saturating_duration_since(tokio::time::Instant::now())
+                .min(idle)
+        });
         let message = tokio::select! {
-            m = tokio::time::timeout(idle, stream.next()) => m,
+            m = tokio::time::timeout(wait, stream.next()) => m,
+            _ = link.unanswered.notified(), if probe.is_none() => {
+                probe = Some(tokio::time::Instant::now() + PROBE_WAIT);
+                ping_now.notify_one();
+                continue;
+            }
             _ = link.closed.cancelled() => break End::Replaced,
             _ = admin.shutdown.cancelled() => break End::Replaced,
         };
         let message = match message {
+            Err(_) if probe.is_some() => {
+                break End::Closed(format!(
+                    "a call went unanswered and nothing came back within {} s of a ping",
+                    PROBE_WAIT.as_secs()
+                ))
+            }
             Err(_) => break End::Closed(format!("nothing received for {IDLE_TIMEOUT_SECS} s")),
             Ok(None) => break End::Closed("connection closed".to_owned()),
             Ok(Some(Err(e))) => break read_error(e),
             Ok(Some(Ok(m))) => m,
         };
+        // The executor is there.
+        probe = None;
         let text = match message {
             Message::Text(text) => text,
             Message::Binary(_) => break End::Violation("binary message: link frames are JSON text".to_owned()),
@@ -264,7 +295,13 @@ async fn serve_link(
         End::Replaced => None,
     };
     let _ = close_tx.send(reason);
-    let _ = writer.await;
+    // A writer stuck in a send on a dead connection (its peer gone, the send buffer full) would
+    // hold the socket until TCP gives up, many minutes later: it gets a moment to say goodbye,
+    // then it is stopped and the socket closed.
+    let mut writer = writer;
+    if tokio::time::timeout(Duration::from_secs(5), &mut writer).await.is_err() {
+        writer.abort();
+    }
 }
 
 /// Serves one call from a linked executor with the executor API's own code, and returns the
