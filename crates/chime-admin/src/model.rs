@@ -261,6 +261,9 @@ pub fn validate_manual_address(address: &str, networks: &ExecutorNetworks) -> Re
 pub struct Job {
     /// Job id.
     pub id: i64,
+    /// The job's stable name within its group (`job-<id>` unless one was given): what a jobs
+    /// document (`/v1/export`, `/v1/apply`) knows it by.
+    pub key: String,
     /// Executor group id.
     pub group_id: i64,
     /// Partition (`id % PARTITIONS`) whose lease holder schedules this job.
@@ -318,6 +321,9 @@ pub struct Job {
 #[derive(Debug, Clone, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct JobSpec {
+    /// The job's stable name within its group, 1–64 of `A-Z a-z 0-9 . _ -` (on create without
+    /// one: `job-<id>`; on update without one: unchanged).
+    pub key: Option<String>,
     /// Group id, or its app name (`group`).
     pub group_id: Option<i64>,
     /// The group's app name (alternative to `group_id`).
@@ -358,6 +364,27 @@ pub struct JobSpec {
     pub running: Option<bool>,
 }
 
+/// Longest job key.
+pub const MAX_JOB_KEY_CHARS: usize = 64;
+
+/// Checks a job key: 1–64 of `A-Z a-z 0-9 . _ -` (so it can name a file and stand in a path).
+pub fn validate_job_key(key: &str) -> Result<String, String> {
+    let ok = !key.is_empty()
+        && key.len() <= MAX_JOB_KEY_CHARS
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        && key != "."
+        && key != "..";
+    if ok {
+        Ok(key.to_owned())
+    } else {
+        Err(format!(
+            "'{key}' is not a job key: 1 to {MAX_JOB_KEY_CHARS} characters of A-Z a-z 0-9 . _ - (not . or ..)"
+        ))
+    }
+}
+
 /// How a job body names its group (`group_id`, `group`, both, or neither).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NamedGroup<'a> {
@@ -378,6 +405,8 @@ pub struct JobDraft {
     /// The one group the job belongs to, resolved from `group_id` or `group` before validation
     /// (see [`JobSpec::named_group`]): the group that was authorised is the group stored.
     pub group_id: i64,
+    /// The job's key; `None`: unchanged on update, `job-<id>` on create.
+    pub key: Option<String>,
     /// Description.
     pub description: String,
     /// Owner.
@@ -553,8 +582,13 @@ impl JobSpec {
         if param.len() > 65_535 {
             return Err(Invalid::new("param", "must be at most 64 KiB"));
         }
+        let key = match &self.key {
+            Some(k) => Some(validate_job_key(k).map_err(|m| Invalid::new("key", m))?),
+            None => None,
+        };
         Ok(JobDraft {
             group_id,
+            key,
             description,
             owner,
             alarm_contacts,

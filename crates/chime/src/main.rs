@@ -57,6 +57,10 @@ enum Command {
     Job(Box<client_cmd::JobArgs>),
     /// Inspect runs: list, show, log, kill.
     Run(client_cmd::RunArgs),
+    /// Print the admin's groups and jobs as a TOML jobs document (see docs/jobs-as-code.md).
+    Export(client_cmd::ExportArgs),
+    /// Apply a TOML jobs document: create, update (and with --prune delete) jobs, all or nothing.
+    Apply(client_cmd::ApplyArgs),
     /// Same as `executor list`.
     #[command(hide = true)]
     Executors(client_cmd::ExecutorsArgs),
@@ -89,6 +93,8 @@ fn main() -> ExitCode {
         Command::Job(args) => client_cmd::run_job(cli.client, *args),
         Command::Run(args) => client_cmd::run_run(cli.client, args),
         Command::Executors(args) => client_cmd::run_executors(cli.client, args),
+        Command::Export(args) => client_cmd::run_export(cli.client, args),
+        Command::Apply(args) => client_cmd::run_apply(cli.client, args),
     }
 }
 

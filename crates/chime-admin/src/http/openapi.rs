@@ -239,6 +239,7 @@ pub(super) fn group_spec(create: bool) -> Value {
 /// A job's body (create and change alike: fields left out keep their value or the default).
 pub(super) fn job_spec() -> Value {
     input(json!({
+        "key": nullable(job_key()),
         "group_id": nullable(int()),
         "group": nullable(json!({ "type": "string", "description": "the group's app name: an alternative to group_id (both must then name the same group)" })),
         "description": nullable(string()),
@@ -258,6 +259,93 @@ pub(super) fn job_spec() -> Value {
         "glue_type": nullable(glue_types()),
         "glue_source": nullable(string()),
         "running": nullable(boolean()),
+    }))
+}
+
+/// A job key: 1 to 64 of `A-Z a-z 0-9 . _ -` (`.` and `..` are refused with 422).
+fn job_key() -> Value {
+    json!({ "type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$" })
+}
+
+/// A jobs document's job: the fields of a job, `key` required, children by key.
+fn doc_job(out: bool) -> Value {
+    let opt = |v: Value| if out { v } else { nullable(v) };
+    let props = json!({
+        "key": job_key(),
+        "description": opt(string()),
+        "owner": opt(json!({ "type": "string", "maxLength": 64 })),
+        "alarm_contacts": opt(json!({ "type": "string", "maxLength": 255 })),
+        "schedule_type": opt(schedule_types()),
+        "schedule_expr": opt(string()),
+        "time_zone": opt(string()),
+        "misfire_strategy": opt(misfire_strategies()),
+        "route_strategy": opt(route_strategies()),
+        "handler": opt(string()),
+        "param": opt(json!({ "type": "string", "maxLength": 65535 })),
+        "block_strategy": opt(block_strategies()),
+        "timeout_secs": opt(int_range(0, i32::MAX as i64)),
+        "retry_count": opt(int_range(0, 100)),
+        "children": opt(arr(json!({ "type": "string", "description": "`key` (same group) or `app_name/key`" }))),
+        "glue_type": opt(glue_types()),
+        "glue_source": opt(string()),
+        "running": opt(boolean()),
+    });
+    if out {
+        exact(props)
+    } else {
+        let mut s = input(props);
+        s["required"] = json!(["key"]);
+        s
+    }
+}
+
+/// A jobs document's group with its jobs. Its own access token is never part of it.
+fn doc_group(out: bool) -> Value {
+    let opt = |v: Value| if out { v } else { nullable(v) };
+    let props = json!({
+        "app_name": app_name(),
+        "title": opt(string()),
+        "address_type": opt(address_types()),
+        "addresses": opt(arr(string())),
+        "protocol": opt(protocols()),
+        "keep_logs": opt(boolean()),
+        "access_token_set": opt(json!({ "type": "boolean", "description": "the group has its own access token (ignored by apply)" })),
+        "jobs": arr(doc_job(out)),
+    });
+    if out {
+        exact(props)
+    } else {
+        let mut s = input(props);
+        s["required"] = json!(["app_name"]);
+        s
+    }
+}
+
+/// The jobs document `GET /v1/export` answers.
+pub(super) fn jobs_document() -> Value {
+    exact(json!({ "groups": arr(doc_group(true)) }))
+}
+
+/// The body of `POST /v1/apply`: a jobs document and the flags.
+pub(super) fn apply_request() -> Value {
+    input(json!({
+        "groups": arr(doc_group(false)),
+        "dry_run": nullable(json!({ "type": "boolean", "description": "work out the plan, change nothing" })),
+        "prune": nullable(json!({ "type": "boolean", "description": "delete the jobs of the named groups that the document does not list" })),
+    }))
+}
+
+/// What `POST /v1/apply` did (or would do).
+pub(super) fn apply_plan() -> Value {
+    let entry = exact(json!({
+        "kind": string_enum(&["group", "job"]),
+        "group": string(),
+        "key": nullable(string()),
+        "fields": arr(string()),
+    }));
+    exact(json!({
+        "create": arr(entry.clone()), "update": arr(entry.clone()), "delete": arr(entry),
+        "applied": boolean(),
     }))
 }
 
@@ -386,7 +474,7 @@ pub fn document<'a>(operations: impl IntoIterator<Item = (&'a str, &'a str, Valu
                 "Error": { "type": "object", "additionalProperties": false, "required": ["error"], "properties": { "error": string(), "field": string() } },
                 "Group": exact(json!({ "id": int(), "app_name": string(), "title": string(), "address_type": address_types(), "addresses": arr(string()), "protocol": protocols(), "access_token_set": { "type": "boolean", "description": "the group has its own executor access token (never shown)" }, "keep_logs": { "type": "boolean", "description": "the admin keeps the run logs its executors send" }, "created_at": int(), "updated_at": int() })),
                 "Job": exact(json!({
-                    "id": int(), "group_id": int(), "partition": int(), "description": string(), "owner": string(), "alarm_contacts": string(),
+                    "id": int(), "key": string(), "group_id": int(), "partition": int(), "description": string(), "owner": string(), "alarm_contacts": string(),
                     "schedule_type": schedule_types(), "schedule_expr": string(), "time_zone": string(),
                     "misfire_strategy": misfire_strategies(), "route_strategy": route_strategies(),
                     "handler": string(), "param": string(), "block_strategy": block_strategies(),

@@ -9,7 +9,7 @@ use crate::dispatch::client::Target;
 use crate::model::{
     now_ms, ExecutorEntry, Group, GroupSpec, Invalid, Job, JobSpec, NamedGroup, Run, RunFilter, RunStatus,
 };
-use crate::store::{JobQuery, JobSort};
+use crate::store::{ApplyOptions, ApplyPlan, JobQuery, JobSort, JobsDocument};
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -493,4 +493,53 @@ async fn ask_manual_addresses(admin: &Admin, listing: &mut [(Group, Vec<Executor
     for ((g, e), answers) in answers {
         listing[g].1[e].answers = Some(answers);
     }
+}
+
+/// The jobs document (`?group=APP`: of one group) of the groups the caller may read.
+pub(super) async fn export_jobs(
+    State(admin): State<Arc<Admin>>,
+    Extension(who): Extension<Principal>,
+    Query(q): Params,
+) -> ApiResult<Json<JobsDocument>> {
+    let only = text_param(&q, "group")?;
+    Ok(Json(admin.store.export_jobs(only.as_deref(), who.group_scope()).await?))
+}
+
+/// The body of `POST /v1/apply`: a jobs document and how to apply it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApplyRequest {
+    #[serde(default)]
+    groups: Vec<crate::store::DocGroup>,
+    #[serde(default)]
+    dry_run: Option<bool>,
+    #[serde(default)]
+    prune: Option<bool>,
+}
+
+/// Applies a jobs document (admins only): answers the plan, written unless `dry_run`.
+pub(super) async fn apply_jobs(
+    State(admin): State<Arc<Admin>>,
+    who: Option<Extension<Principal>>,
+    body: Bytes,
+) -> ApiResult<Json<ApplyPlan>> {
+    let req: ApplyRequest = parse_body(&body)?;
+    let doc = JobsDocument { groups: req.groups };
+    let author = author(who.as_deref());
+    // Prune deletes only in the groups the document names; a document without groups prunes
+    // nothing (so an empty body cannot empty the admin).
+    let prune = req.prune.unwrap_or(false) && !doc.groups.is_empty();
+    let opts = ApplyOptions {
+        networks: &admin.config.executor_networks,
+        default_zone: &admin.config.default_time_zone,
+        author: &author,
+        dry_run: req.dry_run.unwrap_or(false),
+        prune,
+    };
+    let plan = admin.store.apply_jobs(&doc, opts).await?;
+    if plan.applied {
+        refresh_directory(&admin).await;
+        admin.partitions.wake_claims();
+    }
+    Ok(Json(plan))
 }

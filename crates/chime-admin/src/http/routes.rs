@@ -11,9 +11,9 @@
 
 use super::access::{Rule, Target};
 use super::openapi::{
-    arr, audit_query, body, boolean, exact, executors_out, filter_text, group_spec, id, input, int, int_range,
-    job_spec, key, limit, nullable, op, password, query, r, runs_query, schedule_types, string, string_enum, times,
-    user_out, user_spec, LATEST,
+    apply_plan, apply_request, arr, audit_query, body, boolean, exact, executors_out, filter_text, group_spec, id,
+    input, int, int_range, job_spec, jobs_document, key, limit, nullable, op, password, query, r, runs_query,
+    schedule_types, string, string_enum, times, user_out, user_spec, LATEST,
 };
 use super::{console_api as console, rest};
 use crate::center::Admin;
@@ -267,6 +267,39 @@ pub const ROUTES: &[Route] = &[
         |m| on(m, rest::create_job),
         || {
             op("Create a job (its group by `group_id` or `group`; 403 for a group the caller may not write, 422 when both name different groups)", "jobs", json!([]), Some(body(job_spec(), true)), (201, Some(r("Job"))), &[400, 403, 413, 422])
+        },
+    ),
+    // Jobs as code: the desired state of groups and jobs, and applying one.
+    api(
+        "GET",
+        "/v1/export",
+        Rule::Authenticated,
+        |m| on(m, rest::export_jobs),
+        || {
+            op(
+                "Export groups and their jobs as a jobs document (the caller's groups; no ids, no secrets)",
+                "jobs",
+                json!([query("group", filter_text(), "only this group (app name)")]),
+                None,
+                (200, Some(jobs_document())),
+                &[400, 404],
+            )
+        },
+    ),
+    api(
+        "POST",
+        "/v1/apply",
+        Rule::Admin,
+        |m| on(m, rest::apply_jobs),
+        || {
+            op(
+                "Apply a jobs document in one transaction: creates, updates and (with `prune`) deletes, all or nothing; answers the plan (admins only)",
+                "jobs",
+                json!([]),
+                Some(body(apply_request(), true)),
+                (200, Some(apply_plan())),
+                &[400, 403, 409, 413, 422],
+            )
         },
     ),
     api(

@@ -273,6 +273,7 @@ mod tests {
     fn job(id: i64, children: Vec<i64>) -> Job {
         Job {
             id,
+            key: String::new(),
             group_id: 7,
             partition: id % 16,
             description: String::new(),

@@ -440,6 +440,7 @@ mod tests {
     fn job(next: i64, strategy: MisfireStrategy) -> Job {
         Job {
             id: 1,
+            key: String::new(),
             group_id: 1,
             partition: 1,
             description: String::new(),

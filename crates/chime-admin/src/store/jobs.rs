@@ -122,6 +122,18 @@ pub(crate) fn first_fire(
         .ok_or_else(|| Invalid::new("schedule_expr", "the schedule has no fire time in the future"))
 }
 
+/// A unique violation on the job table is a key its group already has (`(group_id, job_key)`
+/// is the only unique index on it besides the id).
+fn key_taken(e: sqlx::Error, key: Option<&str>) -> StoreError {
+    match &e {
+        sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Invalid(Invalid::new(
+            "key",
+            format!("the group already has a job with key '{}'", key.unwrap_or("")),
+        )),
+        _ => e.into(),
+    }
+}
+
 impl Store {
     /// Checks, inside the writing transaction, that the draft's group still exists.
     async fn check_group(&self, tx: &mut Transaction<'static, Any>, draft: &JobDraft) -> StoreResult<i64> {
@@ -185,19 +197,35 @@ impl Store {
         let mut tx = self.write.begin().await?;
         let group_id = self.check_group(&mut tx, draft).await?;
         self.check_children(&mut tx, None, &draft.child_job_ids).await?;
+        let id = self.insert_job_tx(&mut tx, group_id, draft, author, now).await?;
+        tx.commit().await?;
+        self.job(id).await
+    }
+
+    /// Inserts a job in `tx` (group and children already checked) and returns its id. Without
+    /// a key in the draft it is named `job-<id>`; a key its group already has is refused.
+    pub(super) async fn insert_job_tx(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        group_id: i64,
+        draft: &JobDraft,
+        author: &str,
+        now: i64,
+    ) -> StoreResult<i64> {
         let next = if draft.running {
             first_fire(draft.schedule_type, &draft.schedule_expr, &draft.time_zone, now, now)?
         } else {
             0
         };
         let q = self.sql(
-            "INSERT INTO job (group_id, partition_no, description, owner, alarm_contacts, schedule_type, schedule_expr, \
-             time_zone, misfire_strategy, route_strategy, handler, param, block_strategy, timeout_secs, retry_count, \
-             child_job_ids, glue_type, glue_source, glue_updated_at, running, anchor_at, next_fire_at, last_fire_at, \
-             created_at, updated_at) VALUES (?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?) \
-             RETURNING id",
+            "INSERT INTO job (job_key, group_id, partition_no, description, owner, alarm_contacts, schedule_type, \
+             schedule_expr, time_zone, misfire_strategy, route_strategy, handler, param, block_strategy, timeout_secs, \
+             retry_count, child_job_ids, glue_type, glue_source, glue_updated_at, running, anchor_at, next_fire_at, \
+             last_fire_at, created_at, updated_at) \
+             VALUES (?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?) RETURNING id",
         );
         let row = sqlx::query(&q)
+            .bind(draft.key.as_deref())
             .bind(group_id)
             .bind(&draft.description)
             .bind(&draft.owner)
@@ -221,19 +249,26 @@ impl Store {
             .bind(next)
             .bind(now)
             .bind(now)
-            .fetch_one(&mut *tx)
-            .await?;
+            .fetch_one(&mut **tx)
+            .await
+            .map_err(|e| key_taken(e, draft.key.as_deref()))?;
         let id = rows::int(&row, 0)?;
-        let q = self.sql("UPDATE job SET partition_no = ? WHERE id = ?");
-        sqlx::query(&q).bind(id % PARTITIONS).bind(id).execute(&mut *tx).await?;
+        let key = draft.key.clone().unwrap_or_else(|| format!("job-{id}"));
+        let q = self.sql("UPDATE job SET partition_no = ?, job_key = ? WHERE id = ?");
+        sqlx::query(&q)
+            .bind(id % PARTITIONS)
+            .bind(&key)
+            .bind(id)
+            .execute(&mut **tx)
+            .await
+            .map_err(|e| key_taken(e, Some(&key)))?;
         if draft.glue_type.is_script() {
-            self.insert_glue_version(&mut tx, id, draft, author, now).await?;
+            self.insert_glue_version(tx, id, draft, author, now).await?;
         }
-        tx.commit().await?;
-        self.job(id).await
+        Ok(id)
     }
 
-    async fn insert_glue_version(
+    pub(super) async fn insert_glue_version(
         &self,
         tx: &mut Transaction<'static, Any>,
         job_id: i64,
@@ -272,6 +307,23 @@ impl Store {
         let old = rows::job(&row)?;
         let group_id = self.check_group(&mut tx, draft).await?;
         self.check_children(&mut tx, Some(id), &draft.child_job_ids).await?;
+        self.update_job_tx(&mut tx, &old, group_id, draft, author, now).await?;
+        tx.commit().await?;
+        self.job(id).await
+    }
+
+    /// Replaces `old`'s definition in `tx` (group and children already checked, `old` read
+    /// for update). A key its group already has is refused.
+    pub(super) async fn update_job_tx(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        old: &Job,
+        group_id: i64,
+        draft: &JobDraft,
+        author: &str,
+        now: i64,
+    ) -> StoreResult<()> {
+        let id = old.id;
         let schedule_changed = old.schedule_type != draft.schedule_type
             || old.schedule_expr != draft.schedule_expr
             || old.time_zone != draft.time_zone;
@@ -287,15 +339,18 @@ impl Store {
         };
         let glue_changed = old.glue_type != draft.glue_type || old.glue_source != draft.glue_source;
         let glue_updated_at = if glue_changed { now } else { old.glue_updated_at };
+        let key = draft.key.as_deref().unwrap_or(&old.key);
         let q = self
             .sql(&format!(
-                "UPDATE job SET group_id = ?, description = ?, owner = ?, alarm_contacts = ?, schedule_type = ?, \
-                 schedule_expr = ?, time_zone = ?, misfire_strategy = ?, route_strategy = ?, handler = ?, param = ?, \
-                 block_strategy = ?, timeout_secs = ?, retry_count = ?, child_job_ids = ?, glue_type = ?, glue_source = ?, \
-                 glue_updated_at = ?, running = ?, anchor_at = ?, next_fire_at = ?, updated_at = {BUMP_UPDATED_AT} WHERE id = ?"
+                "UPDATE job SET job_key = ?, group_id = ?, description = ?, owner = ?, alarm_contacts = ?, \
+                 schedule_type = ?, schedule_expr = ?, time_zone = ?, misfire_strategy = ?, route_strategy = ?, \
+                 handler = ?, param = ?, block_strategy = ?, timeout_secs = ?, retry_count = ?, child_job_ids = ?, \
+                 glue_type = ?, glue_source = ?, glue_updated_at = ?, running = ?, anchor_at = ?, next_fire_at = ?, \
+                 updated_at = {BUMP_UPDATED_AT} WHERE id = ?"
             ))
             .into_owned();
         sqlx::query(&q)
+            .bind(key)
             .bind(group_id)
             .bind(&draft.description)
             .bind(&draft.owner)
@@ -320,13 +375,13 @@ impl Store {
             .bind(now)
             .bind(now)
             .bind(id)
-            .execute(&mut *tx)
-            .await?;
+            .execute(&mut **tx)
+            .await
+            .map_err(|e| key_taken(e, Some(key)))?;
         if glue_changed && draft.glue_type.is_script() {
-            self.insert_glue_version(&mut tx, id, draft, author, now).await?;
+            self.insert_glue_version(tx, id, draft, author, now).await?;
         }
-        tx.commit().await?;
-        self.job(id).await
+        Ok(())
     }
 
     /// Starts (schedules from now) or stops a job.
@@ -583,7 +638,13 @@ impl Store {
             } else {
                 format!("MOD(id, {PARTITIONS})")
             };
-            let sql = format!("UPDATE job SET partition_no = {partition} WHERE id IN ({{in}})");
+            // MySQL reads `||` as OR; the others have no CONCAT of a number everywhere.
+            let key = if self.backend == super::Backend::MySql {
+                "CONCAT('job-', id)"
+            } else {
+                "'job-' || id"
+            };
+            let sql = format!("UPDATE job SET partition_no = {partition}, job_key = {key} WHERE id IN ({{in}})");
             self.execute_in(&mut tx, &sql, &new_ids, &[]).await?;
             tx.commit().await?;
             ids.extend(new_ids);

@@ -11,6 +11,7 @@
 //! PostgreSQL both are the same pool.
 
 mod alarms;
+mod apply;
 mod audit;
 mod bulk;
 mod console_queries;
@@ -31,6 +32,7 @@ mod users;
 pub use crate::run::{Claimed, FirePlan, Recorded, HANDLE_MSG_MAX};
 pub use crate::run::{HandleOutcome, MarkedRun, NewRun, RunTicket, SendMark, TriggerOutcome, UnfinishedRun};
 pub use alarms::alarm_status;
+pub use apply::{ApplyOptions, ApplyPlan, DocGroup, DocJob, JobsDocument, PlanEntry, MAX_DOC_GROUPS, MAX_DOC_JOBS};
 pub use audit::{AuditEntry, AuditFilter};
 pub use console_queries::{DayCounts, GlueVersion};
 pub use dialect::{placeholders, Backend};

@@ -69,14 +69,21 @@ pub(super) fn group(row: &AnyRow) -> Result<Group, sqlx::Error> {
     })
 }
 
-pub(super) const JOB_COLUMNS: &str = "id, group_id, partition_no, description, owner, alarm_contacts, schedule_type, \
+pub(super) const JOB_COLUMNS: &str =
+    "id, job_key, group_id, partition_no, description, owner, alarm_contacts, schedule_type, \
      schedule_expr, time_zone, misfire_strategy, route_strategy, handler, param, block_strategy, timeout_secs, \
      retry_count, child_job_ids, glue_type, glue_source, glue_updated_at, running, anchor_at, next_fire_at, \
      last_fire_at, created_at, updated_at";
 
 pub(super) fn job(row: &AnyRow) -> Result<Job, sqlx::Error> {
+    let id = int(row, "id")?;
+    // A key is NULL only inside the transaction that creates the job; read as the name it gets.
+    let key = Some(text(row, "job_key")?)
+        .filter(|k| !k.is_empty())
+        .unwrap_or_else(|| format!("job-{id}"));
     Ok(Job {
-        id: int(row, "id")?,
+        id,
+        key,
         group_id: int(row, "group_id")?,
         partition: int(row, "partition_no")?,
         description: text(row, "description")?,

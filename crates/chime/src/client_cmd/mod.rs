@@ -1,7 +1,8 @@
-//! The command-line client of the REST API: `chime group|job|run|executors …`.
+//! The command-line client of the REST API: `chime group|job|run|executors|export|apply …`.
 //!
 //! Every command prints an aligned table for people, or the API's JSON with `--json`.
 
+mod jobs_doc;
 mod output;
 
 use output::{
@@ -269,6 +270,32 @@ enum ExecutorsCmd {
         #[arg(long)]
         group: Option<String>,
     },
+}
+
+/// `chime export`
+#[derive(clap::Args, Debug)]
+pub struct ExportArgs {
+    /// Only this group (app name).
+    #[arg(long)]
+    group: Option<String>,
+    /// Write each script to DIR/<group>/<key>.<ext> and name it as `glue_file` instead of
+    /// putting it inline (file names are written as given: relative to where the TOML goes).
+    #[arg(long, value_name = "DIR")]
+    glue_dir: Option<std::path::PathBuf>,
+}
+
+/// `chime apply`
+#[derive(clap::Args, Debug)]
+pub struct ApplyArgs {
+    /// The TOML jobs document (its `glue_file`s are read relative to it).
+    #[arg(long, short = 'f', value_name = "FILE")]
+    file: std::path::PathBuf,
+    /// Print what would change, change nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Also delete the jobs of the document's groups that it does not list.
+    #[arg(long)]
+    prune: bool,
 }
 
 struct Client {
@@ -560,6 +587,32 @@ async fn dispatch(c: &Client, cmd: Cmd) -> Result<(), Failure> {
             let v = c.call(Method::POST, "/v1/groups", Some(body)).await?;
             out(&v, &|v| print_groups(&json!([v])));
         }
+        Cmd::Export(args) => {
+            let path = match &args.group {
+                Some(g) => format!("/v1/export?group={}", query_value(g)),
+                None => "/v1/export".to_owned(),
+            };
+            let v = c.call(Method::GET, &path, None).await?;
+            if json_out {
+                outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            } else {
+                let doc: chime_admin::store::JobsDocument =
+                    serde_json::from_value(v).map_err(|e| Failure(format!("unexpected answer from the admin: {e}")))?;
+                let text = jobs_doc::to_toml(&doc, args.glue_dir.as_deref()).map_err(Failure)?;
+                outln!("{}", text.trim_end());
+            }
+        }
+        Cmd::Apply(args) => {
+            let doc = jobs_doc::read_document(&args.file).map_err(Failure)?;
+            let mut body = serde_json::to_value(&doc).map_err(|e| Failure(e.to_string()))?;
+            body["dry_run"] = args.dry_run.into();
+            body["prune"] = args.prune.into();
+            let v = c
+                .call(Method::POST, "/v1/apply", Some(body))
+                .await
+                .map_err(|Failure(m)| Failure(jobs_doc::in_file(&args.file, m)))?;
+            out(&v, &jobs_doc::print_plan);
+        }
         Cmd::Group(GroupCmd::List) => out(&c.call(Method::GET, "/v1/groups", None).await?, &print_groups),
         Cmd::Group(GroupCmd::Rm { group }) => {
             c.call(Method::DELETE, &format!("/v1/groups/{group}"), None).await?;
@@ -762,6 +815,8 @@ enum Cmd {
     Job(JobCmd),
     Run(RunCmd),
     Executors(Option<String>),
+    Export(ExportArgs),
+    Apply(ApplyArgs),
 }
 
 fn execute(opts: ClientOpts, cmd: Cmd) -> ExitCode {
@@ -807,6 +862,26 @@ pub fn run_executors(opts: ClientOpts, args: ExecutorsArgs) -> ExitCode {
         None => args.group,
     };
     execute(opts, Cmd::Executors(group))
+}
+
+/// Runs `chime export`.
+pub fn run_export(opts: ClientOpts, args: ExportArgs) -> ExitCode {
+    execute(opts, Cmd::Export(args))
+}
+
+/// Runs `chime apply`.
+pub fn run_apply(opts: ClientOpts, args: ApplyArgs) -> ExitCode {
+    execute(opts, Cmd::Apply(args))
+}
+
+/// A query parameter's value, percent-encoded.
+fn query_value(v: &str) -> String {
+    v.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 /// Runs `chime executor list [--group A]`.

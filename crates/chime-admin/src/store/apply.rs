@@ -1,0 +1,798 @@
+//! Jobs as code: the desired-state document of groups and their jobs (`GET /v1/export`) and
+//! applying one (`POST /v1/apply`) as a plan of creates, updates and deletes executed in one
+//! transaction, all or nothing. Jobs are matched by their key within their group, so applying
+//! a document twice changes nothing the second time.
+
+use super::rows::{self, GROUP_COLUMNS, JOB_COLUMNS};
+use super::{Store, StoreError, StoreResult};
+use crate::address_policy::ExecutorNetworks;
+use crate::model::{
+    now_ms, validate_job_key, AddressType, Group, GroupDraft, GroupSpec, Invalid, Job, JobDraft, JobSpec,
+};
+use serde::{Deserialize, Serialize};
+use sqlx::any::Any;
+use sqlx::Transaction;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Most groups one document may hold.
+pub const MAX_DOC_GROUPS: usize = 1_000;
+/// Most jobs one document may hold (over all its groups).
+pub const MAX_DOC_JOBS: usize = 10_000;
+
+/// The desired state of some groups and their jobs. No ids and no secrets: jobs are known by
+/// their key, children by `key` (same group) or `app_name/key`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct JobsDocument {
+    /// The groups, each with its jobs.
+    #[serde(default)]
+    pub groups: Vec<DocGroup>,
+}
+
+/// A group of a [`JobsDocument`]. Fields left out keep their value (or take the default when
+/// the group is created); its own executor access token is never exported nor set here.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct DocGroup {
+    /// App name: what the group is known by.
+    pub app_name: String,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// `auto` or `manual`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address_type: Option<AddressType>,
+    /// Manual addresses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub addresses: Option<Vec<String>>,
+    /// `G2`, `G3` or `G4`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    /// Keep the group's run logs in the admin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_logs: Option<bool>,
+    /// Whether the group has its own access token (exported for information; ignored on apply:
+    /// the token is a secret and is set through the group API only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_token_set: Option<bool>,
+    /// The group's jobs.
+    #[serde(default)]
+    pub jobs: Vec<DocJob>,
+}
+
+/// A job of a [`JobsDocument`]: the fields of the job API, with the key required and children
+/// named by key. A field left out takes its default (the document is the whole definition).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct DocJob {
+    /// Stable name within the group.
+    pub key: String,
+    /// Description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Owner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Alarm contacts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alarm_contacts: Option<String>,
+    /// `CRON`, `FIX_RATE` or `NONE`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_type: Option<String>,
+    /// Cron expression or fixed rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_expr: Option<String>,
+    /// IANA zone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+    /// Misfire strategy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub misfire_strategy: Option<String>,
+    /// Route strategy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route_strategy: Option<String>,
+    /// BEAN handler.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handler: Option<String>,
+    /// Parameter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub param: Option<String>,
+    /// Block strategy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_strategy: Option<String>,
+    /// Timeout, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<i64>,
+    /// Retries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_count: Option<i64>,
+    /// Child jobs: `key` (same group) or `app_name/key`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub children: Option<Vec<String>>,
+    /// Glue type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glue_type: Option<String>,
+    /// Script source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glue_source: Option<String>,
+    /// Scheduled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running: Option<bool>,
+}
+
+/// What applying does, or did.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct ApplyPlan {
+    /// Groups and jobs created.
+    pub create: Vec<PlanEntry>,
+    /// Groups and jobs changed, with the fields that change.
+    pub update: Vec<PlanEntry>,
+    /// Jobs deleted (with `prune`).
+    pub delete: Vec<PlanEntry>,
+    /// Whether it was written (false for a dry run).
+    pub applied: bool,
+}
+
+impl ApplyPlan {
+    /// Nothing to do.
+    pub fn is_empty(&self) -> bool {
+        self.create.is_empty() && self.update.is_empty() && self.delete.is_empty()
+    }
+}
+
+/// One step of an [`ApplyPlan`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PlanEntry {
+    /// `group` or `job`.
+    pub kind: String,
+    /// The group's app name.
+    pub group: String,
+    /// The job's key (`None` for a group).
+    pub key: Option<String>,
+    /// The fields that change (updates only).
+    pub fields: Vec<String>,
+}
+
+/// How to apply: the rules validation needs, who applies, and the flags.
+#[derive(Debug, Clone, Copy)]
+pub struct ApplyOptions<'a> {
+    /// `--executor-networks`, for manual addresses.
+    pub networks: &'a ExecutorNetworks,
+    /// The admin's default zone.
+    pub default_zone: &'a str,
+    /// Who applies (audit log, GLUE versions).
+    pub author: &'a str,
+    /// Work out the plan, write nothing.
+    pub dry_run: bool,
+    /// Delete the jobs of the document's groups that it does not list.
+    pub prune: bool,
+}
+
+/// A job of the document after validation.
+struct Wanted {
+    app: String,
+    draft: JobDraft,
+    children: Vec<(String, String)>,
+}
+
+/// A document after validation: each group with its input as the group API takes it, and
+/// every job.
+type Checked = (Vec<(DocGroup, GroupSpec)>, Vec<Wanted>);
+
+/// An error about one job's field, naming the group, the key and the field.
+fn job_err(app: &str, key: &str, e: Invalid) -> Invalid {
+    Invalid {
+        field: format!("groups[{app}].jobs[{key}].{}", e.field),
+        message: format!("group '{app}', job '{key}', field '{}': {}", e.field, e.message),
+    }
+}
+
+fn group_err(app: &str, e: Invalid) -> Invalid {
+    Invalid {
+        field: format!("groups[{app}].{}", e.field),
+        message: format!("group '{app}', field '{}': {}", e.field, e.message),
+    }
+}
+
+/// A child reference: `key` in `app`, or `other_app/key`.
+fn child_ref(app: &str, r: &str) -> Result<(String, String), String> {
+    let (g, k) = match r.rsplit_once('/') {
+        Some((g, k)) => (g.trim(), k.trim()),
+        None => (app, r.trim()),
+    };
+    validate_job_key(k)?;
+    if g.is_empty() {
+        return Err(format!("'{r}' names no group before '/'"));
+    }
+    Ok((g.to_owned(), k.to_owned()))
+}
+
+/// How a child is written in an export: its key alone in the same group.
+fn child_name(app: &str, (g, k): &(String, String)) -> String {
+    if g == app {
+        k.clone()
+    } else {
+        format!("{g}/{k}")
+    }
+}
+
+/// The fields of `draft` (with `children` resolved to names) that differ from `job`.
+fn changed_fields(
+    job: &Job,
+    draft: &JobDraft,
+    children_now: &[(String, String)],
+    children: &[(String, String)],
+) -> Vec<String> {
+    let mut f = Vec::new();
+    let mut diff = |name: &str, differs: bool| {
+        if differs {
+            f.push(name.to_owned());
+        }
+    };
+    diff("description", job.description != draft.description);
+    diff("owner", job.owner != draft.owner);
+    diff("alarm_contacts", job.alarm_contacts != draft.alarm_contacts);
+    diff("schedule_type", job.schedule_type != draft.schedule_type);
+    diff("schedule_expr", job.schedule_expr != draft.schedule_expr);
+    diff("time_zone", job.time_zone != draft.time_zone);
+    diff("misfire_strategy", job.misfire_strategy != draft.misfire_strategy);
+    diff("route_strategy", job.route_strategy != draft.route_strategy);
+    diff("handler", job.handler != draft.handler);
+    diff("param", job.param != draft.param);
+    diff("block_strategy", job.block_strategy != draft.block_strategy);
+    diff("timeout_secs", job.timeout_secs != draft.timeout_secs);
+    diff("retry_count", job.retry_count != draft.retry_count);
+    diff("children", children_now != children);
+    diff("glue_type", job.glue_type != draft.glue_type);
+    diff("glue_source", job.glue_source != draft.glue_source);
+    diff("running", job.running != draft.running);
+    f
+}
+
+fn group_fields(g: &Group, d: &GroupDraft) -> Vec<String> {
+    let mut f = Vec::new();
+    if g.title != d.title {
+        f.push("title".to_owned());
+    }
+    if g.address_type != d.address_type {
+        f.push("address_type".to_owned());
+    }
+    if g.addresses != d.addresses {
+        f.push("addresses".to_owned());
+    }
+    if g.protocol != d.protocol {
+        f.push("protocol".to_owned());
+    }
+    if g.keep_logs != d.keep_logs {
+        f.push("keep_logs".to_owned());
+    }
+    f
+}
+
+fn entry(kind: &str, group: &str, key: Option<&str>, fields: Vec<String>) -> PlanEntry {
+    PlanEntry {
+        kind: kind.to_owned(),
+        group: group.to_owned(),
+        key: key.map(str::to_owned),
+        fields,
+    }
+}
+
+/// Checks the document on its own (no database): bounds, names, every job's fields.
+fn validate_document(doc: &JobsDocument, opts: &ApplyOptions<'_>) -> Result<Checked, Invalid> {
+    if doc.groups.len() > MAX_DOC_GROUPS {
+        return Err(Invalid::new(
+            "groups",
+            format!("at most {MAX_DOC_GROUPS} groups per document"),
+        ));
+    }
+    let total: usize = doc.groups.iter().map(|g| g.jobs.len()).sum();
+    if total > MAX_DOC_JOBS {
+        return Err(Invalid::new(
+            "groups",
+            format!("at most {MAX_DOC_JOBS} jobs per document"),
+        ));
+    }
+    let mut apps = HashSet::new();
+    let mut groups = Vec::new();
+    let mut wanted = Vec::new();
+    for g in &doc.groups {
+        let app = g.app_name.trim().to_owned();
+        if !apps.insert(app.clone()) {
+            return Err(Invalid::new(
+                format!("groups[{app}]"),
+                format!("group '{app}' appears twice in the document"),
+            ));
+        }
+        let spec = GroupSpec {
+            app_name: Some(app.clone()),
+            title: g.title.clone(),
+            address_type: g.address_type,
+            addresses: g.addresses.clone(),
+            protocol: g.protocol.clone(),
+            access_token: None,
+            keep_logs: g.keep_logs,
+        };
+        spec.validate(None, opts.networks).map_err(|e| group_err(&app, e))?;
+        let mut keys = HashSet::new();
+        for j in &g.jobs {
+            let key = validate_job_key(&j.key).map_err(|m| job_err(&app, &j.key, Invalid::new("key", m)))?;
+            if !keys.insert(key.clone()) {
+                return Err(job_err(
+                    &app,
+                    &key,
+                    Invalid::new("key", format!("key '{key}' appears twice in group '{app}'")),
+                ));
+            }
+            let children = j
+                .children
+                .iter()
+                .flatten()
+                .map(|r| child_ref(&app, r))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|m| job_err(&app, &key, Invalid::new("children", m)))?;
+            if children.iter().any(|(cg, ck)| *cg == app && *ck == key) {
+                return Err(job_err(
+                    &app,
+                    &key,
+                    Invalid::new("children", "a job cannot be its own child"),
+                ));
+            }
+            let mut seen = HashSet::new();
+            let children: Vec<_> = children.into_iter().filter(|c| seen.insert(c.clone())).collect();
+            let spec = JobSpec {
+                key: Some(key.clone()),
+                description: j.description.clone(),
+                owner: j.owner.clone(),
+                alarm_contacts: j.alarm_contacts.clone(),
+                schedule_type: j.schedule_type.clone(),
+                schedule_expr: j.schedule_expr.clone(),
+                time_zone: j.time_zone.clone(),
+                misfire_strategy: j.misfire_strategy.clone(),
+                route_strategy: j.route_strategy.clone(),
+                handler: j.handler.clone(),
+                param: j.param.clone(),
+                block_strategy: j.block_strategy.clone(),
+                timeout_secs: j.timeout_secs,
+                retry_count: j.retry_count,
+                glue_type: j.glue_type.clone(),
+                glue_source: j.glue_source.clone(),
+                running: j.running,
+                ..JobSpec::default()
+            };
+            // The group id is filled in once the group is known (or created).
+            let draft = spec
+                .validate(None, opts.default_zone, 0)
+                .map_err(|e| job_err(&app, &key, e))?;
+            wanted.push(Wanted {
+                app: app.clone(),
+                draft,
+                children,
+            });
+        }
+        groups.push((g.clone(), spec));
+    }
+    Ok((groups, wanted))
+}
+
+impl Store {
+    /// The document of every group (or the one with app name `only`) among `scope` (`None`:
+    /// all groups), their jobs ordered by key.
+    pub async fn export_jobs(&self, only: Option<&str>, scope: Option<&[i64]>) -> StoreResult<JobsDocument> {
+        let mut groups = self.list_groups().await?;
+        groups.retain(|g| scope.is_none_or(|s| s.contains(&g.id)));
+        if let Some(app) = only {
+            groups.retain(|g| g.app_name == app);
+            if groups.is_empty() {
+                return Err(StoreError::NotFound(format!("group '{app}'")));
+            }
+        }
+        let mut names: HashMap<i64, (String, String)> = HashMap::new();
+        let mut by_group: Vec<(Group, Vec<Job>)> = Vec::new();
+        let apps: HashMap<i64, String> = self
+            .list_groups()
+            .await?
+            .into_iter()
+            .map(|g| (g.id, g.app_name))
+            .collect();
+        for g in groups {
+            let q = self
+                .sql(&format!("SELECT {JOB_COLUMNS} FROM job WHERE group_id = ?"))
+                .into_owned();
+            let mut jobs: Vec<Job> = sqlx::query(&q)
+                .bind(g.id)
+                .fetch_all(&self.read)
+                .await?
+                .iter()
+                .map(rows::job)
+                .collect::<Result<_, _>>()?;
+            jobs.sort_by(|a, b| a.key.cmp(&b.key));
+            for j in &jobs {
+                names.insert(j.id, (g.app_name.clone(), j.key.clone()));
+            }
+            by_group.push((g, jobs));
+        }
+        // Children in groups outside the export are named too.
+        let missing: Vec<i64> = by_group
+            .iter()
+            .flat_map(|(_, jobs)| jobs.iter().flat_map(|j| j.child_job_ids.iter().copied()))
+            .filter(|id| !names.contains_key(id))
+            .collect();
+        for j in self.jobs_by_ids(&missing).await? {
+            let app = apps.get(&j.group_id).cloned().unwrap_or_default();
+            names.insert(j.id, (app, j.key));
+        }
+        let groups = by_group
+            .into_iter()
+            .map(|(g, jobs)| DocGroup {
+                jobs: jobs
+                    .into_iter()
+                    .map(|j| DocJob {
+                        children: Some(
+                            j.child_job_ids
+                                .iter()
+                                .filter_map(|c| names.get(c))
+                                .map(|n| child_name(&g.app_name, n))
+                                .collect(),
+                        ),
+                        key: j.key,
+                        description: Some(j.description),
+                        owner: Some(j.owner),
+                        alarm_contacts: Some(j.alarm_contacts),
+                        schedule_type: Some(j.schedule_type.as_str().to_owned()),
+                        schedule_expr: Some(j.schedule_expr),
+                        time_zone: Some(j.time_zone),
+                        misfire_strategy: Some(j.misfire_strategy.as_str().to_owned()),
+                        route_strategy: Some(j.route_strategy.as_str().to_owned()),
+                        handler: Some(j.handler),
+                        param: Some(j.param),
+                        block_strategy: Some(j.block_strategy.as_str().to_owned()),
+                        timeout_secs: Some(j.timeout_secs),
+                        retry_count: Some(j.retry_count),
+                        glue_type: Some(j.glue_type.as_str().to_owned()),
+                        glue_source: Some(j.glue_source),
+                        running: Some(j.running),
+                    })
+                    .collect(),
+                app_name: g.app_name,
+                title: Some(g.title),
+                address_type: Some(g.address_type),
+                addresses: Some(g.addresses),
+                protocol: Some(g.protocol.as_str().to_owned()),
+                keep_logs: Some(g.keep_logs),
+                access_token_set: Some(g.access_token.is_some()),
+            })
+            .collect();
+        Ok(JobsDocument { groups })
+    }
+
+    /// Applies `doc`: validates all of it first, then works out and executes the plan in one
+    /// transaction (rolled back for a dry run, or at the first error: all or nothing), with one
+    /// audit entry (`apply`) in the same transaction.
+    pub async fn apply_jobs(&self, doc: &JobsDocument, opts: ApplyOptions<'_>) -> StoreResult<ApplyPlan> {
+        let (doc_groups, wanted) = validate_document(doc, &opts)?;
+        let now = now_ms();
+        let mut tx = self.write.begin().await?;
+        let q = format!("SELECT {GROUP_COLUMNS} FROM executor_group");
+        let existing_groups: Vec<Group> = sqlx::query(&q)
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(rows::group)
+            .collect::<Result<_, _>>()?;
+        let mut group_ids: HashMap<String, i64> = existing_groups.iter().map(|g| (g.app_name.clone(), g.id)).collect();
+        let apps: HashMap<i64, String> = existing_groups.iter().map(|g| (g.id, g.app_name.clone())).collect();
+        let mut plan = ApplyPlan::default();
+
+        // Groups: create the missing ones, change the ones that differ.
+        for (dg, spec) in &doc_groups {
+            let app = dg.app_name.trim();
+            let base = existing_groups.iter().find(|g| g.app_name == app);
+            let draft = spec.validate(base, opts.networks).map_err(|e| group_err(app, e))?;
+            match base {
+                None => {
+                    let q = self.sql(
+                        "INSERT INTO executor_group (app_name, title, address_type, address_list, protocol, \
+                         access_token, keep_logs, created_at, updated_at) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?) RETURNING id",
+                    );
+                    let row = sqlx::query(&q)
+                        .bind(&draft.app_name)
+                        .bind(&draft.title)
+                        .bind(draft.address_type.code())
+                        .bind(draft.addresses.join(","))
+                        .bind(draft.protocol.as_str())
+                        .bind(i64::from(draft.keep_logs))
+                        .bind(now)
+                        .bind(now)
+                        .fetch_one(&mut *tx)
+                        .await?;
+                    group_ids.insert(app.to_owned(), rows::int(&row, 0)?);
+                    plan.create.push(entry("group", app, None, Vec::new()));
+                }
+                Some(g) => {
+                    let fields = group_fields(g, &draft);
+                    if !fields.is_empty() {
+                        let q = self.sql(
+                            "UPDATE executor_group SET title = ?, address_type = ?, address_list = ?, protocol = ?, \
+                             keep_logs = ?, updated_at = ? WHERE id = ?",
+                        );
+                        sqlx::query(&q)
+                            .bind(&draft.title)
+                            .bind(draft.address_type.code())
+                            .bind(draft.addresses.join(","))
+                            .bind(draft.protocol.as_str())
+                            .bind(i64::from(draft.keep_logs))
+                            .bind(now)
+                            .bind(g.id)
+                            .execute(&mut *tx)
+                            .await?;
+                        plan.update.push(entry("group", app, None, fields));
+                    }
+                }
+            }
+        }
+
+        // The jobs of the document's groups as they are, locked for the change.
+        let doc_group_ids: Vec<i64> = doc_groups
+            .iter()
+            .filter_map(|(g, _)| group_ids.get(g.app_name.trim()).copied())
+            .collect();
+        let sql = format!(
+            "SELECT {JOB_COLUMNS} FROM job WHERE group_id IN ({{in}}){}",
+            self.backend.for_update()
+        );
+        let current: Vec<Job> = self
+            .fetch_in(&mut tx, &sql, &doc_group_ids, &[])
+            .await?
+            .iter()
+            .map(rows::job)
+            .collect::<Result<_, _>>()?;
+        let mut by_name: HashMap<(String, String), Job> = current
+            .into_iter()
+            .map(|j| ((apps.get(&j.group_id).cloned().unwrap_or_default(), j.key.clone()), j))
+            .collect();
+        let listed: HashSet<(String, String)> = wanted
+            .iter()
+            .map(|w| (w.app.clone(), w.draft.key.clone().unwrap_or_default()))
+            .collect();
+        let doomed: Vec<(String, String)> = if opts.prune {
+            let mut d: Vec<_> = by_name.keys().filter(|n| !listed.contains(*n)).cloned().collect();
+            d.sort();
+            d
+        } else {
+            Vec::new()
+        };
+
+        // Names → ids: the jobs of the document's groups, then any other job a child names.
+        let mut ids: HashMap<(String, String), i64> = by_name.iter().map(|(n, j)| (n.clone(), j.id)).collect();
+        let mut names: HashMap<i64, (String, String)> = ids.iter().map(|(n, id)| (*id, n.clone())).collect();
+        for w in &wanted {
+            for c in &w.children {
+                if ids.contains_key(c) || listed.contains(c) {
+                    continue;
+                }
+                let key = w.draft.key.as_deref().unwrap_or_default();
+                let Some(gid) = group_ids.get(&c.0) else {
+                    return Err(job_err(
+                        &w.app,
+                        key,
+                        Invalid::new("children", format!("no group '{}' for child '{}'", c.0, c.1)),
+                    )
+                    .into());
+                };
+                let q = self.sql("SELECT id FROM job WHERE group_id = ? AND job_key = ?");
+                let row = sqlx::query(&q).bind(*gid).bind(&c.1).fetch_optional(&mut *tx).await?;
+                match row {
+                    Some(r) => {
+                        let id = rows::int(&r, "id")?;
+                        ids.insert(c.clone(), id);
+                        names.insert(id, c.clone());
+                    }
+                    None => {
+                        return Err(job_err(
+                            &w.app,
+                            key,
+                            Invalid::new("children", format!("no job '{}' in group '{}'", c.1, c.0)),
+                        )
+                        .into())
+                    }
+                }
+            }
+        }
+        for w in &wanted {
+            if let Some(c) = w.children.iter().find(|c| doomed.contains(c)) {
+                return Err(job_err(
+                    &w.app,
+                    w.draft.key.as_deref().unwrap_or_default(),
+                    Invalid::new("children", format!("child '{}/{}' is deleted by prune", c.0, c.1)),
+                )
+                .into());
+            }
+        }
+
+        // New jobs first, without children (those may be new too), then every change.
+        let mut created: Vec<(usize, i64)> = Vec::new();
+        for (i, w) in wanted.iter().enumerate() {
+            let name = (w.app.clone(), w.draft.key.clone().unwrap_or_default());
+            if by_name.contains_key(&name) {
+                continue;
+            }
+            let gid = group_ids[&w.app];
+            let mut draft = w.draft.clone();
+            draft.group_id = gid;
+            draft.child_job_ids = Vec::new();
+            let id = self.insert_job_tx(&mut tx, gid, &draft, opts.author, now).await?;
+            ids.insert(name.clone(), id);
+            names.insert(id, name.clone());
+            created.push((i, id));
+            plan.create.push(entry("job", &name.0, Some(&name.1), Vec::new()));
+        }
+        for (i, w) in wanted.iter().enumerate() {
+            let name = (w.app.clone(), w.draft.key.clone().unwrap_or_default());
+            let child_ids: Vec<i64> = w.children.iter().map(|c| ids[c]).collect();
+            if let Some(&(_, id)) = created.iter().find(|(ci, _)| *ci == i) {
+                if !child_ids.is_empty() {
+                    let q = self.sql("UPDATE job SET child_job_ids = ? WHERE id = ?");
+                    sqlx::query(&q)
+                        .bind(rows::join_ids(&child_ids))
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                continue;
+            }
+            let Some(old) = by_name.remove(&name) else { continue };
+            let children_now: Vec<(String, String)> = old
+                .child_job_ids
+                .iter()
+                .map(|c| names.get(c).cloned().unwrap_or_else(|| (String::new(), c.to_string())))
+                .collect();
+            let fields = changed_fields(&old, &w.draft, &children_now, &w.children);
+            if fields.is_empty() {
+                continue;
+            }
+            let mut draft = w.draft.clone();
+            draft.group_id = old.group_id;
+            draft.child_job_ids = child_ids;
+            self.update_job_tx(&mut tx, &old, old.group_id, &draft, opts.author, now)
+                .await
+                .map_err(|e| match e {
+                    StoreError::Invalid(i) => StoreError::Invalid(job_err(&name.0, &name.1, i)),
+                    other => other,
+                })?;
+            plan.update.push(entry("job", &name.0, Some(&name.1), fields));
+        }
+
+        // Prune: a job another (remaining) job names as a child cannot go.
+        let doomed_ids: Vec<i64> = doomed.iter().filter_map(|n| ids.get(n).copied()).collect();
+        if !doomed_ids.is_empty() {
+            let edges = self.edges(&mut tx).await?;
+            for (parent, children) in &edges {
+                if doomed_ids.contains(parent) {
+                    continue;
+                }
+                if let Some(c) = children.iter().find(|c| doomed_ids.contains(c)) {
+                    let (g, k) = &names[c];
+                    return Err(StoreError::Conflict(format!(
+                        "prune would delete job '{k}' of group '{g}', a child of job {parent}; remove it there first"
+                    )));
+                }
+            }
+            for table in ["run", "glue_version"] {
+                let sql = format!("DELETE FROM {table} WHERE job_id IN ({{in}})");
+                self.execute_in(&mut tx, &sql, &doomed_ids, &[]).await?;
+            }
+            self.execute_in(&mut tx, "DELETE FROM job WHERE id IN ({in})", &doomed_ids, &[])
+                .await?;
+            for (g, k) in &doomed {
+                plan.delete.push(entry("job", g, Some(k), Vec::new()));
+            }
+        }
+
+        // No cycle anywhere once everything is written.
+        let edges = self.edges(&mut tx).await?;
+        if let Some(id) = find_cycle(&edges) {
+            let (g, k) = names
+                .get(&id)
+                .cloned()
+                .unwrap_or_else(|| (String::new(), id.to_string()));
+            return Err(job_err(
+                &g,
+                &k,
+                Invalid::new("children", "the children form a cycle back to this job"),
+            )
+            .into());
+        }
+
+        if opts.dry_run || plan.is_empty() {
+            tx.rollback().await?;
+            return Ok(plan);
+        }
+        let detail = serde_json::json!({
+            "create": plan.create.len(),
+            "update": plan.update.len(),
+            "delete": plan.delete.len(),
+            "prune": opts.prune,
+            "groups": doc_groups.iter().map(|(g, _)| g.app_name.trim()).collect::<Vec<_>>(),
+        })
+        .to_string();
+        let q = self.sql("INSERT INTO audit_log (at, username, action, target, detail) VALUES (?, ?, ?, ?, ?)");
+        sqlx::query(&q)
+            .bind(now)
+            .bind(opts.author)
+            .bind("apply")
+            .bind("/v1/apply")
+            .bind(&detail)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        plan.applied = true;
+        Ok(plan)
+    }
+
+    /// Every job's children, read in `tx`.
+    async fn edges(&self, tx: &mut Transaction<'static, Any>) -> StoreResult<BTreeMap<i64, Vec<i64>>> {
+        let all = sqlx::query("SELECT id, child_job_ids FROM job WHERE child_job_ids <> ''")
+            .fetch_all(&mut **tx)
+            .await?;
+        let mut edges = BTreeMap::new();
+        for r in &all {
+            edges.insert(rows::int(r, "id")?, rows::id_list(&rows::text(r, "child_job_ids")?));
+        }
+        Ok(edges)
+    }
+}
+
+/// A job on a cycle of `edges`, if there is one (iterative depth-first search).
+fn find_cycle(edges: &BTreeMap<i64, Vec<i64>>) -> Option<i64> {
+    // 1: on the current path, 2: done.
+    let mut state: HashMap<i64, u8> = HashMap::new();
+    for &start in edges.keys() {
+        if state.contains_key(&start) {
+            continue;
+        }
+        let mut stack: Vec<(i64, usize)> = vec![(start, 0)];
+        state.insert(start, 1);
+        while let Some((node, next)) = stack.last_mut() {
+            let children = edges.get(node).map(Vec::as_slice).unwrap_or(&[]);
+            if let Some(&c) = children.get(*next) {
+                *next += 1;
+                match state.get(&c) {
+                    Some(1) => return Some(c),
+                    Some(_) => {}
+                    None => {
+                        state.insert(c, 1);
+                        stack.push((c, 0));
+                    }
+                }
+            } else {
+                state.insert(*node, 2);
+                stack.pop();
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cycles_are_found() {
+        let mut e = BTreeMap::new();
+        e.insert(1, vec![2]);
+        e.insert(2, vec![3]);
+        assert_eq!(find_cycle(&e), None);
+        e.insert(3, vec![1]);
+        assert!(find_cycle(&e).is_some());
+    }
+
+    #[test]
+    fn child_references() {
+        assert_eq!(child_ref("a", "x").unwrap(), ("a".into(), "x".into()));
+        assert_eq!(child_ref("a", "b/x").unwrap(), ("b".into(), "x".into()));
+        assert!(child_ref("a", "b/x y").is_err());
+        assert!(child_ref("a", "/x").is_err());
+    }
+}
