@@ -195,6 +195,8 @@ async function jobForm(root, job, groups, jobs) {
   const f = {
     group_id: sel('group_id', groups.filter((g) => operates(g.id)).map((g) => [g.id, g.app_name]), j.group_id),
     description: h('input', { name: 'description', value: j.description || '' }),
+    // The job's stable name in its group (jobs as code match on it); empty: `job-<id>`.
+    key: h('input', { name: 'key', value: j.key || '', placeholder: t('key_hint') }),
     owner: h('input', { name: 'owner', value: j.owner || '' }),
     alarm_contacts: h('input', { name: 'alarm_contacts', value: j.alarm_contacts || '', placeholder: 'ops@example.com, …' }),
     schedule_type: st.select,
@@ -230,7 +232,7 @@ async function jobForm(root, job, groups, jobs) {
     ev.preventDefault();
     const cron = f.schedule_type.value === 'CRON';
     const body = {
-      group_id: num(f.group_id.value), description: f.description.value, owner: f.owner.value, alarm_contacts: f.alarm_contacts.value,
+      group_id: num(f.group_id.value), description: f.description.value, key: f.key.value.trim() || undefined, owner: f.owner.value, alarm_contacts: f.alarm_contacts.value,
       schedule_type: f.schedule_type.value, schedule_expr: f.schedule_expr.value,
       // The zone applies to CRON only; left out, a job keeps the one it has.
       time_zone: cron && f.time_zone.value ? f.time_zone.value : undefined, handler: f.handler.value, param: f.param.value,
@@ -246,7 +248,7 @@ async function jobForm(root, job, groups, jobs) {
     clearErrors(form); msg.replaceChildren();
     try { job && job.id ? await api('PUT', `/v1/jobs/${job.id}`, body) : await api('POST', '/v1/jobs', body); go('#jobs'); } catch (e) { showError(form, msg, e); }
   } },
-  section('basics', row('group_id'), glue ? field('glue_type', glue, gt.help) : '', row('description'), row('owner')),
+  section('basics', row('group_id'), glue ? field('glue_type', glue, gt.help) : '', row('description'), row('key'), row('owner')),
   section('schedule', row('schedule_type', st.help), row('schedule_expr'), row('time_zone'), preview, row('misfire_strategy', mf.help)),
   section('executor', row('handler'), handlers, row('param'), row('route_strategy', rs.help), row('block_strategy', bs.help), row('timeout_secs')),
   section('alarms', row('retry_count'), row('alarm_contacts'), smtpNote),
@@ -324,7 +326,7 @@ async function jobs(root, args) {
   if (args[0] === 'new' || args[0] === 'edit' || args[0] === 'copy') {
     const [job, list] = await Promise.all([args[1] ? api('GET', `/v1/jobs/${Number(args[1])}`) : null, api('GET', '/v1/jobs')]);
     // A copy is the job without its id: the form saves it as a new job.
-    return jobForm(root, args[0] === 'copy' ? { ...job, id: undefined, description: `${job.description} ${t('copy_suffix')}` } : job, groups, list);
+    return jobForm(root, args[0] === 'copy' ? { ...job, id: undefined, key: undefined, description: `${job.description} ${t('copy_suffix')}` } : job, groups, list);
   }
   await options();
   const fg = sel('group', [['', `${t('group')}: ${t('all')}`], ...groups.map((g) => [g.id, g.app_name])], '');
