@@ -61,6 +61,8 @@ pub struct Admin {
     pub(crate) results: ResultsQueue,
     /// Runs a user is killing (see [`RunIds`]).
     pub(crate) killing: Arc<RunIds>,
+    /// Permits of the XXL-JOB 3.5 job API (`/api/addJob`, …): 100 calls per 30 s.
+    pub(crate) job_api_permits: crate::rate_limit::TokenBucket,
     /// Cancelled to stop every loop.
     pub shutdown: CancellationToken,
 }
@@ -111,28 +113,7 @@ impl Admin {
         let job = self.store.job(job_id).await?;
         let address = match address {
             None => None,
-            Some(a) => {
-                use chime_protocol::paths::normalize_address;
-                let a = normalize_address(&a).to_owned();
-                let view = self.directory.view(job.group_id);
-                let known = view
-                    .as_ref()
-                    .is_some_and(|v| v.addresses.iter().any(|r| normalize_address(r) == a));
-                if !known {
-                    let list = view
-                        .map(|v| {
-                            let bare: Vec<&str> = v.addresses.iter().map(|r| normalize_address(r)).collect();
-                            bare.join(", ")
-                        })
-                        .unwrap_or_default();
-                    return Err(crate::model::Invalid::new(
-                        "address",
-                        format!("'{a}' is not an executor of this job's group (current: [{list}])"),
-                    )
-                    .into());
-                }
-                Some(a)
-            }
+            Some(a) => Some(self.check_trigger_address(job.group_id, &a)?),
         };
         let mut run = NewRun::of_job(&job, trigger_type, now_ms(), None);
         if let Some(p) = param {
@@ -145,6 +126,31 @@ impl Admin {
             .ok_or_else(|| OpError::Conflict("run was not created".into()))?;
         self.wheel.enqueue(Arc::new(job), tickets, address);
         Ok(id)
+    }
+
+    /// Checks an address a manual trigger names: it must be one of the group's current
+    /// executors (the admin calls no address a caller makes up). Returns it normalised.
+    pub fn check_trigger_address(&self, group_id: i64, address: &str) -> Result<String, OpError> {
+        use chime_protocol::paths::normalize_address;
+        let a = normalize_address(address).to_owned();
+        let view = self.directory.view(group_id);
+        let known = view
+            .as_ref()
+            .is_some_and(|v| v.addresses.iter().any(|r| normalize_address(r) == a));
+        if known {
+            return Ok(a);
+        }
+        let list = view
+            .map(|v| {
+                let bare: Vec<&str> = v.addresses.iter().map(|r| normalize_address(r)).collect();
+                bare.join(", ")
+            })
+            .unwrap_or_default();
+        Err(crate::model::Invalid::new(
+            "address",
+            format!("'{a}' is not an executor of this job's group (current: [{list}])"),
+        )
+        .into())
     }
 
     /// Asks the executor running `run_id` to kill its job, and records the run as failed

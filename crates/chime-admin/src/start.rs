@@ -360,10 +360,20 @@ fn wire(config: AdminConfig, store: Store, local_addr: SocketAddr) -> (Arc<Admin
         wheel,
         results,
         killing,
+        job_api_permits: crate::rate_limit::TokenBucket::new(
+            JOB_API_PERMITS,
+            JOB_API_PERIOD,
+            std::time::Instant::now(),
+        ),
         shutdown,
     });
     (admin, loops)
 }
+
+/// Calls the XXL-JOB 3.5 job API takes per [`JOB_API_PERIOD`] and admin (XXL-JOB's limit).
+const JOB_API_PERMITS: u32 = 100;
+/// See [`JOB_API_PERMITS`].
+const JOB_API_PERIOD: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// SQLite: checkpoints the write-ahead log once a second off the writing connection (see
 /// `Store::checkpoint_wal`), until `shutdown`.

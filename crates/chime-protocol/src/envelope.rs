@@ -79,6 +79,23 @@ impl<T: Serialize> ReturnT<T> {
         serde_json::to_string(self).expect("ReturnT serializes")
     }
 
+    /// XXL-JOB 3.x style, nulls written out and the payload under `data`
+    /// (`{"code":200,"msg":null,"data":"7"}`): what an XXL-JOB 3.5 admin answers on its job API.
+    pub fn to_data_json(&self) -> String {
+        #[derive(Serialize)]
+        struct Data<'a, T> {
+            code: i32,
+            msg: Option<&'a str>,
+            data: Option<&'a T>,
+        }
+        let data = Data {
+            code: self.code,
+            msg: self.msg.as_deref(),
+            data: self.content.as_ref(),
+        };
+        serde_json::to_string(&data).expect("ReturnT serializes")
+    }
+
     /// Gson style, nulls omitted: what an XXL-JOB 2.4 executor answers (`{"code":200}`).
     pub fn to_executor_json(&self) -> String {
         #[derive(Serialize)]
@@ -163,6 +180,16 @@ mod tests {
             fail.to_executor_json(),
             r#"{"code":500,"msg":"The access token is wrong."}"#
         );
+    }
+
+    #[test]
+    fn data_style_names_the_payload_data() {
+        assert_eq!(
+            ReturnT::with_content("7".to_owned()).to_data_json(),
+            r#"{"code":200,"msg":null,"data":"7"}"#
+        );
+        let fail: ReturnT<String> = ReturnT::fail("no");
+        assert_eq!(fail.to_data_json(), r#"{"code":500,"msg":"no","data":null}"#);
     }
 
     #[test]

@@ -19,6 +19,17 @@ pub fn i32<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i32, D::Error> 
     i32::try_from(wide).map_err(|_| de::Error::custom(format!("{wide} does not fit in a 32-bit integer")))
 }
 
+/// An `Option<i64>` from a JSON number or a numeric string; `null`, a missing key or a blank
+/// string is `None` (so "not given" can differ from 0).
+pub fn opt_i64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<i64>, D::Error> {
+    let given: Option<serde_json::Value> = serde::Deserialize::deserialize(deserializer)?;
+    match given {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(s)) if s.trim().is_empty() => Ok(None),
+        Some(v) => I64Visitor.visit_value(v).map(Some),
+    }
+}
+
 /// A `String` from a JSON string, a number or boolean (written out as text), or `null` (→ empty).
 pub fn string<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
     deserializer
@@ -37,6 +48,25 @@ pub fn bool<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error
 }
 
 struct I64Visitor;
+
+impl I64Visitor {
+    /// Reads an already parsed value with the same rules as a streamed one.
+    fn visit_value<E: de::Error>(self, v: serde_json::Value) -> Result<i64, E> {
+        use serde_json::Value;
+        match v {
+            Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+                (Some(i), _, _) => self.visit_i64(i),
+                (None, Some(u), _) => self.visit_u64(u),
+                (None, None, Some(f)) => self.visit_f64(f),
+                _ => Err(E::custom("not a number")),
+            },
+            Value::String(s) => self.visit_str(&s),
+            Value::Bool(b) => self.visit_bool(b),
+            Value::Null => self.visit_unit(),
+            other => Err(E::custom(format!("expected an integer, found {other}"))),
+        }
+    }
+}
 
 impl Visitor<'_> for I64Visitor {
     type Value = i64;

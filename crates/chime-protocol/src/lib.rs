@@ -10,6 +10,7 @@
 //! - executor → admin bodies: [`RegistryParam`], [`HandleCallbackParam`], [`CallbackBatch`];
 //! - the enums stored and sent as strings ([`RouteStrategy`], [`BlockStrategy`], [`GlueType`], …);
 //! - the literal messages peers match on ([`messages`]) and endpoint [`paths`];
+//! - XXL-JOB 3.5's job API bodies ([`JobAddRequest`], [`JobUpdateRequest`], …);
 //! - Chime's executor link, a WebSocket an executor opens to the admin ([`link`]).
 //!
 //! Parsing is tolerant the way real peers need: unknown keys are ignored (pyxxl adds
@@ -31,6 +32,7 @@ mod admin_api;
 mod enums;
 mod envelope;
 mod executor_api;
+mod job_api;
 pub mod lenient;
 pub mod link;
 pub mod messages;
@@ -47,4 +49,7 @@ pub use enums::{
 };
 pub use envelope::{EnvelopeError, ReturnT, FAIL_CODE, SUCCESS_CODE, TIMEOUT_CODE};
 pub use executor_api::{IdleBeatParam, KillParam, LogParam, LogResult, TriggerParam};
+pub use job_api::{
+    is_job_api_uri, JobAddRequest, JobFields, JobOperateRequest, JobTriggerRequest, JobUpdateRequest, JOB_API_URIS,
+};
 pub use run_log::{RunLogParam, MAX_RUN_LOG_BYTES};

@@ -74,3 +74,10 @@ pub fn uri_not_found(uri: &str) -> String {
 pub fn script_exit_failed(code: i32) -> String {
     format!("script exit value({code}) is failed")
 }
+
+/// XXL-JOB 3.5 job API reply when the access token or the app name header is blank.
+pub const TOKEN_OR_APPNAME_EMPTY: &str = "invalid request, accessToken or appname is empty.";
+/// XXL-JOB 3.5 job API reply when the app name has no group or the token is not its group's.
+pub const TOKEN_OR_APPNAME_INVALID: &str = "invalid request, accessToken or appname invalid.";
+/// XXL-JOB 3.5 job API reply (with code 502) when its rate limit is exhausted.
+pub const TOO_MANY_REQUESTS: &str = "Too many requests, please try again later.";

@@ -1,5 +1,7 @@
 //! The XXL-JOB admin API executors call: `/api/registry`, `/api/registryRemove`,
-//! `/api/callback`, and Chime's `/api/runLog` (a finished run's log, kept by the admin).
+//! `/api/callback`, and Chime's `/api/runLog` (a finished run's log, kept by the admin); and
+//! XXL-JOB 3.5's job API on the same endpoint (`/api/addJob`, `updateJob`, `removeJob`,
+//! `startJob`, `stopJob`, `triggerJob`: see `executor_api/job_api.rs`).
 //!
 //! Access: a request must carry the access token of the group it acts for — the group's own
 //! (XXL-JOB 3.5 keeps one per group), else the admin's `--access-token`; no token is needed
@@ -24,11 +26,15 @@ use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::{Extension, Router};
-use chime_protocol::messages::{self, ACCESS_TOKEN_HEADER};
+use chime_protocol::messages::{self, ACCESS_TOKEN_HEADER, APPNAME_HEADER};
 use chime_protocol::paths::normalize_address;
 use chime_protocol::{CallbackBatch, RegistryParam, ReturnT, RunLogParam};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
+
+mod job_api;
+
+use job_api::job_api;
 
 /// Largest request body the executor API reads. An executor sends every result it has pending
 /// in one callback (xxl-job-core drains its whole queue into one request, and re-sends a spooled
@@ -45,6 +51,10 @@ const REGISTRY_BODY_LIMIT: usize = 64 * 1024;
 /// larger as JSON by its escapes (a tab or quote doubles, a control character takes six bytes);
 /// the admin keeps at most the cap of the text itself.
 const RUN_LOG_BODY_LIMIT: usize = 8 * chime_protocol::MAX_RUN_LOG_BYTES;
+
+/// Largest body of a job API call (`addJob`, …): a job with its GLUE source. XXL-JOB keeps a
+/// script in a MEDIUMTEXT; a megabyte is far more than any script a job should carry.
+const JOB_API_BODY_LIMIT: usize = 1024 * 1024;
 
 /// Routes of the executor API (to be mounted at `/` and at the context path).
 pub fn routes() -> Router<Arc<Admin>> {
@@ -84,11 +94,14 @@ async fn api(
     // bigger body is refused while it streams in, so it is never held whole.
     let registration = matches!(uri.as_str(), "registry" | "registryRemove");
     let limit = body_limit(&uri);
-    let too_large = || too_large(&uri);
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
+    if chime_protocol::is_job_api_uri(&uri) {
+        return job_api(&admin, &uri, &headers, declared, peer, body).await;
+    }
+    let too_large = || too_large(&uri);
     if limit > 0 && declared.is_some_and(|n| n > limit as u64) {
         return too_large();
     }
@@ -130,6 +143,7 @@ pub(crate) fn body_limit(uri: &str) -> usize {
         "callback" => EXECUTOR_API_BODY_LIMIT,
         "runLog" => RUN_LOG_BODY_LIMIT,
         "registry" | "registryRemove" => REGISTRY_BODY_LIMIT,
+        uri if chime_protocol::is_job_api_uri(uri) => JOB_API_BODY_LIMIT,
         _ => 0,
     }
 }
@@ -142,6 +156,7 @@ pub(crate) fn too_large(uri: &str) -> Response {
         match uri {
             "runLog" => "run log",
             "registry" | "registryRemove" => "registration",
+            uri if chime_protocol::is_job_api_uri(uri) => "job API",
             _ => "callback",
         },
         body_limit(uri) / 1024
@@ -332,6 +347,12 @@ pub(crate) fn refuse(
     peer: Option<SocketAddr>,
     app: impl FnOnce() -> Option<String>,
 ) -> Response {
+    count_refusal(admin, uri, peer, app, "wrong access token");
+    reply(ReturnT::fail(messages::ACCESS_TOKEN_WRONG))
+}
+
+/// Counts a refused request and warns of it (see [`refuse`]), saying `why`.
+fn count_refusal(admin: &Admin, uri: &str, peer: Option<SocketAddr>, app: impl FnOnce() -> Option<String>, why: &str) {
     // A fixed set of names: the path is the caller's choice and becomes a label value.
     let endpoint = match uri {
         "registry" => "registry",
@@ -340,6 +361,12 @@ pub(crate) fn refuse(
         "runLog" => "runLog",
         "link" => "link",
         "linkRelay" => "linkRelay",
+        "addJob" => "addJob",
+        "updateJob" => "updateJob",
+        "removeJob" => "removeJob",
+        "startJob" => "startJob",
+        "stopJob" => "stopJob",
+        "triggerJob" => "triggerJob",
         _ => "other",
     };
     let ip = peer.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |p| p.ip());
@@ -361,7 +388,8 @@ pub(crate) fn refuse(
                 peer = %peer,
                 app = %app,
                 suppressed = w.suppressed,
-                "executor request refused: wrong access token"
+                why,
+                "executor request refused"
             );
         } else {
             tracing::warn!(
@@ -369,10 +397,10 @@ pub(crate) fn refuse(
                 peer = %peer,
                 app = %app,
                 suppressed = w.suppressed,
-                "executor request refused: wrong access token (callers from too many addresses: \
-                 the addresses not tracked share one warning a minute)"
+                why,
+                "executor request refused (callers from too many addresses: the addresses not \
+                 tracked share one warning a minute)"
             );
         }
     }
-    reply(ReturnT::fail(messages::ACCESS_TOKEN_WRONG))
 }
