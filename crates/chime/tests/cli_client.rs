@@ -9,37 +9,10 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{free_port, lines_of, Guard, BIN};
+use common::{lines_of, Demo, Guard, BIN};
 
 /// Generous: the test polls for outcomes and never asserts on speed.
 const WAIT: Duration = Duration::from_secs(60);
-
-/// A running demo: its URL, token and scratch directory.
-struct Demo {
-    _process: Guard,
-    url: String,
-    token: String,
-    dir: std::path::PathBuf,
-}
-
-impl Drop for Demo {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn start_demo() -> Demo {
-    let (admin_port, executor_port) = (free_port(), free_port());
-    let dir = std::env::temp_dir().join(format!("chime-cli-client-{}-{admin_port}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (process, url, token) = common::start_demo(&dir, admin_port, executor_port);
-    Demo {
-        _process: process,
-        url,
-        token,
-        dir,
-    }
-}
 
 fn client(demo: &Demo) -> Command {
     let mut c = Command::new(BIN);
@@ -109,7 +82,7 @@ fn final_run(demo: &Demo, id: &str) -> Value {
 
 #[test]
 fn run_log_follow_prints_until_the_run_ends_and_stops_on_ctrl_c() {
-    let demo = start_demo();
+    let demo = common::demo("cli-client");
     let job = manual_job(&demo, "sleepJobHandler", "3");
     let run_id = trigger(&demo, &job);
     let started = Instant::now();
@@ -198,7 +171,7 @@ fn run_log_follow_prints_until_the_run_ends_and_stops_on_ctrl_c() {
 
 #[test]
 fn br_is_a_line_break_in_logs_and_run_details() {
-    let demo = start_demo();
+    let demo = common::demo("cli-client");
     let job = manual_job(&demo, "failJobHandler", "first part<br>second part");
     let run_id = trigger(&demo, &job);
     let r = final_run(&demo, &run_id);
@@ -220,7 +193,7 @@ fn br_is_a_line_break_in_logs_and_run_details() {
 
 #[test]
 fn job_tables_name_groups_and_zones_and_take_alarm_emails() {
-    let demo = start_demo();
+    let demo = common::demo("cli-client");
     let job = json(
         &demo,
         &[

@@ -8,33 +8,7 @@ use std::process::{Command, Output};
 
 mod common;
 
-use common::{free_port, Guard, BIN};
-
-struct Demo {
-    _process: Guard,
-    url: String,
-    token: String,
-    dir: std::path::PathBuf,
-}
-
-impl Drop for Demo {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn start_demo() -> Demo {
-    let (admin_port, executor_port) = (free_port(), free_port());
-    let dir = std::env::temp_dir().join(format!("chime-cli-jac-{}-{admin_port}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (process, url, token) = common::start_demo(&dir, admin_port, executor_port);
-    Demo {
-        _process: process,
-        url,
-        token,
-        dir,
-    }
-}
+use common::{Demo, BIN};
 
 fn run(demo: &Demo, cwd: &Path, args: &[&str]) -> Output {
     Command::new(BIN)
@@ -82,7 +56,7 @@ line two"""
 
 #[test]
 fn apply_and_export_toml_with_a_glue_file() {
-    let demo = start_demo();
+    let demo = common::demo("cli-jac");
     let work = demo.dir.join("jac");
     std::fs::create_dir_all(work.join("scripts")).unwrap();
     std::fs::write(work.join("jobs.toml"), DOC).unwrap();

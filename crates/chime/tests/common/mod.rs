@@ -43,6 +43,37 @@ pub fn lines_of(child: &mut Child) -> mpsc::Receiver<String> {
     rx
 }
 
+/// A running `chime demo` with a scratch directory of its own, removed when dropped.
+pub struct Demo {
+    _process: Guard,
+    /// The admin's URL.
+    pub url: String,
+    /// The REST API token.
+    pub token: String,
+    /// The scratch directory (database, run logs, files a test writes).
+    pub dir: std::path::PathBuf,
+}
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Starts `chime demo` on free ports in a new scratch directory named after `tag`.
+pub fn demo(tag: &str) -> Demo {
+    let (admin_port, executor_port) = (free_port(), free_port());
+    let dir = std::env::temp_dir().join(format!("chime-{tag}-{}-{admin_port}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (process, url, token) = start_demo(&dir, admin_port, executor_port);
+    Demo {
+        _process: process,
+        url,
+        token,
+        dir,
+    }
+}
+
 /// Starts `chime demo` on `dir` (its SQLite database and run logs) and returns it with the URL
 /// and API token its "export CHIME_ADMIN_URL=… CHIME_API_TOKEN=…" hint prints.
 pub fn start_demo(dir: &Path, admin_port: u16, executor_port: u16) -> (Guard, String, String) {
