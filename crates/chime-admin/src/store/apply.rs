@@ -491,41 +491,16 @@ impl Store {
             let draft = spec.validate(base, opts.networks).map_err(|e| group_err(app, e))?;
             match base {
                 None => {
-                    let q = self.sql(
-                        "INSERT INTO executor_group (app_name, title, address_type, address_list, protocol, \
-                         access_token, keep_logs, created_at, updated_at) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?) RETURNING id",
-                    );
-                    let row = sqlx::query(&q)
-                        .bind(&draft.app_name)
-                        .bind(&draft.title)
-                        .bind(draft.address_type.code())
-                        .bind(draft.addresses.join(","))
-                        .bind(draft.protocol.as_str())
-                        .bind(i64::from(draft.keep_logs))
-                        .bind(now)
-                        .bind(now)
-                        .fetch_one(&mut *tx)
-                        .await?;
+                    // `validate` without a base sets no access token: apply never sets one.
+                    let row = self.insert_group_row(&mut *tx, &draft, now).await?;
                     group_ids.insert(app.to_owned(), rows::int(&row, 0)?);
                     plan.create.push(entry("group", app, None, Vec::new()));
                 }
                 Some(g) => {
                     let fields = group_fields(g, &draft);
                     if !fields.is_empty() {
-                        let q = self.sql(
-                            "UPDATE executor_group SET title = ?, address_type = ?, address_list = ?, protocol = ?, \
-                             keep_logs = ?, updated_at = ? WHERE id = ?",
-                        );
-                        sqlx::query(&q)
-                            .bind(&draft.title)
-                            .bind(draft.address_type.code())
-                            .bind(draft.addresses.join(","))
-                            .bind(draft.protocol.as_str())
-                            .bind(i64::from(draft.keep_logs))
-                            .bind(now)
-                            .bind(g.id)
-                            .execute(&mut *tx)
-                            .await?;
+                        // The draft keeps the group's app name and its own access token.
+                        self.update_group_row(&mut *tx, g.id, &draft, now).await?;
                         plan.update.push(entry("group", app, None, fields));
                     }
                 }

@@ -13,53 +13,24 @@ impl Store {
     /// Creates a group; the app name must be new.
     pub async fn insert_group(&self, draft: &GroupDraft) -> StoreResult<Group> {
         let now = now_ms();
-        let q = self.sql(
-            "INSERT INTO executor_group (app_name, title, address_type, address_list, protocol, access_token, \
-             keep_logs, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        );
-        let row = sqlx::query(&q)
-            .bind(&draft.app_name)
-            .bind(&draft.title)
-            .bind(draft.address_type.code())
-            .bind(draft.addresses.join(","))
-            .bind(draft.protocol.as_str())
-            .bind(draft.access_token.as_deref())
-            .bind(i64::from(draft.keep_logs))
-            .bind(now)
-            .bind(now)
-            .fetch_one(&self.write)
-            .await
-            .map_err(|e| {
-                if is_unique_violation(&e) {
-                    StoreError::Invalid(Invalid::new(
-                        "app_name",
-                        format!("a group '{}' already exists", draft.app_name),
-                    ))
-                } else {
-                    e.into()
-                }
-            })?;
+        let row = self.insert_group_row(&self.write, draft, now).await.map_err(|e| {
+            if is_unique_violation(&e) {
+                StoreError::Invalid(Invalid::new(
+                    "app_name",
+                    format!("a group '{}' already exists", draft.app_name),
+                ))
+            } else {
+                e.into()
+            }
+        })?;
         let id = rows::int(&row, 0)?;
         self.group(id).await
     }
 
     /// Replaces a group's fields.
     pub async fn update_group(&self, id: i64, draft: &GroupDraft) -> StoreResult<Group> {
-        let q = self.sql(
-            "UPDATE executor_group SET app_name = ?, title = ?, address_type = ?, address_list = ?, protocol = ?, \
-             access_token = ?, keep_logs = ?, updated_at = ? WHERE id = ?",
-        );
-        let done = sqlx::query(&q)
-            .bind(&draft.app_name)
-            .bind(&draft.title)
-            .bind(draft.address_type.code())
-            .bind(draft.addresses.join(","))
-            .bind(draft.protocol.as_str())
-            .bind(draft.access_token.as_deref())
-            .bind(i64::from(draft.keep_logs))
-            .bind(now_ms())
-            .bind(id)
-            .execute(&self.write)
+        let done = self
+            .update_group_row(&self.write, id, draft, now_ms())
             .await
             .map_err(|e| {
                 if is_unique_violation(&e) {
@@ -75,6 +46,64 @@ impl Store {
             return Err(StoreError::NotFound(format!("group {id}")));
         }
         self.group(id).await
+    }
+
+    /// Inserts a group's row, on the pool or inside a transaction (jobs as code); returns the
+    /// row holding the new id.
+    pub(super) async fn insert_group_row<'e, E>(
+        &self,
+        db: E,
+        draft: &GroupDraft,
+        now: i64,
+    ) -> Result<sqlx::any::AnyRow, sqlx::Error>
+    where
+        E: sqlx::Executor<'e, Database = sqlx::Any>,
+    {
+        let q = self.sql(
+            "INSERT INTO executor_group (app_name, title, address_type, address_list, protocol, access_token, \
+             keep_logs, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        );
+        sqlx::query(&q)
+            .bind(&draft.app_name)
+            .bind(&draft.title)
+            .bind(draft.address_type.code())
+            .bind(draft.addresses.join(","))
+            .bind(draft.protocol.as_str())
+            .bind(draft.access_token.as_deref())
+            .bind(i64::from(draft.keep_logs))
+            .bind(now)
+            .bind(now)
+            .fetch_one(db)
+            .await
+    }
+
+    /// Replaces the fields of group `id` with `draft`'s, on the pool or inside a transaction.
+    pub(super) async fn update_group_row<'e, E>(
+        &self,
+        db: E,
+        id: i64,
+        draft: &GroupDraft,
+        now: i64,
+    ) -> Result<sqlx::any::AnyQueryResult, sqlx::Error>
+    where
+        E: sqlx::Executor<'e, Database = sqlx::Any>,
+    {
+        let q = self.sql(
+            "UPDATE executor_group SET app_name = ?, title = ?, address_type = ?, address_list = ?, protocol = ?, \
+             access_token = ?, keep_logs = ?, updated_at = ? WHERE id = ?",
+        );
+        sqlx::query(&q)
+            .bind(&draft.app_name)
+            .bind(&draft.title)
+            .bind(draft.address_type.code())
+            .bind(draft.addresses.join(","))
+            .bind(draft.protocol.as_str())
+            .bind(draft.access_token.as_deref())
+            .bind(i64::from(draft.keep_logs))
+            .bind(now)
+            .bind(id)
+            .execute(db)
+            .await
     }
 
     /// Deletes a group that no job uses.

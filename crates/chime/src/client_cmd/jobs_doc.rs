@@ -81,17 +81,16 @@ fn extension(glue_type: &str) -> &'static str {
 }
 
 fn tables_mut<'a>(value: &'a mut toml::Value, key: &str) -> impl Iterator<Item = &'a mut toml::Table> {
-    value
-        .get_mut(key)
-        .and_then(|v| v.as_array_mut())
-        .into_iter()
-        .flatten()
-        .filter_map(|v| v.as_table_mut())
+    array_tables(value.get_mut(key))
 }
 
 fn tables_mut_in<'a>(table: &'a mut toml::Table, key: &str) -> impl Iterator<Item = &'a mut toml::Table> {
-    table
-        .get_mut(key)
+    array_tables(table.get_mut(key))
+}
+
+/// The tables of an array of tables (`[[key]]`), if `value` is one.
+fn array_tables(value: Option<&mut toml::Value>) -> impl Iterator<Item = &mut toml::Table> {
+    value
         .and_then(|v| v.as_array_mut())
         .into_iter()
         .flatten()
