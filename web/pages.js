@@ -473,7 +473,7 @@ async function script(root, args) {
     h('button', { type: 'button', id: 'save-script', onclick: async () => { try { await api('PATCH', `/v1/jobs/${id}`, { glue_source: ta.value }); go(`#script/${id}`); } catch (e) { msg.replaceChildren(errorBox(e)); } } }, t('save')),
     h('button', { type: 'button', onclick: () => go('#jobs') }, t('cancel')), msg,
     h('h3', {}, t('history')), versions.length ? '' : h('p', {}, t('none')),
-    h('table', { id: 'versions' }, versions.map((v) => h('tr', { 'data-version': v.id }, h('td', {}, fmtTime(v.created_at, job.time_zone)), h('td', {}, v.author),
+    h('table', { id: 'versions' }, versions.map((v) => h('tr', { 'data-version': v.id }, h('td', {}, fmtTime(v.created_at, job.time_zone)), h('td', {}, v.author), h('td', { class: 'remark' }, v.remark || ''),
       h('td', {}, h('button', { type: 'button', class: 'diff', onclick: () => view.replaceChildren(diffLines(v.glue_source, ta.value)) }, t('diff')),
         h('button', { type: 'button', class: 'restore', onclick: () => { ta.value = v.glue_source; show(); msg.replaceChildren(h('p', { class: 'ok' }, t('restored'))); } }, t('restore')))))));
 }

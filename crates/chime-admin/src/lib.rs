@@ -21,6 +21,7 @@ pub mod link;
 pub mod metrics;
 pub mod model;
 pub mod monitor;
+pub mod password;
 mod rate_limit;
 pub mod registry;
 pub mod results;

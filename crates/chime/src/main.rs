@@ -21,6 +21,7 @@ mod client_cmd;
 mod cron_cmd;
 mod demo_cmd;
 mod executor_cmd;
+mod import_cmd;
 
 /// mimalloc instead of the system allocator: every fire allocates (HTTP request and reply,
 /// database rows, the trigger report), and with the system allocator `malloc`/`free` were a
@@ -61,6 +62,9 @@ enum Command {
     Export(client_cmd::ExportArgs),
     /// Apply a TOML jobs document: create, update (and with --prune delete) jobs, all or nothing.
     Apply(client_cmd::ApplyArgs),
+    /// Import another scheduler's groups, jobs, users and runs into Chime's database
+    /// (`chime import xxl-job --from mysql://…`; see docs/migration.md).
+    Import(import_cmd::ImportArgs),
     /// Same as `executor list`.
     #[command(hide = true)]
     Executors(client_cmd::ExecutorsArgs),
@@ -95,6 +99,7 @@ fn main() -> ExitCode {
         Command::Executors(args) => client_cmd::run_executors(cli.client, args),
         Command::Export(args) => client_cmd::run_export(cli.client, args),
         Command::Apply(args) => client_cmd::run_apply(cli.client, args),
+        Command::Import(args) => import_cmd::run(args, cli.client.json),
     }
 }
 
@@ -107,6 +112,8 @@ const NOT_CLIENT_FLAGS: &[(&str, &[&str])] = &[
     ("admin", &["admin", "json"]),
     ("demo", &["admin", "json"]),
     ("cron", &["admin", "api_token", "json"]),
+    // `chime import` works on the database: `--json` prints its report as JSON.
+    ("import", &["admin", "api_token"]),
 ];
 
 /// The command line definition, with the client options kept out of the commands they do not

@@ -4,68 +4,11 @@
 //! sessions, refuses an unknown user and a too short password; and an admin restarted with
 //! `CHIME_ADMIN_PASSWORD` says that the variable is ignored because users exist.
 
-use serde_json::json;
-use std::io::{BufRead, Write};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-const BIN: &str = env!("CARGO_BIN_EXE_chime");
-
-/// Generous: the test polls for outcomes and never asserts on speed.
-const WAIT: Duration = Duration::from_secs(60);
-
-/// A `chime admin` process on `db`, with its standard error collected; killed when dropped.
-struct Admin {
-    child: Child,
-    url: String,
-    stderr: Arc<Mutex<String>>,
-}
-
-impl Drop for Admin {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts an admin on `db` with `CHIME_ADMIN_PASSWORD` set to `password`, on a free port (read
-/// back from its "listening on" line).
-fn start_admin(db: &str, password: &str) -> Admin {
-    let mut child = Command::new(BIN)
-        .args(["admin", "--db", db, "--listen", "127.0.0.1:0"])
-        .env("CHIME_ADMIN_PASSWORD", password)
-        .env("CHIME_API_TOKEN", "reset-password-test-token")
-        .env_remove("CHIME_DB")
-        .env_remove("CHIME_CONFIG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = Arc::new(Mutex::new(String::new()));
-    let (tx, rx) = std::sync::mpsc::channel();
-    let pipe = child.stderr.take().unwrap();
-    let sink = stderr.clone();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
-            if let Some(url) = line.strip_prefix("chime admin: listening on ") {
-                let _ = tx.send(url.to_owned());
-            }
-            let mut s = sink.lock().unwrap();
-            s.push_str(&line);
-            s.push('\n');
-        }
-    });
-    let url = match rx.recv_timeout(WAIT) {
-        Ok(url) => url,
-        Err(_) => {
-            let _ = child.kill();
-            panic!("the admin did not start: {}", stderr.lock().unwrap());
-        }
-    };
-    Admin { child, url, stderr }
-}
+mod common;
+use common::admin::{drop_server_db, login, server_db, start_admin};
+use common::BIN;
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
 
 /// `chime admin reset-password ARGS` with `stdin` on its standard input.
 fn reset(args: &[&str], stdin: Option<&str>) -> Output {
@@ -84,25 +27,6 @@ fn reset(args: &[&str], stdin: Option<&str>) -> Output {
         child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
     }
     child.wait_with_output().unwrap()
-}
-
-/// Logs in; the session cookie (`name=value`), or the HTTP status when refused.
-async fn login(base: &str, user: &str, password: &str) -> Result<String, u16> {
-    let resp = reqwest::Client::new()
-        .post(format!("{base}/console/api/login"))
-        .json(&json!({"username": user, "password": password}))
-        .send()
-        .await
-        .unwrap();
-    if resp.status() != 200 {
-        return Err(resp.status().as_u16());
-    }
-    let cookie = resp
-        .headers()
-        .get("set-cookie")
-        .and_then(|v| v.to_str().ok())
-        .expect("a session cookie");
-    Ok(cookie.split(';').next().unwrap().to_owned())
 }
 
 /// Status of `GET /console/api/me` with `cookie`.
@@ -239,36 +163,6 @@ async fn reset_password_on_sqlite() {
     login(&admin.url, "admin", "from-the-environment").await.unwrap();
     drop(admin);
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// A fresh database on a server (`server` without a database name); dropped at the end.
-async fn server_db(server: &str, admin_db: &str, create: &str) -> (String, String) {
-    use sqlx::Connection;
-    sqlx::any::install_default_drivers();
-    let name = format!("chime_reset_{}_{:08x}", std::process::id(), rand_seed());
-    let mut conn = sqlx::AnyConnection::connect(&format!("{server}/{admin_db}"))
-        .await
-        .unwrap_or_else(|e| panic!("cannot reach the test database at {server} ({e})"));
-    sqlx::raw_sql(&create.replace("NAME", &name))
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    (format!("{server}/{name}"), name)
-}
-
-/// Some bits that differ between test processes started in the same second.
-fn rand_seed() -> u32 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos()
-}
-
-async fn drop_server_db(server: &str, admin_db: &str, drop_sql: &str) {
-    use sqlx::Connection;
-    if let Ok(mut conn) = sqlx::AnyConnection::connect(&format!("{server}/{admin_db}")).await {
-        let _ = sqlx::raw_sql(drop_sql).execute(&mut conn).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

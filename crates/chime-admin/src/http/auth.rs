@@ -1,8 +1,7 @@
 //! Secrets: the first user, password hashing, and constant-time token checks.
 
+pub use crate::password::{hash_password, is_legacy_hash, legacy_hash, verify_password};
 use crate::store::{Store, StoreResult};
-use argon2::password_hash::{rand_core::OsRng, PasswordHasher, SaltString};
-use argon2::Argon2;
 use subtle::ConstantTimeEq;
 
 /// True when `given` equals `expected`, in time independent of where they differ.
@@ -15,21 +14,6 @@ pub fn token_matches(given: &str, expected: &str) -> bool {
 pub fn random_password() -> String {
     use rand::distr::{Alphanumeric, SampleString};
     Alphanumeric.sample_string(&mut rand::rng(), 20)
-}
-
-/// Argon2id hash (PHC string) of a password.
-pub fn hash_password(password: &str) -> String {
-    let salt = SaltString::generate(&mut OsRng);
-    Argon2::default()
-        .hash_password(password.as_bytes(), &salt)
-        .map(|h| h.to_string())
-        .unwrap_or_default()
-}
-
-/// Checks a password against a stored hash.
-pub fn verify_password(password: &str, hash: &str) -> bool {
-    use argon2::password_hash::{PasswordHash, PasswordVerifier};
-    PasswordHash::new(hash).is_ok_and(|h| Argon2::default().verify_password(password.as_bytes(), &h).is_ok())
 }
 
 /// Creates the `admin` user when there is no user yet. Its password is `password` or, when

@@ -3,7 +3,7 @@
 //! clearing old runs (`/v1/…`). Their routes and access rules are declared in [`super::routes::ROUTES`].
 
 use super::access::{self, forbidden, Principal, SESSION_COOKIE};
-use super::auth::{hash_password, verify_password};
+use super::auth::{hash_password, is_legacy_hash, verify_password};
 use super::error::ApiError;
 use super::rest::int_param;
 use crate::calendar::Calendar;
@@ -217,6 +217,16 @@ pub(super) async fn login(
         }
     };
     console.limiter.succeeded(&body.username, ip);
+    if is_legacy_hash(&user.password_hash) {
+        // A password kept as XXL-JOB hashed it is replaced by an Argon2 hash at its first use.
+        let password = body.password.clone();
+        let rehashed = tokio::task::spawn_blocking(move || hash_password(&password))
+            .await
+            .unwrap_or_default();
+        if !rehashed.is_empty() {
+            admin.store.set_password_hash(user.id, &rehashed).await?;
+        }
+    }
     let token = random_token();
     let csrf = random_token();
     let now = now_ms();

@@ -447,7 +447,7 @@ pub const ROUTES: &[Route] = &[
                 (
                     200,
                     Some(arr(exact(
-                        json!({ "id": int(), "glue_type": string(), "glue_source": string(), "author": string(), "created_at": int() }),
+                        json!({ "id": int(), "glue_type": string(), "glue_source": string(), "author": string(), "remark": string(), "created_at": int() }),
                     ))),
                 ),
                 &[400, 403, 404],

@@ -168,8 +168,18 @@ pub struct ApplyOptions<'a> {
     pub prune: bool,
 }
 
+/// What [`Store::apply_in`] did, with the ids the document's names now have.
+pub(super) struct Applied {
+    /// The plan, as executed.
+    pub plan: ApplyPlan,
+    /// Every group's id by app name (existing and created).
+    pub group_ids: HashMap<String, i64>,
+    /// The ids of the document's jobs (and of the children it names) by `(app name, key)`.
+    pub job_ids: HashMap<(String, String), i64>,
+}
+
 /// A job of the document after validation.
-struct Wanted {
+pub(super) struct Wanted {
     app: String,
     draft: JobDraft,
     children: Vec<(String, String)>,
@@ -177,7 +187,7 @@ struct Wanted {
 
 /// A document after validation: each group with its input as the group API takes it, and
 /// every job.
-type Checked = (Vec<(DocGroup, GroupSpec)>, Vec<Wanted>);
+pub(super) type Checked = (Vec<(DocGroup, GroupSpec)>, Vec<Wanted>);
 
 /// An error about one job's field, naming the group, the key and the field.
 fn job_err(app: &str, key: &str, e: Invalid) -> Invalid {
@@ -279,7 +289,7 @@ fn entry(kind: &str, group: &str, key: Option<&str>, fields: Vec<String>) -> Pla
 }
 
 /// Checks the document on its own (no database): bounds, names, every job's fields.
-fn validate_document(doc: &JobsDocument, opts: &ApplyOptions<'_>) -> Result<Checked, Invalid> {
+pub(super) fn validate_document(doc: &JobsDocument, opts: &ApplyOptions<'_>) -> Result<Checked, Invalid> {
     if doc.groups.len() > MAX_DOC_GROUPS {
         return Err(Invalid::new(
             "groups",
@@ -373,6 +383,12 @@ fn validate_document(doc: &JobsDocument, opts: &ApplyOptions<'_>) -> Result<Chec
         groups.push((g.clone(), spec));
     }
     Ok((groups, wanted))
+}
+
+/// Checks a document as `apply` would before touching the database (bounds, names, keys,
+/// every field), naming the group, job key and field of the first error.
+pub fn check_document(doc: &JobsDocument, opts: &ApplyOptions<'_>) -> Result<(), Invalid> {
+    validate_document(doc, opts).map(drop)
 }
 
 impl Store {
@@ -470,12 +486,42 @@ impl Store {
     /// transaction (rolled back for a dry run, or at the first error: all or nothing), with one
     /// audit entry (`apply`) in the same transaction.
     pub async fn apply_jobs(&self, doc: &JobsDocument, opts: ApplyOptions<'_>) -> StoreResult<ApplyPlan> {
-        let (doc_groups, wanted) = validate_document(doc, &opts)?;
+        let checked = validate_document(doc, &opts)?;
         let now = now_ms();
         let mut tx = self.write.begin().await?;
+        let Applied { mut plan, .. } = self.apply_in(&mut tx, checked, &opts, now).await?;
+        if opts.dry_run || plan.is_empty() {
+            tx.rollback().await?;
+            return Ok(plan);
+        }
+        let detail = serde_json::json!({
+            "create": plan.create.len(),
+            "update": plan.update.len(),
+            "delete": plan.delete.len(),
+            "prune": opts.prune,
+            "groups": doc.groups.iter().map(|g| g.app_name.trim()).collect::<Vec<_>>(),
+        })
+        .to_string();
+        self.insert_audit_tx(&mut tx, now, opts.author, "apply", "/v1/apply", &detail)
+            .await?;
+        tx.commit().await?;
+        plan.applied = true;
+        Ok(plan)
+    }
+
+    /// Works out and executes the plan of a checked document in `tx`, leaving the commit (and
+    /// the audit entry) to the caller: `apply_jobs`, or an import that writes more in the same
+    /// transaction.
+    pub(super) async fn apply_in(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        (doc_groups, wanted): Checked,
+        opts: &ApplyOptions<'_>,
+        now: i64,
+    ) -> StoreResult<Applied> {
         let q = format!("SELECT {GROUP_COLUMNS} FROM executor_group");
         let existing_groups: Vec<Group> = sqlx::query(&q)
-            .fetch_all(&mut *tx)
+            .fetch_all(&mut **tx)
             .await?
             .iter()
             .map(rows::group)
@@ -492,7 +538,7 @@ impl Store {
             match base {
                 None => {
                     // `validate` without a base sets no access token: apply never sets one.
-                    let row = self.insert_group_row(&mut *tx, &draft, now).await?;
+                    let row = self.insert_group_row(&mut **tx, &draft, now).await?;
                     group_ids.insert(app.to_owned(), rows::int(&row, 0)?);
                     plan.create.push(entry("group", app, None, Vec::new()));
                 }
@@ -500,7 +546,7 @@ impl Store {
                     let fields = group_fields(g, &draft);
                     if !fields.is_empty() {
                         // The draft keeps the group's app name and its own access token.
-                        self.update_group_row(&mut *tx, g.id, &draft, now).await?;
+                        self.update_group_row(&mut **tx, g.id, &draft, now).await?;
                         plan.update.push(entry("group", app, None, fields));
                     }
                 }
@@ -517,7 +563,7 @@ impl Store {
             self.backend.for_update()
         );
         let current: Vec<Job> = self
-            .fetch_in(&mut tx, &sql, &doc_group_ids, &[])
+            .fetch_in(tx, &sql, &doc_group_ids, &[])
             .await?
             .iter()
             .map(rows::job)
@@ -556,7 +602,7 @@ impl Store {
                     .into());
                 };
                 let q = self.sql("SELECT id FROM job WHERE group_id = ? AND job_key = ?");
-                let row = sqlx::query(&q).bind(*gid).bind(&c.1).fetch_optional(&mut *tx).await?;
+                let row = sqlx::query(&q).bind(*gid).bind(&c.1).fetch_optional(&mut **tx).await?;
                 match row {
                     Some(r) => {
                         let id = rows::int(&r, "id")?;
@@ -596,7 +642,7 @@ impl Store {
             let mut draft = w.draft.clone();
             draft.group_id = gid;
             draft.child_job_ids = Vec::new();
-            let id = self.insert_job_tx(&mut tx, gid, &draft, opts.author, now).await?;
+            let id = self.insert_job_tx(tx, gid, &draft, opts.author, now).await?;
             ids.insert(name.clone(), id);
             names.insert(id, name.clone());
             created.push((i, id));
@@ -611,7 +657,7 @@ impl Store {
                     sqlx::query(&q)
                         .bind(rows::join_ids(&child_ids))
                         .bind(id)
-                        .execute(&mut *tx)
+                        .execute(&mut **tx)
                         .await?;
                 }
                 continue;
@@ -629,7 +675,7 @@ impl Store {
             let mut draft = w.draft.clone();
             draft.group_id = old.group_id;
             draft.child_job_ids = child_ids;
-            self.update_job_tx(&mut tx, &old, old.group_id, &draft, opts.author, now)
+            self.update_job_tx(tx, &old, old.group_id, &draft, opts.author, now)
                 .await
                 .map_err(|e| match e {
                     StoreError::Invalid(i) => StoreError::Invalid(job_err(&name.0, &name.1, i)),
@@ -641,7 +687,7 @@ impl Store {
         // Prune: a job another (remaining) job names as a child cannot go.
         let doomed_ids: Vec<i64> = doomed.iter().filter_map(|n| ids.get(n).copied()).collect();
         if !doomed_ids.is_empty() {
-            let edges = self.edges(&mut tx).await?;
+            let edges = self.edges(tx).await?;
             for (parent, children) in &edges {
                 if doomed_ids.contains(parent) {
                     continue;
@@ -655,9 +701,9 @@ impl Store {
             }
             for table in ["run", "glue_version"] {
                 let sql = format!("DELETE FROM {table} WHERE job_id IN ({{in}})");
-                self.execute_in(&mut tx, &sql, &doomed_ids, &[]).await?;
+                self.execute_in(tx, &sql, &doomed_ids, &[]).await?;
             }
-            self.execute_in(&mut tx, "DELETE FROM job WHERE id IN ({in})", &doomed_ids, &[])
+            self.execute_in(tx, "DELETE FROM job WHERE id IN ({in})", &doomed_ids, &[])
                 .await?;
             for (g, k) in &doomed {
                 plan.delete.push(entry("job", g, Some(k), Vec::new()));
@@ -665,7 +711,7 @@ impl Store {
         }
 
         // No cycle anywhere once everything is written.
-        let edges = self.edges(&mut tx).await?;
+        let edges = self.edges(tx).await?;
         if let Some(id) = find_cycle(&edges) {
             let (g, k) = names
                 .get(&id)
@@ -679,30 +725,11 @@ impl Store {
             .into());
         }
 
-        if opts.dry_run || plan.is_empty() {
-            tx.rollback().await?;
-            return Ok(plan);
-        }
-        let detail = serde_json::json!({
-            "create": plan.create.len(),
-            "update": plan.update.len(),
-            "delete": plan.delete.len(),
-            "prune": opts.prune,
-            "groups": doc_groups.iter().map(|(g, _)| g.app_name.trim()).collect::<Vec<_>>(),
+        Ok(Applied {
+            plan,
+            group_ids,
+            job_ids: ids,
         })
-        .to_string();
-        let q = self.sql("INSERT INTO audit_log (at, username, action, target, detail) VALUES (?, ?, ?, ?, ?)");
-        sqlx::query(&q)
-            .bind(now)
-            .bind(opts.author)
-            .bind("apply")
-            .bind("/v1/apply")
-            .bind(&detail)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        plan.applied = true;
-        Ok(plan)
     }
 
     /// Every job's children, read in `tx`.

@@ -39,6 +39,28 @@ pub struct AuditEntry {
 }
 
 impl Store {
+    /// Appends an entry in `tx`, so it is written with the change it records or not at all.
+    pub(super) async fn insert_audit_tx(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        at: i64,
+        username: &str,
+        action: &str,
+        target: &str,
+        detail: &str,
+    ) -> StoreResult<()> {
+        let q = self.sql("INSERT INTO audit_log (at, username, action, target, detail) VALUES (?, ?, ?, ?, ?)");
+        sqlx::query(&q)
+            .bind(at)
+            .bind(username)
+            .bind(action)
+            .bind(target)
+            .bind(detail)
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+
     /// Appends an entry.
     pub async fn insert_audit(
         &self,

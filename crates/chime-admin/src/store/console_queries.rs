@@ -32,6 +32,8 @@ pub struct GlueVersion {
     pub glue_source: String,
     /// Who saved it.
     pub author: String,
+    /// What changed, as its author described it (XXL-JOB's GLUE remark; empty when none).
+    pub remark: String,
     /// When, epoch ms.
     pub created_at: i64,
 }
@@ -205,11 +207,12 @@ impl Store {
         Ok(Some(rows::int(&row, "t")?))
     }
 
-    /// Saved GLUE versions of a job, newest first.
+    /// Saved GLUE versions of a job, newest first (by when they were saved: versions
+    /// imported from XXL-JOB keep their own times).
     pub async fn glue_versions(&self, job_id: i64, limit: i64) -> StoreResult<Vec<GlueVersion>> {
         let q = self.sql(
-            "SELECT id, glue_type, glue_source, author, created_at FROM glue_version WHERE job_id = ? \
-             ORDER BY id DESC LIMIT ?",
+            "SELECT id, glue_type, glue_source, author, remark, created_at FROM glue_version WHERE job_id = ? \
+             ORDER BY created_at DESC, id DESC LIMIT ?",
         );
         let all = sqlx::query(&q).bind(job_id).bind(limit).fetch_all(&self.read).await?;
         all.iter()
@@ -219,6 +222,7 @@ impl Store {
                     glue_type: rows::text(r, "glue_type")?,
                     glue_source: rows::text(r, "glue_source")?,
                     author: rows::text(r, "author")?,
+                    remark: rows::text(r, "remark")?,
                     created_at: rows::int(r, "created_at")?,
                 })
             })

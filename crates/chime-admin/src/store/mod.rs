@@ -17,6 +17,7 @@ mod bulk;
 mod console_queries;
 mod dialect;
 mod groups;
+mod import;
 mod jobs;
 mod leases;
 mod nodes;
@@ -32,10 +33,14 @@ mod users;
 pub use crate::run::{Claimed, FirePlan, Recorded, HANDLE_MSG_MAX};
 pub use crate::run::{HandleOutcome, MarkedRun, NewRun, RunTicket, SendMark, TriggerOutcome, UnfinishedRun};
 pub use alarms::alarm_status;
+pub use apply::check_document;
 pub use apply::{ApplyOptions, ApplyPlan, DocGroup, DocJob, JobsDocument, PlanEntry, MAX_DOC_GROUPS, MAX_DOC_JOBS};
 pub use audit::{AuditEntry, AuditFilter};
 pub use console_queries::{DayCounts, GlueVersion};
 pub use dialect::{placeholders, Backend};
+pub use import::{
+    ImportBundle, ImportOutcome, Imported, ImportedGlueVersion, ImportedRun, ImportedUser, JobHistory, RunCounts,
+};
 pub use jobs::{JobDue, JobQuery, JobSort};
 pub use leases::{Lease, LeaseTable};
 pub use run_logs::{LogTarget, StoredLog};

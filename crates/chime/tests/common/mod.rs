@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod admin;
+
 use std::io::BufRead;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
