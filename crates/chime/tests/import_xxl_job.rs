@@ -240,8 +240,15 @@ async fn seed(xxl: &XxlDb, clean: bool) -> Seeded {
     s
 }
 
+/// The arguments of an import of `xxl` into `db` with the last 30 days of runs.
+fn from_into(xxl: &XxlDb, db: &str) -> Vec<String> {
+    ["--from", &xxl.url, "--db", db, "--time-zone", ZONE, "--logs-days", "30"]
+        .map(str::to_owned)
+        .to_vec()
+}
+
 /// `chime import xxl-job ARGS`: exit code, standard output, standard error.
-fn import(args: &[&str]) -> (i32, String, String) {
+fn import<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (i32, String, String) {
     let out = Command::new(BIN)
         .args(["import", "xxl-job"])
         .args(args)
@@ -530,16 +537,7 @@ async fn xxl_job_2_4_into_sqlite() {
     let s = seed(&xxl, false).await;
     let dir = tempfile::tempdir().unwrap();
     let db = format!("sqlite://{}/chime.db", dir.path().display());
-    let args = [
-        "--from",
-        &xxl.url,
-        "--db",
-        &db,
-        "--time-zone",
-        ZONE,
-        "--logs-days",
-        "30",
-    ];
+    let args = from_into(&xxl, &db);
 
     let (code, report, err) = import(&args);
     assert_eq!(code, 1, "objects were left out: {report}{err}");
@@ -656,17 +654,9 @@ async fn xxl_job_3_5_into_postgres() {
     let xxl = XxlDb::new("3.5").await;
     let s = seed(&xxl, true).await;
     let (db, name) = server_db(&postgres_server(), "postgres", "CREATE DATABASE NAME").await;
-    let (code, json, err) = import(&[
-        "--from",
-        &xxl.url,
-        "--db",
-        &db,
-        "--time-zone",
-        ZONE,
-        "--logs-days",
-        "30",
-        "--json",
-    ]);
+    let mut args = from_into(&xxl, &db);
+    args.push("--json".to_owned());
+    let (code, json, err) = import(&args);
     assert_eq!(code, 0, "{json}{err}");
     let report: Value = serde_json::from_str(&json).unwrap();
     assert_eq!(report["version"], "3.5");
@@ -712,17 +702,8 @@ async fn xxl_job_3_4_into_mariadb_with_a_dry_run() {
     let xxl = XxlDb::new("3.4").await;
     let s = seed(&xxl, true).await;
     let (db, name) = server_db(&mysql_server(), "mysql", "CREATE DATABASE NAME CHARACTER SET utf8mb4").await;
-    let args = [
-        "--from",
-        xxl.url.as_str(),
-        "--db",
-        db.as_str(),
-        "--time-zone",
-        ZONE,
-        "--logs-days",
-        "30",
-    ];
-    let (code, dry, err) = import(&[&args[..], &["--dry-run"]].concat());
+    let args = from_into(&xxl, &db);
+    let (code, dry, err) = import(&[args.clone(), vec!["--dry-run".to_owned()]].concat());
     assert_eq!(code, 0, "{dry}{err}");
     assert!(dry.contains("source: XXL-JOB 3.4 schema"), "{dry}");
     assert!(dry.contains("  + orders-executor/xxl-1  created"), "{dry}");

@@ -502,7 +502,7 @@ impl Store {
             "groups": doc.groups.iter().map(|g| g.app_name.trim()).collect::<Vec<_>>(),
         })
         .to_string();
-        self.insert_audit_tx(&mut tx, now, opts.author, "apply", "/v1/apply", &detail)
+        self.insert_audit_on(&mut *tx, now, opts.author, "apply", "/v1/apply", &detail)
             .await?;
         tx.commit().await?;
         plan.applied = true;

@@ -39,16 +39,20 @@ pub struct AuditEntry {
 }
 
 impl Store {
-    /// Appends an entry in `tx`, so it is written with the change it records or not at all.
-    pub(super) async fn insert_audit_tx(
+    /// Appends an entry on `db`: the pool, or a transaction, so the entry is written with the
+    /// change it records or not at all (apply, import).
+    pub(super) async fn insert_audit_on<'e, E>(
         &self,
-        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        db: E,
         at: i64,
         username: &str,
         action: &str,
         target: &str,
         detail: &str,
-    ) -> StoreResult<()> {
+    ) -> StoreResult<()>
+    where
+        E: sqlx::Executor<'e, Database = sqlx::Any>,
+    {
         let q = self.sql("INSERT INTO audit_log (at, username, action, target, detail) VALUES (?, ?, ?, ?, ?)");
         sqlx::query(&q)
             .bind(at)
@@ -56,7 +60,7 @@ impl Store {
             .bind(action)
             .bind(target)
             .bind(detail)
-            .execute(&mut **tx)
+            .execute(db)
             .await?;
         Ok(())
     }
@@ -70,16 +74,8 @@ impl Store {
         target: &str,
         detail: &str,
     ) -> StoreResult<()> {
-        let q = self.sql("INSERT INTO audit_log (at, username, action, target, detail) VALUES (?, ?, ?, ?, ?)");
-        sqlx::query(&q)
-            .bind(at)
-            .bind(username)
-            .bind(action)
-            .bind(target)
-            .bind(detail)
-            .execute(&self.write)
-            .await?;
-        Ok(())
+        self.insert_audit_on(&self.write, at, username, action, target, detail)
+            .await
     }
 
     /// Deletes entries recorded before `cutoff` (epoch ms), `batch` per statement so the

@@ -227,7 +227,7 @@ impl Store {
                 "runs": out.runs.created + out.runs.updated,
             })
             .to_string();
-            self.insert_audit_tx(&mut tx, now, opts.author, "import", source, &detail)
+            self.insert_audit_on(&mut *tx, now, opts.author, "import", source, &detail)
                 .await?;
         }
         tx.commit().await?;
