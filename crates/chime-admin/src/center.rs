@@ -61,6 +61,8 @@ pub struct Admin {
     pub(crate) results: ResultsQueue,
     /// Runs a user is killing (see [`RunIds`]).
     pub(crate) killing: Arc<RunIds>,
+    /// Wakes the workflow loop after an operation on a workflow.
+    pub(crate) workflows: Arc<crate::workflow::WorkflowWake>,
     /// Permits of the XXL-JOB 3.5 job API (`/api/addJob`, …): 100 calls per 30 s.
     pub(crate) job_api_permits: crate::rate_limit::TokenBucket,
     /// Cancelled to stop every loop.

@@ -30,6 +30,7 @@ mod run;
 pub mod schedule;
 mod start;
 pub mod store;
+pub mod workflow;
 
 pub use center::{Admin, OpError};
 pub use config::AdminConfig;

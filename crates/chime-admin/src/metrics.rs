@@ -20,6 +20,13 @@ pub struct TriggerLabel {
 }
 
 /// Label of the refused-request counter: the executor API endpoint.
+/// Label of workflow instance metrics: the instance's state.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StateLabel {
+    /// `queued`, `running`, `succeeded`, `failed`, `stopped` or `skipped`.
+    pub state: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct EndpointLabel {
     /// `registry`, `registryRemove`, `callback`, or `other` (any other path: the path is the
@@ -150,6 +157,11 @@ pub struct Metrics {
     pub running_runs: Gauge,
     /// Executor API requests refused for their access token, by endpoint.
     pub executor_refused: Family<EndpointLabel, Counter>,
+    /// Workflow instances by state (updated by the workflow loop every few seconds).
+    pub workflow_instances: Family<StateLabel, Gauge>,
+    /// Seconds from a node's run result to the workflow step that took it up (and started
+    /// the nodes after it).
+    pub workflow_node_lateness: Histogram,
     refusal_log: Mutex<RefusalLog>,
 }
 
@@ -177,6 +189,20 @@ impl Metrics {
         let linked_executors = Gauge::default();
         let running_runs = Gauge::default();
         let executor_refused = Family::<EndpointLabel, Counter>::default();
+        let workflow_instances = Family::<StateLabel, Gauge>::default();
+        let workflow_node_lateness = Histogram::new([
+            0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+        ]);
+        registry.register(
+            "workflow_instances",
+            "Workflow instances by state",
+            workflow_instances.clone(),
+        );
+        registry.register(
+            "workflow_node_lateness_seconds",
+            "Time from a workflow node's run result to the step that moved its instance on",
+            workflow_node_lateness.clone(),
+        );
         registry.register("fires", "Runs sent to an executor, by trigger type", fires.clone());
         registry.register(
             "dispatch_failures",
@@ -239,6 +265,8 @@ impl Metrics {
             linked_executors,
             running_runs,
             executor_refused,
+            workflow_instances,
+            workflow_node_lateness,
             refusal_log: Mutex::new(RefusalLog::default()),
         }
     }

@@ -24,6 +24,7 @@ use crate::schedule::partitions::Partitions;
 use crate::schedule::wheel::{WheelEntry, WheelLoop, WheelQueue};
 use crate::schedule::{ClaimLoop, MisfireRules, PossiblySent, Recovery};
 use crate::store::{Backend, Store, StoreError};
+use crate::workflow::{WorkflowLoop, WorkflowWake};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -146,6 +147,7 @@ pub async fn start(config: AdminConfig) -> Result<AdminHandle, StartError> {
         alarm,
         alarm_inbox,
         retention,
+        workflows,
     } = loops;
     let shutdown = admin.shutdown.clone();
     let mut tasks = tokio::task::JoinSet::new();
@@ -162,6 +164,7 @@ pub async fn start(config: AdminConfig) -> Result<AdminHandle, StartError> {
         shutdown: shutdown.clone(),
     }));
     tasks.spawn(crate::schedule::run_claims(claims));
+    tasks.spawn(crate::workflow::run(workflows));
     tasks.spawn(crate::monitor::run_registry_refresh(
         admin.directory.clone(),
         registry_refresh,
@@ -214,6 +217,7 @@ struct Loops {
     alarm: AlarmLoop,
     alarm_inbox: mpsc::UnboundedReceiver<Vec<i64>>,
     retention: Retention,
+    workflows: WorkflowLoop,
 }
 
 /// Builds the parts the loops and the HTTP server share, and hands each what it uses.
@@ -238,6 +242,7 @@ fn wire(config: AdminConfig, store: Store, local_addr: SocketAddr) -> (Arc<Admin
     let (wheel, wheel_rx) = WheelQueue::new(inflight.clone(), config.catch_up_rate);
     let (alarms, alarms_rx) = AlarmQueue::new();
     let rules = MisfireRules::new(config.misfire_threshold, config.catch_up_max);
+    let workflow_wake = Arc::new(WorkflowWake::default());
     // Runs are marked before they are sent where several admins may share the database.
     let marks_runs = store.backend() != Backend::Sqlite;
     let (possibly_sent_tx, possibly_sent) = if marks_runs {
@@ -281,6 +286,7 @@ fn wire(config: AdminConfig, store: Store, local_addr: SocketAddr) -> (Arc<Admin
             wheel: wheel.clone(),
             alarms,
             executor_timeout: config.executor_timeout,
+            workflows: workflow_wake.clone(),
             shutdown: shutdown.clone(),
         },
         writer_inbox: results_rx,
@@ -306,6 +312,17 @@ fn wire(config: AdminConfig, store: Store, local_addr: SocketAddr) -> (Arc<Admin
             rules,
             metrics: metrics.clone(),
             possibly_sent: possibly_sent_tx,
+        },
+        workflows: WorkflowLoop {
+            store: store.clone(),
+            partitions: partitions.clone(),
+            wheel: wheel.clone(),
+            rules,
+            lookahead: config.lookahead,
+            tick: config.tick,
+            metrics: metrics.clone(),
+            wake: workflow_wake.clone(),
+            shutdown: shutdown.clone(),
         },
         claims: ClaimLoop {
             store: store.clone(),
@@ -360,6 +377,7 @@ fn wire(config: AdminConfig, store: Store, local_addr: SocketAddr) -> (Arc<Admin
         wheel,
         results,
         killing,
+        workflows: workflow_wake,
         job_api_permits: crate::rate_limit::TokenBucket::new(
             JOB_API_PERMITS,
             JOB_API_PERIOD,

@@ -169,6 +169,8 @@ wire_enum! {
         Api => "API", "Api trigger";
         /// Started late, by the misfire policy.
         Misfire => "MISFIRE", "Misfire compensation trigger";
+        /// Started as a node of a workflow instance (Chime's addition).
+        Workflow => "WORKFLOW", "Workflow node trigger";
     }
 }
 

@@ -12,6 +12,7 @@ pub mod link;
 pub mod openapi;
 pub mod rest;
 pub mod routes;
+pub mod workflows;
 
 use crate::center::Admin;
 use axum::extract::{DefaultBodyLimit, State};

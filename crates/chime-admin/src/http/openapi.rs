@@ -262,8 +262,56 @@ pub(super) fn job_spec() -> Value {
     }))
 }
 
+/// A workflow's graph: nodes (each a job) and the edges between them; the same shape in and out.
+fn workflow_definition() -> Value {
+    input_required(
+        json!({
+            "nodes": arr(input_required(json!({
+                "key": job_key(),
+                "job_id": int(),
+                "param": json!({ "type": "string", "maxLength": 65535, "description": "sent instead of the job's; {{node.result}} is an upstream node's result message" }),
+                "join": string_enum(&["all", "any"]),
+            }), &["key", "job_id"])),
+            "edges": arr(input_required(json!({
+                "from": job_key(),
+                "to": job_key(),
+                "when": string_enum(&["success", "failure", "always"]),
+            }), &["from", "to"])),
+        }),
+        &["nodes"],
+    )
+}
+
+/// A request object with only these keys, of which `required` must be there.
+fn input_required(props: Value, required: &[&str]) -> Value {
+    let mut o = input(props);
+    o["required"] = json!(required);
+    o
+}
+
+/// The body that creates or changes a workflow.
+pub(super) fn workflow_spec() -> Value {
+    input(json!({
+        "name": nullable(json!({ "type": "string", "minLength": 1, "maxLength": 128 })),
+        "description": nullable(json!({ "type": "string", "maxLength": 255 })),
+        "schedule_type": nullable(schedule_types()),
+        "schedule_expr": nullable(string()),
+        "time_zone": nullable(string()),
+        "misfire_strategy": nullable(misfire_strategies()),
+        "max_instances": nullable(int_range(0, 10_000)),
+        "on_limit": nullable(string_enum(&["skip", "queue"])),
+        "definition": nullable(workflow_definition()),
+        "running": nullable(boolean()),
+    }))
+}
+
+/// The states of a workflow instance.
+pub(super) fn instance_states() -> Value {
+    names_of(&crate::workflow::dag::InstanceState::ALL, |s| s.as_str())
+}
+
 /// A job key: 1 to 64 of `A-Z a-z 0-9 . _ -` (`.` and `..` are refused with 422).
-fn job_key() -> Value {
+pub(super) fn job_key() -> Value {
     json!({ "type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$" })
 }
 
@@ -481,6 +529,19 @@ pub fn document<'a>(operations: impl IntoIterator<Item = (&'a str, &'a str, Valu
                     "timeout_secs": int(), "retry_count": int(), "child_job_ids": arr(int()),
                     "glue_type": glue_types(), "glue_source": string(), "glue_updated_at": int(),
                     "running": boolean(), "anchor_at": int(), "next_fire_at": int(), "last_fire_at": int(), "created_at": int(), "updated_at": int() })),
+                "Workflow": exact(json!({
+                    "id": int(), "name": string(), "description": string(), "partition": int(),
+                    "schedule_type": schedule_types(), "schedule_expr": string(), "time_zone": string(),
+                    "misfire_strategy": misfire_strategies(), "max_instances": int(), "on_limit": string_enum(&["skip", "queue"]),
+                    "definition": workflow_definition(), "running": boolean(), "anchor_at": int(), "next_fire_at": int(),
+                    "last_fire_at": int(), "created_at": int(), "updated_at": int() })),
+                "WorkflowInstance": exact(json!({
+                    "id": int(), "workflow_id": int(), "scheduled_at": int(), "trigger_type": names_of(TriggerType::ALL, |v| v.as_str()),
+                    "state": instance_states(), "stopped_by": string(), "created_at": int(), "finished_at": int(),
+                    "definition": workflow_definition(),
+                    "nodes": arr(exact(json!({
+                        "node": string(), "state": string_enum(&["running", "succeeded", "failed", "skipped", "not_run", "stopped"]),
+                        "run_id": int(), "result": string(), "started_at": int(), "finished_at": int() }))) })),
                 "Run": exact(json!({
                     "id": int(), "job_id": int(), "group_id": int(), "scheduled_at": int(), "triggered_at": int(),
                     "trigger_type": names_of(TriggerType::ALL, |v| v.as_str()), "executor_address": string(),

@@ -25,7 +25,7 @@ type ApiResult<T> = Result<T, ApiError>;
 type Params = Query<HashMap<String, String>>;
 
 /// Parses a JSON body, naming the field that does not fit (`serde_path_to_error`).
-fn parse_body<T: DeserializeOwned>(body: &Bytes) -> ApiResult<T> {
+pub(super) fn parse_body<T: DeserializeOwned>(body: &Bytes) -> ApiResult<T> {
     if body.is_empty() {
         return Err(ApiError::bad_request(None, "request body must be a JSON object"));
     }
@@ -59,12 +59,12 @@ pub(crate) fn int_param(q: &HashMap<String, String>, name: &str) -> ApiResult<Op
     }
 }
 
-fn path_id(raw: &str, what: &str) -> ApiResult<i64> {
+pub(super) fn path_id(raw: &str, what: &str) -> ApiResult<i64> {
     raw.parse::<i64>()
         .map_err(|_| ApiError::bad_request(Some("id"), format!("{what} id '{raw}' is not an integer")))
 }
 
-fn limit_param(q: &HashMap<String, String>, default: i64, max: i64) -> ApiResult<i64> {
+pub(super) fn limit_param(q: &HashMap<String, String>, default: i64, max: i64) -> ApiResult<i64> {
     let l = int_param(q, "limit")?.unwrap_or(default);
     if !(1..=max).contains(&l) {
         return Err(ApiError::bad_request(
@@ -267,7 +267,7 @@ async fn job_group(admin: &Admin, spec: &JobSpec, current: Option<&Job>) -> ApiR
 
 /// Who saved a job (recorded with GLUE versions): the console user, `api-token` for the bearer
 /// token, or `api` when no caller is known.
-fn author(who: Option<&Principal>) -> String {
+pub(super) fn author(who: Option<&Principal>) -> String {
     who.map_or_else(|| "api".to_owned(), |p| p.username.clone())
 }
 

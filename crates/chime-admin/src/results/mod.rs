@@ -56,6 +56,8 @@ pub struct WriterLoop {
     pub(crate) alarms: AlarmQueue,
     /// `--executor-timeout`: how long a send still under way at shutdown may take.
     pub(crate) executor_timeout: Duration,
+    /// Told after each batch: a workflow node's run may have finished.
+    pub(crate) workflows: Arc<crate::workflow::WorkflowWake>,
     /// Cancelled to stop.
     pub(crate) shutdown: CancellationToken,
 }
@@ -136,6 +138,7 @@ pub async fn run(writer: WriterLoop, mut rx: mpsc::Receiver<ResultMsg>) {
         writer.queue.done(taken);
         match follow_ups {
             Ok(recorded) => {
+                writer.workflows.results_written();
                 crate::alarm::after_commit(&writer.alarms, recorded.failed_for_good);
                 let tickets = recorded.follow_ups;
                 for a in acks {

@@ -29,6 +29,7 @@ mod run_logs;
 mod runs;
 mod sessions;
 mod users;
+mod workflows;
 
 pub use crate::run::{Claimed, FirePlan, Recorded, HANDLE_MSG_MAX};
 pub use crate::run::{HandleOutcome, MarkedRun, NewRun, RunTicket, SendMark, TriggerOutcome, UnfinishedRun};
@@ -46,6 +47,7 @@ pub use leases::{Lease, LeaseTable};
 pub use run_logs::{LogTarget, StoredLog};
 pub use sessions::SessionUser;
 pub use users::User;
+pub use workflows::{Advanced, NodeChange, NodeTickets};
 
 use crate::model::Invalid;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};

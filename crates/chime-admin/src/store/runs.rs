@@ -55,7 +55,11 @@ const UPDATE_ROWS: usize = 500;
 
 impl Store {
     /// Full rows of the jobs `ids` (duplicates and missing ids allowed), by id.
-    async fn jobs_tx(&self, conn: &mut AnyConnection, ids: &[i64]) -> StoreResult<HashMap<i64, Job>> {
+    pub(in crate::store) async fn jobs_tx(
+        &self,
+        conn: &mut AnyConnection,
+        ids: &[i64],
+    ) -> StoreResult<HashMap<i64, Job>> {
         self.jobs_where(conn, "", ids).await
     }
 

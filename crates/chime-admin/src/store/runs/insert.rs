@@ -14,7 +14,7 @@ use std::collections::HashMap;
 impl Store {
     /// Inserts run rows in one statement per chunk; rows whose `(job_id, fire_key)` already
     /// exists are skipped. Returns the tickets of the rows actually inserted (pending only).
-    pub(super) async fn insert_runs_tx(
+    pub(in crate::store) async fn insert_runs_tx(
         &self,
         tx: &mut Transaction<'static, Any>,
         runs: &[NewRun],

@@ -1,0 +1,282 @@
+//! A workflow as stored and as typed in: its schedule (the same engine, zones and misfire
+//! policies as jobs), its concurrency limit, and its graph.
+
+use super::dag::{Definition, InstanceState, NodeState};
+use crate::calendar::Calendar;
+use crate::model::Invalid;
+use chime_protocol::{MisfireStrategy, ScheduleType};
+use serde::{Deserialize, Serialize};
+
+/// Longest workflow name, in characters.
+pub const MAX_NAME_CHARS: usize = 128;
+
+/// What a workflow does when a fire finds `max_instances` instances running.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OnLimit {
+    /// The new instance is recorded as skipped and does not run.
+    #[default]
+    Skip,
+    /// The new instance waits and starts when one finishes, oldest first.
+    Queue,
+}
+
+impl OnLimit {
+    /// As stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnLimit::Skip => "skip",
+            OnLimit::Queue => "queue",
+        }
+    }
+
+    /// From the stored text (anything else reads as `skip`).
+    pub fn parse(s: &str) -> OnLimit {
+        if s == "queue" {
+            OnLimit::Queue
+        } else {
+            OnLimit::Skip
+        }
+    }
+}
+
+/// A workflow.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Workflow {
+    /// Id.
+    pub id: i64,
+    /// Unique name.
+    pub name: String,
+    /// What it does, for people.
+    pub description: String,
+    /// Partition (`id % 16`) whose lease holder fires it and moves its instances on.
+    pub partition: i64,
+    /// CRON, FIX_RATE or NONE (manual and API only).
+    pub schedule_type: ScheduleType,
+    /// Cron expression or fixed rate.
+    pub schedule_expr: String,
+    /// Zone of the cron expression.
+    pub time_zone: String,
+    /// What missed fires do.
+    pub misfire_strategy: MisfireStrategy,
+    /// Most instances running at once (0: no limit).
+    pub max_instances: i64,
+    /// What a fire over the limit does.
+    pub on_limit: OnLimit,
+    /// The graph.
+    pub definition: Definition,
+    /// Scheduled.
+    pub running: bool,
+    /// Start of the fixed-rate grid, epoch ms.
+    pub anchor_at: i64,
+    /// Next fire not yet made, epoch ms (0 when stopped).
+    pub next_fire_at: i64,
+    /// Last fire made, epoch ms.
+    pub last_fire_at: i64,
+    /// Created, epoch ms.
+    pub created_at: i64,
+    /// Last changed, epoch ms.
+    pub updated_at: i64,
+}
+
+/// Input to create or change a workflow: fields left out keep their value (or take their
+/// default on create).
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowSpec {
+    /// Unique name (required on create).
+    pub name: Option<String>,
+    /// Description.
+    pub description: Option<String>,
+    /// `CRON`, `FIX_RATE` or `NONE` (default).
+    pub schedule_type: Option<String>,
+    /// Cron expression or fixed rate.
+    pub schedule_expr: Option<String>,
+    /// IANA zone (default: the admin's).
+    pub time_zone: Option<String>,
+    /// `DO_NOTHING` (default), `FIRE_ONCE_NOW` or `CATCH_UP`.
+    pub misfire_strategy: Option<String>,
+    /// Most instances at once, 0–10,000 (0, the default: no limit).
+    pub max_instances: Option<i64>,
+    /// `skip` (default) or `queue`.
+    pub on_limit: Option<OnLimit>,
+    /// The graph (required on create).
+    pub definition: Option<Definition>,
+    /// Schedule it (default false).
+    pub running: Option<bool>,
+}
+
+/// A workflow input after validation.
+#[derive(Debug, Clone)]
+pub struct WorkflowDraft {
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// Schedule type.
+    pub schedule_type: ScheduleType,
+    /// Schedule expression.
+    pub schedule_expr: String,
+    /// Zone.
+    pub time_zone: String,
+    /// Misfire strategy.
+    pub misfire_strategy: MisfireStrategy,
+    /// Concurrency limit.
+    pub max_instances: i64,
+    /// Over the limit.
+    pub on_limit: OnLimit,
+    /// Graph.
+    pub definition: Definition,
+    /// Scheduled.
+    pub running: bool,
+}
+
+impl WorkflowSpec {
+    /// Checks every field; `base` is the workflow on update, `job_exists` says which job ids
+    /// exist (nodes must name one).
+    pub fn validate(
+        &self,
+        base: Option<&Workflow>,
+        default_zone: &str,
+        job_exists: impl Fn(i64) -> bool,
+    ) -> Result<WorkflowDraft, Invalid> {
+        let name = match (&self.name, base) {
+            (Some(n), _) => n.trim().to_owned(),
+            (None, Some(b)) => b.name.clone(),
+            (None, None) => return Err(Invalid::new("name", "is required")),
+        };
+        if name.is_empty() || name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+            return Err(Invalid::new(
+                "name",
+                format!("must be 1 to {MAX_NAME_CHARS} characters, without control characters"),
+            ));
+        }
+        let description = self
+            .description
+            .clone()
+            .or_else(|| base.map(|b| b.description.clone()))
+            .unwrap_or_default();
+        if description.chars().count() > 255 {
+            return Err(Invalid::new("description", "must be at most 255 characters"));
+        }
+        let schedule_type = match &self.schedule_type {
+            Some(s) => s
+                .parse()
+                .map_err(|e: chime_protocol::UnknownVariant| Invalid::new("schedule_type", e.to_string()))?,
+            None => base.map_or(ScheduleType::None, |b| b.schedule_type),
+        };
+        let schedule_expr = self
+            .schedule_expr
+            .clone()
+            .or_else(|| base.map(|b| b.schedule_expr.clone()))
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
+        let time_zone = self
+            .time_zone
+            .clone()
+            .or_else(|| base.map(|b| b.time_zone.clone()))
+            .unwrap_or_else(|| default_zone.to_owned())
+            .trim()
+            .to_owned();
+        if time_zone.parse::<chrono_tz::Tz>().is_err() {
+            return Err(Invalid::new(
+                "time_zone",
+                format!("unknown time zone '{time_zone}' (use an IANA name such as Europe/Berlin or UTC)"),
+            ));
+        }
+        if schedule_type != ScheduleType::None {
+            if schedule_expr.is_empty() {
+                return Err(Invalid::new(
+                    "schedule_expr",
+                    format!("is required for schedule type {schedule_type}"),
+                ));
+            }
+            Calendar::parse(schedule_type, &schedule_expr, &time_zone, 0)
+                .map_err(|e| Invalid::new("schedule_expr", e))?;
+        }
+        let misfire_strategy = match &self.misfire_strategy {
+            Some(s) => s
+                .parse()
+                .map_err(|e: chime_protocol::UnknownVariant| Invalid::new("misfire_strategy", e.to_string()))?,
+            None => base.map_or(MisfireStrategy::DoNothing, |b| b.misfire_strategy),
+        };
+        let max_instances = self.max_instances.or(base.map(|b| b.max_instances)).unwrap_or(0);
+        if !(0..=10_000).contains(&max_instances) {
+            return Err(Invalid::new("max_instances", "must be between 0 (no limit) and 10000"));
+        }
+        let on_limit = self.on_limit.or(base.map(|b| b.on_limit)).unwrap_or_default();
+        let definition = match (&self.definition, base) {
+            (Some(d), _) => d.clone(),
+            (None, Some(b)) => b.definition.clone(),
+            (None, None) => {
+                return Err(Invalid::new(
+                    "definition",
+                    "is required: {\"nodes\": […], \"edges\": […]}",
+                ))
+            }
+        };
+        definition.validate(job_exists)?;
+        let running = self.running.or(base.map(|b| b.running)).unwrap_or(false);
+        if running && schedule_type == ScheduleType::None {
+            return Err(Invalid::new(
+                "running",
+                "a workflow with schedule type NONE cannot be started; trigger it instead",
+            ));
+        }
+        Ok(WorkflowDraft {
+            name,
+            description,
+            schedule_type,
+            schedule_expr,
+            time_zone,
+            misfire_strategy,
+            max_instances,
+            on_limit,
+            definition,
+            running,
+        })
+    }
+}
+
+/// One instance of a workflow, with its nodes.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Instance {
+    /// Id.
+    pub id: i64,
+    /// Its workflow.
+    pub workflow_id: i64,
+    /// When it was fired for, epoch ms.
+    pub scheduled_at: i64,
+    /// `CRON`, `MISFIRE`, `MANUAL` or `API`.
+    pub trigger_type: String,
+    /// Its state.
+    pub state: InstanceState,
+    /// Who stopped it (empty: nobody).
+    pub stopped_by: String,
+    /// Created, epoch ms.
+    pub created_at: i64,
+    /// Finished, epoch ms (0: not yet).
+    pub finished_at: i64,
+    /// Its graph, as it was when it was fired.
+    pub definition: Definition,
+    /// The nodes that started or will never run.
+    pub nodes: Vec<NodeRun>,
+}
+
+/// A node of an instance.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NodeRun {
+    /// The node's key.
+    pub node: String,
+    /// Its state.
+    pub state: NodeState,
+    /// Its latest run (0: none, for a node that did not run).
+    pub run_id: i64,
+    /// Its run's result message, once it succeeded or failed.
+    pub result: String,
+    /// Started (or decided), epoch ms.
+    pub started_at: i64,
+    /// Finished, epoch ms (0: not yet).
+    pub finished_at: i64,
+}

@@ -1,0 +1,402 @@
+//! Workflows end to end, on SQLite, MariaDB and PostgreSQL: the admin in the test process, its
+//! nodes' jobs run by real Chime executors (the demo handlers) over real HTTP. A diamond whose
+//! join waits for both branches, with results passed into parameters; a fan-out of 100 nodes
+//! and their join; a failure branch; stop, retry, skip and mark succeeded; a concurrency limit
+//! that queues; a cron-fired workflow; definitions refused naming the node. Every node runs
+//! exactly once (counted on the runs of its job).
+
+mod common;
+
+use common::{eventually, status, Db, Env};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::time::Duration;
+
+const APP: &str = "wf-demo";
+
+/// The instance once it has reached a final state; panics after `secs`.
+async fn finished_instance(env: &Env, id: i64, secs: u64) -> Value {
+    eventually(secs, &format!("instance {id} finished"), || async {
+        let (s, v) = env.api.get(&format!("/v1/workflow-instances/{id}")).await;
+        assert_eq!(s, 200, "{v}");
+        match v["state"].as_str() {
+            Some("succeeded" | "failed" | "stopped") => Ok(v),
+            _ => Err(v.to_string()),
+        }
+    })
+    .await
+}
+
+/// Node key → its entry in the instance.
+fn nodes(instance: &Value) -> HashMap<String, Value> {
+    instance["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["node"].as_str().unwrap().to_owned(), n.clone()))
+        .collect()
+}
+
+async fn job(env: &Env, handler: &str, param: &str, retries: i64) -> i64 {
+    env.job(json!({"group": APP, "handler": handler, "param": param, "retry_count": retries}))
+        .await
+}
+
+async fn workflow(env: &Env, body: Value) -> i64 {
+    let (s, v) = env.api.post("/v1/workflows", body).await;
+    assert_eq!(s, 201, "{v}");
+    v["id"].as_i64().unwrap()
+}
+
+async fn trigger(env: &Env, wf: i64) -> i64 {
+    let v = env.api.ok(&format!("/v1/workflows/{wf}/trigger"), json!({})).await;
+    v["instance_id"].as_i64().unwrap()
+}
+
+/// The runs of `job` made by workflow nodes.
+async fn node_runs(env: &Env, job: i64) -> Vec<Value> {
+    env.api
+        .runs(job)
+        .await
+        .into_iter()
+        .filter(|r| r["trigger_type"] == "WORKFLOW")
+        .collect()
+}
+
+async fn workflows_story(kind: Db) {
+    let env = Env::start(kind, common::demo_executor::REAL_EXECUTOR_DEAD_TIMEOUT).await;
+    env.group(APP).await;
+    let _executors = env.demo_executors(APP, 2).await;
+
+    // A diamond: a → b, c → d (join all); d's parameter carries b's and c's results.
+    let echo = job(&env, "demoJobHandler", "from-job", 0).await;
+    let (a, b, c, d) = (
+        job(&env, "demoJobHandler", "", 0).await,
+        job(&env, "demoJobHandler", "", 0).await,
+        job(&env, "demoJobHandler", "", 0).await,
+        job(&env, "demoJobHandler", "", 0).await,
+    );
+    let diamond = workflow(
+        &env,
+        json!({
+            "name": "diamond",
+            "definition": {
+                "nodes": [
+                    {"key": "a", "job_id": a, "param": "start"},
+                    {"key": "b", "job_id": b, "param": "b-after-{{a.result}}"},
+                    {"key": "c", "job_id": c, "param": "c"},
+                    {"key": "d", "job_id": d, "param": "{{b.result}}+{{c.result}}"},
+                    {"key": "own", "job_id": echo}
+                ],
+                "edges": [
+                    {"from": "a", "to": "b"}, {"from": "a", "to": "c"},
+                    {"from": "b", "to": "d"}, {"from": "c", "to": "d"}, {"from": "d", "to": "own"}
+                ]
+            }
+        }),
+    )
+    .await;
+    let i = trigger(&env, diamond).await;
+    let done = finished_instance(&env, i, 60).await;
+    assert_eq!(done["state"], "succeeded", "{done:#}");
+    let n = nodes(&done);
+    assert_eq!(n["b"]["result"], "b-after-start");
+    assert_eq!(
+        n["d"]["result"], "b-after-start+c",
+        "results passed into the join's parameter"
+    );
+    assert_eq!(n["own"]["result"], "from-job", "no override: the job's own parameter");
+    for (key, job) in [("a", a), ("b", b), ("c", c), ("d", d)] {
+        let runs = node_runs(&env, job).await;
+        assert_eq!(runs.len(), 1, "node {key} ran once: {runs:?}");
+        assert_eq!(runs[0]["id"], n[key]["run_id"]);
+        assert_eq!(status(&runs[0]), "success");
+    }
+    // d started only after both b and c had results.
+    let run_id = |key: &str| n[key]["run_id"].as_i64().unwrap();
+    let (rb, rc, rd) = (
+        env.run(run_id("b")).await,
+        env.run(run_id("c")).await,
+        env.run(run_id("d")).await,
+    );
+    let joined_at = rd["created_at"].as_i64().unwrap();
+    assert!(joined_at >= rb["handled_at"].as_i64().unwrap() && joined_at >= rc["handled_at"].as_i64().unwrap());
+
+    // Fan-out of 100 nodes, then a join.
+    let leaf = job(&env, "demoJobHandler", "leaf", 0).await;
+    let join = job(&env, "demoJobHandler", "joined", 0).await;
+    let mut fan_nodes = vec![json!({"key": "root", "job_id": a})];
+    let mut fan_edges = Vec::new();
+    for k in 0..100 {
+        fan_nodes.push(json!({"key": format!("n{k}"), "job_id": leaf}));
+        fan_edges.push(json!({"from": "root", "to": format!("n{k}")}));
+        fan_edges.push(json!({"from": format!("n{k}"), "to": "join"}));
+    }
+    fan_nodes.push(json!({"key": "join", "job_id": join}));
+    let fan = workflow(
+        &env,
+        json!({"name": "fan-out", "definition": {"nodes": fan_nodes, "edges": fan_edges}}),
+    )
+    .await;
+    let i = trigger(&env, fan).await;
+    let done = finished_instance(&env, i, 120).await;
+    assert_eq!(done["state"], "succeeded");
+    assert_eq!(done["nodes"].as_array().unwrap().len(), 102);
+    assert_eq!(node_runs(&env, leaf).await.len(), 100, "each of the 100 nodes once");
+    assert_eq!(node_runs(&env, join).await.len(), 1, "the join once");
+
+    // A failure branch: fail (with a retry) → cleanup on failure; ok on success is not run.
+    let failing = job(&env, "failJobHandler", "", 1).await;
+    let cleanup = job(&env, "demoJobHandler", "cleaned", 0).await;
+    let after = job(&env, "demoJobHandler", "", 0).await;
+    let branch = workflow(
+        &env,
+        json!({
+            "name": "failure-branch",
+            "definition": {
+                "nodes": [
+                    {"key": "work", "job_id": failing},
+                    {"key": "cleanup", "job_id": cleanup},
+                    {"key": "after", "job_id": after}
+                ],
+                "edges": [
+                    {"from": "work", "to": "cleanup", "when": "failure"},
+                    {"from": "work", "to": "after"}
+                ]
+            }
+        }),
+    )
+    .await;
+    let i = trigger(&env, branch).await;
+    let done = finished_instance(&env, i, 60).await;
+    assert_eq!(done["state"], "succeeded", "the failure is handled: {done:#}");
+    let n = nodes(&done);
+    assert_eq!(n["work"]["state"], "failed");
+    assert_eq!(n["cleanup"]["state"], "succeeded");
+    assert_eq!(n["after"]["state"], "not_run");
+    let tries = node_runs(&env, failing).await;
+    assert_eq!(tries.len(), 1, "the node's first run");
+    let all_tries = env.api.runs(failing).await;
+    assert_eq!(
+        all_tries.len(),
+        2,
+        "… and its job's retry, an ordinary run: {all_tries:?}"
+    );
+    assert_eq!(
+        n["work"]["run_id"],
+        all_tries.iter().map(|r| r["id"].as_i64().unwrap()).max().unwrap(),
+        "the node follows its retry"
+    );
+    assert!(node_runs(&env, after).await.is_empty());
+
+    // Without a failure edge the instance fails; retry the node (now succeeding: its job
+    // changed) and the rest goes on; skip and mark succeeded.
+    let flaky = job(&env, "failJobHandler", "", 0).await;
+    let next = job(&env, "demoJobHandler", "next", 0).await;
+    let retried = workflow(
+        &env,
+        json!({
+            "name": "retry",
+            "definition": {
+                "nodes": [{"key": "flaky", "job_id": flaky}, {"key": "next", "job_id": next}],
+                "edges": [{"from": "flaky", "to": "next"}]
+            }
+        }),
+    )
+    .await;
+    let i = trigger(&env, retried).await;
+    let failed = finished_instance(&env, i, 60).await;
+    assert_eq!(failed["state"], "failed");
+    assert_eq!(nodes(&failed)["next"]["state"], "not_run");
+    let (s, v) = env
+        .api
+        .post(&format!("/v1/workflow-instances/{i}/nodes/next/retry"), json!({}))
+        .await;
+    assert_eq!(s, 409, "only a failed or stopped node is retried: {v}");
+    env.api
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/v1/jobs/{flaky}"),
+            Some(json!({"handler": "demoJobHandler"})),
+        )
+        .await;
+    let (s, v) = env
+        .api
+        .post(&format!("/v1/workflow-instances/{i}/nodes/flaky/retry"), json!({}))
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let done = finished_instance(&env, i, 60).await;
+    assert_eq!(done["state"], "succeeded", "{done:#}");
+    assert_eq!(node_runs(&env, flaky).await.len(), 2, "the first run and the retry");
+    assert_eq!(node_runs(&env, next).await.len(), 1, "next ran once, after the retry");
+    env.api
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/v1/jobs/{flaky}"),
+            Some(json!({"handler": "failJobHandler"})),
+        )
+        .await;
+    let i = trigger(&env, retried).await;
+    finished_instance(&env, i, 60).await;
+    let v = env
+        .api
+        .ok(&format!("/v1/workflow-instances/{i}/nodes/flaky/succeed"), json!({}))
+        .await;
+    assert_eq!(nodes(&v)["flaky"]["state"], "succeeded");
+    let done = finished_instance(&env, i, 60).await;
+    assert_eq!(done["state"], "succeeded");
+    assert_eq!(node_runs(&env, next).await.len(), 2);
+
+    // Stop: the running node is killed, nothing after it starts.
+    let sleeper = job(&env, "sleepJobHandler", "30", 0).await;
+    let never = job(&env, "demoJobHandler", "", 0).await;
+    let stoppable = workflow(
+        &env,
+        json!({
+            "name": "stop",
+            "definition": {
+                "nodes": [{"key": "sleep", "job_id": sleeper}, {"key": "never", "job_id": never}],
+                "edges": [{"from": "sleep", "to": "never"}]
+            }
+        }),
+    )
+    .await;
+    let i = trigger(&env, stoppable).await;
+    eventually(30, "the sleeping node running at its executor", || async {
+        let runs = node_runs(&env, sleeper).await;
+        match runs.first() {
+            Some(r) if r["trigger_code"] == 200 => Ok(()),
+            _ => Err(format!("{runs:?}")),
+        }
+    })
+    .await;
+    let v = env.api.ok(&format!("/v1/workflow-instances/{i}/stop"), json!({})).await;
+    assert_eq!(v["state"], "stopped");
+    assert_eq!(nodes(&v)["sleep"]["state"], "stopped");
+    let killed = node_runs(&env, sleeper).await;
+    assert_eq!(status(&killed[0]), "killed", "{killed:?}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(node_runs(&env, never).await.is_empty(), "nothing after a stop");
+    let (s, _) = env
+        .api
+        .post(&format!("/v1/workflow-instances/{i}/stop"), json!({}))
+        .await;
+    assert_eq!(s, 409);
+
+    // A limit of one instance that queues: the second starts when the first finishes.
+    let slow = job(&env, "sleepJobHandler", "2", 0).await;
+    let limited = workflow(
+        &env,
+        json!({"name": "limited", "max_instances": 1, "on_limit": "queue",
+               "definition": {"nodes": [{"key": "slow", "job_id": slow}]}}),
+    )
+    .await;
+    let first = trigger(&env, limited).await;
+    let second = trigger(&env, limited).await;
+    let (_, v) = env.api.get(&format!("/v1/workflow-instances/{second}")).await;
+    assert_eq!(v["state"], "queued");
+    let a_done = finished_instance(&env, first, 60).await;
+    let b_done = finished_instance(&env, second, 60).await;
+    assert_eq!(
+        (a_done["state"].as_str(), b_done["state"].as_str()),
+        (Some("succeeded"), Some("succeeded"))
+    );
+    let runs = node_runs(&env, slow).await;
+    let (r1, r2) = (&runs[1], &runs[0]);
+    assert!(
+        r2["created_at"].as_i64() >= r1["handled_at"].as_i64(),
+        "queued behind the first"
+    );
+
+    // Fired by its cron, every second, one instance per second.
+    let ticker = job(&env, "demoJobHandler", "tick", 0).await;
+    let cron = workflow(
+        &env,
+        json!({"name": "every-second", "schedule_type": "CRON", "schedule_expr": "* * * * * ?", "running": true,
+               "definition": {"nodes": [{"key": "tick", "job_id": ticker}]}}),
+    )
+    .await;
+    eventually(30, "three cron instances succeeded", || async {
+        let (_, v) = env
+            .api
+            .get(&format!("/v1/workflow-instances?workflow_id={cron}&state=succeeded"))
+            .await;
+        let n = v.as_array().map_or(0, Vec::len);
+        if n >= 3 {
+            Ok(())
+        } else {
+            Err(format!("{n}"))
+        }
+    })
+    .await;
+    env.api.ok(&format!("/v1/workflows/{cron}/stop"), json!({})).await;
+    let (_, all) = env
+        .api
+        .get(&format!("/v1/workflow-instances?workflow_id={cron}&limit=1000"))
+        .await;
+    let mut seconds: Vec<i64> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["scheduled_at"].as_i64().unwrap())
+        .collect();
+    let total = seconds.len();
+    seconds.sort_unstable();
+    seconds.dedup();
+    assert_eq!(seconds.len(), total, "one instance per fire time");
+    assert!(seconds.iter().all(|s| s % 1000 == 0), "{seconds:?}");
+
+    // Definitions are refused naming the node; nodes of other groups' jobs are fine.
+    for (body, field) in [
+        (json!({"name": "x", "definition": {"nodes": []}}), "definition.nodes"),
+        (
+            json!({"name": "x", "definition": {"nodes": [{"key": "a", "job_id": 999999}]}}),
+            "definition.nodes[a].job_id",
+        ),
+        (
+            json!({"name": "x", "definition": {"nodes": [{"key": "a", "job_id": a}, {"key": "b", "job_id": a}],
+                   "edges": [{"from": "a", "to": "b"}, {"from": "b", "to": "a"}]}}),
+            "definition.nodes[a].edges",
+        ),
+        (
+            json!({"name": "x", "definition": {"nodes": [{"key": "a", "job_id": a, "param": "{{b.result}}"}, {"key": "b", "job_id": a}]}}),
+            "definition.nodes[a].param",
+        ),
+        (
+            json!({"name": "diamond", "definition": {"nodes": [{"key": "a", "job_id": a}]}}),
+            "name",
+        ),
+    ] {
+        let (s, v) = env.api.post("/v1/workflows", body).await;
+        assert_eq!((s, v["field"].as_str()), (422, Some(field)), "{v}");
+    }
+    let (s, v) = env
+        .api
+        .post(
+            "/v1/workflows",
+            json!({"name": "x", "definition": {"nodes": [{"key": "a", "job_id": a, "extra": 1}]}}),
+        )
+        .await;
+    assert_eq!(s, 400, "unknown fields are refused: {v}");
+    let (s, _) = env
+        .api
+        .call(reqwest::Method::DELETE, &format!("/v1/workflows/{limited}"), None)
+        .await;
+    assert_eq!(s, 204);
+    env.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn workflows_sqlite() {
+    workflows_story(Db::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn workflows_mysql() {
+    workflows_story(Db::MySql).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn workflows_postgres() {
+    workflows_story(Db::Postgres).await;
+}
