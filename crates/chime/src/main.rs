@@ -62,6 +62,8 @@ enum Command {
     Export(client_cmd::ExportArgs),
     /// Apply a TOML jobs document: create, update (and with --prune delete) jobs, all or nothing.
     Apply(client_cmd::ApplyArgs),
+    /// Manage workflows (jobs as a DAG) and their instances through the admin's REST API.
+    Workflow(client_cmd::WorkflowArgs),
     /// Import another scheduler's groups, jobs, users and runs into Chime's database
     /// (`chime import xxl-job --from mysql://…`; see docs/migration.md).
     Import(import_cmd::ImportArgs),
@@ -100,6 +102,7 @@ fn main() -> ExitCode {
         Command::Export(args) => client_cmd::run_export(cli.client, args),
         Command::Apply(args) => client_cmd::run_apply(cli.client, args),
         Command::Import(args) => import_cmd::run(args, cli.client.json),
+        Command::Workflow(args) => client_cmd::run_workflow(cli.client, args),
     }
 }
 

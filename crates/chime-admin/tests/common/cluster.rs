@@ -60,7 +60,9 @@ pub struct Admin {
 }
 
 impl Admin {
-    fn start(
+    /// Starts `chime admin` as `node` on `db_url`, listening on `ip:port` (in network namespace
+    /// `netns` if given), its output appended to `log`.
+    pub fn start(
         bin: &Path,
         db_url: &str,
         node: &str,
@@ -140,7 +142,7 @@ impl Admin {
 
     /// `/healthz`: the partitions it holds, or `None` if it does not answer within a second or
     /// reports its database unavailable.
-    async fn partitions(&self, http: &reqwest::Client) -> Option<u64> {
+    pub async fn partitions(&self, http: &reqwest::Client) -> Option<u64> {
         let url = format!("http://{}/healthz", SocketAddr::new(self.ip, self.port));
         let reply = http.get(url).send().await.ok()?;
         if reply.status() != 200 {

@@ -4,6 +4,9 @@
 
 mod jobs_doc;
 mod output;
+mod workflow;
+
+pub use workflow::WorkflowArgs;
 
 use output::{
     br_lines, cell, print_groups, print_job_detail, print_jobs, print_run_detail, print_runs, table, time, zoned,
@@ -564,6 +567,7 @@ async fn dispatch(c: &Client, cmd: Cmd) -> Result<(), Failure> {
     };
     let print_jobs = |v: &Value| print_jobs(v, &groups);
     match cmd {
+        Cmd::Workflow(cmd) => return workflow::dispatch(c, cmd).await,
         Cmd::Group(GroupCmd::Add {
             appname,
             title,
@@ -817,6 +821,7 @@ enum Cmd {
     Executors(Option<String>),
     Export(ExportArgs),
     Apply(ApplyArgs),
+    Workflow(workflow::WorkflowCmd),
 }
 
 fn execute(opts: ClientOpts, cmd: Cmd) -> ExitCode {
@@ -867,6 +872,11 @@ pub fn run_executors(opts: ClientOpts, args: ExecutorsArgs) -> ExitCode {
 /// Runs `chime export`.
 pub fn run_export(opts: ClientOpts, args: ExportArgs) -> ExitCode {
     execute(opts, Cmd::Export(args))
+}
+
+/// Runs `chime workflow …`.
+pub fn run_workflow(opts: ClientOpts, args: WorkflowArgs) -> ExitCode {
+    execute(opts, Cmd::Workflow(args.cmd))
 }
 
 /// Runs `chime apply`.
