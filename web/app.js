@@ -3,6 +3,7 @@
 // as <img onerror=…> is shown as text. The server's CSP forbids inline script as a second wall.
 import { t, getLang, setLang } from './i18n.js';
 import { pages } from './pages.js';
+import { workflowPages } from './workflows.js';
 
 export const state = { me: null, options: null };
 
@@ -159,7 +160,7 @@ function showLogin() {
 }
 
 const nav = [
-  ['dashboard', false], ['executors', false], ['jobs', false], ['runs', false], ['users', true], ['audit', true],
+  ['dashboard', false], ['executors', false], ['jobs', false], ['runs', false], ['workflows', true], ['users', true], ['audit', true],
 ];
 
 async function render() {
@@ -177,7 +178,7 @@ async function render() {
   const [page, ...args] = (location.hash.slice(1) || 'dashboard').split('/');
   document.getElementById('nav').replaceChildren(...nav.filter(([, adm]) => !adm || state.me.admin)
     .map(([p]) => h('a', { href: `#${p}`, class: p === page ? 'on' : null }, t(p))));
-  const fn = pages[page] || pages.dashboard;
+  const fn = pages[page] || workflowPages[page] || pages.dashboard;
   main().replaceChildren(h('p', {}, '…'));
   try { await fn(main(), args.map(decodeURIComponent)); } catch (e) { main().replaceChildren(errorBox(e)); }
 }

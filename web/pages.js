@@ -3,9 +3,9 @@ import { h, api, state, options, fmtTime, getZoneMode, fieldLabel, errorBox, sho
 import { t } from './i18n.js';
 
 const DAY = 86400000;
-const field = (label, input, help) => h('label', {}, h('span', {}, t(label)), input, help || '');
-const sel = (name, options, value) => h('select', { name }, options.map(([v, l]) => h('option', { value: v, selected: String(v) === String(value) ? true : null }, l)));
-const num = (v) => (v === '' || v === undefined ? undefined : Number(v));
+export const field = (label, input, help) => h('label', {}, h('span', {}, t(label)), input, help || '');
+export const sel = (name, options, value) => h('select', { name }, options.map(([v, l]) => h('option', { value: v, selected: String(v) === String(value) ? true : null }, l)));
+export const num = (v) => (v === '' || v === undefined ? undefined : Number(v));
 
 async function groupsList() { return api('GET', '/v1/groups'); }
 
@@ -98,7 +98,7 @@ async function executors(root) {
           h('button', { onclick: async () => { if (confirm(t('confirm_delete'))) { try { await api('DELETE', `/v1/groups/${g.id}`); go('#executors'); } catch (e) { slot.replaceChildren(errorBox(e)); } } } }, t('remove'))] : '')))));
 }
 
-function previewer(typeSel, exprIn, tzIn, out) {
+export function previewer(typeSel, exprIn, tzIn, out) {
   let timer;
   let asked = 0;
   const update = () => {
@@ -148,7 +148,7 @@ const operates = (id) => state.me.admin || (state.me.can_write && state.me.group
  * (`prefix_VALUE`) and a line explaining the chosen value (`prefix_VALUE_help`). A value the
  * admin does not list (it cannot happen today) is kept rather than silently replaced.
  */
-function optSelect(name, choices, prefix, value) {
+export function optSelect(name, choices, prefix, value) {
   const list = [...choices];
   if (value && !list.some((c) => c.value === value)) list.push({ value, title: value });
   const s = h('select', { name, 'aria-describedby': `help-${name}` },
@@ -268,13 +268,13 @@ async function jobForm(root, job, groups, jobs) {
 }
 
 /** The schedule of a job as the lists show it: the translated type and the expression. */
-const scheduleText = (j) => (j.schedule_type === 'NONE' ? optName('sched', 'NONE') : `${optName('sched', j.schedule_type)} ${j.schedule_expr}`);
+export const scheduleText = (j) => (j.schedule_type === 'NONE' ? optName('sched', 'NONE') : `${optName('sched', j.schedule_type)} ${j.schedule_expr}`);
 
 /**
  * A row's actions in one menu (a `<details>` pop-up), so a row keeps one line however many
  * actions it has. Each item is `[label, fn]`; the menu closes when one is chosen.
  */
-function actionMenu(items) {
+export function actionMenu(items) {
   const menu = h('details', { class: 'menu' }, h('summary', { title: t('actions') }, `${t('actions')} ▾`));
   const list = h('div', { class: 'menu-items' });
   for (const it of items.filter(Boolean)) {
@@ -311,7 +311,7 @@ const JOB_PAGE = 50;
 const REFRESH_MS = 10000;
 
 /** Refreshes `draw` every [`REFRESH_MS`] while `root` shows this page and the tab is visible. */
-function autoRefresh(root, draw) {
+export function autoRefresh(root, draw) {
   const here = location.hash;
   const timer = setInterval(() => {
     if (location.hash !== here || !root.isConnected) { clearInterval(timer); return; }
@@ -479,10 +479,10 @@ async function script(root, args) {
 }
 
 const STATUS = ['pending', 'running', 'success', 'failed', 'killed', 'skipped'];
-const sleep = (ms) => new Promise((res) => setTimeout(res, ms));
+export const sleep = (ms) => new Promise((res) => setTimeout(res, ms));
 
 /** Jobs by id, asked of the admin once per page: runs name their job and use its time zone. */
-function jobCache() {
+export function jobCache() {
   const known = new Map();
   return {
     get: (id) => known.get(id),
@@ -748,9 +748,9 @@ async function users(root) {
 }
 
 // What the object of an audited route is, by its collection in the path.
-const AUDIT_KINDS = { jobs: 'job', groups: 'group', users: 'user', runs: 'obj_run', me: 'user' };
+const AUDIT_KINDS = { jobs: 'job', groups: 'group', users: 'user', runs: 'obj_run', me: 'user', workflows: 'workflow', 'workflow-instances': 'wf_instance' };
 // Routes that act rather than create, change or delete, by their last path segment.
-const AUDIT_VERBS = { start: 'start', stop: 'stop', trigger: 'run_once', kill: 'kill', clear: 'clear', password: 'change_password' };
+const AUDIT_VERBS = { start: 'start', stop: 'stop', trigger: 'run_once', kill: 'kill', clear: 'clear', password: 'change_password', retry: 'retry_node', skip: 'skip_node', succeed: 'succeed_node' };
 
 /**
  * An audit entry in words: what was done (created, changed and which fields, deleted, or the
@@ -766,11 +766,13 @@ export function auditSummary(a) {
   const kind = AUDIT_KINDS[segs[1]];
   const req = a.detail && a.detail.request && typeof a.detail.request === 'object' ? a.detail.request : null;
   const fields = req ? Object.keys(req).map(fieldLabel) : [];
-  const named = req && (req.description || req.app_name || req.username);
+  const named = req && (req.name || req.description || req.app_name || req.username);
   let object = kind ? t(kind) : a.target;
   if (kind && segs[2] && pat[2] && pat[2].startsWith('{')) object += segs[1] === 'groups' ? ` ${segs[2]}` : ` #${segs[2]}`;
   else if (kind && named) object += ` “${named}”`;
-  const verb = AUDIT_VERBS[pat[pat.length - 1]];
+  // A workflow node's operation is a parameter of its route (`…/nodes/{node}/{action}`).
+  const last = pat[pat.length - 1];
+  const verb = AUDIT_VERBS[last === '{action}' ? segs[segs.length - 1] : last];
   let what;
   if (verb) what = t(verb);
   else if (method === 'DELETE') what = t('audit_deleted');

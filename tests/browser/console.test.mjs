@@ -122,9 +122,12 @@ test('console walk-through', { timeout: 300000 }, async () => {
       await page.click('#run-once button[type=submit]');
     };
     const shot = (name) => page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
-    const noXss = async (where) => {
+    // `drawings`: the SVG drawings the page makes itself (a workflow's graph); any other svg, and
+    // any img or script, came from data.
+    const noXss = async (where, drawings = 0) => {
       assert.equal(await page.evaluate(() => window.__xss), undefined, `XSS payload ran on ${where}`);
-      assert.equal(await page.locator('main img, main script, main svg').count(), 0, `markup from data on ${where}`);
+      assert.equal(await page.locator('main img, main script').count(), 0, `markup from data on ${where}`);
+      assert.equal(await page.locator('main svg').count(), drawings, `markup from data on ${where}`);
     };
     const csrfFetch = (method, path, body) => page.evaluate(async ([m, p, b]) => {
       const me = await (await fetch('/console/api/me')).json();
@@ -692,6 +695,9 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.waitForSelector('#groups tr[data-app]');
     assert.deepEqual(await page.locator('#groups tr[data-app]').evaluateAll((r) => r.map((x) => x.dataset.app)), ['browser-demo']);
     assert.equal(await page.locator('a[href="#users"]').count(), 0, 'no user management for users');
+    // Workflows run jobs of any group: admins' only, in the menu and in the API.
+    assert.equal(await page.locator('a[href="#workflows"]').count(), 0, 'no workflows for users');
+    assert.equal(await page.evaluate(async () => (await fetch('/v1/workflows')).status), 403);
     const secretId = other.body.id;
     const peek = await page.evaluate(async (id) => (await fetch(`/v1/jobs/${id}`)).status, secretId);
     assert.equal(peek, 403);
@@ -776,6 +782,211 @@ test('console walk-through', { timeout: 300000 }, async () => {
     assert.ok(docScroll <= docClient, `audit details wrap: page ${docScroll} px wide in ${docClient}`);
     await page.fill('.filters input[name=from]', local(Date.now() + 3600000));
     await page.waitForFunction(() => document.querySelectorAll('#audit tbody tr').length === 0);
+
+    // Workflows (admins only): a graph a -> b, a -> c built in the form, drawn as it is typed,
+    // the server's complaints next to the tables; then an instance watched to its end, nodes
+    // coloured by state, b's parameter made of a's result. The demo handler echoes its parameter.
+    const wfJob = async (description, handler, param) => {
+      const r = await csrfFetch('POST', '/v1/jobs', { group: 'browser-demo', description, handler, param, schedule_type: 'NONE' });
+      assert.equal(r.status, 201);
+      return r.body.id;
+    };
+    const sourceJob = await wfJob('wf source', 'demoJobHandler', XSS);
+    const echoJob = await wfJob('wf echo', 'demoJobHandler', 'c-done');
+    await page.click('a[href="#workflows"]');
+    await page.click('#new-workflow');
+    await page.waitForSelector('#wf-form');
+    const WF_NAME = `flow ${XSS}`;
+    await page.fill('#wf-form input[name=name]', WF_NAME);
+    await page.fill('#wf-form input[name=description]', 'three nodes');
+    await page.selectOption('#wf-form select[name=schedule_type]', 'CRON');
+    await page.fill('#wf-form input[name=schedule_expr]', '0 0 3 * * ?');
+    await page.fill('#wf-form input[name=time_zone]', 'Asia/Shanghai');
+    await page.waitForFunction(() => document.querySelectorAll('#preview li').length === 5, null, LONG);
+    const nodeRow = (i) => `#wf-nodes tbody tr:nth-child(${i})`;
+    const edgeRow = (i) => `#wf-edges tbody tr:nth-child(${i})`;
+    // A new workflow starts with one node, a; jobs are picked by name.
+    assert.equal(await page.inputValue(`${nodeRow(1)} input[name=node_key]`), 'a');
+    await page.selectOption(`${nodeRow(1)} select[name=node_job]`, { label: `${sourceJob} wf source` });
+    await page.click('#add-node');
+    await page.fill(`${nodeRow(2)} input[name=node_key]`, 'b');
+    await page.selectOption(`${nodeRow(2)} select[name=node_job]`, { label: `${echoJob} wf echo` });
+    await page.fill(`${nodeRow(2)} input[name=node_param]`, 'x={{a.result}}');
+    await page.click('#add-node');
+    await page.fill(`${nodeRow(3)} input[name=node_key]`, 'c');
+    await page.selectOption(`${nodeRow(3)} select[name=node_job]`, { label: `${echoJob} wf echo` });
+    // b is no parent of c: the server refuses this parameter (after the edge below).
+    await page.fill(`${nodeRow(3)} input[name=node_param]`, '{{b.result}}');
+    for (const [i, [from, to, when]] of [['a', 'b', 'success'], ['a', 'c', 'always'], ['a', 'zzz', 'failure']].entries()) {
+      await page.click('#add-edge');
+      await page.fill(`${edgeRow(i + 1)} input[name=edge_from]`, from);
+      await page.fill(`${edgeRow(i + 1)} input[name=edge_to]`, to);
+      await page.selectOption(`${edgeRow(i + 1)} select[name=edge_when]`, when);
+    }
+    // The drawing follows the tables: three boxes in two layers and two edges (the edge to no
+    // node is not drawn), styled by condition.
+    await page.waitForFunction(() => document.querySelectorAll('#wf-graph g.wf-node').length === 3 && document.querySelectorAll('#wf-graph path.wf-edge').length === 2);
+    const boxAt = (k) => page.$eval(`#wf-graph g.wf-node[data-key="${k}"] rect`, (r) => { const b = r.getBoundingClientRect(); return { x: Math.round(b.x), y: Math.round(b.y) }; });
+    const [boxA, boxB, boxC] = [await boxAt('a'), await boxAt('b'), await boxAt('c')];
+    assert.ok(boxA.y < boxB.y && boxB.y === boxC.y && boxB.x !== boxC.x, `a above b and c, side by side: ${JSON.stringify([boxA, boxB, boxC])}`);
+    assert.equal(await page.textContent('#wf-graph g.wf-node[data-key=b] text.wf-job'), `#${echoJob} wf echo`);
+    assert.equal(await page.getAttribute('#wf-graph path.wf-edge[data-to=b]', 'class'), 'wf-edge when-success');
+    assert.equal(await page.getAttribute('#wf-graph path.wf-edge[data-to=c]', 'class'), 'wf-edge when-always');
+    assert.equal(await page.getAttribute('#wf-graph path.wf-edge[data-to=c]', 'marker-end'), 'url(#wf-arrow-always)');
+    // The edge to no node is refused: the reason is shown next to the edge table, the edge marked.
+    await page.click('#wf-form button[type=submit]');
+    await page.waitForSelector('#wf-edges-err .field-err');
+    assert.match(await page.textContent('#wf-edges-err'), /edge a -> zzz: no node 'zzz'/);
+    assert.equal(await page.getAttribute(`${edgeRow(3)} input[name=edge_to]`, 'aria-invalid'), 'true');
+    assert.equal(await page.locator('#wf-form [aria-invalid]').count(), 1, 'only that edge is marked');
+    await shot('19-workflow-form-edge-error');
+    await page.click(`${edgeRow(3)} button.remove-row`);
+    assert.equal(await page.locator('#wf-edges-err .field-err').count(), 0, 'removing the edge clears its error');
+    // Then c's parameter: the reason goes next to it, in c's row.
+    await page.click('#wf-form button[type=submit]');
+    await page.waitForSelector(`${nodeRow(3)} .field-err`);
+    assert.match(await page.textContent(`${nodeRow(3)} .field-err`), /names no upstream node of 'c'/);
+    assert.equal(await page.getAttribute(`${nodeRow(3)} input[name=node_param]`, 'aria-invalid'), 'true');
+    await page.fill(`${nodeRow(3)} input[name=node_param]`, '');
+    assert.equal(await page.locator('#wf-form .field-err, #wf-form [aria-invalid]').count(), 0, 'editing the field clears its error');
+    await page.waitForFunction(() => document.querySelectorAll('#wf-graph path.wf-edge').length === 2);
+    await noXss('the workflow form', 1);
+    await shot('19-workflow-form');
+    await page.click('#wf-form button[type=submit]');
+    await page.waitForSelector('#workflows tbody tr[data-workflow]');
+    const flow = (await csrfFetch('GET', '/v1/workflows')).body.find((w) => w.name === WF_NAME);
+    assert.deepEqual(flow.definition, {
+      nodes: [{ key: 'a', job_id: sourceJob, join: 'all' }, { key: 'b', job_id: echoJob, param: 'x={{a.result}}', join: 'all' }, { key: 'c', job_id: echoJob, join: 'all' }],
+      edges: [{ from: 'a', to: 'b', when: 'success' }, { from: 'a', to: 'c', when: 'always' }],
+    }, 'the graph saved is the one in the tables');
+    const flowRow = `#workflows tr[data-workflow="${flow.id}"]`;
+    assert.equal(await page.textContent(`${flowRow} td.name`), WF_NAME);
+    assert.equal(await page.textContent(`${flowRow} td.schedule`), 'Cron 0 0 3 * * ?');
+    await noXss('workflows');
+    const wfAction = async (id, action) => {
+      await page.click(`#workflows tr[data-workflow="${id}"] details.menu summary`);
+      await page.click(`#workflows tr[data-workflow="${id}"] details.menu button[data-action="${action}"]`);
+    };
+    // Started, it shows its next fire in its zone; stopped again, none.
+    await wfAction(flow.id, 'start');
+    await page.waitForFunction((sel) => /^\d{4}-\d\d-\d\d 03:00:00 Asia\/Shanghai$/.test(document.querySelector(sel)?.textContent || ''), `${flowRow} td.next-fire`);
+    await shot('20-workflows');
+    await wfAction(flow.id, 'stop');
+    await page.waitForSelector(`${flowRow} button[data-action=start]`, { state: 'attached' });
+    assert.equal(await page.textContent(`${flowRow} td.next-fire`), '');
+
+    // Trigger now opens the instance, which polls until every node is final.
+    await wfAction(flow.id, 'trigger_now');
+    await page.waitForFunction(() => /^#workflows\/instance\/\d+$/.test(location.hash));
+    const instanceId = Number(/instance\/(\d+)/.exec(page.url())[1]);
+    await page.waitForFunction(() => document.getElementById('wfi-state')?.dataset.state === 'succeeded'
+      && document.querySelectorAll('#wfi-graph g.wf-node[data-state=succeeded]').length === 3, null, LONG);
+    assert.equal(await page.textContent('#wfi-state'), 'Succeeded');
+    assert.deepEqual(await page.$$eval('#wfi-graph g.wf-node rect', (rs) => rs.map((r) => getComputedStyle(r).fill)), Array(3).fill('rgb(172, 238, 187)'), 'the boxes are green');
+    assert.equal(await page.locator('#wfi-graph path.wf-edge').count(), 2);
+    assert.equal(await page.isVisible('#stop-instance'), false, 'no Stop on a finished instance');
+    // b's parameter was x= and a's result: its result (the handler echoes it) says so.
+    const resultOf = (k) => page.textContent(`#wfi-nodes tr[data-node="${k}"] td.result`);
+    assert.equal(await resultOf('a'), XSS);
+    assert.equal(await resultOf('b'), `x=${await resultOf('a')}`);
+    assert.equal(await resultOf('c'), 'c-done');
+    // A node's box shows its details; a succeeded node has nothing to retry, skip or mark.
+    await page.click('#wfi-graph g.wf-node[data-key=b]');
+    await page.waitForSelector('#wf-node-detail[data-node=b]');
+    assert.equal(await page.textContent('#wf-node-detail .result'), `x=${XSS}`);
+    assert.equal(await page.getAttribute('#wf-node-detail .state', 'data-state'), 'succeeded');
+    assert.equal(await page.locator('#wf-node-detail button').count(), 0);
+    assert.match(await page.getAttribute('#wfi-graph g.wf-node[data-key=b]', 'class'), /\bselected\b/);
+    await noXss('the workflow instance', 1);
+    await shot('21-workflow-instance');
+    // A final instance is no longer polled.
+    let instanceAsks = 0;
+    const countInstance = (r) => { if (r.url().includes(`/v1/workflow-instances/${instanceId}`)) instanceAsks++; };
+    page.on('request', countInstance);
+    await new Promise((r) => setTimeout(r, 2500));
+    page.off('request', countInstance);
+    assert.equal(instanceAsks, 0, 'no polling of a finished instance');
+    assert.equal(await page.textContent('#wfi-live'), '');
+    // The node's run, with its log.
+    await page.click('#wf-node-detail a.run-link');
+    await page.waitForFunction(() => document.getElementById('run-status')?.dataset.status === 'success', null, LONG);
+    assert.equal(await page.textContent('#run-param'), `x=${XSS}`);
+    await page.waitForFunction((x) => document.getElementById('run-log').textContent.includes(`param=x=${x}`), XSS, LONG);
+    await noXss('the run of a workflow node');
+    // The workflow's instances, with a state filter.
+    await page.goto(`${base}/console/#workflows/instances/${flow.id}`);
+    await page.waitForSelector(`#wf-instances tr[data-instance="${instanceId}"] td.state[data-state=succeeded]`);
+    await page.selectOption('.filters select[name=state]', 'failed');
+    await page.waitForFunction(() => document.querySelectorAll('#wf-instances tbody tr').length === 0);
+
+    // A running instance: its node is blue and the page polls; Stop, after a confirmation, kills
+    // the node's run: the node is stopped (orange) and the instance says who stopped it.
+    const sleepJob = await wfJob('wf sleeps', 'sleepJobHandler', '30');
+    const slow = await csrfFetch('POST', '/v1/workflows', { name: 'sleeps', definition: { nodes: [{ key: 'nap', job_id: sleepJob }] } });
+    assert.equal(slow.status, 201);
+    const slowFired = await csrfFetch('POST', `/v1/workflows/${slow.body.id}/trigger`, {});
+    assert.equal(slowFired.status, 202);
+    await page.goto(`${base}/console/#workflows/instance/${slowFired.body.instance_id}`);
+    await page.waitForFunction(() => document.querySelector('#wfi-graph g.wf-node[data-key=nap]')?.dataset.state === 'running', null, LONG);
+    assert.equal(await page.$eval('#wfi-graph g.wf-node rect', (r) => getComputedStyle(r).fill), 'rgb(182, 227, 255)', 'a running node is blue');
+    assert.equal(await page.textContent('#wfi-live'), '(live)');
+    await shot('21-workflow-instance-running');
+    dialogs.length = 0;
+    await page.click('#stop-instance');
+    assert.deepEqual(dialogs, ['Stop this instance? Its running nodes are killed.']);
+    await page.waitForFunction(() => document.getElementById('wfi-state')?.dataset.state === 'stopped'
+      && document.querySelector('#wfi-graph g.wf-node')?.dataset.state === 'stopped', null, LONG);
+    assert.equal(await page.$eval('#wfi-graph g.wf-node rect', (r) => getComputedStyle(r).fill), 'rgb(255, 216, 181)', 'a stopped node is orange');
+    assert.equal(await page.textContent('#wfi-stopped-by'), 'admin');
+    assert.equal(await page.isVisible('#stop-instance'), false, 'no Stop once stopped');
+
+    // A failed node fails the instance and leaves the node after it not run; marking it
+    // succeeded sets the instance going again (and polling with it) to its end.
+    const failJob = await wfJob('wf fails', 'failJobHandler', 'on purpose');
+    const failingFlow = await csrfFetch('POST', '/v1/workflows', { name: 'fails, then goes on', definition: { nodes: [{ key: 'f', job_id: failJob }, { key: 'after', job_id: echoJob }], edges: [{ from: 'f', to: 'after' }] } });
+    assert.equal(failingFlow.status, 201);
+    const failingFired = await csrfFetch('POST', `/v1/workflows/${failingFlow.body.id}/trigger`, { trigger_type: 'MANUAL' });
+    assert.equal(failingFired.status, 202);
+    await page.goto(`${base}/console/#workflows/instance/${failingFired.body.instance_id}`);
+    await page.waitForFunction(() => document.getElementById('wfi-state')?.dataset.state === 'failed', null, LONG);
+    assert.deepEqual(await page.$$eval('#wfi-graph g.wf-node', (gs) => gs.map((g) => [g.dataset.key, g.dataset.state])), [['f', 'failed'], ['after', 'not_run']]);
+    await page.click('#wfi-graph g.wf-node[data-key=f]');
+    await page.waitForSelector('#wf-node-detail[data-node=f]');
+    assert.equal(await page.textContent('#wf-node-detail .result'), 'on purpose');
+    assert.deepEqual(await page.$$eval('#wf-node-detail button', (bs) => bs.map((b) => b.dataset.action)), ['retry', 'skip', 'succeed']);
+    await shot('21-workflow-instance-failed');
+    await page.click('#wf-node-detail button[data-action=succeed]');
+    await page.waitForFunction(() => document.getElementById('wfi-state')?.dataset.state === 'succeeded'
+      && document.querySelector('#wfi-graph g.wf-node[data-key=after]')?.dataset.state === 'succeeded', null, LONG);
+    assert.equal(await page.getAttribute('#wfi-graph g.wf-node[data-key=f]', 'data-state'), 'succeeded');
+    // In Chinese too.
+    await page.selectOption('#lang', 'zh');
+    await page.waitForFunction(() => document.getElementById('wfi-state')?.textContent === '成功');
+    await shot('21-workflow-instance-zh');
+    await page.selectOption('#lang', 'en');
+    await page.waitForFunction(() => document.getElementById('wfi-state')?.textContent === 'Succeeded');
+    // Edited, the form holds the saved graph; renaming a node takes its edges along.
+    await page.goto(`${base}/console/#workflows/edit/${flow.id}`);
+    await page.waitForSelector('#wf-form');
+    assert.equal(await page.locator('#wf-nodes tbody tr').count(), 3);
+    assert.equal(await page.inputValue(`${nodeRow(2)} input[name=node_param]`), 'x={{a.result}}');
+    await page.fill(`${nodeRow(3)} input[name=node_key]`, 'c2');
+    assert.equal(await page.inputValue(`${edgeRow(2)} input[name=edge_to]`), 'c2');
+    await page.waitForSelector('#wf-graph g.wf-node[data-key=c2]');
+    await page.click('#wf-form button[type=submit]');
+    await page.waitForSelector(`#workflows tr[data-workflow="${flow.id}"]`);
+    assert.deepEqual((await csrfFetch('GET', `/v1/workflows/${flow.id}`)).body.definition.edges.map((e) => e.to), ['b', 'c2']);
+    // The audit log names a node's operation and its instance.
+    await page.goto(`${base}/console/#audit`);
+    await page.fill('.filters input[name=action]', 'workflow-instances');
+    await page.waitForFunction(() => [...document.querySelectorAll('#audit tbody tr')].some((r) => r.querySelector('td.action').textContent === 'Mark succeeded'
+      && /^Workflow instance #\d+$/.test(r.querySelector('td.target').textContent)));
+    // Removed from the list's menu, after a confirmation.
+    await page.goto(`${base}/console/#workflows`);
+    dialogs.length = 0;
+    await wfAction(failingFlow.body.id, 'remove');
+    await page.waitForFunction((id) => !document.querySelector(`#workflows tr[data-workflow="${id}"]`), failingFlow.body.id);
+    assert.deepEqual(dialogs, ['Delete this?']);
     assert.deepEqual(errors, [], 'no script errors');
   } catch (e) {
     // Keep what the page looked like when it failed, next to the other screenshots.

@@ -19,6 +19,8 @@ pub struct Deleted {
     pub runs: u64,
     /// Audit log entries.
     pub audit_entries: u64,
+    /// Finished workflow instances (with their nodes).
+    pub workflow_instances: u64,
 }
 
 fn cutoff(days: u32) -> i64 {
@@ -43,6 +45,11 @@ pub async fn sweep(retention: &Retention) -> Result<Deleted, crate::store::Store
         deleted.runs = retention
             .store
             .delete_finished_runs_before(cutoff(retention.run_days), BATCH)
+            .await?;
+        // Instances go with their runs: a finished one older than the runs' retention.
+        deleted.workflow_instances = retention
+            .store
+            .delete_finished_instances_before(cutoff(retention.run_days), BATCH)
             .await?;
     }
     if retention.audit_days > 0 {

@@ -583,7 +583,7 @@ async fn access_control() {
     assert_eq!(r.headers()["x-content-type-options"], "nosniff");
     let log: Value = r.json().await.unwrap();
     assert!(log["content"].is_string(), "{log}");
-    for file in ["app.js", "pages.js", "i18n.js"] {
+    for file in ["app.js", "pages.js", "i18n.js", "workflows.js"] {
         let js = anon
             .raw(Method::GET, &format!("/console/{file}"), None)
             .await

@@ -11,6 +11,7 @@
 
 mod common;
 
+use chime_protocol::messages::JOB_RESULT_LOST;
 use common::cluster::Admin;
 use common::executor::TestExecutor;
 use common::process::free_port;
@@ -85,10 +86,16 @@ async fn wait_instances_finished(api: &Api, secs: u64) {
         if open == 0 {
             return;
         }
-        assert!(
-            Instant::now() < deadline,
-            "instances still open after {secs} s: {running:#}"
-        );
+        if Instant::now() >= deadline {
+            // What the first open instance waits for: its nodes and their runs.
+            let id = running[0]["id"].as_i64().or(queued[0]["id"].as_i64()).unwrap_or(0);
+            let (_, instance) = api.get(&format!("/v1/workflow-instances/{id}")).await;
+            let mut runs = Vec::new();
+            for n in instance["nodes"].as_array().into_iter().flatten() {
+                runs.push(api.get(&format!("/v1/runs/{}", n["run_id"])).await.1);
+            }
+            panic!("instances still open after {secs} s, e.g. {instance:#}\nits runs: {runs:#?}");
+        }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
@@ -118,29 +125,50 @@ async fn check(db_url: &str, delivered: &[i64]) -> (usize, usize) {
         "instances were fired: {}",
         instances.len()
     );
-    let not_succeeded: Vec<&(i64, String)> = instances.iter().filter(|(_, s)| s != "succeeded").collect();
+    let nodes = sqlx::query("SELECT instance_id, node, state, run_id, result FROM workflow_node_run")
+        .fetch_all(&mut conn)
+        .await
+        .unwrap();
+    // A node run marked as being sent by an admin in the instant before its SIGKILL, and never
+    // received, is failed as lost by the lost-run sweep (as for jobs: at most once, never
+    // twice); its instance then fails. Any other failure is a fault.
+    let lost: HashSet<i64> = nodes
+        .iter()
+        .filter(|r| text(r, "state") == "failed" && text(r, "result").starts_with(JOB_RESULT_LOST))
+        .map(|r| r.try_get::<i64, _>("instance_id").unwrap())
+        .collect();
+    let not_succeeded: Vec<&(i64, String)> = instances
+        .iter()
+        .filter(|(id, s)| s != "succeeded" && !(s == "failed" && lost.contains(id)))
+        .collect();
     assert!(
         not_succeeded.is_empty(),
         "every instance finished and succeeded: {not_succeeded:?}"
     );
-    let nodes = sqlx::query("SELECT instance_id, node, state, run_id FROM workflow_node_run")
-        .fetch_all(&mut conn)
-        .await
-        .unwrap();
+    assert!(lost.len() <= 3, "{} instances lost a node run at the kills", lost.len());
     let mut per_instance: BTreeMap<i64, Vec<String>> = BTreeMap::new();
     let mut run_ids = HashSet::new();
     for r in &nodes {
         let instance: i64 = r.try_get("instance_id").unwrap();
-        assert_eq!(text(r, "state"), "succeeded");
+        let state = text(r, "state");
+        assert!(
+            state == "succeeded" || (lost.contains(&instance) && matches!(state.as_str(), "failed" | "not_run")),
+            "instance {instance}: node {} is {state}",
+            text(r, "node")
+        );
         let run: i64 = r.try_get("run_id").unwrap();
-        assert!(run_ids.insert(run), "run {run} belongs to two nodes");
+        assert!(run == 0 || run_ids.insert(run), "run {run} belongs to two nodes");
         per_instance.entry(instance).or_default().push(text(r, "node"));
     }
     for (instance, _) in &instances {
         let mut keys = per_instance.remove(instance).unwrap_or_default();
         keys.sort();
         keys.dedup();
-        assert_eq!(keys.len(), NODES, "instance {instance}: every node once: {keys:?}");
+        assert_eq!(
+            keys.len(),
+            NODES,
+            "instance {instance}: every node once (run or not run): {keys:?}"
+        );
     }
     let workflow_runs: i64 = sqlx::query("SELECT COUNT(*) AS n FROM run WHERE trigger_type = 'WORKFLOW'")
         .fetch_one(&mut conn)
@@ -150,15 +178,18 @@ async fn check(db_url: &str, delivered: &[i64]) -> (usize, usize) {
         .unwrap();
     assert_eq!(
         workflow_runs as usize,
-        nodes.len(),
-        "one run per node: no node was made twice"
+        run_ids.len(),
+        "one run per node that ran: no node was made twice"
     );
     let mut deliveries: HashMap<i64, usize> = HashMap::new();
     for id in delivered {
         *deliveries.entry(*id).or_default() += 1;
     }
-    let lost: Vec<&i64> = run_ids.iter().filter(|id| !deliveries.contains_key(id)).collect();
-    assert!(lost.is_empty(), "node runs never delivered: {lost:?}");
+    let undelivered = run_ids.iter().filter(|id| !deliveries.contains_key(id)).count();
+    assert!(undelivered <= lost.len(), "{undelivered} node runs never delivered");
+    if !lost.is_empty() {
+        eprintln!("{} instances failed: a node run lost at a kill", lost.len());
+    }
     let duplicates = delivered.len() - deliveries.len();
     // At most the runs in flight at the kills.
     assert!(duplicates <= WORKFLOWS * NODES * 3, "{duplicates} duplicate deliveries");
@@ -213,7 +244,7 @@ async fn killed_mid_instance(kind: Db) {
     for w in &workflows {
         api.ok(&format!("/v1/workflows/{w}/stop"), json!({})).await;
     }
-    wait_instances_finished(&api, 90).await;
+    wait_instances_finished(&api, 150).await;
     let (instances, duplicates) = check(&db.url, &executor.log_ids()).await;
     eprintln!("{kind:?}: {instances} instances of {NODES} nodes, {duplicates} re-delivered after the kills");
     executor.kill();
@@ -258,7 +289,7 @@ async fn one_of_two_killed(kind: Db) {
     for w in &workflows {
         api.ok(&format!("/v1/workflows/{w}/stop"), json!({})).await;
     }
-    wait_instances_finished(&api, 90).await;
+    wait_instances_finished(&api, 150).await;
     let (instances, duplicates) = check(&db.url, &executor.log_ids()).await;
     eprintln!("{kind:?}, two admins: {instances} instances, {duplicates} re-delivered after the kill");
     executor.kill();

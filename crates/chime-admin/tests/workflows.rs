@@ -383,6 +383,67 @@ async fn workflows_story(kind: Db) {
         .call(reqwest::Method::DELETE, &format!("/v1/workflows/{limited}"), None)
         .await;
     assert_eq!(s, 204);
+
+    // Jobs as code: the export holds the workflows, nodes naming jobs by app/key; applying it
+    // back changes nothing; a document creates a workflow over a job it creates too.
+    let (s, doc) = env.api.get("/v1/export").await;
+    assert_eq!(s, 200, "{doc}");
+    let exported = doc["workflows"].as_array().unwrap();
+    let d = exported
+        .iter()
+        .find(|w| w["name"] == "diamond")
+        .expect("diamond exported");
+    assert_eq!(d["nodes"][0]["job"], format!("{APP}/job-{a}"));
+    assert_eq!(d["nodes"][1]["param"], "b-after-{{a.result}}");
+    let plan = env
+        .api
+        .ok(
+            "/v1/apply",
+            json!({"groups": doc["groups"], "workflows": doc["workflows"]}),
+        )
+        .await;
+    assert!(
+        plan["create"].as_array().unwrap().is_empty() && plan["update"].as_array().unwrap().is_empty(),
+        "applying the export changes nothing: {plan}"
+    );
+    let plan = env
+        .api
+        .ok(
+            "/v1/apply",
+            json!({"groups": [{"app_name": APP, "jobs": [{"key": "etl-a", "handler": "demoJobHandler"}]}],
+                   "workflows": [{"name": "from-doc", "nodes": [{"key": "a", "job": format!("{APP}/etl-a"), "param": "doc"}]}]}),
+        )
+        .await;
+    let created: Vec<&Value> = plan["create"].as_array().unwrap().iter().collect();
+    assert!(
+        created
+            .iter()
+            .any(|e| e["kind"] == "workflow" && e["key"] == "from-doc"),
+        "{plan}"
+    );
+    let (_, list) = env.api.get("/v1/workflows").await;
+    let from_doc = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["name"] == "from-doc")
+        .unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    let i = trigger(&env, from_doc).await;
+    assert_eq!(nodes(&finished_instance(&env, i, 60).await)["a"]["result"], "doc");
+    let (s, v) = env
+        .api
+        .post(
+            "/v1/apply",
+            json!({"workflows": [{"name": "bad", "nodes": [{"key": "a", "job": format!("{APP}/missing")}]}]}),
+        )
+        .await;
+    assert_eq!(
+        (s, v["field"].as_str()),
+        (422, Some("workflows[bad].nodes[a].job")),
+        "{v}"
+    );
     env.close().await;
 }
 

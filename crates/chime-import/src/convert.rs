@@ -110,7 +110,11 @@ fn check(group: &DocGroup, job: Option<&DocJob>, opts: &ApplyOptions<'_>) -> Res
     if let Some(j) = g.jobs.first_mut() {
         j.children = None;
     }
-    check_document(&JobsDocument { groups: vec![g] }, opts).map_err(|e| e.message)
+    let doc = JobsDocument {
+        groups: vec![g],
+        ..JobsDocument::default()
+    };
+    check_document(&doc, opts).map_err(|e| e.message)
 }
 
 /// Converts everything read from XXL-JOB.
@@ -238,6 +242,7 @@ pub fn convert(source: &Source, rules: &Rules<'_>, opts: &ApplyOptions<'_>) -> C
     }
     out.bundle.document = JobsDocument {
         groups: groups.into_values().collect(),
+        ..JobsDocument::default()
     };
 
     // What the document does not carry.

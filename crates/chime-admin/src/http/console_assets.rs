@@ -32,6 +32,11 @@ const ASSETS: &[(&str, &str, &str)] = &[
         include_str!("../../../../web/pages.js"),
     ),
     (
+        "workflows.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../../web/workflows.js"),
+    ),
+    (
         "style.css",
         "text/css; charset=utf-8",
         include_str!("../../../../web/style.css"),

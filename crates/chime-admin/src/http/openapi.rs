@@ -370,14 +370,52 @@ fn doc_group(out: bool) -> Value {
 }
 
 /// The jobs document `GET /v1/export` answers.
+/// A workflow of a jobs document (`out`: as exported, every field there).
+fn doc_workflow(out: bool) -> Value {
+    let opt = |v: Value| if out { v } else { nullable(v) };
+    let node = json!({
+        "key": job_key(),
+        "job": json!({ "type": "string", "description": "the node's job: app_name/key" }),
+        "param": string(),
+        "join": string_enum(&["all", "any"]),
+    });
+    let edge = json!({
+        "from": job_key(),
+        "to": job_key(),
+        "when": string_enum(&["success", "failure", "always"]),
+    });
+    let props = json!({
+        "name": json!({ "type": "string", "minLength": 1, "maxLength": 128 }),
+        "description": opt(string()),
+        "schedule_type": opt(schedule_types()),
+        "schedule_expr": opt(string()),
+        "time_zone": opt(string()),
+        "misfire_strategy": opt(misfire_strategies()),
+        "max_instances": opt(int_range(0, 10_000)),
+        "on_limit": opt(string_enum(&["skip", "queue"])),
+        "running": opt(boolean()),
+        "nodes": arr(input_required(node, &["key", "job"])),
+        "edges": arr(input_required(edge, &["from", "to"])),
+    });
+    if out {
+        exact(props)
+    } else {
+        input_required(props, &["name"])
+    }
+}
+
 pub(super) fn jobs_document() -> Value {
-    exact(json!({ "groups": arr(doc_group(true)) }))
+    let mut doc = exact(json!({ "groups": arr(doc_group(true)), "workflows": arr(doc_workflow(true)) }));
+    // Exported only when there are any (and for admins).
+    doc["required"] = json!(["groups"]);
+    doc
 }
 
 /// The body of `POST /v1/apply`: a jobs document and the flags.
 pub(super) fn apply_request() -> Value {
     input(json!({
         "groups": arr(doc_group(false)),
+        "workflows": arr(doc_workflow(false)),
         "dry_run": nullable(json!({ "type": "boolean", "description": "work out the plan, change nothing" })),
         "prune": nullable(json!({ "type": "boolean", "description": "delete the jobs of the named groups that the document does not list" })),
     }))
@@ -386,7 +424,7 @@ pub(super) fn apply_request() -> Value {
 /// What `POST /v1/apply` did (or would do).
 pub(super) fn apply_plan() -> Value {
     let entry = exact(json!({
-        "kind": string_enum(&["group", "job"]),
+        "kind": string_enum(&["group", "job", "workflow"]),
         "group": string(),
         "key": nullable(string()),
         "fields": arr(string()),

@@ -512,6 +512,8 @@ struct ApplyRequest {
     #[serde(default)]
     groups: Vec<crate::store::DocGroup>,
     #[serde(default)]
+    workflows: Vec<crate::store::DocWorkflow>,
+    #[serde(default)]
     dry_run: Option<bool>,
     #[serde(default)]
     prune: Option<bool>,
@@ -524,7 +526,10 @@ pub(super) async fn apply_jobs(
     body: Bytes,
 ) -> ApiResult<Json<ApplyPlan>> {
     let req: ApplyRequest = parse_body(&body)?;
-    let doc = JobsDocument { groups: req.groups };
+    let doc = JobsDocument {
+        groups: req.groups,
+        workflows: req.workflows,
+    };
     let author = author(who.as_deref());
     // Prune deletes only in the groups the document names; a document without groups prunes
     // nothing (so an empty body cannot empty the admin).

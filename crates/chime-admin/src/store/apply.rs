@@ -3,6 +3,7 @@
 //! transaction, all or nothing. Jobs are matched by their key within their group, so applying
 //! a document twice changes nothing the second time.
 
+use super::apply_workflows::DocWorkflow;
 use super::rows::{self, GROUP_COLUMNS, JOB_COLUMNS};
 use super::{Store, StoreError, StoreResult};
 use crate::address_policy::ExecutorNetworks;
@@ -27,6 +28,9 @@ pub struct JobsDocument {
     /// The groups, each with its jobs.
     #[serde(default)]
     pub groups: Vec<DocGroup>,
+    /// Workflows, their nodes naming jobs by `app_name/key` (exported for admins only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workflows: Vec<DocWorkflow>,
 }
 
 /// A group of a [`JobsDocument`]. Fields left out keep their value (or take the default when
@@ -279,7 +283,7 @@ fn group_fields(g: &Group, d: &GroupDraft) -> Vec<String> {
     f
 }
 
-fn entry(kind: &str, group: &str, key: Option<&str>, fields: Vec<String>) -> PlanEntry {
+pub(super) fn entry(kind: &str, group: &str, key: Option<&str>, fields: Vec<String>) -> PlanEntry {
     PlanEntry {
         kind: kind.to_owned(),
         group: group.to_owned(),
@@ -290,6 +294,7 @@ fn entry(kind: &str, group: &str, key: Option<&str>, fields: Vec<String>) -> Pla
 
 /// Checks the document on its own (no database): bounds, names, every job's fields.
 pub(super) fn validate_document(doc: &JobsDocument, opts: &ApplyOptions<'_>) -> Result<Checked, Invalid> {
+    super::apply_workflows::check(&doc.workflows)?;
     if doc.groups.len() > MAX_DOC_GROUPS {
         return Err(Invalid::new(
             "groups",
@@ -479,7 +484,13 @@ impl Store {
                 access_token_set: Some(g.access_token.is_some()),
             })
             .collect();
-        Ok(JobsDocument { groups })
+        // Workflows span groups: in the whole document of an admin only.
+        let workflows = if only.is_none() && scope.is_none() {
+            self.export_workflows().await?
+        } else {
+            Vec::new()
+        };
+        Ok(JobsDocument { groups, workflows })
     }
 
     /// Applies `doc`: validates all of it first, then works out and executes the plan in one
@@ -489,7 +500,7 @@ impl Store {
         let checked = validate_document(doc, &opts)?;
         let now = now_ms();
         let mut tx = self.write.begin().await?;
-        let Applied { mut plan, .. } = self.apply_in(&mut tx, checked, &opts, now).await?;
+        let Applied { mut plan, .. } = self.apply_in(&mut tx, checked, &doc.workflows, &opts, now).await?;
         if opts.dry_run || plan.is_empty() {
             tx.rollback().await?;
             return Ok(plan);
@@ -516,6 +527,7 @@ impl Store {
         &self,
         tx: &mut Transaction<'static, Any>,
         (doc_groups, wanted): Checked,
+        workflows: &[DocWorkflow],
         opts: &ApplyOptions<'_>,
         now: i64,
     ) -> StoreResult<Applied> {
@@ -725,6 +737,8 @@ impl Store {
             .into());
         }
 
+        self.apply_workflows_in(tx, workflows, &ids, opts, now, &mut plan)
+            .await?;
         Ok(Applied {
             plan,
             group_ids,

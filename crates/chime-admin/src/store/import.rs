@@ -187,7 +187,9 @@ impl Store {
         let checked = validate_document(&bundle.document, &opts)?;
         let now = now_ms();
         let mut tx = self.write.begin().await?;
-        let applied = self.apply_in(&mut tx, checked, &opts, now).await?;
+        let applied = self
+            .apply_in(&mut tx, checked, &bundle.document.workflows, &opts, now)
+            .await?;
         let tokens = self.import_tokens(&mut tx, bundle, &applied).await?;
         let (fire_times, glue_versions) = self
             .import_job_state(&mut tx, bundle, &applied, opts.author, now)

@@ -12,6 +12,7 @@
 
 mod alarms;
 mod apply;
+mod apply_workflows;
 mod audit;
 mod bulk;
 mod console_queries;
@@ -36,6 +37,7 @@ pub use crate::run::{HandleOutcome, MarkedRun, NewRun, RunTicket, SendMark, Trig
 pub use alarms::alarm_status;
 pub use apply::check_document;
 pub use apply::{ApplyOptions, ApplyPlan, DocGroup, DocJob, JobsDocument, PlanEntry, MAX_DOC_GROUPS, MAX_DOC_JOBS};
+pub use apply_workflows::{DocNode, DocWorkflow};
 pub use audit::{AuditEntry, AuditFilter};
 pub use console_queries::{DayCounts, GlueVersion};
 pub use dialect::{placeholders, Backend};

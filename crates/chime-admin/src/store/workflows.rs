@@ -20,13 +20,16 @@ use sqlx::Transaction;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-const WORKFLOW_COLUMNS: &str = "id, name, description, partition_no, schedule_type, schedule_expr, time_zone, \
+pub(super) const WORKFLOW_COLUMNS: &str =
+    "id, name, description, partition_no, schedule_type, schedule_expr, time_zone, \
      misfire_strategy, max_instances, on_limit, definition, running, anchor_at, next_fire_at, last_fire_at, \
      created_at, updated_at";
 
 const INSTANCE_COLUMNS: &str =
     "id, workflow_id, scheduled_at, trigger_type, state, definition, stopped_by, created_at, finished_at";
 
+/// Node rows written per multi-row update.
+const UPDATE_ROWS: usize = 500;
 /// Instances moved on per round at most.
 const ADVANCE_BATCH: i64 = 200;
 /// Workflows fired per round at most.
@@ -43,7 +46,7 @@ fn definition(row: &AnyRow) -> Result<Definition, sqlx::Error> {
     serde_json::from_str(&rows::text(row, "definition")?).map_err(|e| decode_err("definition", e))
 }
 
-fn workflow_row(row: &AnyRow) -> Result<Workflow, sqlx::Error> {
+pub(super) fn workflow_row(row: &AnyRow) -> Result<Workflow, sqlx::Error> {
     Ok(Workflow {
         id: rows::int(row, "id")?,
         name: rows::text(row, "name")?,
@@ -123,9 +126,20 @@ impl Store {
 
     /// Creates a workflow (scheduled from now when the draft says so).
     pub async fn insert_workflow(&self, d: &WorkflowDraft) -> StoreResult<Workflow> {
-        let now = now_ms();
-        let first_fire = first_fire_of(d, now)?;
         let mut tx = self.write.begin().await?;
+        let id = self.insert_workflow_tx(&mut tx, d, now_ms()).await?;
+        tx.commit().await?;
+        self.workflow(id).await
+    }
+
+    /// [`Store::insert_workflow`] in `tx`; returns the new id.
+    pub(super) async fn insert_workflow_tx(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        d: &WorkflowDraft,
+        now: i64,
+    ) -> StoreResult<i64> {
+        let first_fire = first_fire_of(d, now)?;
         let q = self.sql(
             "INSERT INTO workflow (name, description, partition_no, schedule_type, schedule_expr, time_zone, \
              misfire_strategy, max_instances, on_limit, definition, running, anchor_at, next_fire_at, last_fire_at, \
@@ -143,26 +157,41 @@ impl Store {
             .bind(serde_json::to_string(&d.definition).unwrap_or_default())
             .bind(i64::from(d.running))
             .bind(now)
-            .bind(if d.running { first_fire } else { 0 })
+            .bind(first_fire)
             .bind(now)
             .bind(now)
-            .fetch_one(&mut *tx)
+            .fetch_one(&mut **tx)
             .await
             .map_err(|e| name_taken(e, &d.name))?;
         let id = rows::int(&row, 0)?;
         let q = self.sql("UPDATE workflow SET partition_no = ? WHERE id = ?");
-        sqlx::query(&q).bind(id % PARTITIONS).bind(id).execute(&mut *tx).await?;
+        sqlx::query(&q)
+            .bind(id % PARTITIONS)
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
+        Ok(id)
+    }
+
+    /// Replaces a workflow's definition. Its schedule restarts from now when it changed or the
+    /// workflow is being started; running instances keep the graph they were fired with.
+    pub async fn update_workflow(&self, id: i64, d: &WorkflowDraft) -> StoreResult<Workflow> {
+        let mut tx = self.write.begin().await?;
+        let old = self.workflow_tx(&mut tx, id).await?;
+        self.update_workflow_tx(&mut tx, &old, d, now_ms()).await?;
         tx.commit().await?;
         self.workflow(id).await
     }
 
-    /// Replaces a workflow's definition. Its schedule restarts from `first_fire` when it changed
-    /// or the workflow is being started; running instances keep the graph they were fired with.
-    pub async fn update_workflow(&self, id: i64, d: &WorkflowDraft) -> StoreResult<Workflow> {
-        let now = now_ms();
+    /// [`Store::update_workflow`] in `tx`, `old` being the workflow as it is (locked).
+    pub(super) async fn update_workflow_tx(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        old: &Workflow,
+        d: &WorkflowDraft,
+        now: i64,
+    ) -> StoreResult<()> {
         let first_fire = first_fire_of(d, now)?;
-        let mut tx = self.write.begin().await?;
-        let old = self.workflow_tx(&mut tx, id).await?;
         let schedule_changed = old.schedule_type != d.schedule_type
             || old.schedule_expr != d.schedule_expr
             || old.time_zone != d.time_zone;
@@ -192,12 +221,11 @@ impl Store {
             .bind(anchor)
             .bind(next)
             .bind(now)
-            .bind(id)
-            .execute(&mut *tx)
+            .bind(old.id)
+            .execute(&mut **tx)
             .await
             .map_err(|e| name_taken(e, &d.name))?;
-        tx.commit().await?;
-        self.workflow(id).await
+        Ok(())
     }
 
     /// Deletes a workflow with its finished instances; refused (409) while an instance is
@@ -237,7 +265,7 @@ impl Store {
             .ok_or_else(|| StoreError::NotFound(format!("workflow {id}")))
     }
 
-    async fn workflow_tx(&self, tx: &mut Transaction<'static, Any>, id: i64) -> StoreResult<Workflow> {
+    pub(super) async fn workflow_tx(&self, tx: &mut Transaction<'static, Any>, id: i64) -> StoreResult<Workflow> {
         let q = self
             .sql(&format!(
                 "SELECT {WORKFLOW_COLUMNS} FROM workflow WHERE id = ?{}",
@@ -436,17 +464,32 @@ impl Store {
             .iter()
             .map(|r| rows::int(r, "instance_id"))
             .collect::<Result<_, _>>()?;
-        for id in ids {
-            let now = now_ms();
-            let mut tx = self.write.begin().await?;
-            let step = self.progress(&mut tx, id, now, now).await?;
-            tx.commit().await?;
-            out.tickets.extend(step.tickets);
-            out.finished.extend(step.finished);
-            out.lateness_ms.extend(step.lateness_ms);
-            if let Some(w) = step.finished_workflow {
-                out.tickets.extend(self.start_queued(w).await?);
-            }
+        if ids.is_empty() {
+            return Ok(out);
+        }
+        let now = now_ms();
+        let mut tx = self.write.begin().await?;
+        let step = self.progress_many(&mut tx, &ids, now, now).await?;
+        tx.commit().await?;
+        out.tickets.extend(step.tickets);
+        out.finished.extend(step.finished);
+        out.lateness_ms.extend(step.lateness_ms);
+        // Only workflows with a queued instance have one to start (most have no limit).
+        let mut conn = self.read.acquire().await?;
+        let waiting: Vec<i64> = self
+            .fetch_in(
+                &mut conn,
+                "SELECT DISTINCT workflow_id FROM workflow_instance WHERE state = 'queued' AND workflow_id IN ({in})",
+                &step.finished_workflows,
+                &[],
+            )
+            .await?
+            .iter()
+            .map(|r| rows::int(r, "workflow_id"))
+            .collect::<Result<_, _>>()?;
+        drop(conn);
+        for w in waiting {
+            out.tickets.extend(self.start_queued(w).await?);
         }
         Ok(out)
     }
@@ -476,9 +519,7 @@ impl Store {
         Ok(step.tickets)
     }
 
-    /// Moves instance `id` on, in `tx`, holding its row: finished runs become node states (a
-    /// failed run that a retry follows hands the node to the retry), then `dag::step` decides
-    /// and its answer is written, until nothing more follows. New runs are due at `start_at`.
+    /// Moves instance `id` on, in `tx`: [`Store::progress_many`] for one instance.
     async fn progress(
         &self,
         tx: &mut Transaction<'static, Any>,
@@ -486,51 +527,111 @@ impl Store {
         start_at: i64,
         now: i64,
     ) -> StoreResult<Progress> {
+        self.progress_many(tx, &[id], start_at, now).await
+    }
+
+    /// Moves instances `ids` on, in `tx`, holding their rows: finished runs become node states
+    /// (a failed run that a retry follows hands its node to the retry), then `dag::step`
+    /// decides for each instance, until nothing more follows, and its answers are written
+    /// together — the node rows and runs of all instances in a few multi-row statements, as a
+    /// claim writes its fires, so a node costs about what a fire costs. New runs are due at
+    /// `start_at`.
+    async fn progress_many(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        ids: &[i64],
+        start_at: i64,
+        now: i64,
+    ) -> StoreResult<Progress> {
         let mut out = Progress::default();
-        let q = self
-            .sql(&format!(
-                "SELECT {INSTANCE_COLUMNS} FROM workflow_instance WHERE id = ?{}",
-                self.backend.for_update()
-            ))
-            .into_owned();
-        let Some(row) = sqlx::query(&q).bind(id).fetch_optional(&mut **tx).await? else {
-            return Ok(out);
-        };
-        let instance = instance_row(&row)?;
-        if instance.state != InstanceState::Running {
+        let q = format!(
+            "SELECT {INSTANCE_COLUMNS} FROM workflow_instance WHERE id IN ({{in}}){}",
+            self.backend.for_update()
+        );
+        let mut instances: Vec<Instance> = self
+            .fetch_in(tx, &q, ids, &[])
+            .await?
+            .iter()
+            .map(instance_row)
+            .collect::<Result<_, _>>()?;
+        instances.retain(|i| i.state == InstanceState::Running);
+        if instances.is_empty() {
             return Ok(out);
         }
-        let def = &instance.definition;
-        let mut nodes = self.node_runs(tx, id).await?;
-        // Finished runs of running nodes.
-        for n in nodes
-            .iter_mut()
-            .filter(|n| n.state == NodeState::Running && n.run_id > 0)
-        {
-            let mut run_id = n.run_id;
-            loop {
-                let q = self.sql(
-                    "SELECT r.trigger_code AS trigger_code, r.handle_code AS handle_code, r.handle_msg AS handle_msg, \
-                     r.handled_at AS handled_at, r.triggered_at AS triggered_at, \
-                     (SELECT MIN(x.id) FROM run x WHERE x.retry_of = r.id) AS retry FROM run r WHERE r.id = ?",
-                );
-                let Some(r) = sqlx::query(&q).bind(run_id).fetch_optional(&mut **tx).await? else {
+        let live: Vec<i64> = instances.iter().map(|i| i.id).collect();
+        let mut nodes: HashMap<i64, Vec<(i64, NodeRun)>> = HashMap::new();
+        let q = "SELECT id, instance_id, node, state, run_id, result, started_at, finished_at FROM workflow_node_run \
+                 WHERE instance_id IN ({in}) ORDER BY id";
+        for r in self.fetch_in(tx, q, &live, &[]).await? {
+            nodes
+                .entry(rows::int(&r, "instance_id")?)
+                .or_default()
+                .push((rows::int(&r, "id")?, node_row(&r)?));
+        }
+
+        // The runs of running nodes, followed to their retries.
+        // The node rows to write again, as (instance, index in its list).
+        let mut changed: HashSet<(i64, usize)> = HashSet::new();
+        let mut asking: HashMap<i64, (i64, usize)> = HashMap::new();
+        for (instance, list) in &nodes {
+            for (k, (_, n)) in list.iter().enumerate() {
+                if n.state == NodeState::Running && n.run_id > 0 {
+                    asking.insert(n.run_id, (*instance, k));
+                }
+            }
+        }
+        while !asking.is_empty() {
+            let run_ids: Vec<i64> = asking.keys().copied().collect();
+            let q = "SELECT id, trigger_code, handle_code, handle_msg, handled_at, triggered_at FROM run WHERE id IN ({in})";
+            let found: HashMap<i64, AnyRow> = self
+                .fetch_in(tx, q, &run_ids, &[])
+                .await?
+                .into_iter()
+                .map(|r| Ok((rows::int(&r, "id")?, r)))
+                .collect::<Result<_, sqlx::Error>>()?;
+            let failed: Vec<i64> = found
+                .iter()
+                .filter(|(_, r)| {
+                    let (t, h) = (
+                        rows::int(r, "trigger_code").unwrap_or(0),
+                        rows::int(r, "handle_code").unwrap_or(0),
+                    );
+                    !(matches!(t, 0 | 200) && h == 0) && h != 200
+                })
+                .map(|(id, _)| *id)
+                .collect();
+            let mut retries: HashMap<i64, i64> = HashMap::new();
+            let q = "SELECT id, retry_of FROM run WHERE retry_of IN ({in})";
+            for r in self.fetch_in(tx, q, &failed, &[]).await? {
+                let (id, of) = (rows::int(&r, "id")?, rows::int(&r, "retry_of")?);
+                let e = retries.entry(of).or_insert(id);
+                *e = (*e).min(id);
+            }
+            let mut next = HashMap::new();
+            for (run_id, (instance, k)) in asking {
+                let n = &mut nodes.get_mut(&instance).expect("asked for its nodes")[k].1;
+                let Some(r) = found.get(&run_id) else {
                     // The run was deleted (with its job): the node cannot finish by itself.
                     n.state = NodeState::Failed;
                     n.result = format!("run {run_id} no longer exists");
-                    break;
+                    n.run_id = run_id;
+                    n.finished_at = now;
+                    changed.insert((instance, k));
+                    continue;
                 };
-                let (trigger_code, handle_code) = (rows::int(&r, "trigger_code")?, rows::int(&r, "handle_code")?);
-                let sent_or_waiting = matches!(trigger_code, 0 | 200);
-                if sent_or_waiting && handle_code == 0 {
-                    break;
-                }
-                let retry = rows::int(&r, "retry")?;
-                if handle_code != 200 && retry > 0 {
-                    run_id = retry;
+                let (trigger_code, handle_code) = (rows::int(r, "trigger_code")?, rows::int(r, "handle_code")?);
+                if matches!(trigger_code, 0 | 200) && handle_code == 0 {
+                    if run_id != n.run_id {
+                        n.run_id = run_id;
+                        changed.insert((instance, k));
+                    }
                     continue;
                 }
-                let done_at = rows::int(&r, "handled_at")?.max(rows::int(&r, "triggered_at")?);
+                if let Some(retry) = retries.get(&run_id) {
+                    next.insert(*retry, (instance, k));
+                    continue;
+                }
+                let done_at = rows::int(r, "handled_at")?.max(rows::int(r, "triggered_at")?);
                 if done_at > 0 {
                     out.lateness_ms.push((now - done_at).max(0));
                 }
@@ -539,94 +640,165 @@ impl Store {
                 } else {
                     NodeState::Failed
                 };
-                n.result = rows::text(&r, "handle_msg")?;
-                break;
-            }
-            let finished = n.state != NodeState::Running;
-            if run_id != n.run_id || finished {
+                n.result = rows::text(r, "handle_msg")?;
                 n.run_id = run_id;
-                n.finished_at = if finished { now } else { 0 };
-                let q = self.sql(
-                    "UPDATE workflow_node_run SET state = ?, run_id = ?, result = ?, finished_at = ? \
-                     WHERE instance_id = ? AND node = ?",
-                );
-                sqlx::query(&q)
-                    .bind(n.state.as_str())
-                    .bind(n.run_id)
-                    .bind(capped(&n.result))
-                    .bind(n.finished_at)
-                    .bind(id)
-                    .bind(&n.node)
-                    .execute(&mut **tx)
-                    .await?;
+                n.finished_at = now;
+                changed.insert((instance, k));
+            }
+            asking = next;
+        }
+        let updates: Vec<(i64, &'static str, i64, &str, i64)> = changed
+            .iter()
+            .map(|(instance, k)| {
+                let (row_id, n) = &nodes[instance][*k];
+                (*row_id, n.state.as_str(), n.run_id, capped(&n.result), n.finished_at)
+            })
+            .collect();
+        for chunk in updates.chunks(UPDATE_ROWS) {
+            let q = self.backend.update_by_id(
+                "workflow_node_run",
+                &["state", "run_id", "result", "finished_at"],
+                chunk.len(),
+                "",
+            );
+            let mut query = sqlx::query(&q);
+            for (id, state, run_id, result, finished_at) in chunk {
+                query = query
+                    .bind(*id)
+                    .bind(*state)
+                    .bind(*run_id)
+                    .bind(result)
+                    .bind(*finished_at);
+            }
+            query.execute(&mut **tx).await?;
+        }
+
+        // Then as far as each graph goes, all in memory: a node whose job is gone fails at
+        // once, which may decide more nodes.
+        let job_ids: Vec<i64> = instances
+            .iter()
+            .flat_map(|i| i.definition.nodes.iter().map(|n| n.job_id))
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        let jobs: HashMap<i64, Arc<Job>> = self
+            .jobs_tx(tx, &job_ids)
+            .await?
+            .into_iter()
+            .map(|(id, j)| (id, Arc::new(j)))
+            .collect();
+        let mut new_nodes: Vec<(i64, String, NodeState, String)> = Vec::new();
+        let mut new_runs: Vec<NewRun> = Vec::new();
+        let mut run_owners: Vec<usize> = Vec::new();
+        let mut ended: Vec<(i64, InstanceState)> = Vec::new();
+        for instance in &instances {
+            let def = &instance.definition;
+            let mut states: HashMap<String, NodeState> = nodes
+                .get(&instance.id)
+                .into_iter()
+                .flatten()
+                .map(|(_, n)| (n.node.clone(), n.state))
+                .collect();
+            let results: HashMap<String, String> = nodes
+                .get(&instance.id)
+                .into_iter()
+                .flatten()
+                .filter(|(_, n)| n.state == NodeState::Succeeded)
+                .map(|(_, n)| (n.node.clone(), n.result.clone()))
+                .collect();
+            loop {
+                let step = dag::step(def, &states);
+                let mut again = !step.not_run.is_empty() && step.ready.is_empty() && step.finished.is_none();
+                for key in step.not_run {
+                    states.insert(key.clone(), NodeState::NotRun);
+                    new_nodes.push((instance.id, key, NodeState::NotRun, String::new()));
+                }
+                for key in step.ready {
+                    let node = def.node(&key).expect("step names nodes of the graph");
+                    match jobs.get(&node.job_id) {
+                        Some(job) => {
+                            let mut run = NewRun::of_job(job, TriggerType::Workflow, start_at, None);
+                            run.param = dag::resolve(node.param.as_deref().unwrap_or(&job.param), &results);
+                            run_owners.push(new_nodes.len());
+                            new_runs.push(run);
+                            states.insert(key.clone(), NodeState::Running);
+                            new_nodes.push((instance.id, key, NodeState::Running, String::new()));
+                        }
+                        None => {
+                            again = true;
+                            states.insert(key.clone(), NodeState::Failed);
+                            let why = format!("job {} no longer exists", node.job_id);
+                            new_nodes.push((instance.id, key, NodeState::Failed, why));
+                        }
+                    }
+                }
+                if let Some(end) = step.finished {
+                    ended.push((instance.id, end));
+                    break;
+                }
+                if !again {
+                    break;
+                }
             }
         }
-        // Then as far as the graph goes: a node whose job is gone fails at once, which may
-        // decide more nodes.
-        loop {
-            let states: HashMap<String, NodeState> = nodes.iter().map(|n| (n.node.clone(), n.state)).collect();
-            let step = dag::step(def, &states);
-            for key in &step.not_run {
-                self.insert_node(tx, id, key, NodeState::NotRun, 0, "", now).await?;
-                nodes.push(NodeRun {
-                    node: key.clone(),
-                    state: NodeState::NotRun,
-                    run_id: 0,
-                    result: String::new(),
-                    started_at: now,
-                    finished_at: now,
-                });
+
+        // The runs, then the node rows that name them, several per statement.
+        let tickets = self.insert_runs_tx(tx, &new_runs).await?;
+        if tickets.len() != new_runs.len() {
+            return Err(StoreError::Conflict(format!(
+                "{} of {} workflow node runs were created",
+                tickets.len(),
+                new_runs.len()
+            )));
+        }
+        let mut run_of: HashMap<usize, i64> = HashMap::with_capacity(tickets.len());
+        for ((owner, run), ticket) in run_owners.iter().zip(&new_runs).zip(tickets) {
+            // RETURNING gives the rows in the order of VALUES; checked, not assumed.
+            if ticket.job_id != run.job_id {
+                return Err(StoreError::Conflict("workflow node runs came back out of order".into()));
             }
-            let results: HashMap<String, String> = nodes
-                .iter()
-                .filter(|n| n.state == NodeState::Succeeded)
-                .map(|n| (n.node.clone(), n.result.clone()))
-                .collect();
-            let mut again = !step.not_run.is_empty() && step.ready.is_empty() && step.finished.is_none();
-            for key in &step.ready {
-                let node = def.node(key).expect("step names nodes of the graph");
-                let job = self.jobs_tx(tx, &[node.job_id]).await?.remove(&node.job_id);
-                let (state, run_id, result) = match job {
-                    Some(job) => {
-                        let mut run = NewRun::of_job(&job, TriggerType::Workflow, start_at, None);
-                        run.param = dag::resolve(node.param.as_deref().unwrap_or(&job.param), &results);
-                        let ticket =
-                            self.insert_runs_tx(tx, &[run]).await?.pop().ok_or_else(|| {
-                                StoreError::Conflict(format!("the run of node '{key}' was not created"))
-                            })?;
-                        let run_id = ticket.id;
-                        out.tickets.push((Arc::new(job), ticket));
-                        (NodeState::Running, run_id, String::new())
-                    }
-                    None => {
-                        again = true;
-                        (NodeState::Failed, 0, format!("job {} no longer exists", node.job_id))
-                    }
-                };
-                self.insert_node(tx, id, key, state, run_id, &result, now).await?;
-                nodes.push(NodeRun {
-                    node: key.clone(),
-                    state,
-                    run_id,
-                    result,
-                    started_at: now,
-                    finished_at: if state == NodeState::Running { 0 } else { now },
-                });
-            }
-            if let Some(end) = step.finished {
-                let q = self.sql("UPDATE workflow_instance SET state = ?, finished_at = ? WHERE id = ?");
-                sqlx::query(&q)
-                    .bind(end.as_str())
+            run_of.insert(*owner, ticket.id);
+            let job = jobs
+                .get(&run.job_id)
+                .expect("a run is made for a job that exists")
+                .clone();
+            out.tickets.push((job, ticket));
+        }
+        const NODE_ROWS: usize = 200;
+        for (c, chunk) in new_nodes.chunks(NODE_ROWS).enumerate() {
+            let row = "(?, ?, ?, ?, ?, ?, ?)";
+            let q = format!(
+                "INSERT INTO workflow_node_run (instance_id, node, state, run_id, result, started_at, finished_at) VALUES {}",
+                vec![row; chunk.len()].join(", ")
+            );
+            let q = self.sql(&q).into_owned();
+            let mut query = sqlx::query(&q);
+            for (i, (instance, key, state, result)) in chunk.iter().enumerate() {
+                let run_id = run_of.get(&(c * NODE_ROWS + i)).copied().unwrap_or(0);
+                query = query
+                    .bind(*instance)
+                    .bind(key)
+                    .bind(state.as_str())
+                    .bind(run_id)
+                    .bind(result)
                     .bind(now)
-                    .bind(id)
-                    .execute(&mut **tx)
-                    .await?;
-                out.finished.push(end);
-                out.finished_workflow = Some(instance.workflow_id);
-                break;
+                    .bind(if *state == NodeState::Running { 0 } else { now });
             }
-            if !again {
-                break;
+            query.execute(&mut **tx).await?;
+        }
+        for (id, end) in ended {
+            let q = self.sql("UPDATE workflow_instance SET state = ?, finished_at = ? WHERE id = ?");
+            sqlx::query(&q)
+                .bind(end.as_str())
+                .bind(now)
+                .bind(id)
+                .execute(&mut **tx)
+                .await?;
+            out.finished.push(end);
+            if let Some(i) = instances.iter().find(|i| i.id == id) {
+                if !out.finished_workflows.contains(&i.workflow_id) {
+                    out.finished_workflows.push(i.workflow_id);
+                }
             }
         }
         Ok(out)
@@ -737,6 +909,41 @@ impl Store {
             .iter()
             .map(instance_row)
             .collect::<Result<_, _>>()?)
+    }
+
+    /// Deletes finished instances (and their node rows) that finished before `cutoff`, `batch`
+    /// at a time; returns how many.
+    pub async fn delete_finished_instances_before(&self, cutoff: i64, batch: i64) -> StoreResult<u64> {
+        let mut total = 0;
+        loop {
+            let q = self.sql(
+                "SELECT id FROM workflow_instance WHERE finished_at > 0 AND finished_at < ? \
+                 AND state NOT IN ('queued', 'running') ORDER BY id LIMIT ?",
+            );
+            let ids: Vec<i64> = sqlx::query(&q)
+                .bind(cutoff)
+                .bind(batch)
+                .fetch_all(&self.read)
+                .await?
+                .iter()
+                .map(|r| rows::int(r, "id"))
+                .collect::<Result<_, _>>()?;
+            if ids.is_empty() {
+                return Ok(total);
+            }
+            let mut tx = self.write.begin().await?;
+            self.execute_in(
+                &mut tx,
+                "DELETE FROM workflow_node_run WHERE instance_id IN ({in})",
+                &ids,
+                &[],
+            )
+            .await?;
+            total += self
+                .execute_in(&mut tx, "DELETE FROM workflow_instance WHERE id IN ({in})", &ids, &[])
+                .await?;
+            tx.commit().await?;
+        }
     }
 
     /// Whether some node of some instance is running (the workflow loop is woken by results
@@ -936,8 +1143,8 @@ struct Progress {
     tickets: NodeTickets,
     finished: Vec<InstanceState>,
     lateness_ms: Vec<i64>,
-    /// The workflow whose instance finished (a queued one may start).
-    finished_workflow: Option<i64>,
+    /// The workflows whose instances finished (a queued one may start).
+    finished_workflows: Vec<i64>,
 }
 
 /// An operator's change to a node.

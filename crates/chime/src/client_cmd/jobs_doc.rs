@@ -135,9 +135,10 @@ pub(super) fn print_plan(plan: &Value) {
         outln!("{plan}");
         return;
     };
-    let name = |e: &chime_admin::store::PlanEntry| match &e.key {
-        Some(k) => format!("{}/{k}", e.group),
-        None => format!("group {}", e.group),
+    let name = |e: &chime_admin::store::PlanEntry| match (e.kind.as_str(), &e.key) {
+        ("workflow", Some(k)) => format!("workflow {k}"),
+        (_, Some(k)) => format!("{}/{k}", e.group),
+        (_, None) => format!("group {}", e.group),
     };
     for e in &plan.create {
         outln!("+ create {}", name(e));
@@ -184,6 +185,7 @@ mod tests {
                 }],
                 ..DocGroup::default()
             }],
+            ..JobsDocument::default()
         };
         let toml = to_toml(&doc, Some(&dir.join("glue"))).unwrap();
         assert!(toml.contains("glue_file"), "{toml}");

@@ -162,10 +162,17 @@ impl Store {
         if partitions.is_empty() {
             return Ok(Vec::new());
         }
+        // A workflow node's run belongs to its job's partition and, while the node runs, to
+        // its workflow's too: the admin that moved the instance on made it, and when that admin
+        // dies, whoever takes the workflow over sends it even if the job's partition never
+        // changed hands. Marking before a send (`mark_sending`) keeps two senders to one send.
+        let list = partitions.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(",");
         let q = format!(
             "SELECT {TICKET_COLUMNS_OF_R} FROM run r JOIN job j ON j.id = r.job_id \
-             WHERE r.trigger_code = 0 AND r.handle_code = 0 AND r.send_token = 0 AND j.partition_no IN ({}) ORDER BY r.scheduled_at",
-            partitions.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(",")
+             WHERE r.trigger_code = 0 AND r.handle_code = 0 AND r.send_token = 0 AND (j.partition_no IN ({list}) \
+             OR r.id IN (SELECT n.run_id FROM workflow_node_run n \
+             JOIN workflow_instance i ON i.id = n.instance_id JOIN workflow w ON w.id = i.workflow_id \
+             WHERE n.state = 'running' AND w.partition_no IN ({list}))) ORDER BY r.scheduled_at"
         );
         let all = sqlx::query(&q).fetch_all(&self.read).await?;
         Ok(all

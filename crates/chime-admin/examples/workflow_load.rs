@@ -1,0 +1,269 @@
+//! Load tool for workflows (docs/BENCHMARKS.md, "Workflows").
+//!
+//! Starts the admin in-process on a fresh SQLite file (or `--db URL`, an empty database) and
+//! the minimal executor of `admin_load` in a child process (`admin_load --executor-child`, built
+//! beside this tool). Defines `--instances N` workflows of ten nodes in five levels (1 → 3 →
+//! join → 4 → 1), all due on the same second (their cron schedule, started together), so N
+//! instances run at once, and waits until all have finished. Reports the wall time, the admin
+//! process's CPU per node run from just before that second to the end (to hold against
+//! `admin_load`'s CPU per job fire: both include claiming, sending and recording results), and
+//! per-node lateness: from the moment the last parent's result was recorded to the moment the
+//! node's run was created (p50/p99/max), and from that creation to the run's send; for the
+//! first nodes, from the fire time to the send.
+//!
+//! cargo build --release -p chime-admin --examples
+//! target/release/examples/workflow_load --instances 1000
+
+use serde_json::{json, Value};
+use sqlx::{Connection, Row};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+const API_TOKEN: &str = "workflow-load-token-0123456789abcdef";
+const KEYS: [&str; 10] = ["root", "p1", "p2", "p3", "join", "q1", "q2", "q3", "q4", "last"];
+
+fn arg(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// CPU seconds (user + system) of this process so far.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    (fields.get(11).and_then(|u| u.parse::<f64>().ok()).unwrap_or(0.0)
+        + fields.get(12).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0))
+        / 100.0
+}
+
+fn percentile(sorted: &[i64], p: f64) -> i64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn parents() -> HashMap<&'static str, Vec<&'static str>> {
+    let mut p: HashMap<&str, Vec<&str>> = HashMap::new();
+    for k in ["p1", "p2", "p3"] {
+        p.insert(k, vec!["root"]);
+    }
+    p.insert("join", vec!["p1", "p2", "p3"]);
+    for k in ["q1", "q2", "q3", "q4"] {
+        p.insert(k, vec!["join"]);
+    }
+    p.insert("last", vec!["q1", "q2", "q3", "q4"]);
+    p
+}
+
+/// The allocator the `chime` binary uses, as in `admin_load`.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[tokio::main]
+async fn main() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("warn"))
+        .with_writer(std::io::stderr)
+        .try_init();
+    let instances = arg("--instances", 1000);
+    let args: Vec<String> = std::env::args().collect();
+    let dir = tempfile::tempdir().unwrap();
+    let db_url = match args.iter().position(|a| a == "--db") {
+        Some(i) => args.get(i + 1).cloned().expect("--db takes a database URL"),
+        None => format!("sqlite://{}/load.db", dir.path().display()),
+    };
+    let mut config = chime_admin::AdminConfig::new(db_url.clone());
+    config.listen = "127.0.0.1:0".parse().unwrap();
+    config.default_time_zone = "UTC".into();
+    config.admin_password = Some("load".into());
+    config.api_token = Some(API_TOKEN.into());
+    let admin = chime_admin::start(config).await.expect("admin");
+    let base = format!("http://{}", admin.local_addr);
+
+    // The executor: admin_load's, in its own process, so only the admin's CPU is counted here.
+    let exe = std::env::current_exe().unwrap().with_file_name("admin_load");
+    let mut child = tokio::process::Command::new(&exe)
+        .args([
+            "--executor-child",
+            &base,
+            &dir.path().join("received.txt").display().to_string(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stdin(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("{} (build the examples first): {e}", exe.display()));
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(child.stdout.take().unwrap()));
+    let exec_addr = lines.next_line().await.unwrap().expect("executor address");
+
+    let (http, api) = (reqwest::Client::new(), base.clone());
+    let post = move |path: String, body: Value| {
+        let http = http.clone();
+        let base = api.clone();
+        async move {
+            let resp = http
+                .post(format!("{base}{path}"))
+                .bearer_auth(API_TOKEN)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let status = resp.status();
+            let v: Value = resp.json().await.unwrap_or_default();
+            assert!(status.is_success(), "{path}: {status} {v}");
+            v
+        }
+    };
+    post(
+        "/v1/groups".into(),
+        json!({"app_name": "load", "address_type": "manual", "addresses": [exec_addr]}),
+    )
+    .await;
+    admin.admin.directory.refresh().await.unwrap();
+    let mut nodes = Vec::new();
+    for key in KEYS {
+        let job = post("/v1/jobs".into(), json!({"group": "load", "handler": "noop"})).await;
+        nodes.push(json!({"key": key, "job_id": job["id"]}));
+    }
+    let edges: Vec<Value> = parents()
+        .iter()
+        .flat_map(|(child, ps)| ps.iter().map(move |p| json!({"from": p, "to": child})))
+        .collect();
+    let definition = json!({"nodes": nodes, "edges": edges});
+    for k in 0..instances {
+        post(
+            "/v1/workflows".into(),
+            json!({"name": format!("load-{k}"), "schedule_type": "CRON", "schedule_expr": "0/10 * * * * ?",
+                   "definition": definition}),
+        )
+        .await;
+    }
+    let mut conn = {
+        sqlx::any::install_default_drivers();
+        sqlx::AnyConnection::connect(&db_url).await.unwrap()
+    };
+    // All due on one second, 3 to 13 s from now: started together in the database, as if
+    // their schedules had brought them to the same fire time.
+    let now = chime_admin::model::now_ms();
+    let due = (now + 3_000) / 10_000 * 10_000 + 10_000;
+    sqlx::query(&format!(
+        "UPDATE workflow SET running = 1, anchor_at = {now}, next_fire_at = {due}"
+    ))
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(
+        (due - chime_admin::model::now_ms() - 1_000).max(0) as u64,
+    ))
+    .await;
+    // For a profiler to attach to the window (see docs/BENCHMARKS.md).
+    println!("measuring: due at {due}");
+    let cpu0 = cpu_seconds();
+    let t0 = Instant::now();
+    loop {
+        let (open, total): (i64, i64) = {
+            let r = sqlx::query(&format!(
+                "SELECT COUNT(*) AS total, SUM(CASE WHEN state IN ('queued', 'running') THEN 1 ELSE 0 END) AS open \
+                 FROM workflow_instance WHERE scheduled_at = {due}"
+            ))
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+            (
+                r.try_get::<Option<i64>, _>("open").unwrap().unwrap_or(0),
+                r.try_get("total").unwrap(),
+            )
+        };
+        if total as u64 == instances && open == 0 {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(600), "{open} instances still open");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let wall = chime_admin::model::now_ms() - due;
+    let cpu = cpu_seconds() - cpu0;
+    sqlx::query("UPDATE workflow SET running = 0, next_fire_at = 0")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+
+    let rows = sqlx::query(
+        "SELECT n.instance_id AS instance_id, n.node AS node, n.state AS state, r.created_at AS created_at, \
+         r.triggered_at AS triggered_at, r.handled_at AS handled_at \
+         FROM workflow_node_run n JOIN run r ON r.id = n.run_id",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    let mut by_instance: HashMap<i64, HashMap<String, (i64, i64, i64)>> = HashMap::new();
+    let mut succeeded = 0;
+    for r in &rows {
+        let state: String = r.try_get("state").unwrap_or_default();
+        succeeded += usize::from(state == "succeeded");
+        by_instance
+            .entry(r.try_get("instance_id").unwrap())
+            .or_default()
+            .insert(
+                r.try_get("node").unwrap(),
+                (
+                    r.try_get("created_at").unwrap(),
+                    r.try_get("triggered_at").unwrap(),
+                    r.try_get("handled_at").unwrap(),
+                ),
+            );
+    }
+    let parents = parents();
+    let (mut step, mut send, mut first) = (Vec::new(), Vec::new(), Vec::new());
+    for nodes in by_instance.values() {
+        for (node, (created, triggered, _)) in nodes {
+            match parents.get(node.as_str()) {
+                Some(ps) => {
+                    send.push(triggered - created);
+                    let last = ps.iter().filter_map(|p| nodes.get(*p)).map(|n| n.2).max().unwrap_or(0);
+                    step.push(created - last);
+                }
+                None => first.push(triggered - due),
+            }
+        }
+    }
+    step.sort_unstable();
+    send.sort_unstable();
+    first.sort_unstable();
+    let node_runs = rows.len();
+    println!(
+        "{instances} instances x {} nodes on {}, due on one second: {node_runs} node runs ({succeeded} succeeded), all finished {:.2} s after the fire time",
+        KEYS.len(),
+        db_url.split(':').next().unwrap_or(""),
+        wall as f64 / 1000.0
+    );
+    println!(
+        "admin CPU {:.2} s = {:.0} us per node run",
+        cpu,
+        cpu * 1e6 / node_runs.max(1) as f64
+    );
+    println!(
+        "first nodes, fire time -> sent: p50 {} ms, p99 {} ms, max {} ms",
+        percentile(&first, 0.5),
+        percentile(&first, 0.99),
+        first.last().copied().unwrap_or(0)
+    );
+    println!(
+        "node lateness, last parent's result recorded -> node's run created: p50 {} ms, p99 {} ms, max {} ms",
+        percentile(&step, 0.5),
+        percentile(&step, 0.99),
+        step.last().copied().unwrap_or(0)
+    );
+    println!(
+        "later nodes, run created -> sent: p50 {} ms, p99 {} ms, max {} ms",
+        percentile(&send, 0.5),
+        percentile(&send, 0.99),
+        send.last().copied().unwrap_or(0)
+    );
+    drop(child);
+    admin.shutdown().await;
+}

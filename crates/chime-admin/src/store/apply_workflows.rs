@@ -1,0 +1,281 @@
+//! Workflows in a jobs document: exported with their nodes naming jobs by `app_name/key`, and
+//! applied in the same transaction as the groups and jobs, matched by name, after the jobs (a
+//! node may run a job the same document creates).
+
+use super::apply::{entry, ApplyOptions, ApplyPlan};
+use super::workflows::{workflow_row, WORKFLOW_COLUMNS};
+use super::{rows, Store, StoreError, StoreResult};
+use crate::model::{validate_job_key, Invalid};
+use crate::workflow::dag::{Definition, Edge, Join, Node};
+use crate::workflow::spec::{OnLimit, Workflow, WorkflowSpec};
+use serde::{Deserialize, Serialize};
+use sqlx::any::Any;
+use sqlx::Transaction;
+use std::collections::{HashMap, HashSet};
+
+/// A workflow of a jobs document: its settings as the workflow API takes them, with nodes
+/// naming their jobs by `app_name/key` instead of id. Fields left out take their defaults.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct DocWorkflow {
+    /// Unique name: what the workflow is known by.
+    pub name: String,
+    /// Description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// `CRON`, `FIX_RATE` or `NONE`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_type: Option<String>,
+    /// Cron expression or fixed rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_expr: Option<String>,
+    /// IANA zone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+    /// Misfire strategy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub misfire_strategy: Option<String>,
+    /// Most instances at once (0: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_instances: Option<i64>,
+    /// `skip` or `queue`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_limit: Option<OnLimit>,
+    /// Scheduled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running: Option<bool>,
+    /// The nodes.
+    #[serde(default)]
+    pub nodes: Vec<DocNode>,
+    /// The edges.
+    #[serde(default)]
+    pub edges: Vec<Edge>,
+}
+
+/// A node of a [`DocWorkflow`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct DocNode {
+    /// The node's key.
+    pub key: String,
+    /// Its job: `app_name/key`.
+    pub job: String,
+    /// Parameter override.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub param: Option<String>,
+    /// `all` or `any`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub join: Option<Join>,
+}
+
+fn wf_err(name: &str, e: Invalid) -> Invalid {
+    let field = e.field.strip_prefix("definition.").unwrap_or(&e.field).to_owned();
+    Invalid {
+        field: format!("workflows[{name}].{field}"),
+        message: format!("workflow '{name}': {}", e.message),
+    }
+}
+
+/// `app_name/key` of a node's job.
+fn job_ref(name: &str, node: &DocNode) -> Result<(String, String), Invalid> {
+    let bad = || {
+        wf_err(
+            name,
+            Invalid::new(
+                format!("nodes[{}].job", node.key),
+                format!("node '{}': job '{}' is not app_name/key", node.key, node.job),
+            ),
+        )
+    };
+    let (app, key) = node.job.rsplit_once('/').ok_or_else(bad)?;
+    if app.trim().is_empty() || validate_job_key(key.trim()).is_err() {
+        return Err(bad());
+    }
+    Ok((app.trim().to_owned(), key.trim().to_owned()))
+}
+
+/// Checks the document's workflows on their own: names once each, jobs named `app/key`.
+pub(super) fn check(workflows: &[DocWorkflow]) -> Result<(), Invalid> {
+    let mut names = HashSet::new();
+    for w in workflows {
+        let name = w.name.trim();
+        if !names.insert(name.to_owned()) {
+            return Err(Invalid::new(
+                format!("workflows[{name}]"),
+                format!("workflow '{name}' appears twice in the document"),
+            ));
+        }
+        for n in &w.nodes {
+            job_ref(name, n)?;
+        }
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Every workflow as a document entry, nodes naming their jobs by `app_name/key`.
+    pub(super) async fn export_workflows(&self) -> StoreResult<Vec<DocWorkflow>> {
+        let workflows = self.list_workflows().await?;
+        let ids: Vec<i64> = workflows
+            .iter()
+            .flat_map(|w| w.definition.nodes.iter().map(|n| n.job_id))
+            .collect();
+        let mut conn = self.read.acquire().await?;
+        let names: HashMap<i64, String> = self
+            .fetch_in(
+                &mut conn,
+                "SELECT j.id AS id, g.app_name AS app_name, j.job_key AS job_key FROM job j \
+                 JOIN executor_group g ON g.id = j.group_id WHERE j.id IN ({in})",
+                &ids,
+                &[],
+            )
+            .await?
+            .iter()
+            .map(|r| {
+                Ok((
+                    rows::int(r, "id")?,
+                    format!("{}/{}", rows::text(r, "app_name")?, rows::text(r, "job_key")?),
+                ))
+            })
+            .collect::<Result<_, sqlx::Error>>()?;
+        Ok(workflows
+            .into_iter()
+            .map(|w| DocWorkflow {
+                nodes: w
+                    .definition
+                    .nodes
+                    .iter()
+                    .map(|n| DocNode {
+                        key: n.key.clone(),
+                        job: names
+                            .get(&n.job_id)
+                            .cloned()
+                            .unwrap_or_else(|| format!("?/{}", n.job_id)),
+                        param: n.param.clone(),
+                        join: Some(n.join),
+                    })
+                    .collect(),
+                edges: w.definition.edges.clone(),
+                name: w.name,
+                description: Some(w.description),
+                schedule_type: Some(w.schedule_type.as_str().to_owned()),
+                schedule_expr: Some(w.schedule_expr),
+                time_zone: Some(w.time_zone),
+                misfire_strategy: Some(w.misfire_strategy.as_str().to_owned()),
+                max_instances: Some(w.max_instances),
+                on_limit: Some(w.on_limit),
+                running: Some(w.running),
+            })
+            .collect())
+    }
+
+    /// Creates the document's workflows that do not exist and updates those that differ, in
+    /// `tx`, after the jobs: `job_ids` are the ids of the document's jobs by `(app, key)`;
+    /// other jobs a node names are looked up.
+    pub(super) async fn apply_workflows_in(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        workflows: &[DocWorkflow],
+        job_ids: &HashMap<(String, String), i64>,
+        opts: &ApplyOptions<'_>,
+        now: i64,
+        plan: &mut ApplyPlan,
+    ) -> StoreResult<()> {
+        for w in workflows {
+            let name = w.name.trim();
+            let mut nodes = Vec::with_capacity(w.nodes.len());
+            for n in &w.nodes {
+                let (app, key) = job_ref(name, n)?;
+                let id = match job_ids.get(&(app.clone(), key.clone())) {
+                    Some(id) => *id,
+                    None => {
+                        let q = self.sql(
+                            "SELECT j.id AS id FROM job j JOIN executor_group g ON g.id = j.group_id \
+                             WHERE g.app_name = ? AND j.job_key = ?",
+                        );
+                        let row = sqlx::query(&q).bind(&app).bind(&key).fetch_optional(&mut **tx).await?;
+                        match row {
+                            Some(r) => rows::int(&r, "id")?,
+                            None => {
+                                return Err(wf_err(
+                                    name,
+                                    Invalid::new(
+                                        format!("nodes[{}].job", n.key),
+                                        format!("node '{}': no job '{key}' in group '{app}'", n.key),
+                                    ),
+                                )
+                                .into())
+                            }
+                        }
+                    }
+                };
+                nodes.push(Node {
+                    key: n.key.clone(),
+                    job_id: id,
+                    param: n.param.clone(),
+                    join: n.join.unwrap_or_default(),
+                });
+            }
+            let spec = WorkflowSpec {
+                name: Some(name.to_owned()),
+                description: Some(w.description.clone().unwrap_or_default()),
+                schedule_type: Some(w.schedule_type.clone().unwrap_or_else(|| "NONE".to_owned())),
+                schedule_expr: Some(w.schedule_expr.clone().unwrap_or_default()),
+                time_zone: Some(w.time_zone.clone().unwrap_or_else(|| opts.default_zone.to_owned())),
+                misfire_strategy: Some(w.misfire_strategy.clone().unwrap_or_else(|| "DO_NOTHING".to_owned())),
+                max_instances: Some(w.max_instances.unwrap_or(0)),
+                on_limit: Some(w.on_limit.unwrap_or_default()),
+                definition: Some(Definition {
+                    nodes,
+                    edges: w.edges.clone(),
+                }),
+                running: Some(w.running.unwrap_or(false)),
+            };
+            // Every node's job was resolved above.
+            let draft = spec
+                .validate(None, opts.default_zone, |_| true)
+                .map_err(|e| StoreError::Invalid(wf_err(name, e)))?;
+            let q = self
+                .sql(&format!(
+                    "SELECT {WORKFLOW_COLUMNS} FROM workflow WHERE name = ?{}",
+                    self.backend.for_update()
+                ))
+                .into_owned();
+            let current: Option<Workflow> = sqlx::query(&q)
+                .bind(name)
+                .fetch_optional(&mut **tx)
+                .await?
+                .map(|r| workflow_row(&r))
+                .transpose()?;
+            match current {
+                None => {
+                    self.insert_workflow_tx(tx, &draft, now).await?;
+                    plan.create.push(entry("workflow", "", Some(name), Vec::new()));
+                }
+                Some(old) => {
+                    let mut fields = Vec::new();
+                    let mut diff = |f: &str, differs: bool| {
+                        if differs {
+                            fields.push(f.to_owned());
+                        }
+                    };
+                    diff("description", old.description != draft.description);
+                    diff("schedule_type", old.schedule_type != draft.schedule_type);
+                    diff("schedule_expr", old.schedule_expr != draft.schedule_expr);
+                    diff("time_zone", old.time_zone != draft.time_zone);
+                    diff("misfire_strategy", old.misfire_strategy != draft.misfire_strategy);
+                    diff("max_instances", old.max_instances != draft.max_instances);
+                    diff("on_limit", old.on_limit != draft.on_limit);
+                    diff("nodes", old.definition.nodes != draft.definition.nodes);
+                    diff("edges", old.definition.edges != draft.definition.edges);
+                    diff("running", old.running != draft.running);
+                    if !fields.is_empty() {
+                        self.update_workflow_tx(tx, &old, &draft, now).await?;
+                        plan.update.push(entry("workflow", "", Some(name), fields));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
