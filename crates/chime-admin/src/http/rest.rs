@@ -331,19 +331,23 @@ pub(super) async fn trigger_job(
     } else {
         parse_body(&body)?
     };
-    let trigger_type = match body.trigger_type.as_deref() {
-        None | Some("API") => TriggerType::Api,
-        Some("MANUAL") => TriggerType::Manual,
-        Some(other) => {
-            return Err(crate::model::Invalid::new(
-                "trigger_type",
-                format!("'{other}' is not allowed here (expected one of: API, MANUAL)"),
-            )
-            .into())
-        }
-    };
+    let trigger_type = requested_trigger_type(body.trigger_type.as_deref())?;
     let run_id = admin.trigger_job(id, trigger_type, body.param, body.address).await?;
     Ok((StatusCode::ACCEPTED, Json(json!({ "run_id": run_id, "job_id": id }))))
+}
+
+/// The trigger type a trigger request names: `API` (the default) or `MANUAL` (a person, e.g.
+/// through the CLI); nothing else may be claimed by a caller.
+pub(super) fn requested_trigger_type(named: Option<&str>) -> ApiResult<TriggerType> {
+    match named {
+        None | Some("API") => Ok(TriggerType::Api),
+        Some("MANUAL") => Ok(TriggerType::Manual),
+        Some(other) => Err(crate::model::Invalid::new(
+            "trigger_type",
+            format!("'{other}' is not allowed here (expected one of: API, MANUAL)"),
+        )
+        .into()),
+    }
 }
 
 pub(super) async fn next_fires(

@@ -4,7 +4,7 @@
 
 use super::access::Principal;
 use super::error::ApiError;
-use super::rest::{author, int_param, limit_param, parse_body, path_id};
+use super::rest::{author, int_param, limit_param, parse_body, path_id, requested_trigger_type};
 use crate::center::Admin;
 use crate::store::NodeChange;
 use crate::workflow::dag::InstanceState;
@@ -13,7 +13,6 @@ use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
-use chime_protocol::TriggerType;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -120,17 +119,7 @@ pub(super) async fn trigger_workflow(
     } else {
         parse_body(&body)?
     };
-    let trigger_type = match body.trigger_type.as_deref() {
-        None | Some("API") => TriggerType::Api,
-        Some("MANUAL") => TriggerType::Manual,
-        Some(other) => {
-            return Err(crate::model::Invalid::new(
-                "trigger_type",
-                format!("'{other}' is not allowed here (expected one of: API, MANUAL)"),
-            )
-            .into())
-        }
-    };
+    let trigger_type = requested_trigger_type(body.trigger_type.as_deref())?;
     let (instance, tickets) = admin.store.trigger_workflow(id, trigger_type).await?;
     crate::workflow::enqueue(&admin.wheel, tickets);
     admin.workflows.now();
