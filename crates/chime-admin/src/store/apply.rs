@@ -3,7 +3,7 @@
 //! transaction, all or nothing. Jobs are matched by their key within their group, so applying
 //! a document twice changes nothing the second time.
 
-use super::apply_workflows::DocWorkflow;
+use super::apply_workflows::{DocWorkflow, WorkflowChange};
 use super::rows::{self, GROUP_COLUMNS, JOB_COLUMNS};
 use super::{Store, StoreError, StoreResult};
 use crate::address_policy::ExecutorNetworks;
@@ -283,7 +283,7 @@ fn group_fields(g: &Group, d: &GroupDraft) -> Vec<String> {
     f
 }
 
-pub(super) fn entry(kind: &str, group: &str, key: Option<&str>, fields: Vec<String>) -> PlanEntry {
+fn entry(kind: &str, group: &str, key: Option<&str>, fields: Vec<String>) -> PlanEntry {
     PlanEntry {
         kind: kind.to_owned(),
         group: group.to_owned(),
@@ -737,8 +737,15 @@ impl Store {
             .into());
         }
 
-        self.apply_workflows_in(tx, workflows, &ids, opts, now, &mut plan)
-            .await?;
+        for change in self
+            .apply_workflows_in(tx, workflows, &ids, opts.default_zone, now)
+            .await?
+        {
+            match change {
+                WorkflowChange::Created(name) => plan.create.push(entry("workflow", "", Some(&name), Vec::new())),
+                WorkflowChange::Updated(name, fields) => plan.update.push(entry("workflow", "", Some(&name), fields)),
+            }
+        }
         Ok(Applied {
             plan,
             group_ids,

@@ -2,7 +2,6 @@
 //! applied in the same transaction as the groups and jobs, matched by name, after the jobs (a
 //! node may run a job the same document creates).
 
-use super::apply::{entry, ApplyOptions, ApplyPlan};
 use super::workflows::{workflow_row, WORKFLOW_COLUMNS};
 use super::{rows, Store, StoreError, StoreResult};
 use crate::model::{validate_job_key, Invalid};
@@ -171,16 +170,16 @@ impl Store {
 
     /// Creates the document's workflows that do not exist and updates those that differ, in
     /// `tx`, after the jobs: `job_ids` are the ids of the document's jobs by `(app, key)`;
-    /// other jobs a node names are looked up.
+    /// other jobs a node names are looked up. Returns what changed, for the plan.
     pub(super) async fn apply_workflows_in(
         &self,
         tx: &mut Transaction<'static, Any>,
         workflows: &[DocWorkflow],
         job_ids: &HashMap<(String, String), i64>,
-        opts: &ApplyOptions<'_>,
+        default_zone: &str,
         now: i64,
-        plan: &mut ApplyPlan,
-    ) -> StoreResult<()> {
+    ) -> StoreResult<Vec<WorkflowChange>> {
+        let mut changes = Vec::new();
         for w in workflows {
             let name = w.name.trim();
             let mut nodes = Vec::with_capacity(w.nodes.len());
@@ -221,7 +220,7 @@ impl Store {
                 description: Some(w.description.clone().unwrap_or_default()),
                 schedule_type: Some(w.schedule_type.clone().unwrap_or_else(|| "NONE".to_owned())),
                 schedule_expr: Some(w.schedule_expr.clone().unwrap_or_default()),
-                time_zone: Some(w.time_zone.clone().unwrap_or_else(|| opts.default_zone.to_owned())),
+                time_zone: Some(w.time_zone.clone().unwrap_or_else(|| default_zone.to_owned())),
                 misfire_strategy: Some(w.misfire_strategy.clone().unwrap_or_else(|| "DO_NOTHING".to_owned())),
                 max_instances: Some(w.max_instances.unwrap_or(0)),
                 on_limit: Some(w.on_limit.unwrap_or_default()),
@@ -233,7 +232,7 @@ impl Store {
             };
             // Every node's job was resolved above.
             let draft = spec
-                .validate(None, opts.default_zone, |_| true)
+                .validate(None, default_zone, |_| true)
                 .map_err(|e| StoreError::Invalid(wf_err(name, e)))?;
             let q = self
                 .sql(&format!(
@@ -250,7 +249,7 @@ impl Store {
             match current {
                 None => {
                     self.insert_workflow_tx(tx, &draft, now).await?;
-                    plan.create.push(entry("workflow", "", Some(name), Vec::new()));
+                    changes.push(WorkflowChange::Created(name.to_owned()));
                 }
                 Some(old) => {
                     let mut fields = Vec::new();
@@ -271,11 +270,20 @@ impl Store {
                     diff("running", old.running != draft.running);
                     if !fields.is_empty() {
                         self.update_workflow_tx(tx, &old, &draft, now).await?;
-                        plan.update.push(entry("workflow", "", Some(name), fields));
+                        changes.push(WorkflowChange::Updated(name.to_owned(), fields));
                     }
                 }
             }
         }
-        Ok(())
+        Ok(changes)
     }
+}
+
+/// What applying a document did to one workflow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum WorkflowChange {
+    /// Created, by name.
+    Created(String),
+    /// Updated, by name, with the fields that changed.
+    Updated(String, Vec<String>),
 }
