@@ -52,11 +52,14 @@ fn definition(jobs: &[i64]) -> Value {
     json!({"nodes": nodes, "edges": edges})
 }
 
-/// Creates the group, the jobs and the workflows (started, every second); returns the
-/// workflows' ids.
-async fn create_workflows(api: &Api) -> Vec<i64> {
+/// Creates the group, the jobs and the workflows (started, every second) through `api`, once
+/// every admin of `admins` knows the group and its executor (a workflow fired by an admin
+/// that has not yet refreshed its groups would find no executor); returns the workflows' ids.
+async fn create_workflows(api: &Api, admins: &[Api]) -> Vec<i64> {
     api.ok("/v1/groups", json!({"app_name": APP})).await;
-    api.wait_executors(APP, 1).await;
+    for a in admins {
+        a.wait_executors(APP, 1).await;
+    }
     let mut jobs = Vec::new();
     for _ in 0..NODES {
         let v = api.ok("/v1/jobs", json!({"group": APP, "handler": "ok"})).await;
@@ -231,7 +234,7 @@ async fn killed_mid_instance(kind: Db) {
     wait_partitions(&[&admin], 16, true).await;
     let api = admin.api();
     let executor = TestExecutor::start(&format!("http://127.0.0.1:{port}/xxl-job-admin"), APP, ACCESS_TOKEN).await;
-    let workflows = create_workflows(&api).await;
+    let workflows = create_workflows(&api, std::slice::from_ref(&api)).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     for _ in 0..3 {
         tokio::time::sleep(pause(300, 2500)).await;
@@ -281,7 +284,7 @@ async fn one_of_two_killed(kind: Db) {
     // The executor reports to the admin that stays.
     let executor = TestExecutor::start(&format!("http://127.0.0.1:{port_b}/xxl-job-admin"), APP, ACCESS_TOKEN).await;
     let api = b.api();
-    let workflows = create_workflows(&api).await;
+    let workflows = create_workflows(&api, &[a.api(), b.api()]).await;
     tokio::time::sleep(Duration::from_secs(3) + pause(0, 1500)).await;
     a.signal(libc::SIGKILL);
     wait_partitions(&[&b], 16, false).await;
