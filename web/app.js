@@ -36,7 +36,9 @@ export async function api(method, path, body) {
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   if (method !== 'GET' && state.me && state.me.csrf_token) headers['X-CSRF-Token'] = state.me.csrf_token;
   const r = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin' });
-  if (r.status === 401 && path !== '/console/api/login') { state.me = null; showLogin(); }
+  // A request still on its way when the session ended (a page's refresh after a logout) finds
+  // the login form shown already: drawing it again would wipe what the user is typing.
+  if (r.status === 401 && path !== '/console/api/login') { state.me = null; if (!document.getElementById('login')) showLogin(); }
   const text = await r.text();
   const data = text ? JSON.parse(text) : null;
   if (!r.ok) throw Object.assign(new Error((data && data.error) || r.statusText), { status: r.status, field: data && data.field });
