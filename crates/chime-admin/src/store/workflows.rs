@@ -717,8 +717,7 @@ impl Store {
                     let node = def.node(&key).expect("step names nodes of the graph");
                     match jobs.get(&node.job_id) {
                         Some(job) => {
-                            let mut run = NewRun::of_job(job, TriggerType::Workflow, start_at, None);
-                            run.param = dag::resolve(node.param.as_deref().unwrap_or(&job.param), &results);
+                            let run = node_run(job, node, &results, start_at);
                             run_owners.push(new_nodes.len());
                             new_runs.push(run);
                             states.insert(key.clone(), NodeState::Running);
@@ -1071,8 +1070,7 @@ impl Store {
                     .filter(|n| n.state == NodeState::Succeeded)
                     .map(|n| (n.node.clone(), n.result.clone()))
                     .collect();
-                let mut run = NewRun::of_job(&job, TriggerType::Workflow, now, None);
-                run.param = dag::resolve(spec.param.as_deref().unwrap_or(&job.param), &results);
+                let run = node_run(&job, spec, &results, now);
                 let ticket = self
                     .insert_runs_tx(&mut tx, &[run])
                     .await?
@@ -1167,6 +1165,14 @@ impl NodeChange {
             NodeChange::MarkSucceeded => "mark succeeded",
         }
     }
+}
+
+/// The run of `node`, due at `at`: its job's, with the node's parameter (or the job's) and the
+/// upstream results it names filled in.
+fn node_run(job: &Job, node: &dag::Node, results: &HashMap<String, String>, at: i64) -> NewRun {
+    let mut run = NewRun::of_job(job, TriggerType::Workflow, at, None);
+    run.param = dag::resolve(node.param.as_deref().unwrap_or(&job.param), results);
+    run
 }
 
 /// When a workflow started now fires first (0 when it is not started).
