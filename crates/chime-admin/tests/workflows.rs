@@ -247,6 +247,54 @@ async fn workflows_story(kind: Db) {
     assert_eq!(done["state"], "succeeded");
     assert_eq!(node_runs(&env, next).await.len(), 2);
 
+    // A retry while the instance is still running elsewhere: the loop keeps running instances
+    // in memory between its steps, and must take the operator's change from the database
+    // (the instance's revision), not step on with the failed node it kept — which would fail
+    // the instance, and never run `joined`, when `slow` finishes.
+    let slow_side = job(&env, "sleepJobHandler", "3", 0).await;
+    let broken = job(&env, "failJobHandler", "", 0).await;
+    let joined = job(&env, "demoJobHandler", "joined", 0).await;
+    let parallel = workflow(
+        &env,
+        json!({
+            "name": "retry-while-running",
+            "definition": {
+                "nodes": [
+                    {"key": "slow", "job_id": slow_side},
+                    {"key": "broken", "job_id": broken},
+                    {"key": "joined", "job_id": joined}
+                ],
+                "edges": [{"from": "slow", "to": "joined"}, {"from": "broken", "to": "joined"}]
+            }
+        }),
+    )
+    .await;
+    let i = trigger(&env, parallel).await;
+    eventually(30, "the broken node failed, the slow one still running", || async {
+        let (_, v) = env.api.get(&format!("/v1/workflow-instances/{i}")).await;
+        let n = nodes(&v);
+        match (n.get("broken"), n.get("slow")) {
+            (Some(b), Some(s)) if b["state"] == "failed" && s["state"] == "running" => Ok(()),
+            _ => Err(format!("{v}")),
+        }
+    })
+    .await;
+    env.api
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/v1/jobs/{broken}"),
+            Some(json!({"handler": "demoJobHandler"})),
+        )
+        .await;
+    env.api
+        .ok(&format!("/v1/workflow-instances/{i}/nodes/broken/retry"), json!({}))
+        .await;
+    let done = finished_instance(&env, i, 60).await;
+    assert_eq!(done["state"], "succeeded", "the retry counted: {done:#}");
+    assert_eq!(nodes(&done)["joined"]["state"], "succeeded");
+    assert_eq!(node_runs(&env, broken).await.len(), 2, "the failed run and the retry");
+    assert_eq!(node_runs(&env, joined).await.len(), 1);
+
     // Stop: the running node is killed, nothing after it starts.
     let sleeper = job(&env, "sleepJobHandler", "30", 0).await;
     let never = job(&env, "demoJobHandler", "", 0).await;

@@ -138,7 +138,12 @@ pub async fn run(writer: WriterLoop, mut rx: mpsc::Receiver<ResultMsg>) {
         writer.queue.done(taken);
         match follow_ups {
             Ok(recorded) => {
-                writer.workflows.results_written();
+                writer.workflows.results_written(
+                    handles
+                        .iter()
+                        .map(|h| h.run_id)
+                        .chain(triggers.iter().filter(|t| t.code != 200).map(|t| t.run_id)),
+                );
                 crate::alarm::after_commit(&writer.alarms, recorded.failed_for_good);
                 let tickets = recorded.follow_ups;
                 for a in acks {

@@ -30,6 +30,7 @@ mod run_logs;
 mod runs;
 mod sessions;
 mod users;
+mod workflow_steps;
 mod workflows;
 
 pub use crate::run::{Claimed, FirePlan, Recorded, HANDLE_MSG_MAX};
@@ -49,7 +50,8 @@ pub use leases::{Lease, LeaseTable};
 pub use run_logs::{LogTarget, StoredLog};
 pub use sessions::SessionUser;
 pub use users::User;
-pub use workflows::{Advanced, NodeChange, NodeTickets};
+pub use workflow_steps::{Advanced, NodeTickets, ADVANCE_BATCH};
+pub use workflows::NodeChange;
 
 use crate::model::Invalid;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};

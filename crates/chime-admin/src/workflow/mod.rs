@@ -6,6 +6,7 @@
 //! step in one transaction.
 
 pub mod dag;
+pub mod live;
 pub mod spec;
 
 use crate::metrics::{Metrics, StateLabel};
@@ -13,10 +14,12 @@ use crate::model::{now_ms, Job};
 use crate::schedule::partitions::Partitions;
 use crate::schedule::wheel::WheelQueue;
 use crate::schedule::{plan_fires, MisfireRules};
-use crate::store::{NodeTickets, Store};
+use crate::store::{Advanced, NodeTickets, Store, ADVANCE_BATCH};
+use live::LiveInstances;
 use spec::Workflow;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -26,19 +29,46 @@ const GATHER: Duration = Duration::from_millis(10);
 /// How often instance counts are read for `chime_workflow_instances`.
 const COUNTS_EVERY: Duration = Duration::from_secs(5);
 
-/// Wakes the workflow loop when runs may have finished: the results writer calls
-/// [`WorkflowWake::results_written`] after each batch, which wakes the loop only while some
-/// node is running, so admins without workflows pay nothing per result.
+/// Tells the workflow loop what changed. The results writer calls
+/// [`WorkflowWake::results_written`] after each batch with the runs it recorded; those that
+/// are node runs the loop waits for are handed to it, and wake it. Only while some node is
+/// running does the writer even look, so admins without workflows pay nothing per result.
 #[derive(Debug, Default)]
 pub struct WorkflowWake {
     notify: Notify,
     active: AtomicBool,
+    /// Look in the database too, in the next round (an operator changed something).
+    look: AtomicBool,
+    runs: Mutex<Watched>,
+}
+
+/// The node runs the loop waits for, and those of them recorded since its last round.
+#[derive(Debug, Default)]
+struct Watched {
+    waiting: HashSet<i64>,
+    finished: Vec<i64>,
 }
 
 impl WorkflowWake {
-    /// A batch of results was written.
-    pub fn results_written(&self) {
-        if self.active.load(Ordering::Relaxed) {
+    fn watched(&self) -> MutexGuard<'_, Watched> {
+        // Each change is a few inserts and removes: a panic elsewhere cannot leave it torn.
+        self.runs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A batch of results was written: `runs` had a result or failed to be sent.
+    pub fn results_written(&self, runs: impl IntoIterator<Item = i64>) {
+        if !self.active.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut w = self.watched();
+        let before = w.finished.len();
+        for run in runs {
+            if w.waiting.remove(&run) {
+                w.finished.push(run);
+            }
+        }
+        if w.finished.len() > before {
+            drop(w);
             self.notify.notify_one();
         }
     }
@@ -46,7 +76,25 @@ impl WorkflowWake {
     /// Something changed now (a workflow was started or triggered, an operator changed a node).
     pub fn now(&self) {
         self.active.store(true, Ordering::Relaxed);
+        self.look.store(true, Ordering::Relaxed);
         self.notify.notify_one();
+    }
+
+    /// The loop waits for these runs' results.
+    fn watch(&self, runs: impl IntoIterator<Item = i64>) {
+        self.watched().waiting.extend(runs);
+    }
+
+    /// The loop waits for exactly these runs (forgetting runs of instances it let go).
+    fn watch_only(&self, runs: impl IntoIterator<Item = i64>) {
+        let mut w = self.watched();
+        w.waiting.clear();
+        w.waiting.extend(runs);
+    }
+
+    /// The watched runs recorded since the last call.
+    fn take_finished(&self) -> Vec<i64> {
+        std::mem::take(&mut self.watched().finished)
     }
 }
 
@@ -115,50 +163,77 @@ pub fn enqueue(wheel: &WheelQueue, tickets: NodeTickets) {
 }
 
 /// Fires due workflows and moves instances on, until shutdown. Each round: fire what is due
-/// in the held partitions, then move on every instance with a finished node run (in batches,
-/// until none is left); then wait for the next tick or a wake-up.
+/// in the held partitions; move on the instances whose node runs the results writer reported
+/// finished; every tick (or when an operator changed something), also look in the database for
+/// node runs finished that were not reported here (recorded by another admin, or by the
+/// lost-run sweep); then wait for the next tick or a wake-up.
 pub async fn run(l: WorkflowLoop) {
     let lookahead = l.lookahead.as_millis() as i64;
     let mut counted = Instant::now() - COUNTS_EVERY;
+    let mut looked = Instant::now() - l.tick;
+    let mut live = LiveInstances::default();
+    let mut held_before: Vec<i64> = Vec::new();
     loop {
         let held = l.partitions.held();
+        if held != held_before {
+            live.keep_partitions(&held);
+            held_before = held.clone();
+        }
         let now = now_ms();
         let horizon = now + lookahead;
         let rules = l.rules;
         let mut busy = false;
         match l
             .store
-            .fire_workflows(&held, horizon, |w| plan_fires(&schedule_of(w), now, horizon, rules))
+            .fire_workflows(&held, horizon, &mut live, |w| {
+                plan_fires(&schedule_of(w), now, horizon, rules)
+            })
             .await
         {
-            Ok(tickets) => {
-                busy |= !tickets.is_empty();
-                enqueue(&l.wheel, tickets);
-            }
+            Ok(a) => busy |= l.after_step(a),
             Err(e) => tracing::warn!(error = %e, "firing workflows failed; trying again next round"),
         }
-        // Every batch moves its instances on; a full one may have left more.
-        for _ in 0..50 {
-            match l.store.advance_workflows(&held).await {
-                Ok(a) => {
-                    let more = !a.lateness_ms.is_empty() || !a.tickets.is_empty();
-                    for ms in &a.lateness_ms {
-                        l.metrics.workflow_node_lateness.observe(*ms as f64 / 1000.0);
+        let finished = l.wake.take_finished();
+        if !finished.is_empty() {
+            let mut ids: Vec<i64> = finished.iter().filter_map(|r| live.instance_of_run(*r)).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let finished: HashSet<i64> = finished.into_iter().collect();
+            // A batch at a time, each batch's runs on the timer before the next is stepped.
+            for batch in ids.chunks(ADVANCE_BATCH) {
+                match l.store.advance_reported(batch, &finished, &mut live).await {
+                    Ok(a) => busy |= l.after_step(a),
+                    Err(e) => {
+                        // Looked for in the database instead, right away.
+                        tracing::warn!(error = %e, "moving workflow instances on failed; trying again");
+                        l.wake.look.store(true, Ordering::Relaxed);
                     }
-                    busy |= more;
-                    enqueue(&l.wheel, a.tickets);
-                    if !more {
+                }
+            }
+        }
+        if looked.elapsed() >= l.tick || l.wake.look.swap(false, Ordering::Relaxed) {
+            looked = Instant::now();
+            // Every batch moves its instances on; a full one may have left more.
+            for _ in 0..50 {
+                match l.store.advance_found(&held, &mut live).await {
+                    Ok(a) => {
+                        let more = !a.is_empty();
+                        busy |= l.after_step(a);
+                        if !more {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "moving workflow instances on failed; trying again next round");
                         break;
                     }
                 }
-                Err(e) => {
-                    tracing::warn!(error = %e, "moving workflow instances on failed; trying again next round");
-                    break;
-                }
             }
+            // What the loop waits for, rebuilt from what it keeps.
+            l.wake.watch_only(live.running_runs());
         }
         // A busy round leaves nodes running; an idle one asks whether any still are.
-        let active = busy || l.store.has_running_nodes().await.unwrap_or(true);
+        let active = busy || !live.is_empty() || l.store.has_running_nodes().await.unwrap_or(true);
         l.wake.active.store(active, Ordering::Relaxed);
         if counted.elapsed() >= COUNTS_EVERY {
             counted = Instant::now();
@@ -176,12 +251,29 @@ pub async fn run(l: WorkflowLoop) {
         }
         tokio::select! {
             _ = l.shutdown.cancelled() => return,
-            _ = tokio::time::sleep(l.tick) => {}
+            _ = tokio::time::sleep(l.tick.saturating_sub(looked.elapsed())) => {}
             _ = l.wake.notify.notified() => {
                 // Results arrive in many small batches: gathering a few milliseconds of them
                 // moves many instances on in one transaction instead of a few in each.
                 tokio::time::sleep(GATHER).await;
             }
         }
+    }
+}
+
+impl WorkflowLoop {
+    /// Watches the runs a step made or adopted, then puts the new ones on the timer (in that
+    /// order: a run cannot finish before it is sent). Returns whether the step did anything.
+    fn after_step(&self, a: Advanced) -> bool {
+        let busy = !a.is_empty();
+        for ms in &a.lateness_ms {
+            self.metrics.workflow_node_lateness.observe(*ms as f64 / 1000.0);
+        }
+        if !a.waiting.is_empty() {
+            self.wake.active.store(true, Ordering::Relaxed);
+            self.wake.watch(a.waiting);
+        }
+        enqueue(&self.wheel, a.tickets);
+        busy
     }
 }

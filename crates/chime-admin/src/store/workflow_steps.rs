@@ -1,0 +1,821 @@
+//! The workflow engine's steps: firing workflows and moving their instances on, each in one
+//! transaction that holds the instances' rows.
+//!
+//! A step writes the finished nodes' states and the next nodes' rows and runs together, for
+//! up to [`ADVANCE_BATCH`] instances, in a few multi-row statements, as a claim writes its
+//! fires. `(instance_id, node)` is unique, so a node cannot start twice. What to do next is
+//! decided by `workflow::dag::step`; this reads the states and writes its answer. The loop's
+//! [`LiveInstances`] spare a step reading again what the loop's last step wrote: an instance is
+//! taken from there while its row's `revision` is the one kept, read from the database when
+//! not, and every step raises the revision of the instances it changed.
+
+use super::rows;
+use super::{Store, StoreError, StoreResult, PARTITIONS};
+use crate::model::{now_ms, Job, SKIPPED_CODE};
+use crate::run::{capped, FirePlan, NewRun, RunTicket};
+use crate::workflow::dag::{self, InstanceState, NodeState};
+use crate::workflow::live::{LiveInstance, LiveInstances};
+use crate::workflow::spec::{NodeRun, OnLimit, Workflow};
+use chime_protocol::TriggerType;
+use sqlx::any::{Any, AnyRow};
+use sqlx::Transaction;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use super::workflows::{node_row, workflow_row_with, WORKFLOW_COLUMNS};
+
+/// Node rows inserted per multi-row statement.
+const NODE_ROWS: usize = 200;
+/// Rows updated per multi-row statement.
+const UPDATE_ROWS: usize = 500;
+/// Instances moved on per transaction at most: the loop puts each batch's runs on the timer
+/// before the next, so the first nodes are not kept waiting for the last.
+pub const ADVANCE_BATCH: usize = 200;
+/// Workflows fired per round at most.
+const FIRE_BATCH: i64 = 200;
+
+/// Runs created by a workflow step, each with its job, to put on the timer.
+pub type NodeTickets = Vec<(Arc<Job>, RunTicket)>;
+
+/// What one round of moving instances on did.
+#[derive(Debug, Default)]
+pub struct Advanced {
+    /// The runs of the nodes that started.
+    pub tickets: NodeTickets,
+    /// Instances that finished, by their end.
+    pub finished: Vec<InstanceState>,
+    /// For each node that finished: ms from its run's result to the step that took it up.
+    pub lateness_ms: Vec<i64>,
+    /// The runs the stepped instances' running nodes now wait for.
+    pub waiting: Vec<i64>,
+}
+
+impl Advanced {
+    fn absorb(&mut self, p: Progress, live: &mut LiveInstances) {
+        self.tickets.extend(p.tickets);
+        self.finished.extend(p.finished);
+        self.lateness_ms.extend(p.lateness_ms);
+        for i in p.live {
+            self.waiting.extend(i.running_runs());
+            live.put(i);
+        }
+    }
+
+    /// Whether the round did anything.
+    pub fn is_empty(&self) -> bool {
+        self.tickets.is_empty() && self.finished.is_empty() && self.lateness_ms.is_empty()
+    }
+}
+
+/// What [`Store::progress_many`] did.
+#[derive(Debug, Default)]
+pub(super) struct Progress {
+    pub(super) tickets: NodeTickets,
+    pub(super) finished: Vec<InstanceState>,
+    pub(super) lateness_ms: Vec<i64>,
+    /// The workflows whose instances finished (a queued one may start).
+    pub(super) finished_workflows: Vec<i64>,
+    /// The instances still running after the step, as they are now (for the loop to keep once
+    /// the transaction committed).
+    pub(super) live: Vec<LiveInstance>,
+}
+
+/// Which running nodes' runs a step looks at.
+#[derive(Debug, Clone, Copy)]
+enum Look<'a> {
+    /// Every running node's.
+    All,
+    /// Only these runs' (reported finished by the results writer), and every running node's
+    /// of an instance read from the database.
+    Runs(&'a HashSet<i64>),
+}
+
+impl Store {
+    /// Fires the due workflows of `partitions` up to `horizon`, as `plan` decides for each (the
+    /// jobs' schedule engine): in one transaction, each fire's instance (one per fire time at
+    /// most), its first nodes' runs, and the workflow's next fire time. Returns the runs; the
+    /// new instances join `live`.
+    pub async fn fire_workflows(
+        &self,
+        partitions: &[i64],
+        horizon: i64,
+        live: &mut LiveInstances,
+        mut plan: impl FnMut(&Workflow) -> FirePlan,
+    ) -> StoreResult<Advanced> {
+        let mut out = Advanced::default();
+        if partitions.is_empty() {
+            return Ok(out);
+        }
+        let now = now_ms();
+        let mut tx = self.write.begin().await?;
+        let q = format!(
+            "SELECT {WORKFLOW_COLUMNS} FROM workflow WHERE running = 1 AND next_fire_at > 0 AND next_fire_at <= ? \
+             AND partition_no IN ({}) ORDER BY next_fire_at LIMIT {FIRE_BATCH}{}",
+            super::placeholders(partitions.len()),
+            self.backend.for_update()
+        );
+        let q = self.sql(&q).into_owned();
+        let mut query = sqlx::query(&q).bind(horizon);
+        for p in partitions {
+            query = query.bind(*p);
+        }
+        // Each graph as stored, parsed once per version (`live`), not once per fire.
+        let mut due: Vec<(Workflow, String, Arc<dag::Definition>)> = Vec::new();
+        for row in query.fetch_all(&mut *tx).await? {
+            let json = rows::text(&row, "definition")?;
+            let graph = live.graph(&json).map_err(|e| sqlx::Error::ColumnDecode {
+                index: "definition".into(),
+                source: e.to_string().into(),
+            })?;
+            due.push((workflow_row_with(&row, dag::Definition::default())?, json, graph));
+        }
+        if due.is_empty() {
+            tx.rollback().await?;
+            return Ok(out);
+        }
+        let mut fresh = LiveInstances::default();
+        let mut starts = Vec::new();
+        let mut next = Vec::with_capacity(due.len());
+        for (w, json, graph) in &due {
+            let fires = plan(w);
+            for f in &fires.runs {
+                if f.trigger_code == SKIPPED_CODE {
+                    continue;
+                }
+                let at = f.scheduled_at.max(now);
+                let made = self
+                    .create_instance(&mut tx, w, json, f.fire_key, f.scheduled_at, f.trigger_type, now)
+                    .await?;
+                if let Some(id) = made.start {
+                    starts.push((id, at));
+                    // New, so nothing to read of it: its graph is the workflow's.
+                    fresh.put(LiveInstance {
+                        id,
+                        workflow_id: w.id,
+                        revision: 0,
+                        definition: graph.clone(),
+                        nodes: Vec::new(),
+                    });
+                }
+            }
+            next.push((w.id, fires.next_fire_at, fires.last_fire_at));
+        }
+        for chunk in next.chunks(UPDATE_ROWS) {
+            let q = self
+                .backend
+                .update_by_id("workflow", &["next_fire_at", "last_fire_at"], chunk.len(), "");
+            let mut query = sqlx::query(&q);
+            for (id, next_fire_at, last_fire_at) in chunk {
+                query = query.bind(*id).bind(*next_fire_at).bind(*last_fire_at);
+            }
+            query.execute(&mut *tx).await?;
+        }
+        let mut progress = Progress::default();
+        for chunk in starts.chunks(ADVANCE_BATCH) {
+            let p = self.progress_many(&mut tx, chunk, now, &mut fresh, Look::All).await?;
+            progress.tickets.extend(p.tickets);
+            progress.finished.extend(p.finished);
+            progress.live.extend(p.live);
+        }
+        tx.commit().await?;
+        out.absorb(progress, live);
+        Ok(out)
+    }
+
+    /// Fires a workflow now (manual or API). Returns the instance's id and its first runs.
+    pub async fn trigger_workflow(&self, id: i64, trigger_type: TriggerType) -> StoreResult<(i64, NodeTickets)> {
+        let now = now_ms();
+        let mut tx = self.write.begin().await?;
+        let w = self.workflow_tx(&mut tx, id).await?;
+        let json = serde_json::to_string(&w.definition).unwrap_or_default();
+        let made = self
+            .create_instance(&mut tx, &w, &json, None, now, trigger_type, now)
+            .await?;
+        let mut tickets = Vec::new();
+        if made.start.is_some() {
+            tickets = self.progress(&mut tx, made.id, now, now).await?.tickets;
+        }
+        tx.commit().await?;
+        Ok((made.id, tickets))
+    }
+
+    /// Creates an instance of `w` with graph `json` (none when `fire_key` made one already):
+    /// running, or queued or skipped at the workflow's concurrency limit. Its first nodes are
+    /// the caller's to start.
+    #[allow(clippy::too_many_arguments)]
+    async fn create_instance(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        w: &Workflow,
+        json: &str,
+        fire_key: Option<i64>,
+        scheduled_at: i64,
+        trigger_type: TriggerType,
+        now: i64,
+    ) -> StoreResult<Made> {
+        if let Some(key) = fire_key {
+            let q = self.sql("SELECT id FROM workflow_instance WHERE workflow_id = ? AND fire_key = ?");
+            if let Some(r) = sqlx::query(&q).bind(w.id).bind(key).fetch_optional(&mut **tx).await? {
+                return Ok(Made {
+                    id: rows::int(&r, "id")?,
+                    start: None,
+                });
+            }
+        }
+        let mut state = InstanceState::Running;
+        if w.max_instances > 0 {
+            let q = self.sql("SELECT COUNT(*) AS n FROM workflow_instance WHERE workflow_id = ? AND state = 'running'");
+            let running = rows::int(&sqlx::query(&q).bind(w.id).fetch_one(&mut **tx).await?, "n")?;
+            if running >= w.max_instances {
+                state = match w.on_limit {
+                    OnLimit::Skip => InstanceState::Skipped,
+                    OnLimit::Queue => InstanceState::Queued,
+                };
+            }
+        }
+        let q = self.sql(
+            "INSERT INTO workflow_instance (workflow_id, fire_key, scheduled_at, trigger_type, state, definition, \
+             created_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        );
+        let row = sqlx::query(&q)
+            .bind(w.id)
+            .bind(fire_key)
+            .bind(scheduled_at)
+            .bind(trigger_type.as_str())
+            .bind(state.as_str())
+            .bind(json)
+            .bind(now)
+            .bind(if state == InstanceState::Skipped { now } else { 0 })
+            .fetch_one(&mut **tx)
+            .await?;
+        let id = rows::int(&row, 0)?;
+        Ok(Made {
+            id,
+            start: (state == InstanceState::Running).then_some(id),
+        })
+    }
+
+    /// Moves on instances `ids` (at most [`ADVANCE_BATCH`]; the loop's, found through `live`)
+    /// whose nodes' runs among `finished` were reported finished by the results writer; of an
+    /// instance not kept in `live` (or changed since), every running node is looked at.
+    pub async fn advance_reported(
+        &self,
+        ids: &[i64],
+        finished: &HashSet<i64>,
+        live: &mut LiveInstances,
+    ) -> StoreResult<Advanced> {
+        self.advance(ids, live, Look::Runs(finished)).await
+    }
+
+    /// Looks in the database for instances of `partitions`' workflows with a node whose run
+    /// has finished, whoever recorded it (another admin, the lost-run sweep), and moves them
+    /// on, a batch at a time; returns after one batch (call again while it does something).
+    pub async fn advance_found(&self, partitions: &[i64], live: &mut LiveInstances) -> StoreResult<Advanced> {
+        if partitions.is_empty() {
+            return Ok(Advanced::default());
+        }
+        // With every partition held, which workflow an instance belongs to does not matter.
+        let q = if partitions.len() as i64 == PARTITIONS {
+            format!(
+                "SELECT DISTINCT n.instance_id AS instance_id FROM workflow_node_run n \
+                 JOIN run r ON r.id = n.run_id \
+                 WHERE n.state = 'running' AND (r.handle_code <> 0 OR r.trigger_code NOT IN (0, 200)) \
+                 LIMIT {ADVANCE_BATCH}"
+            )
+        } else {
+            format!(
+                "SELECT DISTINCT n.instance_id AS instance_id FROM workflow_node_run n \
+                 JOIN run r ON r.id = n.run_id \
+                 JOIN workflow_instance i ON i.id = n.instance_id \
+                 WHERE n.state = 'running' AND (r.handle_code <> 0 OR r.trigger_code NOT IN (0, 200)) \
+                 AND (i.workflow_id % {PARTITIONS}) IN ({}) LIMIT {ADVANCE_BATCH}",
+                super::placeholders(partitions.len())
+            )
+        };
+        let q = self.sql(&q).into_owned();
+        let mut query = sqlx::query(&q);
+        if (partitions.len() as i64) < PARTITIONS {
+            for p in partitions {
+                query = query.bind(*p);
+            }
+        }
+        let mut ids: Vec<i64> = query
+            .fetch_all(&self.read)
+            .await?
+            .iter()
+            .map(|r| rows::int(r, "instance_id"))
+            .collect::<Result<_, _>>()?;
+        ids.sort_unstable();
+        self.advance(&ids, live, Look::All).await
+    }
+
+    /// Moves instances `ids` on, [`ADVANCE_BATCH`] per transaction (the callers pass one
+    /// batch), then starts queued instances of the workflows whose instances finished.
+    async fn advance(&self, ids: &[i64], live: &mut LiveInstances, look: Look<'_>) -> StoreResult<Advanced> {
+        let mut out = Advanced::default();
+        let mut finished_workflows = Vec::new();
+        for chunk in ids.chunks(ADVANCE_BATCH) {
+            let now = now_ms();
+            let starts: Vec<(i64, i64)> = chunk.iter().map(|id| (*id, now)).collect();
+            let mut tx = self.write.begin().await?;
+            let step = self.progress_many(&mut tx, &starts, now, live, look).await?;
+            tx.commit().await?;
+            finished_workflows.extend(step.finished_workflows.iter().copied());
+            out.absorb(step, live);
+        }
+        if finished_workflows.is_empty() {
+            return Ok(out);
+        }
+        finished_workflows.sort_unstable();
+        finished_workflows.dedup();
+        // Only workflows with a queued instance have one to start (most have no limit).
+        let mut conn = self.read.acquire().await?;
+        let waiting: Vec<i64> = self
+            .fetch_in(
+                &mut conn,
+                "SELECT DISTINCT workflow_id FROM workflow_instance WHERE state = 'queued' AND workflow_id IN ({in})",
+                &finished_workflows,
+                &[],
+            )
+            .await?
+            .iter()
+            .map(|r| rows::int(r, "workflow_id"))
+            .collect::<Result<_, _>>()?;
+        drop(conn);
+        for w in waiting {
+            out.tickets.extend(self.start_queued(w).await?);
+        }
+        Ok(out)
+    }
+
+    /// Starts the oldest queued instance of workflow `id` if it is under its limit.
+    pub(super) async fn start_queued(&self, id: i64) -> StoreResult<NodeTickets> {
+        let now = now_ms();
+        let mut tx = self.write.begin().await?;
+        let w = self.workflow_tx(&mut tx, id).await?;
+        let q = self.sql("SELECT COUNT(*) AS n FROM workflow_instance WHERE workflow_id = ? AND state = 'running'");
+        let running = rows::int(&sqlx::query(&q).bind(id).fetch_one(&mut *tx).await?, "n")?;
+        if w.max_instances > 0 && running >= w.max_instances {
+            tx.rollback().await?;
+            return Ok(Vec::new());
+        }
+        let q =
+            self.sql("SELECT id FROM workflow_instance WHERE workflow_id = ? AND state = 'queued' ORDER BY id LIMIT 1");
+        let Some(row) = sqlx::query(&q).bind(id).fetch_optional(&mut *tx).await? else {
+            tx.rollback().await?;
+            return Ok(Vec::new());
+        };
+        let instance = rows::int(&row, "id")?;
+        let q = self.sql("UPDATE workflow_instance SET state = 'running', revision = revision + 1 WHERE id = ?");
+        sqlx::query(&q).bind(instance).execute(&mut *tx).await?;
+        let step = self.progress(&mut tx, instance, now, now).await?;
+        tx.commit().await?;
+        Ok(step.tickets)
+    }
+
+    /// Moves instance `id` on, in `tx`, from the database alone (an operator's change, a
+    /// trigger): [`Store::progress_many`] for one instance.
+    pub(super) async fn progress(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        id: i64,
+        start_at: i64,
+        now: i64,
+    ) -> StoreResult<Progress> {
+        self.progress_many(tx, &[(id, start_at)], now, &mut LiveInstances::default(), Look::All)
+            .await
+    }
+
+    /// Moves instances on, in `tx`, holding their rows: each `(id, start_at)` one instance and
+    /// when its new runs are due. Finished runs become node states (a failed run that a retry
+    /// follows hands its node to the retry), then `dag::step` decides for each instance, until
+    /// nothing more follows, and its answers are written together: the node rows and runs of
+    /// all instances in a few multi-row statements.
+    async fn progress_many(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        starts: &[(i64, i64)],
+        now: i64,
+        live: &mut LiveInstances,
+        look: Look<'_>,
+    ) -> StoreResult<Progress> {
+        let mut out = Progress::default();
+        let mut ids: Vec<i64> = starts.iter().map(|(id, _)| *id).collect();
+        // One order for every admin's locks.
+        ids.sort_unstable();
+        let start_at: HashMap<i64, i64> = starts.iter().copied().collect();
+        let q = format!(
+            "SELECT id, workflow_id, state, revision FROM workflow_instance WHERE id IN ({{in}}) ORDER BY id{}",
+            self.backend.for_update()
+        );
+        let mut instances: Vec<Stepping> = Vec::with_capacity(ids.len());
+        let mut unknown: Vec<i64> = Vec::new();
+        for r in self.fetch_in(tx, &q, &ids, &[]).await? {
+            let id = rows::int(&r, "id")?;
+            let kept = live.take(id);
+            if rows::text(&r, "state")? != InstanceState::Running.as_str() {
+                continue;
+            }
+            let revision = rows::int(&r, "revision")?;
+            match kept {
+                Some(k) if k.revision == revision => instances.push(Stepping {
+                    live: k,
+                    read: false,
+                    changed: false,
+                }),
+                _ => {
+                    unknown.push(id);
+                    instances.push(Stepping {
+                        live: LiveInstance {
+                            id,
+                            workflow_id: rows::int(&r, "workflow_id")?,
+                            revision,
+                            definition: Arc::default(),
+                            nodes: Vec::new(),
+                        },
+                        read: true,
+                        changed: false,
+                    });
+                }
+            }
+        }
+        if instances.is_empty() {
+            return Ok(out);
+        }
+        if !unknown.is_empty() {
+            self.read_instances(tx, &unknown, &mut instances, live).await?;
+        }
+        let at: HashMap<i64, usize> = instances.iter().enumerate().map(|(k, s)| (s.live.id, k)).collect();
+
+        // The runs of running nodes, followed to their retries: (instance index, node index).
+        let mut asking: HashMap<i64, (usize, usize)> = HashMap::new();
+        for (i, s) in instances.iter().enumerate() {
+            for (k, (_, n)) in s.live.nodes.iter().enumerate() {
+                let looked_at = match look {
+                    Look::All => true,
+                    Look::Runs(runs) => s.read || runs.contains(&n.run_id),
+                };
+                if n.state == NodeState::Running && n.run_id > 0 && looked_at {
+                    asking.insert(n.run_id, (i, k));
+                }
+            }
+        }
+        // The node rows to write again.
+        let mut changed: HashSet<(usize, usize)> = HashSet::new();
+        while !asking.is_empty() {
+            let run_ids: Vec<i64> = asking.keys().copied().collect();
+            let q = "SELECT id, trigger_code, handle_code, handle_msg, handled_at, triggered_at FROM run WHERE id IN ({in})";
+            let found: HashMap<i64, AnyRow> = self
+                .fetch_in(tx, q, &run_ids, &[])
+                .await?
+                .into_iter()
+                .map(|r| Ok((rows::int(&r, "id")?, r)))
+                .collect::<Result<_, sqlx::Error>>()?;
+            let failed: Vec<i64> = found
+                .iter()
+                .filter(|(_, r)| {
+                    let (t, h) = (
+                        rows::int(r, "trigger_code").unwrap_or(0),
+                        rows::int(r, "handle_code").unwrap_or(0),
+                    );
+                    !(matches!(t, 0 | 200) && h == 0) && h != 200
+                })
+                .map(|(id, _)| *id)
+                .collect();
+            let mut retries: HashMap<i64, i64> = HashMap::new();
+            let q = "SELECT id, retry_of FROM run WHERE retry_of IN ({in})";
+            for r in self.fetch_in(tx, q, &failed, &[]).await? {
+                let (id, of) = (rows::int(&r, "id")?, rows::int(&r, "retry_of")?);
+                let e = retries.entry(of).or_insert(id);
+                *e = (*e).min(id);
+            }
+            let mut next = HashMap::new();
+            for (run_id, (i, k)) in asking {
+                let n = &mut instances[i].live.nodes[k].1;
+                let Some(r) = found.get(&run_id) else {
+                    // The run was deleted (with its job): the node cannot finish by itself.
+                    n.state = NodeState::Failed;
+                    n.result = format!("run {run_id} no longer exists");
+                    n.run_id = run_id;
+                    n.finished_at = now;
+                    changed.insert((i, k));
+                    continue;
+                };
+                let (trigger_code, handle_code) = (rows::int(r, "trigger_code")?, rows::int(r, "handle_code")?);
+                if matches!(trigger_code, 0 | 200) && handle_code == 0 {
+                    if run_id != n.run_id {
+                        n.run_id = run_id;
+                        changed.insert((i, k));
+                    }
+                    continue;
+                }
+                if let Some(retry) = retries.get(&run_id) {
+                    next.insert(*retry, (i, k));
+                    continue;
+                }
+                let done_at = rows::int(r, "handled_at")?.max(rows::int(r, "triggered_at")?);
+                if done_at > 0 {
+                    out.lateness_ms.push((now - done_at).max(0));
+                }
+                n.state = if handle_code == 200 {
+                    NodeState::Succeeded
+                } else {
+                    NodeState::Failed
+                };
+                n.result = rows::text(r, "handle_msg")?;
+                n.run_id = run_id;
+                n.finished_at = now;
+                changed.insert((i, k));
+            }
+            asking = next;
+        }
+        let updates: Vec<(i64, &'static str, i64, &str, i64)> = changed
+            .iter()
+            .map(|(i, k)| {
+                let (row_id, n) = &instances[*i].live.nodes[*k];
+                (*row_id, n.state.as_str(), n.run_id, capped(&n.result), n.finished_at)
+            })
+            .collect();
+        for chunk in updates.chunks(UPDATE_ROWS) {
+            let q = self.backend.update_by_id(
+                "workflow_node_run",
+                &["state", "run_id", "result", "finished_at"],
+                chunk.len(),
+                "",
+            );
+            let mut query = sqlx::query(&q);
+            for (id, state, run_id, result, finished_at) in chunk {
+                query = query
+                    .bind(*id)
+                    .bind(*state)
+                    .bind(*run_id)
+                    .bind(result)
+                    .bind(*finished_at);
+            }
+            query.execute(&mut **tx).await?;
+        }
+        for (i, _) in &changed {
+            instances[*i].changed = true;
+        }
+
+        // Then as far as each graph goes, all in memory: a node whose job is gone fails at
+        // once, which may decide more nodes. Only the jobs of nodes not started yet are read.
+        let job_ids: Vec<i64> = instances
+            .iter()
+            .flat_map(|s| {
+                let started: HashSet<&str> = s.live.nodes.iter().map(|(_, n)| n.node.as_str()).collect();
+                s.live
+                    .definition
+                    .nodes
+                    .iter()
+                    .filter(move |n| !started.contains(n.key.as_str()))
+                    .map(|n| n.job_id)
+                    .collect::<Vec<_>>()
+            })
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        let jobs: HashMap<i64, Arc<Job>> = self
+            .jobs_tx(tx, &job_ids)
+            .await?
+            .into_iter()
+            .map(|(id, j)| (id, Arc::new(j)))
+            .collect();
+        // New node rows as (instance index, key, state, result); runs with their row's index.
+        let mut new_nodes: Vec<(usize, String, NodeState, String)> = Vec::new();
+        let mut new_runs: Vec<NewRun> = Vec::new();
+        let mut run_owners: Vec<usize> = Vec::new();
+        let mut ended: Vec<(usize, InstanceState)> = Vec::new();
+        for (i, s) in instances.iter_mut().enumerate() {
+            let def = s.live.definition.clone();
+            let mut states: HashMap<String, NodeState> =
+                s.live.nodes.iter().map(|(_, n)| (n.node.clone(), n.state)).collect();
+            let results: HashMap<String, String> = s
+                .live
+                .nodes
+                .iter()
+                .filter(|(_, n)| n.state == NodeState::Succeeded)
+                .map(|(_, n)| (n.node.clone(), n.result.clone()))
+                .collect();
+            let due = start_at.get(&s.live.id).copied().unwrap_or(now);
+            loop {
+                let step = dag::step(&def, &states);
+                let mut again = !step.not_run.is_empty() && step.ready.is_empty() && step.finished.is_none();
+                for key in step.not_run {
+                    states.insert(key.clone(), NodeState::NotRun);
+                    new_nodes.push((i, key, NodeState::NotRun, String::new()));
+                }
+                for key in step.ready {
+                    let node = def.node(&key).expect("step names nodes of the graph");
+                    match jobs.get(&node.job_id) {
+                        Some(job) => {
+                            run_owners.push(new_nodes.len());
+                            new_runs.push(node_run(job, node, &results, due));
+                            states.insert(key.clone(), NodeState::Running);
+                            new_nodes.push((i, key, NodeState::Running, String::new()));
+                        }
+                        None => {
+                            again = true;
+                            states.insert(key.clone(), NodeState::Failed);
+                            let why = format!("job {} no longer exists", node.job_id);
+                            new_nodes.push((i, key, NodeState::Failed, why));
+                        }
+                    }
+                }
+                if let Some(end) = step.finished {
+                    ended.push((i, end));
+                    break;
+                }
+                if !again {
+                    break;
+                }
+            }
+        }
+
+        // The runs, then the node rows that name them, several per statement.
+        let tickets = self.insert_runs_tx(tx, &new_runs).await?;
+        if tickets.len() != new_runs.len() {
+            return Err(StoreError::Conflict(format!(
+                "{} of {} workflow node runs were created",
+                tickets.len(),
+                new_runs.len()
+            )));
+        }
+        let mut run_of: HashMap<usize, i64> = HashMap::with_capacity(tickets.len());
+        for ((owner, run), ticket) in run_owners.iter().zip(&new_runs).zip(tickets) {
+            // RETURNING gives the rows in the order of VALUES; checked, not assumed.
+            if ticket.job_id != run.job_id {
+                return Err(StoreError::Conflict("workflow node runs came back out of order".into()));
+            }
+            run_of.insert(*owner, ticket.id);
+            let job = jobs
+                .get(&run.job_id)
+                .expect("a run is made for a job that exists")
+                .clone();
+            out.tickets.push((job, ticket));
+        }
+        for (c, chunk) in new_nodes.chunks(NODE_ROWS).enumerate() {
+            let row = "(?, ?, ?, ?, ?, ?, ?)";
+            let q = format!(
+                "INSERT INTO workflow_node_run (instance_id, node, state, run_id, result, started_at, finished_at) \
+                 VALUES {} RETURNING id, instance_id, node",
+                vec![row; chunk.len()].join(", ")
+            );
+            let q = self.sql(&q).into_owned();
+            let mut query = sqlx::query(&q);
+            let mut made: HashMap<(i64, String), NodeRun> = HashMap::with_capacity(chunk.len());
+            for (k, (i, key, state, result)) in chunk.iter().enumerate() {
+                let run_id = run_of.get(&(c * NODE_ROWS + k)).copied().unwrap_or(0);
+                let instance = instances[*i].live.id;
+                let finished_at = if *state == NodeState::Running { 0 } else { now };
+                query = query
+                    .bind(instance)
+                    .bind(key)
+                    .bind(state.as_str())
+                    .bind(run_id)
+                    .bind(result)
+                    .bind(now)
+                    .bind(finished_at);
+                made.insert(
+                    (instance, key.clone()),
+                    NodeRun {
+                        node: key.clone(),
+                        state: *state,
+                        run_id,
+                        result: result.clone(),
+                        started_at: now,
+                        finished_at,
+                    },
+                );
+            }
+            let rows = query.fetch_all(&mut **tx).await?;
+            if rows.len() != chunk.len() {
+                return Err(StoreError::Conflict(format!(
+                    "{} of {} workflow node rows were written",
+                    rows.len(),
+                    chunk.len()
+                )));
+            }
+            // By position: MariaDB names the columns of a RETURNING list otherwise.
+            for r in rows {
+                let instance = rows::int(&r, 1)?;
+                let key = rows::text(&r, 2)?;
+                let node = made
+                    .remove(&(instance, key.clone()))
+                    .ok_or_else(|| StoreError::Conflict(format!("node row '{key}' came back unasked")))?;
+                let s = &mut instances[at[&instance]];
+                s.live.nodes.push((rows::int(&r, 0)?, node));
+                s.changed = true;
+            }
+        }
+
+        // Each changed instance's revision, with its end where it ended.
+        let mut by_end: HashMap<&'static str, Vec<i64>> = HashMap::new();
+        for (i, end) in &ended {
+            by_end.entry(end.as_str()).or_default().push(instances[*i].live.id);
+            out.finished.push(*end);
+            let w = instances[*i].live.workflow_id;
+            if !out.finished_workflows.contains(&w) {
+                out.finished_workflows.push(w);
+            }
+        }
+        for (end, ids) in &by_end {
+            self.execute_in(
+                tx,
+                "UPDATE workflow_instance SET state = ?, finished_at = ?, revision = revision + 1 WHERE id IN ({in})",
+                ids,
+                &[super::bulk::Arg::Text(end), super::bulk::Arg::Int(now)],
+            )
+            .await?;
+        }
+        let ended_at: HashSet<usize> = ended.iter().map(|(i, _)| *i).collect();
+        let bumped: Vec<i64> = instances
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| s.changed && !ended_at.contains(i))
+            .map(|(_, s)| s.live.id)
+            .collect();
+        self.execute_in(
+            tx,
+            "UPDATE workflow_instance SET revision = revision + 1 WHERE id IN ({in})",
+            &bumped,
+            &[],
+        )
+        .await?;
+        for (i, mut s) in instances.into_iter().enumerate() {
+            if ended_at.contains(&i) {
+                continue;
+            }
+            if s.changed {
+                s.live.revision += 1;
+            }
+            out.live.push(s.live);
+        }
+        Ok(out)
+    }
+
+    /// Reads the graphs and node rows of instances `ids` into their places in `instances`.
+    async fn read_instances(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        ids: &[i64],
+        instances: &mut [Stepping],
+        live: &mut LiveInstances,
+    ) -> StoreResult<()> {
+        let at: HashMap<i64, usize> = instances.iter().enumerate().map(|(k, s)| (s.live.id, k)).collect();
+        for r in self
+            .fetch_in(
+                tx,
+                "SELECT id, definition FROM workflow_instance WHERE id IN ({in})",
+                ids,
+                &[],
+            )
+            .await?
+        {
+            let id = rows::int(&r, "id")?;
+            let graph = live
+                .graph(&rows::text(&r, "definition")?)
+                .map_err(|e| sqlx::Error::ColumnDecode {
+                    index: "definition".into(),
+                    source: e.to_string().into(),
+                })?;
+            if let Some(k) = at.get(&id) {
+                instances[*k].live.definition = graph;
+            }
+        }
+        let q = "SELECT id, instance_id, node, state, run_id, result, started_at, finished_at FROM workflow_node_run \
+                 WHERE instance_id IN ({in}) ORDER BY id";
+        for r in self.fetch_in(tx, q, ids, &[]).await? {
+            if let Some(k) = at.get(&rows::int(&r, "instance_id")?) {
+                instances[*k].live.nodes.push((rows::int(&r, "id")?, node_row(&r)?));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An instance being moved on.
+#[derive(Debug)]
+struct Stepping {
+    live: LiveInstance,
+    /// Read from the database in this step (nothing kept of it, or kept at another revision).
+    read: bool,
+    /// Some node row of it was written.
+    changed: bool,
+}
+
+/// A new instance: its id, and again when it is to be started now (running, not queued or
+/// skipped, and not made before).
+#[derive(Debug)]
+struct Made {
+    id: i64,
+    start: Option<i64>,
+}
+
+/// The run of `node`, due at `at`: its job's, with the node's parameter (or the job's) and the
+/// upstream results it names filled in.
+pub(super) fn node_run(job: &Job, node: &dag::Node, results: &HashMap<String, String>, at: i64) -> NewRun {
+    let mut run = NewRun::of_job(job, TriggerType::Workflow, at, None);
+    run.param = dag::resolve(node.param.as_deref().unwrap_or(&job.param), results);
+    run
+}
