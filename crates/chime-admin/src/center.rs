@@ -61,6 +61,9 @@ pub struct Admin {
     pub(crate) results: ResultsQueue,
     /// Runs a user is killing (see [`RunIds`]).
     pub(crate) killing: Arc<RunIds>,
+    /// Runs withdrawn before their send (a stopped workflow instance's): the dispatcher drops
+    /// them (see [`RunIds`]).
+    pub(crate) withdrawn: Arc<RunIds>,
     /// Wakes the workflow loop after an operation on a workflow.
     pub(crate) workflows: Arc<crate::workflow::WorkflowWake>,
     /// Permits of the XXL-JOB 3.5 job API (`/api/addJob`, …): 100 calls per 30 s.

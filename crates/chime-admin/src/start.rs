@@ -238,6 +238,7 @@ fn wire(config: AdminConfig, store: Store, local_addr: SocketAddr) -> (Arc<Admin
     let partitions = Arc::new(Partitions::default());
     let inflight = Arc::new(RunIds::default());
     let killing = Arc::new(RunIds::default());
+    let withdrawn = Arc::new(RunIds::default());
     let (results, results_rx) = ResultsQueue::new();
     let (wheel, wheel_rx) = WheelQueue::new(inflight.clone(), config.catch_up_rate);
     let (alarms, alarms_rx) = AlarmQueue::new();
@@ -272,6 +273,7 @@ fn wire(config: AdminConfig, store: Store, local_addr: SocketAddr) -> (Arc<Admin
         probe_gate: probe_gate.clone(),
         partitions: partitions.clone(),
         inflight: inflight.clone(),
+        withdrawn: withdrawn.clone(),
         results: results.clone(),
         fence: marks_runs.then(|| SendFence::start(store.clone(), shutdown.clone())),
         node_id: config.node_id.clone(),
@@ -377,6 +379,7 @@ fn wire(config: AdminConfig, store: Store, local_addr: SocketAddr) -> (Arc<Admin
         wheel,
         results,
         killing,
+        withdrawn,
         workflows: workflow_wake,
         job_api_permits: crate::rate_limit::TokenBucket::new(
             JOB_API_PERMITS,

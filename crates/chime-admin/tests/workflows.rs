@@ -331,6 +331,53 @@ async fn workflows_story(kind: Db) {
         .await;
     assert_eq!(s, 409);
 
+    // A stop before the node's run went out: the run is withdrawn and never sent. Scheduled
+    // fires are made `lookahead` ahead (2 s in these tests), so a cron instance's first run
+    // waits on the timer until its fire time.
+    let early = job(&env, "demoJobHandler", "never-sent", 0).await;
+    let ahead = workflow(
+        &env,
+        json!({"name": "stopped-ahead", "schedule_type": "CRON", "schedule_expr": "0/5 * * * * ?", "running": true,
+               "definition": {"nodes": [{"key": "early", "job_id": early}]}}),
+    )
+    .await;
+    let now_ms = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64
+    };
+    let (i, run_id, due) = eventually(30, "an instance made ahead of its fire time", || async {
+        let (_, list) = env
+            .api
+            .get(&format!("/v1/workflow-instances?workflow_id={ahead}"))
+            .await;
+        let newest = list.as_array().and_then(|l| l.first()).cloned().ok_or("none yet")?;
+        let (id, due) = (newest["id"].as_i64().unwrap(), newest["scheduled_at"].as_i64().unwrap());
+        let (_, full) = env.api.get(&format!("/v1/workflow-instances/{id}")).await;
+        let run_id = nodes(&full)
+            .get("early")
+            .and_then(|n| n["run_id"].as_i64())
+            .ok_or("no node yet")?;
+        if due > now_ms() + 300 {
+            Ok((id, run_id, due))
+        } else {
+            Err(format!("instance {id} is due already"))
+        }
+    })
+    .await;
+    let v = env.api.ok(&format!("/v1/workflow-instances/{i}/stop"), json!({})).await;
+    assert_eq!(v["state"], "stopped");
+    env.api.ok(&format!("/v1/workflows/{ahead}/stop"), json!({})).await;
+    tokio::time::sleep(Duration::from_millis((due - now_ms()).max(0) as u64 + 1_500)).await;
+    let run = env.run(run_id).await;
+    assert_eq!(status(&run), "killed", "{run}");
+    assert_eq!(run["executor_address"], "", "never sent: {run}");
+    assert!(
+        run["trigger_msg"].as_str().unwrap_or_default().contains("was stopped"),
+        "{run}"
+    );
+
     // A limit of one instance that queues: the second starts when the first finishes.
     let slow = job(&env, "sleepJobHandler", "2", 0).await;
     let limited = workflow(

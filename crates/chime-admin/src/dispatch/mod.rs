@@ -58,6 +58,8 @@ pub struct Dispatcher {
     pub(crate) partitions: Arc<Partitions>,
     /// Runs in flight: broadcast shards join them, runs left unsent leave them.
     pub(crate) inflight: Arc<RunIds>,
+    /// Runs withdrawn before their send (a stopped workflow instance's): not sent.
+    pub(crate) withdrawn: Arc<RunIds>,
     /// Where trigger results go.
     pub(crate) results: ResultsQueue,
     /// Marks each run as being sent before it goes out; `None` on SQLite, whose single admin
@@ -195,6 +197,11 @@ async fn dispatch(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
         return;
     }
     if scheduled && let_go_unless_held(dispatcher, job.partition, ticket.id) {
+        return;
+    }
+    // Checked last, just before the send: the run's result is recorded already.
+    if ticket.trigger_type == TriggerType::Workflow && dispatcher.withdrawn.remove_if_present(ticket.id) {
+        dispatcher.inflight.remove(ticket.id);
         return;
     }
     let mut marked_at = None;

@@ -169,13 +169,20 @@ pub(super) async fn stop_instance(
 ) -> ApiResult<Json<Instance>> {
     let id = path_id(&id, "instance")?;
     let by = author(who.as_deref());
-    let (workflow, runs) = admin.store.stop_instance(id, &by).await?;
-    for run in runs {
+    let stopped = admin.store.stop_instance(id, &by).await?;
+    // This admin's own sends of them, waiting on the timer or for a permit, are dropped.
+    for run in &stopped.withdrawn {
+        admin.withdrawn.insert(*run);
+    }
+    for run in stopped.to_kill {
         if let Err(e) = admin.kill_run(run, &by).await {
             tracing::info!(run, error = %e, "run of a stopped workflow instance not killed");
         }
     }
-    crate::workflow::enqueue(&admin.wheel, admin.store.start_queued_instance(workflow).await?);
+    crate::workflow::enqueue(
+        &admin.wheel,
+        admin.store.start_queued_instance(stopped.workflow_id).await?,
+    );
     admin.workflows.now();
     Ok(Json(admin.store.instance(id).await?))
 }

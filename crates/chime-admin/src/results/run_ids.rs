@@ -4,13 +4,14 @@
 use std::collections::HashSet;
 use std::sync::{Mutex, MutexGuard};
 
-/// A set of run ids shared between tasks. The admin keeps two:
+/// A set of run ids shared between tasks. The admin keeps three:
 ///
 /// * the runs in flight: on the timer or being sent, their trigger result not yet written.
 ///   Recovery does not load them a second time, and at shutdown the results writer waits for
 ///   them.
 /// * the runs a user is killing: the executor's own callback for such a run (it reports the
 ///   kill, often before the admin records it) must not start a retry.
+/// * the runs withdrawn before their send (a stopped workflow instance's): dispatch drops them.
 #[derive(Debug, Default)]
 pub struct RunIds(Mutex<HashSet<i64>>);
 
@@ -28,6 +29,11 @@ impl RunIds {
     /// Removes a run.
     pub fn remove(&self, run_id: i64) {
         self.set().remove(&run_id);
+    }
+
+    /// Removes a run; whether it was in the set.
+    pub fn remove_if_present(&self, run_id: i64) -> bool {
+        self.set().remove(&run_id)
     }
 
     /// Whether the run is in the set.

@@ -51,7 +51,7 @@ pub use run_logs::{LogTarget, StoredLog};
 pub use sessions::SessionUser;
 pub use users::User;
 pub use workflow_steps::{Advanced, NodeTickets, ADVANCE_BATCH};
-pub use workflows::NodeChange;
+pub use workflows::{NodeChange, StoppedInstance};
 
 use crate::model::Invalid;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};

@@ -3,6 +3,7 @@
 //! the instance's row and raises its `revision`. Firing and moving instances on are in
 //! `workflow_steps.rs`.
 
+use super::bulk::Arg;
 use super::rows;
 use super::workflow_steps::{node_run, NodeTickets};
 use super::{Store, StoreError, StoreResult, PARTITIONS};
@@ -465,10 +466,14 @@ impl Store {
         Ok(out)
     }
 
-    /// Stops an instance: its running nodes are stopped (their runs are returned, to be killed)
-    /// and it starts no more. 409 when it is over already.
-    pub async fn stop_instance(&self, id: i64, by: &str) -> StoreResult<(i64, Vec<i64>)> {
+    /// Stops an instance: its running nodes are stopped and it starts no more. A running node's
+    /// run not yet being sent is withdrawn in the same transaction (recorded as killed by `by`,
+    /// never sent: a run another admin marks for sending is not one, and the mark refuses a
+    /// withdrawn run); the others are returned, to be killed at their executors. 409 when it is
+    /// over already.
+    pub async fn stop_instance(&self, id: i64, by: &str) -> StoreResult<StoppedInstance> {
         let now = now_ms();
+        let by: String = by.chars().take(128).collect();
         let mut tx = self.write.begin().await?;
         let instance = self.lock_instance(&mut tx, id).await?;
         if instance.state.is_final() {
@@ -480,23 +485,43 @@ impl Store {
         let nodes = self.node_runs(&mut tx, id).await?;
         let running: Vec<i64> = nodes
             .iter()
-            .filter(|n| n.state == NodeState::Running)
+            .filter(|n| n.state == NodeState::Running && n.run_id > 0)
             .map(|n| n.run_id)
             .collect();
+        let q = format!(
+            "SELECT id FROM run WHERE id IN ({{in}}) AND trigger_code = 0 AND handle_code = 0 AND send_token = 0{}",
+            self.backend.for_update()
+        );
+        let unsent: Vec<i64> = self
+            .fetch_in(&mut tx, &q, &running, &[])
+            .await?
+            .iter()
+            .map(|r| rows::int(r, "id"))
+            .collect::<Result<_, _>>()?;
+        let why = format!("not sent: its workflow instance {id} was stopped");
+        self.execute_in(
+            &mut tx,
+            "UPDATE run SET trigger_code = 500, trigger_msg = ?, handle_code = 500, handle_msg = ?, handled_at = ?, \
+             killed_by = ? WHERE id IN ({in}) AND trigger_code = 0 AND send_token = 0",
+            &unsent,
+            &[Arg::Text(&why), Arg::Text(&why), Arg::Int(now), Arg::Text(&by)],
+        )
+        .await?;
         let q = self.sql(
             "UPDATE workflow_node_run SET state = 'stopped', finished_at = ? WHERE instance_id = ? AND state = 'running'",
         );
         sqlx::query(&q).bind(now).bind(id).execute(&mut *tx).await?;
-        let q =
-            self.sql("UPDATE workflow_instance SET state = 'stopped', stopped_by = ?, finished_at = ?, revision = revision + 1 WHERE id = ?");
-        sqlx::query(&q)
-            .bind(by.chars().take(128).collect::<String>())
-            .bind(now)
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
+        let q = self.sql(
+            "UPDATE workflow_instance SET state = 'stopped', stopped_by = ?, finished_at = ?, revision = revision + 1 \
+             WHERE id = ?",
+        );
+        sqlx::query(&q).bind(&by).bind(now).bind(id).execute(&mut *tx).await?;
         tx.commit().await?;
-        Ok((instance.workflow_id, running))
+        Ok(StoppedInstance {
+            workflow_id: instance.workflow_id,
+            to_kill: running.into_iter().filter(|r| !unsent.contains(r)).collect(),
+            withdrawn: unsent,
+        })
     }
 
     /// Starts the oldest queued instance of `workflow_id` if there is room (after a stop).
@@ -629,6 +654,17 @@ impl Store {
             .transpose()?
             .ok_or_else(|| StoreError::NotFound(format!("workflow instance {id}")))
     }
+}
+
+/// What stopping an instance did to its running nodes' runs.
+#[derive(Debug)]
+pub struct StoppedInstance {
+    /// The instance's workflow (a queued instance of it may start now).
+    pub workflow_id: i64,
+    /// Runs sent (or being sent), to kill at their executors.
+    pub to_kill: Vec<i64>,
+    /// Runs not yet sent, recorded as killed: they must not go out.
+    pub withdrawn: Vec<i64>,
 }
 
 /// An operator's change to a node.
