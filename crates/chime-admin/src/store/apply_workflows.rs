@@ -2,7 +2,7 @@
 //! applied in the same transaction as the groups and jobs, matched by name, after the jobs (a
 //! node may run a job the same document creates).
 
-use super::workflows::{workflow_row, WORKFLOW_COLUMNS};
+use super::workflow_rows::{workflow_row, WORKFLOW_COLUMNS};
 use super::{rows, Store, StoreError, StoreResult};
 use crate::model::{validate_job_key, Invalid};
 use crate::workflow::dag::{Definition, Edge, Join, Node};

@@ -30,6 +30,7 @@ mod run_logs;
 mod runs;
 mod sessions;
 mod users;
+mod workflow_rows;
 mod workflow_steps;
 mod workflows;
 

@@ -22,7 +22,7 @@ use sqlx::Transaction;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::workflows::{node_row, workflow_row_with, WORKFLOW_COLUMNS};
+use super::workflow_rows::{node_row, workflow_row_with, WORKFLOW_COLUMNS};
 
 /// Node rows inserted per multi-row statement.
 const NODE_ROWS: usize = 200;

@@ -1,9 +1,10 @@
 //! Workflows: jobs as a DAG, each node run exactly once, across crashes and several admins.
 //!
 //! `dag.rs` holds the graph and the rules of an instance's progress (no I/O), `spec.rs` a
-//! workflow as stored and as typed in. The loop here fires due workflows on the jobs' schedule
-//! engine and moves instances on when their nodes' runs finish; `store/workflows.rs` does each
-//! step in one transaction.
+//! workflow as stored and as typed in, `live.rs` the running instances the loop keeps between
+//! its steps. The loop here fires due workflows on the jobs' schedule engine and moves instances
+//! on when their nodes' runs finish, as the results writer reports them (and as a search of the
+//! database finds them every tick); `store/workflow_steps.rs` does each step in one transaction.
 
 pub mod dag;
 pub mod live;

@@ -1,0 +1,84 @@
+//! Decoding the rows of workflows, their instances and their nodes, shared by the queries and
+//! operator changes (`workflows.rs`), the engine's steps (`workflow_steps.rs`) and applying a
+//! jobs document (`apply_workflows.rs`).
+
+use super::rows;
+use crate::workflow::dag::{Definition, InstanceState, NodeState};
+use crate::workflow::spec::{Instance, NodeRun, OnLimit, Workflow};
+use sqlx::any::AnyRow;
+
+pub(super) const WORKFLOW_COLUMNS: &str =
+    "id, name, description, partition_no, schedule_type, schedule_expr, time_zone, \
+     misfire_strategy, max_instances, on_limit, definition, running, anchor_at, next_fire_at, last_fire_at, \
+     created_at, updated_at";
+
+pub(super) const INSTANCE_COLUMNS: &str =
+    "id, workflow_id, scheduled_at, trigger_type, state, definition, stopped_by, created_at, finished_at";
+
+fn decode_err(col: &str, e: impl std::fmt::Display) -> sqlx::Error {
+    sqlx::Error::ColumnDecode {
+        index: col.to_owned(),
+        source: e.to_string().into(),
+    }
+}
+
+fn definition(row: &AnyRow) -> Result<Definition, sqlx::Error> {
+    serde_json::from_str(&rows::text(row, "definition")?).map_err(|e| decode_err("definition", e))
+}
+
+pub(super) fn workflow_row(row: &AnyRow) -> Result<Workflow, sqlx::Error> {
+    workflow_row_with(row, definition(row)?)
+}
+
+/// A workflow row with its graph `definition`, parsed elsewhere.
+pub(super) fn workflow_row_with(row: &AnyRow, definition: Definition) -> Result<Workflow, sqlx::Error> {
+    Ok(Workflow {
+        id: rows::int(row, "id")?,
+        name: rows::text(row, "name")?,
+        description: rows::text(row, "description")?,
+        partition: rows::int(row, "partition_no")?,
+        schedule_type: rows::text(row, "schedule_type")?
+            .parse()
+            .map_err(|e| decode_err("schedule_type", e))?,
+        schedule_expr: rows::text(row, "schedule_expr")?,
+        time_zone: rows::text(row, "time_zone")?,
+        misfire_strategy: rows::text(row, "misfire_strategy")?
+            .parse()
+            .map_err(|e| decode_err("misfire_strategy", e))?,
+        max_instances: rows::int(row, "max_instances")?,
+        on_limit: OnLimit::parse(&rows::text(row, "on_limit")?),
+        definition,
+        running: rows::int(row, "running")? != 0,
+        anchor_at: rows::int(row, "anchor_at")?,
+        next_fire_at: rows::int(row, "next_fire_at")?,
+        last_fire_at: rows::int(row, "last_fire_at")?,
+        created_at: rows::int(row, "created_at")?,
+        updated_at: rows::int(row, "updated_at")?,
+    })
+}
+
+pub(super) fn instance_row(row: &AnyRow) -> Result<Instance, sqlx::Error> {
+    Ok(Instance {
+        id: rows::int(row, "id")?,
+        workflow_id: rows::int(row, "workflow_id")?,
+        scheduled_at: rows::int(row, "scheduled_at")?,
+        trigger_type: rows::text(row, "trigger_type")?,
+        state: InstanceState::parse(&rows::text(row, "state")?).ok_or_else(|| decode_err("state", "unknown"))?,
+        stopped_by: rows::text(row, "stopped_by")?,
+        created_at: rows::int(row, "created_at")?,
+        finished_at: rows::int(row, "finished_at")?,
+        definition: definition(row)?,
+        nodes: Vec::new(),
+    })
+}
+
+pub(super) fn node_row(row: &AnyRow) -> Result<NodeRun, sqlx::Error> {
+    Ok(NodeRun {
+        node: rows::text(row, "node")?,
+        state: NodeState::parse(&rows::text(row, "state")?).ok_or_else(|| decode_err("state", "unknown"))?,
+        run_id: rows::int(row, "run_id")?,
+        result: rows::text(row, "result")?,
+        started_at: rows::int(row, "started_at")?,
+        finished_at: rows::int(row, "finished_at")?,
+    })
+}
