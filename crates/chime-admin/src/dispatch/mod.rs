@@ -200,7 +200,7 @@ async fn dispatch(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
         return;
     }
     // Checked last, just before the send: the run's result is recorded already.
-    if ticket.trigger_type == TriggerType::Workflow && dispatcher.withdrawn.remove_if_present(ticket.id) {
+    if ticket.trigger_type == TriggerType::Workflow && dispatcher.withdrawn.remove(ticket.id) {
         dispatcher.inflight.remove(ticket.id);
         return;
     }
@@ -273,9 +273,9 @@ async fn dispatch(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
 /// should it take the partition again, since its recovery then finds the run no longer in
 /// flight (`Partitions::let_go_unless_held`). True when let go.
 fn let_go_unless_held(dispatcher: &Dispatcher, partition: i64, run_id: i64) -> bool {
-    dispatcher
-        .partitions
-        .let_go_unless_held(partition, || dispatcher.inflight.remove(run_id))
+    dispatcher.partitions.let_go_unless_held(partition, || {
+        dispatcher.inflight.remove(run_id);
+    })
 }
 
 /// A mark the database took ([`fenced`]).

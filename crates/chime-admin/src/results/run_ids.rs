@@ -26,13 +26,8 @@ impl RunIds {
         self.set().insert(run_id);
     }
 
-    /// Removes a run.
-    pub fn remove(&self, run_id: i64) {
-        self.set().remove(&run_id);
-    }
-
     /// Removes a run; whether it was in the set.
-    pub fn remove_if_present(&self, run_id: i64) -> bool {
+    pub fn remove(&self, run_id: i64) -> bool {
         self.set().remove(&run_id)
     }
 

@@ -51,7 +51,7 @@ fn ticket(row: &AnyRow) -> Result<(RunTicket, i64), sqlx::Error> {
 
 /// Rows per multi-row `UPDATE` (at most 10 values each: well under every engine's limit on bound
 /// parameters).
-const UPDATE_ROWS: usize = 500;
+pub(super) const UPDATE_ROWS: usize = 500;
 
 impl Store {
     /// Full rows of the jobs `ids` (duplicates and missing ids allowed), by id.

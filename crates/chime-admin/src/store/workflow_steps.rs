@@ -10,6 +10,7 @@
 //! not, and every step raises the revision of the instances it changed.
 
 use super::rows;
+use super::runs::UPDATE_ROWS;
 use super::{Store, StoreError, StoreResult, PARTITIONS};
 use crate::model::{now_ms, Job, SKIPPED_CODE};
 use crate::run::{capped, FirePlan, NewRun, RunTicket};
@@ -26,8 +27,6 @@ use super::workflow_rows::{node_row, workflow_row_with, WORKFLOW_COLUMNS};
 
 /// Node rows inserted per multi-row statement.
 const NODE_ROWS: usize = 200;
-/// Rows updated per multi-row statement.
-const UPDATE_ROWS: usize = 500;
 /// Instances moved on per transaction at most: the loop puts each batch's runs on the timer
 /// before the next, so the first nodes are not kept waiting for the last.
 pub const ADVANCE_BATCH: usize = 200;
@@ -146,7 +145,8 @@ impl Store {
                 let made = self
                     .create_instance(&mut tx, w, json, f.fire_key, f.scheduled_at, f.trigger_type, now)
                     .await?;
-                if let Some(id) = made.start {
+                if made.started {
+                    let id = made.id;
                     starts.push((id, at));
                     // New, so nothing to read of it: its graph is the workflow's.
                     fresh.put(LiveInstance {
@@ -192,7 +192,7 @@ impl Store {
             .create_instance(&mut tx, &w, &json, None, now, trigger_type, now)
             .await?;
         let mut tickets = Vec::new();
-        if made.start.is_some() {
+        if made.started {
             tickets = self.progress(&mut tx, made.id, now, now).await?.tickets;
         }
         tx.commit().await?;
@@ -218,7 +218,7 @@ impl Store {
             if let Some(r) = sqlx::query(&q).bind(w.id).bind(key).fetch_optional(&mut **tx).await? {
                 return Ok(Made {
                     id: rows::int(&r, "id")?,
-                    start: None,
+                    started: false,
                 });
             }
         }
@@ -248,10 +248,9 @@ impl Store {
             .bind(if state == InstanceState::Skipped { now } else { 0 })
             .fetch_one(&mut **tx)
             .await?;
-        let id = rows::int(&row, 0)?;
         Ok(Made {
-            id,
-            start: (state == InstanceState::Running).then_some(id),
+            id: rows::int(&row, 0)?,
+            started: state == InstanceState::Running,
         })
     }
 
@@ -275,26 +274,28 @@ impl Store {
             return Ok(Advanced::default());
         }
         // With every partition held, which workflow an instance belongs to does not matter.
-        let q = if partitions.len() as i64 == PARTITIONS {
-            format!(
-                "SELECT DISTINCT n.instance_id AS instance_id FROM workflow_node_run n \
-                 JOIN run r ON r.id = n.run_id \
-                 WHERE n.state = 'running' AND (r.handle_code <> 0 OR r.trigger_code NOT IN (0, 200)) \
-                 LIMIT {ADVANCE_BATCH}"
-            )
+        let all = partitions.len() as i64 == PARTITIONS;
+        let (join, held) = if all {
+            ("", String::new())
         } else {
-            format!(
-                "SELECT DISTINCT n.instance_id AS instance_id FROM workflow_node_run n \
-                 JOIN run r ON r.id = n.run_id \
-                 JOIN workflow_instance i ON i.id = n.instance_id \
-                 WHERE n.state = 'running' AND (r.handle_code <> 0 OR r.trigger_code NOT IN (0, 200)) \
-                 AND (i.workflow_id % {PARTITIONS}) IN ({}) LIMIT {ADVANCE_BATCH}",
-                super::placeholders(partitions.len())
+            (
+                " JOIN workflow_instance i ON i.id = n.instance_id",
+                format!(
+                    " AND (i.workflow_id % {PARTITIONS}) IN ({})",
+                    super::placeholders(partitions.len())
+                ),
             )
         };
-        let q = self.sql(&q).into_owned();
+        let q = self
+            .sql(&format!(
+                "SELECT DISTINCT n.instance_id AS instance_id FROM workflow_node_run n \
+                 JOIN run r ON r.id = n.run_id{join} \
+                 WHERE n.state = 'running' AND (r.handle_code <> 0 OR r.trigger_code NOT IN (0, 200)){held} \
+                 LIMIT {ADVANCE_BATCH}"
+            ))
+            .into_owned();
         let mut query = sqlx::query(&q);
-        if (partitions.len() as i64) < PARTITIONS {
+        if !all {
             for p in partitions {
                 query = query.bind(*p);
             }
@@ -309,25 +310,24 @@ impl Store {
         self.advance(&ids, live, Look::All).await
     }
 
-    /// Moves instances `ids` on, [`ADVANCE_BATCH`] per transaction (the callers pass one
-    /// batch), then starts queued instances of the workflows whose instances finished.
+    /// Moves instances `ids` (one batch: at most [`ADVANCE_BATCH`]) on in one transaction,
+    /// then starts queued instances of the workflows whose instances finished.
     async fn advance(&self, ids: &[i64], live: &mut LiveInstances, look: Look<'_>) -> StoreResult<Advanced> {
         let mut out = Advanced::default();
-        let mut finished_workflows = Vec::new();
-        for chunk in ids.chunks(ADVANCE_BATCH) {
-            let now = now_ms();
-            let starts: Vec<(i64, i64)> = chunk.iter().map(|id| (*id, now)).collect();
-            let mut tx = self.write.begin().await?;
-            let step = self.progress_many(&mut tx, &starts, now, live, look).await?;
-            tx.commit().await?;
-            finished_workflows.extend(step.finished_workflows.iter().copied());
-            out.absorb(step, live);
+        if ids.is_empty() {
+            return Ok(out);
         }
+        let now = now_ms();
+        let starts: Vec<(i64, i64)> = ids.iter().map(|id| (*id, now)).collect();
+        let mut tx = self.write.begin().await?;
+        let mut step = self.progress_many(&mut tx, &starts, now, live, look).await?;
+        tx.commit().await?;
+        // Each workflow once (`progress_many` lists it once).
+        let finished_workflows = std::mem::take(&mut step.finished_workflows);
+        out.absorb(step, live);
         if finished_workflows.is_empty() {
             return Ok(out);
         }
-        finished_workflows.sort_unstable();
-        finished_workflows.dedup();
         // Only workflows with a queued instance have one to start (most have no limit).
         let mut conn = self.read.acquire().await?;
         let waiting: Vec<i64> = self
@@ -442,10 +442,10 @@ impl Store {
         if instances.is_empty() {
             return Ok(out);
         }
-        if !unknown.is_empty() {
-            self.read_instances(tx, &unknown, &mut instances, live).await?;
-        }
         let at: HashMap<i64, usize> = instances.iter().enumerate().map(|(k, s)| (s.live.id, k)).collect();
+        if !unknown.is_empty() {
+            self.read_instances(tx, &unknown, &at, &mut instances, live).await?;
+        }
 
         // The runs of running nodes, followed to their retries: (instance index, node index).
         let mut asking: HashMap<i64, (usize, usize)> = HashMap::new();
@@ -754,15 +754,16 @@ impl Store {
         Ok(out)
     }
 
-    /// Reads the graphs and node rows of instances `ids` into their places in `instances`.
+    /// Reads the graphs and node rows of instances `ids` into their places in `instances` (`at`:
+    /// each instance's index there).
     async fn read_instances(
         &self,
         tx: &mut Transaction<'static, Any>,
         ids: &[i64],
+        at: &HashMap<i64, usize>,
         instances: &mut [Stepping],
         live: &mut LiveInstances,
     ) -> StoreResult<()> {
-        let at: HashMap<i64, usize> = instances.iter().enumerate().map(|(k, s)| (s.live.id, k)).collect();
         for r in self
             .fetch_in(
                 tx,
@@ -804,12 +805,12 @@ struct Stepping {
     changed: bool,
 }
 
-/// A new instance: its id, and again when it is to be started now (running, not queued or
-/// skipped, and not made before).
+/// An instance of a fire: its id, and whether it is new and running (not queued or skipped,
+/// and not made before), so its first nodes are to be started now.
 #[derive(Debug)]
 struct Made {
     id: i64,
-    start: Option<i64>,
+    started: bool,
 }
 
 /// The run of `node`, due at `at`: its job's, with the node's parameter (or the job's) and the

@@ -218,8 +218,8 @@ pub async fn run(l: WorkflowLoop) {
             for _ in 0..50 {
                 match l.store.advance_found(&held, &mut live).await {
                     Ok(a) => {
-                        let more = !a.is_empty();
-                        busy |= l.after_step(a);
+                        let more = l.after_step(a);
+                        busy |= more;
                         if !more {
                             break;
                         }
