@@ -93,6 +93,22 @@ pub struct NewRun {
 }
 
 impl NewRun {
+    /// The ticket of this run once stored with `id`.
+    pub fn ticket(&self, id: i64) -> RunTicket {
+        RunTicket {
+            id,
+            job_id: self.job_id,
+            scheduled_at: self.scheduled_at,
+            trigger_type: self.trigger_type,
+            handler: self.handler.clone(),
+            param: self.param.clone(),
+            shard_index: self.shard_index,
+            shard_total: self.shard_total,
+            retry_count: self.retry_count,
+            lineage: self.lineage.clone(),
+        }
+    }
+
     /// A pending run of `job` with the job's handler, param and retries.
     pub fn of_job(job: &Job, trigger_type: TriggerType, scheduled_at: i64, fire_key: Option<i64>) -> NewRun {
         NewRun {

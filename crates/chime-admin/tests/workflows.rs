@@ -539,6 +539,72 @@ async fn workflows_story(kind: Db) {
         (422, Some("workflows[bad].nodes[a].job")),
         "{v}"
     );
+
+    // A fire is made once: fired again with the same fire time (another admin's fire, a
+    // replayed round), a workflow makes no second instance, while the other fires of the
+    // same round are made. Fired here through the store, with the fire times chosen.
+    let once = job(&env, "demoJobHandler", "once", 0).await;
+    let yearly = |name: &str| {
+        json!({"name": name, "schedule_type": "CRON", "schedule_expr": "0 0 0 1 1 ?", "running": true,
+               "definition": {"nodes": [{"key": "n", "job_id": once}]}})
+    };
+    let (w1, w2) = (
+        workflow(&env, yearly("refired-1")).await,
+        workflow(&env, yearly("refired-2")).await,
+    );
+    let fire_at = |keys: HashMap<i64, i64>| {
+        move |w: &chime_admin::workflow::spec::Workflow| chime_admin::run::FirePlan {
+            runs: keys
+                .get(&w.id)
+                .map(|k| chime_admin::run::NewRun {
+                    job_id: once,
+                    group_id: 0,
+                    fire_key: Some(*k),
+                    scheduled_at: *k,
+                    trigger_type: chime_protocol::TriggerType::Cron,
+                    handler: String::new(),
+                    param: String::new(),
+                    shard_index: 0,
+                    shard_total: 1,
+                    retry_count: 0,
+                    lineage: String::new(),
+                    trigger_code: 0,
+                    trigger_msg: String::new(),
+                })
+                .into_iter()
+                .collect(),
+            next_fire_at: w.next_fire_at,
+            last_fire_at: w.last_fire_at,
+        }
+    };
+    let store = &env.admin.admin.store;
+    let all: Vec<i64> = (0..chime_admin::store::PARTITIONS).collect();
+    let (k1, k2) = (4_000_000_000_000, 4_000_000_001_000);
+    let mut live = chime_admin::workflow::live::LiveInstances::default();
+    let first = store
+        .fire_workflows(&all, i64::MAX, &mut live, fire_at(HashMap::from([(w1, k1), (w2, k1)])))
+        .await
+        .unwrap();
+    assert_eq!(first.tickets.len(), 2, "both fired");
+    let again = store
+        .fire_workflows(&all, i64::MAX, &mut live, fire_at(HashMap::from([(w1, k1), (w2, k2)])))
+        .await
+        .unwrap();
+    assert_eq!(again.tickets.len(), 1, "only the new fire time made an instance");
+    for (w, expect) in [(w1, vec![k1]), (w2, vec![k1, k2])] {
+        let (_, list) = env
+            .api
+            .get(&format!("/v1/workflow-instances?workflow_id={w}&limit=100"))
+            .await;
+        let mut at: Vec<i64> = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["scheduled_at"].as_i64().unwrap())
+            .collect();
+        at.sort_unstable();
+        assert_eq!(at, expect, "instances of workflow {w}");
+    }
     env.close().await;
 }
 

@@ -1,5 +1,5 @@
 //! Statements over many ids: an `IN (…)` list split into chunks, each run as its own statement
-//! on one connection, and integer rows that SQLite hands over packed into one value.
+//! on one connection, and rows that SQLite hands over packed into one value.
 //!
 //! Every engine limits the values one statement may bind (SQLite 32,766), and a list of
 //! thousands of placeholders is slow to parse, so a statement over an unbounded list of ids is
@@ -144,6 +144,37 @@ impl Store {
         let row = query.fetch_one(&mut *conn).await?;
         let text = rows::text(&row, 0)?;
         unpack_int_rows(&text).map_err(|e| StoreError::from(sqlx::Error::Protocol(e)))
+    }
+
+    /// Rows of `sql` (a query with an `{in}` marker and nothing else to bind) for all of `ids`,
+    /// chunk by chunk as [`Store::fetch_in`] does, each made a `T`. On SQLite each chunk's rows
+    /// come back packed into one JSON array of arrays (`json_group_array` of its columns
+    /// `cols`, in order) that `T` deserializes from, for the reason [`Store::int_rows`] packs
+    /// integers; elsewhere row by row through `decode`.
+    pub(super) async fn packed_rows_in<T: serde::de::DeserializeOwned>(
+        &self,
+        conn: &mut AnyConnection,
+        sql: &str,
+        cols: &[&str],
+        ids: &[i64],
+        decode: impl Fn(&AnyRow) -> Result<T, sqlx::Error>,
+    ) -> StoreResult<Vec<T>> {
+        let mut out = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(IN_CHUNK) {
+            let q = self.in_sql(sql, chunk.len());
+            if self.backend != Backend::Sqlite {
+                for r in in_query(&q, sql, chunk, &[]).fetch_all(&mut *conn).await? {
+                    out.push(decode(&r)?);
+                }
+                continue;
+            }
+            let packed = format!("SELECT json_group_array(json_array({})) FROM ({q})", cols.join(", "));
+            let row = in_query(&packed, sql, chunk, &[]).fetch_one(&mut *conn).await?;
+            let rows: Vec<T> = serde_json::from_str(&rows::text(&row, 0)?)
+                .map_err(|e| StoreError::from(sqlx::Error::Protocol(format!("packed rows: {e}"))))?;
+            out.extend(rows);
+        }
+        Ok(out)
     }
 
     /// `sql` with its `{in}` marker replaced by `n` placeholders, in this backend's syntax.

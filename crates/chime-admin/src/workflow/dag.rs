@@ -400,70 +400,152 @@ fn holds(when: When, state: Option<NodeState>) -> Option<bool> {
 }
 
 /// From the nodes' states (`states`; a node absent has not started), which nodes start now,
-/// which never will, and how the instance ended once every node is final. A failure is
-/// handled when the failed node has an outgoing `failure` or `always` edge; an instance with
-/// an unhandled failure failed, one with a stopped node was stopped.
+/// which never will, and how the instance ended once every node is final: [`Graph::step`]
+/// with the nodes named.
 pub fn step(def: &Definition, states: &HashMap<String, NodeState>) -> Step {
-    let order = match def.order() {
-        Ok(o) => o,
-        // A stored definition was checked; a cycle here starts nothing.
-        Err(_) => return Step::default(),
-    };
-    let mut now: HashMap<&str, NodeState> = states.iter().map(|(k, s)| (k.as_str(), *s)).collect();
-    let mut out = Step::default();
-    for key in order {
-        if now.contains_key(key) {
-            continue;
-        }
-        let node = def.node(key).expect("ordered from the nodes");
-        let incoming: Vec<Option<bool>> = def
-            .edges
-            .iter()
-            .filter(|e| e.to == key)
-            .map(|e| holds(e.when, now.get(e.from.as_str()).copied()))
-            .collect();
-        let start = if incoming.is_empty() {
-            Some(true)
-        } else {
-            match node.join {
-                Join::All if incoming.iter().any(Option::is_none) => None,
-                Join::All => Some(incoming.iter().all(|h| *h == Some(true))),
-                Join::Any if incoming.contains(&Some(true)) => Some(true),
-                Join::Any if incoming.iter().any(Option::is_none) => None,
-                Join::Any => Some(false),
-            }
-        };
-        match start {
-            Some(true) => out.ready.push(key.to_owned()),
-            Some(false) => {
-                now.insert(key, NodeState::NotRun);
-                out.not_run.push(key.to_owned());
-            }
-            None => {}
+    let graph = Graph::new(def.clone());
+    let mut by_index = vec![None; def.nodes.len()];
+    for (key, state) in states {
+        if let Some(i) = graph.index(key) {
+            by_index[i] = Some(*state);
         }
     }
-    if out.ready.is_empty()
-        && def
-            .nodes
-            .iter()
-            .all(|n| now.get(n.key.as_str()).is_some_and(|s| s.is_final()))
-    {
-        let unhandled = def.nodes.iter().any(|n| {
-            now.get(n.key.as_str()) == Some(&NodeState::Failed)
-                && !def
-                    .edges
-                    .iter()
-                    .any(|e| e.from == n.key && matches!(e.when, When::Failure | When::Always))
-        });
-        out.finished = Some(if now.values().any(|s| *s == NodeState::Stopped) {
-            InstanceState::Stopped
-        } else if unhandled {
-            InstanceState::Failed
-        } else {
-            InstanceState::Succeeded
-        });
+    let step = graph.step(&by_index);
+    let key = |i: usize| def.nodes[i].key.clone();
+    Step {
+        ready: step.ready.into_iter().map(key).collect(),
+        not_run: step.not_run.into_iter().map(key).collect(),
+        finished: step.finished,
     }
-    out
+}
+
+/// A graph made ready for stepping its instances many times: its nodes by index, their order,
+/// and each node's incoming edges, worked out once (per workflow version, in the loop) instead
+/// of in every step.
+#[derive(Debug, Default)]
+pub struct Graph {
+    /// The graph as stored.
+    pub def: Definition,
+    /// Node indexes, every parent before its children (empty for a graph with a cycle, which
+    /// a stored definition cannot have: nothing of it starts).
+    order: Vec<usize>,
+    /// For each node, its parents' indexes with the edges' conditions.
+    incoming: Vec<Vec<(usize, When)>>,
+    /// For each node, whether an outgoing `failure` or `always` edge handles its failure.
+    handled: Vec<bool>,
+    /// Each node's index by key.
+    index: HashMap<String, usize>,
+}
+
+/// What [`Graph::step`] decides, with nodes as indexes into the graph's nodes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IndexedStep {
+    /// Nodes to start now, in the graph's order.
+    pub ready: Vec<usize>,
+    /// Nodes that will never run.
+    pub not_run: Vec<usize>,
+    /// The instance's end, once every node is final.
+    pub finished: Option<InstanceState>,
+}
+
+impl Graph {
+    /// Prepares `def` for stepping.
+    pub fn new(def: Definition) -> Graph {
+        let index: HashMap<String, usize> = def.nodes.iter().enumerate().map(|(i, n)| (n.key.clone(), i)).collect();
+        let order = def
+            .order()
+            .map(|o| o.iter().filter_map(|k| index.get(*k).copied()).collect())
+            .unwrap_or_default();
+        let mut incoming = vec![Vec::new(); def.nodes.len()];
+        let mut handled = vec![false; def.nodes.len()];
+        for e in &def.edges {
+            let Some(&from) = index.get(&e.from) else { continue };
+            handled[from] |= matches!(e.when, When::Failure | When::Always);
+            if let Some(&to) = index.get(&e.to) {
+                incoming[to].push((from, e.when));
+            }
+        }
+        Graph {
+            def,
+            order,
+            incoming,
+            handled,
+            index,
+        }
+    }
+
+    /// The index of node `key`.
+    pub fn index(&self, key: &str) -> Option<usize> {
+        self.index.get(key).copied()
+    }
+
+    /// How many nodes it has.
+    pub fn len(&self) -> usize {
+        self.def.nodes.len()
+    }
+
+    /// Whether it has no node.
+    pub fn is_empty(&self) -> bool {
+        self.def.nodes.is_empty()
+    }
+
+    /// From the nodes' states (`states[i]` node `i`'s; `None`: not started), which nodes start
+    /// now, which never will, and how the instance ended once every node is final. A failure
+    /// is handled when the failed node has an outgoing `failure` or `always` edge; an instance
+    /// with an unhandled failure failed, one with a stopped node was stopped.
+    pub fn step(&self, states: &[Option<NodeState>]) -> IndexedStep {
+        let mut now = states.to_vec();
+        now.resize(self.len(), None);
+        let mut out = IndexedStep::default();
+        if self.order.len() != self.len() {
+            return out;
+        }
+        for &i in &self.order {
+            if now[i].is_some() {
+                continue;
+            }
+            let incoming = &self.incoming[i];
+            let start = if incoming.is_empty() {
+                Some(true)
+            } else {
+                let holding = incoming.iter().map(|(from, when)| holds(*when, now[*from]));
+                let (mut open, mut held, mut failed) = (false, false, false);
+                for h in holding {
+                    match h {
+                        None => open = true,
+                        Some(true) => held = true,
+                        Some(false) => failed = true,
+                    }
+                }
+                match self.def.nodes[i].join {
+                    Join::All if open => None,
+                    Join::All => Some(!failed),
+                    Join::Any if held => Some(true),
+                    Join::Any if open => None,
+                    Join::Any => Some(false),
+                }
+            };
+            match start {
+                Some(true) => out.ready.push(i),
+                Some(false) => {
+                    now[i] = Some(NodeState::NotRun);
+                    out.not_run.push(i);
+                }
+                None => {}
+            }
+        }
+        if out.ready.is_empty() && now.iter().all(|s| s.is_some_and(NodeState::is_final)) {
+            let unhandled = (0..now.len()).any(|i| now[i] == Some(NodeState::Failed) && !self.handled[i]);
+            out.finished = Some(if now.contains(&Some(NodeState::Stopped)) {
+                InstanceState::Stopped
+            } else if unhandled {
+                InstanceState::Failed
+            } else {
+                InstanceState::Succeeded
+            });
+        }
+        out
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //! admin, an operator's stop, retry, skip) raises the revision, so an instance changed
 //! elsewhere is read again, never guessed.
 
-use super::dag::Definition;
+use super::dag::{Definition, Graph};
 use super::spec::NodeRun;
 use crate::store::PARTITIONS;
 use std::collections::HashMap;
@@ -30,8 +30,8 @@ pub struct LiveInstance {
     pub workflow_id: i64,
     /// The instance row's revision this state belongs to.
     pub revision: i64,
-    /// Its graph, as fired.
-    pub definition: Arc<Definition>,
+    /// Its graph, as fired, ready for stepping.
+    pub definition: Arc<Graph>,
     /// Its node rows, each with its row id.
     pub nodes: Vec<(i64, NodeRun)>,
 }
@@ -51,7 +51,7 @@ impl LiveInstance {
 pub struct LiveInstances {
     instances: HashMap<i64, LiveInstance>,
     by_run: HashMap<i64, i64>,
-    graphs: HashMap<String, Arc<Definition>>,
+    graphs: HashMap<String, Arc<Graph>>,
 }
 
 impl LiveInstances {
@@ -110,12 +110,13 @@ impl LiveInstances {
         }
     }
 
-    /// The graph stored as `json`, parsed once for all the instances fired with it.
-    pub fn graph(&mut self, json: &str) -> Result<Arc<Definition>, serde_json::Error> {
+    /// The graph stored as `json`, parsed and prepared once for all the instances fired with
+    /// it.
+    pub fn graph(&mut self, json: &str) -> Result<Arc<Graph>, serde_json::Error> {
         if let Some(g) = self.graphs.get(json) {
             return Ok(g.clone());
         }
-        let g = Arc::new(serde_json::from_str::<Definition>(json)?);
+        let g = Arc::new(Graph::new(serde_json::from_str::<Definition>(json)?));
         if self.graphs.len() >= MAX_GRAPHS {
             self.graphs.clear();
         }
@@ -148,7 +149,7 @@ mod tests {
             id,
             workflow_id,
             revision: 1,
-            definition: Arc::new(Definition::default()),
+            definition: Arc::default(),
             nodes,
         }
     }

@@ -11,6 +11,9 @@ use sqlx::query::Query;
 use sqlx::Transaction;
 use std::collections::HashMap;
 
+/// The largest run id so far (0 for none): on SQLite, where a multi-row insert's ids follow it.
+const MAX_RUN_ID: &str = "SELECT COALESCE(MAX(id), 0) FROM run";
+
 impl Store {
     /// Inserts run rows in one statement per chunk; rows whose `(job_id, fire_key)` already
     /// exists are skipped. Returns the tickets of the rows actually inserted (pending only).
@@ -41,6 +44,33 @@ impl Store {
             let links: &[i64] = if links.iter().any(|l| *l != 0) { links } else { &[] };
             let mut sql = insert_sql(prefix, chunk.len(), !links.is_empty());
             sql.push_str(suffix);
+            if self.backend == Backend::Sqlite {
+                // As for fires (`inserted_ids_sqlite`): the ids follow from the largest before,
+                // and the tickets from the values themselves, unless a row was skipped.
+                let before = rows::int(&sqlx::query(MAX_RUN_ID).fetch_one(&mut **tx).await?, 0)?;
+                let q = self.sql(&sql).into_owned();
+                let done = bind_new_runs(sqlx::query(&q), chunk, links, now)
+                    .execute(&mut **tx)
+                    .await?;
+                if done.rows_affected() as usize == chunk.len() {
+                    out.extend(
+                        chunk
+                            .iter()
+                            .zip(before + 1..)
+                            .filter(|(r, _)| r.trigger_code == 0)
+                            .map(|(r, id)| r.ticket(id)),
+                    );
+                    continue;
+                }
+                let q = format!("SELECT {TICKET_COLUMNS} FROM run WHERE id > ? ORDER BY id");
+                for row in sqlx::query(&q).bind(before).fetch_all(&mut **tx).await? {
+                    let (t, code) = ticket(&row)?;
+                    if code == 0 {
+                        out.push(t);
+                    }
+                }
+                continue;
+            }
             sql.push_str(" RETURNING ");
             sql.push_str(TICKET_COLUMNS);
             let q = self.sql(&sql).into_owned();
@@ -92,10 +122,7 @@ impl Store {
                 }
                 ids
             } else {
-                let before = sqlx::query("SELECT COALESCE(MAX(id), 0) FROM run")
-                    .fetch_one(&mut **tx)
-                    .await?;
-                let before = rows::int(&before, 0)?;
+                let before = rows::int(&sqlx::query(MAX_RUN_ID).fetch_one(&mut **tx).await?, 0)?;
                 let done = query.execute(&mut **tx).await?;
                 self.inserted_ids_sqlite(tx, chunk, before, done.rows_affected())
                     .await?
@@ -105,18 +132,7 @@ impl Store {
                 if r.trigger_code != 0 {
                     continue;
                 }
-                out.push(RunTicket {
-                    id,
-                    job_id,
-                    scheduled_at: r.scheduled_at,
-                    trigger_type: r.trigger_type,
-                    handler: r.handler.clone(),
-                    param: r.param.clone(),
-                    shard_index: r.shard_index,
-                    shard_total: r.shard_total,
-                    retry_count: r.retry_count,
-                    lineage: r.lineage.clone(),
-                });
+                out.push(r.ticket(id));
             }
         }
         Ok(out)
