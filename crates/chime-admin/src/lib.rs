@@ -26,7 +26,7 @@ mod rate_limit;
 pub mod registry;
 pub mod results;
 pub mod retention;
-pub mod run;
+mod run;
 pub mod schedule;
 mod start;
 pub mod store;

@@ -1,7 +1,8 @@
 //! The claim transaction on every database: the tickets it hands to the timer must name the
 //! run rows it inserted — right ids, no fire claimed twice — also when some fires of a batch
-//! were claimed before (the unique `(job_id, fire_key)` key skips them). SQLite learns the new
-//! ids without `RETURNING` (`Store::inserted_ids_sqlite`), which is what this guards.
+//! were claimed before (the unique `(job_id, fire_key)` key skips them), and after the newest
+//! runs were deleted. SQLite learns the new ids without `RETURNING` (`store/sqlite_ids.rs`),
+//! which is what this guards.
 
 mod common;
 
@@ -100,6 +101,27 @@ async fn tickets_name_their_rows(kind: Db) {
     assert_eq!(ids.len(), 15, "{kind:?}: distinct run ids");
     let (pending, _) = store.count_open_runs().await.unwrap();
     assert_eq!(pending, 15, "{kind:?}: five fires of three jobs, each stored once");
+
+    // The newest runs deleted (a job deleted with its runs, an import's ids): the run counter
+    // is ahead of every row, and the next ids follow the counter, not the rows.
+    let newest = ids.iter().copied().max().unwrap();
+    let pool = sqlx::AnyPool::connect(&db.url).await.unwrap();
+    sqlx::query(&format!("DELETE FROM run WHERE id > {}", newest - 3))
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    let fourth = claim(&store, &db.url, &[6000]).await;
+    check(&fourth, &[6000]);
+    for (id, job_id, scheduled_at) in &fourth {
+        assert!(*id > newest, "{kind:?}: run {id} numbered after the deleted {newest}");
+        let run = store.run(*id).await.unwrap();
+        assert_eq!(
+            (run.job_id, run.scheduled_at),
+            (*job_id, *scheduled_at),
+            "{kind:?}: run {id} after deletes"
+        );
+    }
     store.close().await;
     db.drop_db().await;
 }

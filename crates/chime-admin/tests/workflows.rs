@@ -553,10 +553,10 @@ async fn workflows_story(kind: Db) {
         workflow(&env, yearly("refired-2")).await,
     );
     let fire_at = |keys: HashMap<i64, i64>| {
-        move |w: &chime_admin::workflow::spec::Workflow| chime_admin::run::FirePlan {
+        move |w: &chime_admin::workflow::spec::Workflow| chime_admin::store::FirePlan {
             runs: keys
                 .get(&w.id)
-                .map(|k| chime_admin::run::NewRun {
+                .map(|k| chime_admin::store::NewRun {
                     job_id: once,
                     group_id: 0,
                     fire_key: Some(*k),

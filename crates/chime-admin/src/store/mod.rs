@@ -29,6 +29,7 @@ mod rows;
 mod run_logs;
 mod runs;
 mod sessions;
+mod sqlite_ids;
 mod users;
 mod workflow_rows;
 mod workflow_steps;

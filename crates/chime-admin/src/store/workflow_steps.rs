@@ -9,10 +9,10 @@
 //! instance is taken from there while its row's `revision` is the one kept, read from the
 //! database when not, and every step raises the revision of the instances it changed.
 //!
-//! On SQLite nothing a step writes is read back: a multi-row insert's ids follow the largest
-//! id before it, and the rows a step reads come packed into one value (`store/bulk.rs`). The
-//! driver hands each result row from its worker thread to the async side on its own, and a
-//! step's rows sent that way cost more than writing them.
+//! On SQLite nothing a step writes is read back: a multi-row insert's ids are known
+//! (`store/sqlite_ids.rs`), and the rows a step reads come packed into one value
+//! (`store/bulk.rs`). The driver hands each result row from its worker thread to the async
+//! side on its own, and a step's rows sent that way cost more than writing them.
 
 use super::rows;
 use super::runs::UPDATE_ROWS;
@@ -315,16 +315,20 @@ impl Store {
                     .bind(json.as_str())
                     .bind(now);
             }
-            // As the node rows' (`insert_node_rows`): SQLite's ids follow the largest before, in
-            // order, unless a fire was made before; only then are the new rows read back.
+            // As the node rows' (`insert_node_rows`): SQLite's ids are known (`store/sqlite_ids.rs`)
+            // unless a fire was made before; only then are the new rows read back.
             let inserted: Vec<[i64; 3]> = if sqlite {
-                let q = "SELECT COALESCE(MAX(id), 0) FROM workflow_instance";
-                let before = rows::int(&sqlx::query(q).fetch_one(&mut **tx).await?, 0)?;
+                let before = self.ids_before(tx, "workflow_instance").await?;
                 let written = query.execute(&mut **tx).await?.rows_affected() as usize;
-                if written == chunk.len() {
+                let taken = if written == chunk.len() {
+                    self.ids_taken(tx, "workflow_instance", before, written).await?
+                } else {
+                    None
+                };
+                if let Some(ids) = taken {
                     chunk
                         .iter()
-                        .zip(before + 1..)
+                        .zip(ids)
                         .map(|(m, id)| [id, due[m.due].0.id, m.fire_key])
                         .collect()
                 } else {
@@ -835,9 +839,9 @@ impl Store {
     }
 
     /// Runs `query`, the insert of node rows `keys` (instance, node: unique), and returns
-    /// their ids in `keys`' order. SQLite gives a multi-row insert's rows the ids after the
-    /// largest before, in order (`AUTOINCREMENT`, one writer), so nothing is read back there;
-    /// elsewhere the insert ends in `RETURNING id, instance_id, node`, checked against `keys`.
+    /// their ids in `keys`' order. On SQLite the ids are known without reading the rows back
+    /// (`store/sqlite_ids.rs`); elsewhere the insert ends in `RETURNING id, instance_id, node`,
+    /// checked against `keys`.
     async fn insert_node_rows<'q>(
         &self,
         tx: &mut Transaction<'static, Any>,
@@ -845,18 +849,23 @@ impl Store {
         keys: &[(i64, String)],
     ) -> StoreResult<Vec<i64>> {
         let short = |n: usize| StoreError::Conflict(format!("{n} of {} workflow node rows were written", keys.len()));
-        if self.backend == Backend::Sqlite {
-            let q = "SELECT COALESCE(MAX(id), 0) FROM workflow_node_run";
-            let before = rows::int(&sqlx::query(q).fetch_one(&mut **tx).await?, 0)?;
+        let found = if self.backend == Backend::Sqlite {
+            let before = self.ids_before(tx, "workflow_node_run").await?;
             let written = query.execute(&mut **tx).await?.rows_affected() as usize;
             if written != keys.len() {
                 return Err(short(written));
             }
-            return Ok((before + 1..).take(keys.len()).collect());
-        }
+            if let Some(ids) = self.ids_taken(tx, "workflow_node_run", before, written).await? {
+                return Ok(ids.collect());
+            }
+            let q = "SELECT id, instance_id, node FROM workflow_node_run WHERE id > ?";
+            sqlx::query(q).bind(before).fetch_all(&mut **tx).await?
+        } else {
+            query.fetch_all(&mut **tx).await?
+        };
         let mut ids: HashMap<(i64, String), i64> = HashMap::with_capacity(keys.len());
         // By position: MariaDB names the columns of a RETURNING list otherwise.
-        for r in query.fetch_all(&mut **tx).await? {
+        for r in found {
             ids.insert((rows::int(&r, 1)?, rows::text(&r, 2)?), rows::int(&r, 0)?);
         }
         if ids.len() != keys.len() {

@@ -11,9 +11,6 @@ use sqlx::query::Query;
 use sqlx::Transaction;
 use std::collections::HashMap;
 
-/// The largest run id so far (0 for none): on SQLite, where a multi-row insert's ids follow it.
-const MAX_RUN_ID: &str = "SELECT COALESCE(MAX(id), 0) FROM run";
-
 impl Store {
     /// Inserts run rows in one statement per chunk; rows whose `(job_id, fire_key)` already
     /// exists are skipped. Returns the tickets of the rows actually inserted (pending only).
@@ -45,18 +42,19 @@ impl Store {
             let mut sql = insert_sql(prefix, chunk.len(), !links.is_empty());
             sql.push_str(suffix);
             if self.backend == Backend::Sqlite {
-                // As for fires (`inserted_ids_sqlite`): the ids follow from the largest before,
-                // and the tickets from the values themselves, unless a row was skipped.
-                let before = rows::int(&sqlx::query(MAX_RUN_ID).fetch_one(&mut **tx).await?, 0)?;
+                // As for fires (`inserted_ids_sqlite`): the ids are known (`store/sqlite_ids.rs`),
+                // and the tickets come from the values themselves, unless a row was skipped.
+                let before = self.ids_before(tx, "run").await?;
                 let q = self.sql(&sql).into_owned();
                 let done = bind_new_runs(sqlx::query(&q), chunk, links, now)
                     .execute(&mut **tx)
                     .await?;
-                if done.rows_affected() as usize == chunk.len() {
+                let all = done.rows_affected() as usize == chunk.len();
+                if let (true, Some(ids)) = (all, self.ids_taken(tx, "run", before, chunk.len()).await?) {
                     out.extend(
                         chunk
                             .iter()
-                            .zip(before + 1..)
+                            .zip(ids)
                             .filter(|(r, _)| r.trigger_code == 0)
                             .map(|(r, id)| r.ticket(id)),
                     );
@@ -122,7 +120,7 @@ impl Store {
                 }
                 ids
             } else {
-                let before = rows::int(&sqlx::query(MAX_RUN_ID).fetch_one(&mut **tx).await?, 0)?;
+                let before = self.ids_before(tx, "run").await?;
                 let done = query.execute(&mut **tx).await?;
                 self.inserted_ids_sqlite(tx, chunk, before, done.rows_affected())
                     .await?
@@ -139,15 +137,14 @@ impl Store {
     }
 
     /// `(id, job_id, fire_key)` of the rows a multi-row `INSERT … ON CONFLICT DO NOTHING` of
-    /// `chunk` just added on SQLite, given the largest id before it (`before`) and the
-    /// statement's row count.
+    /// `chunk` just added on SQLite, given where the ids stood before it (`before`, from
+    /// [`Store::ids_before`]) and the statement's row count.
     ///
-    /// Inside the write transaction this connection is SQLite's only writer, and `AUTOINCREMENT`
-    /// gives each row a larger id than any before, in `VALUES` order. When no row was skipped,
-    /// the ids are therefore `before + 1 ..= before + n`, `chunk` in order. Only when some were
-    /// skipped (a fire claimed twice; a skipped row may still use up an id) are the new rows
-    /// read back. `RETURNING` would send every row through the driver's channel one by one,
-    /// which at twenty thousand fires a second was a measurable part of a claim.
+    /// When no row was skipped and the run counter moved by as many, the ids are
+    /// `before + 1 ..= before + n`, `chunk` in order (`store/sqlite_ids.rs`). Otherwise (a fire
+    /// claimed twice; a skipped row may still use up an id) the new rows are read back.
+    /// `RETURNING` would send every row through the driver's channel one by one, which at
+    /// twenty thousand fires a second was a measurable part of a claim.
     async fn inserted_ids_sqlite(
         &self,
         tx: &mut Transaction<'static, Any>,
@@ -159,11 +156,13 @@ impl Store {
             return Ok(Vec::new());
         }
         if inserted as usize == chunk.len() {
-            return Ok(chunk
-                .iter()
-                .zip(before + 1..)
-                .map(|(r, id)| (id, r.job_id, r.fire_key.unwrap_or_default()))
-                .collect());
+            if let Some(ids) = self.ids_taken(tx, "run", before, chunk.len()).await? {
+                return Ok(chunk
+                    .iter()
+                    .zip(ids)
+                    .map(|(r, id)| (id, r.job_id, r.fire_key.unwrap_or_default()))
+                    .collect());
+            }
         }
         let found = sqlx::query("SELECT id, job_id, fire_key FROM run WHERE id > ?")
             .bind(before)
