@@ -53,6 +53,22 @@ async fn trigger(env: &Env, wf: i64) -> i64 {
     v["instance_id"].as_i64().unwrap()
 }
 
+/// The fire times of workflow `wf`'s instances, in order (one per instance).
+async fn fire_times(env: &Env, wf: i64) -> Vec<i64> {
+    let (_, list) = env
+        .api
+        .get(&format!("/v1/workflow-instances?workflow_id={wf}&limit=1000"))
+        .await;
+    let mut at: Vec<i64> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["scheduled_at"].as_i64().unwrap())
+        .collect();
+    at.sort_unstable();
+    at
+}
+
 /// The runs of `job` made by workflow nodes.
 async fn node_runs(env: &Env, job: i64) -> Vec<Value> {
     env.api
@@ -425,18 +441,8 @@ async fn workflows_story(kind: Db) {
     })
     .await;
     env.api.ok(&format!("/v1/workflows/{cron}/stop"), json!({})).await;
-    let (_, all) = env
-        .api
-        .get(&format!("/v1/workflow-instances?workflow_id={cron}&limit=1000"))
-        .await;
-    let mut seconds: Vec<i64> = all
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["scheduled_at"].as_i64().unwrap())
-        .collect();
+    let mut seconds = fire_times(&env, cron).await;
     let total = seconds.len();
-    seconds.sort_unstable();
     seconds.dedup();
     assert_eq!(seconds.len(), total, "one instance per fire time");
     assert!(seconds.iter().all(|s| s % 1000 == 0), "{seconds:?}");
@@ -592,18 +598,7 @@ async fn workflows_story(kind: Db) {
         .unwrap();
     assert_eq!(again.tickets.len(), 1, "only the new fire time made an instance");
     for (w, expect) in [(w1, vec![k1]), (w2, vec![k1, k2])] {
-        let (_, list) = env
-            .api
-            .get(&format!("/v1/workflow-instances?workflow_id={w}&limit=100"))
-            .await;
-        let mut at: Vec<i64> = list
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i["scheduled_at"].as_i64().unwrap())
-            .collect();
-        at.sort_unstable();
-        assert_eq!(at, expect, "instances of workflow {w}");
+        assert_eq!(fire_times(&env, w).await, expect, "instances of workflow {w}");
     }
     env.close().await;
 }

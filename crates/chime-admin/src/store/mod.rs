@@ -31,6 +31,7 @@ mod runs;
 mod sessions;
 mod sqlite_ids;
 mod users;
+mod workflow_instances;
 mod workflow_rows;
 mod workflow_steps;
 mod workflows;

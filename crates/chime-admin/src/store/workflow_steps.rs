@@ -9,10 +9,8 @@
 //! instance is taken from there while its row's `revision` is the one kept, read from the
 //! database when not, and every step raises the revision of the instances it changed.
 //!
-//! On SQLite nothing a step writes is read back: a multi-row insert's ids are known
-//! (`store/sqlite_ids.rs`), and the rows a step reads come packed into one value
-//! (`store/bulk.rs`). The driver hands each result row from its worker thread to the async
-//! side on its own, and a step's rows sent that way cost more than writing them.
+//! The rows a step writes and reads besides its decisions (new instances, node rows, how runs
+//! ended) are `store/workflow_instances.rs`'s.
 
 use super::rows;
 use super::runs::UPDATE_ROWS;
@@ -21,13 +19,14 @@ use crate::model::{now_ms, Job, SKIPPED_CODE};
 use crate::run::{capped, FirePlan, NewRun, RunTicket};
 use crate::workflow::dag::{self, InstanceState, NodeState};
 use crate::workflow::live::{LiveInstance, LiveInstances};
-use crate::workflow::spec::{NodeRun, OnLimit, Workflow};
+use crate::workflow::spec::{NodeRun, Workflow};
 use chime_protocol::TriggerType;
 use sqlx::any::Any;
 use sqlx::Transaction;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use super::workflow_instances::{NewInstance, RunEnd};
 use super::workflow_rows::{node_row, workflow_row_with, WORKFLOW_COLUMNS};
 
 /// Node rows inserted per multi-row statement.
@@ -37,8 +36,6 @@ const NODE_ROWS: usize = 200;
 /// cheap, 500 takes up more results at once than 200 did (node lateness p99 0.1 s against
 /// 0.17 s for 1,000 instances at once) and leaves the first runs waiting no longer.
 pub const ADVANCE_BATCH: usize = 500;
-/// New instances inserted per multi-row statement.
-const INSTANCE_ROWS: usize = 500;
 /// Workflows fired per round at most.
 const FIRE_BATCH: i64 = 200;
 
@@ -223,135 +220,6 @@ impl Store {
         }
         tx.commit().await?;
         Ok((made.id, tickets))
-    }
-
-    /// Creates an instance of `w` with graph `json` (none when `fire_key` made one already):
-    /// running, or queued or skipped at the workflow's concurrency limit. Its first nodes are
-    /// the caller's to start.
-    #[allow(clippy::too_many_arguments)]
-    async fn create_instance(
-        &self,
-        tx: &mut Transaction<'static, Any>,
-        w: &Workflow,
-        json: &str,
-        fire_key: Option<i64>,
-        scheduled_at: i64,
-        trigger_type: TriggerType,
-        now: i64,
-    ) -> StoreResult<Made> {
-        if let Some(key) = fire_key {
-            let q = self.sql("SELECT id FROM workflow_instance WHERE workflow_id = ? AND fire_key = ?");
-            if let Some(r) = sqlx::query(&q).bind(w.id).bind(key).fetch_optional(&mut **tx).await? {
-                return Ok(Made {
-                    id: rows::int(&r, "id")?,
-                    started: false,
-                });
-            }
-        }
-        let mut state = InstanceState::Running;
-        if w.max_instances > 0 {
-            let q = self.sql("SELECT COUNT(*) AS n FROM workflow_instance WHERE workflow_id = ? AND state = 'running'");
-            let running = rows::int(&sqlx::query(&q).bind(w.id).fetch_one(&mut **tx).await?, "n")?;
-            if running >= w.max_instances {
-                state = match w.on_limit {
-                    OnLimit::Skip => InstanceState::Skipped,
-                    OnLimit::Queue => InstanceState::Queued,
-                };
-            }
-        }
-        let q = self.sql(
-            "INSERT INTO workflow_instance (workflow_id, fire_key, scheduled_at, trigger_type, state, definition, \
-             created_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        );
-        let row = sqlx::query(&q)
-            .bind(w.id)
-            .bind(fire_key)
-            .bind(scheduled_at)
-            .bind(trigger_type.as_str())
-            .bind(state.as_str())
-            .bind(json)
-            .bind(now)
-            .bind(if state == InstanceState::Skipped { now } else { 0 })
-            .fetch_one(&mut **tx)
-            .await?;
-        Ok(Made {
-            id: rows::int(&row, 0)?,
-            started: state == InstanceState::Running,
-        })
-    }
-
-    /// Creates the running instances of fires `made` of workflows without a concurrency limit
-    /// (`due`: the workflows with their graphs as stored), several per statement; a fire made
-    /// before (the same `(workflow_id, fire_key)`) is skipped by the unique key. Returns the new
-    /// instances' ids with their fires.
-    async fn create_instances<'m, G>(
-        &self,
-        tx: &mut Transaction<'static, Any>,
-        due: &[(Workflow, String, G)],
-        made: &'m [NewInstance],
-        now: i64,
-    ) -> StoreResult<Vec<(i64, &'m NewInstance)>> {
-        let (prefix, suffix) = self.backend.insert_ignore();
-        let sqlite = self.backend == Backend::Sqlite;
-        let mut out = Vec::with_capacity(made.len());
-        for chunk in made.chunks(INSTANCE_ROWS) {
-            let q = format!(
-                "{prefix} INTO workflow_instance (workflow_id, fire_key, scheduled_at, trigger_type, state, definition, \
-                 created_at, finished_at) VALUES {}{suffix}{}",
-                vec!["(?, ?, ?, ?, 'running', ?, ?, 0)"; chunk.len()].join(", "),
-                if sqlite { "" } else { " RETURNING id, workflow_id, fire_key" }
-            );
-            let q = self.sql(&q).into_owned();
-            let mut query = sqlx::query(&q);
-            let mut by_key: HashMap<(i64, i64), &NewInstance> = HashMap::with_capacity(chunk.len());
-            for m in chunk {
-                let (w, json, _) = &due[m.due];
-                by_key.insert((w.id, m.fire_key), m);
-                query = query
-                    .bind(w.id)
-                    .bind(m.fire_key)
-                    .bind(m.scheduled_at)
-                    .bind(m.trigger_type.as_str())
-                    .bind(json.as_str())
-                    .bind(now);
-            }
-            // As the node rows' (`insert_node_rows`): SQLite's ids are known (`store/sqlite_ids.rs`)
-            // unless a fire was made before; only then are the new rows read back.
-            let inserted: Vec<[i64; 3]> = if sqlite {
-                let before = self.ids_before(tx, "workflow_instance").await?;
-                let written = query.execute(&mut **tx).await?.rows_affected() as usize;
-                let taken = if written == chunk.len() {
-                    self.ids_taken(tx, "workflow_instance", before, written).await?
-                } else {
-                    None
-                };
-                if let Some(ids) = taken {
-                    chunk
-                        .iter()
-                        .zip(ids)
-                        .map(|(m, id)| [id, due[m.due].0.id, m.fire_key])
-                        .collect()
-                } else {
-                    let q = "SELECT id, workflow_id, fire_key FROM workflow_instance WHERE id > ?";
-                    self.int_rows(tx, q, ["id", "workflow_id", "fire_key"], &[before])
-                        .await?
-                }
-            } else {
-                let mut ids = Vec::with_capacity(chunk.len());
-                // By position: MariaDB names the columns of a RETURNING list otherwise.
-                for r in query.fetch_all(&mut **tx).await? {
-                    ids.push([rows::int(&r, 0)?, rows::int(&r, 1)?, rows::int(&r, 2)?]);
-                }
-                ids
-            };
-            for [id, workflow_id, fire_key] in inserted {
-                let m = by_key.get(&(workflow_id, fire_key)).ok_or_else(|| {
-                    StoreError::Conflict(format!("instance {id} of workflow {workflow_id} came back unasked"))
-                })?;
-                out.push((id, *m));
-            }
-        }
-        Ok(out)
     }
 
     /// Moves on instances `ids` (at most [`ADVANCE_BATCH`]; the loop's, found through `live`)
@@ -838,73 +706,6 @@ impl Store {
         Ok(out)
     }
 
-    /// Runs `query`, the insert of node rows `keys` (instance, node: unique), and returns
-    /// their ids in `keys`' order. On SQLite the ids are known without reading the rows back
-    /// (`store/sqlite_ids.rs`); elsewhere the insert ends in `RETURNING id, instance_id, node`,
-    /// checked against `keys`.
-    async fn insert_node_rows<'q>(
-        &self,
-        tx: &mut Transaction<'static, Any>,
-        query: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
-        keys: &[(i64, String)],
-    ) -> StoreResult<Vec<i64>> {
-        let short = |n: usize| StoreError::Conflict(format!("{n} of {} workflow node rows were written", keys.len()));
-        let found = if self.backend == Backend::Sqlite {
-            let before = self.ids_before(tx, "workflow_node_run").await?;
-            let written = query.execute(&mut **tx).await?.rows_affected() as usize;
-            if written != keys.len() {
-                return Err(short(written));
-            }
-            if let Some(ids) = self.ids_taken(tx, "workflow_node_run", before, written).await? {
-                return Ok(ids.collect());
-            }
-            let q = "SELECT id, instance_id, node FROM workflow_node_run WHERE id > ?";
-            sqlx::query(q).bind(before).fetch_all(&mut **tx).await?
-        } else {
-            query.fetch_all(&mut **tx).await?
-        };
-        let mut ids: HashMap<(i64, String), i64> = HashMap::with_capacity(keys.len());
-        // By position: MariaDB names the columns of a RETURNING list otherwise.
-        for r in found {
-            ids.insert((rows::int(&r, 1)?, rows::text(&r, 2)?), rows::int(&r, 0)?);
-        }
-        if ids.len() != keys.len() {
-            return Err(short(ids.len()));
-        }
-        keys.iter()
-            .map(|k| {
-                ids.get(k)
-                    .copied()
-                    .ok_or_else(|| StoreError::Conflict(format!("node row '{}' came back unasked", k.1)))
-            })
-            .collect()
-    }
-
-    /// How the runs `ids` ended so far (those that still exist).
-    async fn run_ends(&self, tx: &mut Transaction<'static, Any>, ids: &[i64]) -> StoreResult<Vec<RunEnd>> {
-        let q =
-            "SELECT id, trigger_code, handle_code, handle_msg, handled_at, triggered_at FROM run WHERE id IN ({in})";
-        let cols = [
-            "id",
-            "trigger_code",
-            "handle_code",
-            "handle_msg",
-            "handled_at",
-            "triggered_at",
-        ];
-        self.packed_rows_in(tx, q, &cols, ids, |r| {
-            Ok(RunEnd {
-                id: rows::int(r, "id")?,
-                trigger_code: rows::int(r, "trigger_code")?,
-                handle_code: rows::int(r, "handle_code")?,
-                handle_msg: rows::text(r, "handle_msg")?,
-                handled_at: rows::int(r, "handled_at")?,
-                triggered_at: rows::int(r, "triggered_at")?,
-            })
-        })
-        .await
-    }
-
     /// Reads the graphs and node rows of instances `ids` into their places in `instances` (`at`:
     /// each instance's index there).
     async fn read_instances(
@@ -954,49 +755,6 @@ struct Stepping {
     read: bool,
     /// Some node row of it was written.
     changed: bool,
-}
-
-/// How a node's run ended so far: the columns of `run` a step reads (in this order, which
-/// SQLite's packed rows keep).
-#[derive(Debug, serde::Deserialize)]
-struct RunEnd {
-    id: i64,
-    trigger_code: i64,
-    handle_code: i64,
-    handle_msg: String,
-    handled_at: i64,
-    triggered_at: i64,
-}
-
-impl RunEnd {
-    /// Sent (or on its way) and no result yet.
-    fn in_flight(&self) -> bool {
-        matches!(self.trigger_code, 0 | 200) && self.handle_code == 0
-    }
-
-    /// Ended, and not in success.
-    fn failed(&self) -> bool {
-        !self.in_flight() && self.handle_code != 200
-    }
-}
-
-/// A fire of a workflow without a concurrency limit, to become a running instance
-/// ([`Store::create_instances`]).
-#[derive(Debug)]
-struct NewInstance {
-    /// Its workflow's place among the due ones.
-    due: usize,
-    fire_key: i64,
-    scheduled_at: i64,
-    trigger_type: TriggerType,
-}
-
-/// An instance of a fire: its id, and whether it is new and running (not queued or skipped,
-/// and not made before), so its first nodes are to be started now.
-#[derive(Debug)]
-struct Made {
-    id: i64,
-    started: bool,
 }
 
 /// The results of an instance's succeeded nodes, by node (for `{{node.result}}`).
