@@ -4,23 +4,54 @@
 //! `sqlite_sequence`) or than the largest id it has now, whichever is larger. The counter can
 //! be ahead of every row: an import raises it past the ids it brought, and deleting the newest
 //! rows leaves it where it was. Inside a write transaction the connection is SQLite's only
-//! writer, so a multi-row insert's rows take consecutive ids in `VALUES` order after
-//! [`Store::ids_before`]; [`Store::ids_taken`] checks that against the counter after the insert
-//! rather than trusting it, and says when the rows must be read back instead.
+//! writer, so a multi-row insert's rows take consecutive ids in `VALUES` order after that;
+//! [`Store::insert_known_ids`] checks them against the counter after the insert rather than
+//! trusting it, and says when the rows must be read back instead.
 //!
 //! The driver hands each result row from its worker thread to the async side on its own:
 //! `RETURNING` on a busy insert cost more than the insert itself.
 
 use super::rows;
 use super::{Store, StoreResult};
-use sqlx::any::Any;
+use sqlx::any::{Any, AnyArguments};
+use sqlx::query::Query;
 use sqlx::Transaction;
 use std::ops::RangeInclusive;
 
+/// What [`Store::insert_known_ids`] did.
+pub(super) struct Inserted {
+    /// Where the table's ids stood before the insert: the new rows' ids are above it.
+    pub(super) before: i64,
+    /// How many rows went in.
+    pub(super) written: usize,
+    /// Their ids, in `VALUES` order, when every row went in and the counter confirms them;
+    /// `None`: read the rows with ids above `before`.
+    pub(super) ids: Option<RangeInclusive<i64>>,
+}
+
 impl Store {
+    /// Runs `insert`, a multi-row insert of `rows` rows into `table`, and says which ids the
+    /// rows took when that is known without reading them back.
+    pub(super) async fn insert_known_ids<'q>(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        table: &'static str,
+        insert: Query<'q, Any, AnyArguments<'q>>,
+        rows: usize,
+    ) -> StoreResult<Inserted> {
+        let before = self.ids_before(tx, table).await?;
+        let written = insert.execute(&mut **tx).await?.rows_affected() as usize;
+        let ids = if written == rows {
+            self.ids_taken(tx, table, before, written).await?
+        } else {
+            None
+        };
+        Ok(Inserted { before, written, ids })
+    }
+
     /// The id after which `table`'s next rows are numbered (0 for a table never written).
     /// `table` is one of the store's own `AUTOINCREMENT` tables, never input.
-    pub(super) async fn ids_before(&self, tx: &mut Transaction<'static, Any>, table: &'static str) -> StoreResult<i64> {
+    async fn ids_before(&self, tx: &mut Transaction<'static, Any>, table: &'static str) -> StoreResult<i64> {
         let q = format!(
             "SELECT MAX(IFNULL((SELECT seq FROM sqlite_sequence WHERE name = ?), 0), \
              IFNULL((SELECT MAX(id) FROM {table}), 0))"
@@ -32,7 +63,7 @@ impl Store {
     /// `before + 1 ..= before + inserted` (`before` from [`Store::ids_before`]); `None` when
     /// the table's counter says otherwise: the rows with ids above `before` are the new ones,
     /// to be read back.
-    pub(super) async fn ids_taken(
+    async fn ids_taken(
         &self,
         tx: &mut Transaction<'static, Any>,
         table: &'static str,

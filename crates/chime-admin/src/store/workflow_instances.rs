@@ -112,14 +112,10 @@ impl Store {
             // As the node rows' (`insert_node_rows`): SQLite's ids are known (`store/sqlite_ids.rs`)
             // unless a fire was made before; only then are the new rows read back.
             let inserted: Vec<[i64; 3]> = if sqlite {
-                let before = self.ids_before(tx, "workflow_instance").await?;
-                let written = query.execute(&mut **tx).await?.rows_affected() as usize;
-                let taken = if written == chunk.len() {
-                    self.ids_taken(tx, "workflow_instance", before, written).await?
-                } else {
-                    None
-                };
-                if let Some(ids) = taken {
+                let done = self
+                    .insert_known_ids(tx, "workflow_instance", query, chunk.len())
+                    .await?;
+                if let Some(ids) = done.ids {
                     chunk
                         .iter()
                         .zip(ids)
@@ -127,7 +123,7 @@ impl Store {
                         .collect()
                 } else {
                     let q = "SELECT id, workflow_id, fire_key FROM workflow_instance WHERE id > ?";
-                    self.int_rows(tx, q, ["id", "workflow_id", "fire_key"], &[before])
+                    self.int_rows(tx, q, ["id", "workflow_id", "fire_key"], &[done.before])
                         .await?
                 }
             } else {
@@ -160,16 +156,17 @@ impl Store {
     ) -> StoreResult<Vec<i64>> {
         let short = |n: usize| StoreError::Conflict(format!("{n} of {} workflow node rows were written", keys.len()));
         let found = if self.backend == Backend::Sqlite {
-            let before = self.ids_before(tx, "workflow_node_run").await?;
-            let written = query.execute(&mut **tx).await?.rows_affected() as usize;
-            if written != keys.len() {
-                return Err(short(written));
+            let done = self
+                .insert_known_ids(tx, "workflow_node_run", query, keys.len())
+                .await?;
+            if done.written != keys.len() {
+                return Err(short(done.written));
             }
-            if let Some(ids) = self.ids_taken(tx, "workflow_node_run", before, written).await? {
+            if let Some(ids) = done.ids {
                 return Ok(ids.collect());
             }
             let q = "SELECT id, instance_id, node FROM workflow_node_run WHERE id > ?";
-            sqlx::query(q).bind(before).fetch_all(&mut **tx).await?
+            sqlx::query(q).bind(done.before).fetch_all(&mut **tx).await?
         } else {
             query.fetch_all(&mut **tx).await?
         };

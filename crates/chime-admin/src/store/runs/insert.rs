@@ -5,6 +5,7 @@ use super::{ticket, TICKET_COLUMNS};
 use crate::model::now_ms;
 use crate::run::{NewRun, RunTicket};
 use crate::store::rows;
+use crate::store::sqlite_ids::Inserted;
 use crate::store::{Backend, Store, StoreResult};
 use sqlx::any::{Any, AnyArguments};
 use sqlx::query::Query;
@@ -44,13 +45,10 @@ impl Store {
             if self.backend == Backend::Sqlite {
                 // As for fires (`inserted_ids_sqlite`): the ids are known (`store/sqlite_ids.rs`),
                 // and the tickets come from the values themselves, unless a row was skipped.
-                let before = self.ids_before(tx, "run").await?;
                 let q = self.sql(&sql).into_owned();
-                let done = bind_new_runs(sqlx::query(&q), chunk, links, now)
-                    .execute(&mut **tx)
-                    .await?;
-                let all = done.rows_affected() as usize == chunk.len();
-                if let (true, Some(ids)) = (all, self.ids_taken(tx, "run", before, chunk.len()).await?) {
+                let insert = bind_new_runs(sqlx::query(&q), chunk, links, now);
+                let done = self.insert_known_ids(tx, "run", insert, chunk.len()).await?;
+                if let Some(ids) = done.ids {
                     out.extend(
                         chunk
                             .iter()
@@ -61,7 +59,7 @@ impl Store {
                     continue;
                 }
                 let q = format!("SELECT {TICKET_COLUMNS} FROM run WHERE id > ? ORDER BY id");
-                for row in sqlx::query(&q).bind(before).fetch_all(&mut **tx).await? {
+                for row in sqlx::query(&q).bind(done.before).fetch_all(&mut **tx).await? {
                     let (t, code) = ticket(&row)?;
                     if code == 0 {
                         out.push(t);
@@ -120,10 +118,8 @@ impl Store {
                 }
                 ids
             } else {
-                let before = self.ids_before(tx, "run").await?;
-                let done = query.execute(&mut **tx).await?;
-                self.inserted_ids_sqlite(tx, chunk, before, done.rows_affected())
-                    .await?
+                let done = self.insert_known_ids(tx, "run", query, chunk.len()).await?;
+                self.inserted_ids_sqlite(tx, chunk, done).await?
             };
             for (id, job_id, key) in inserted {
                 let Some(r) = by_key.get(&(job_id, key)) else { continue };
@@ -137,35 +133,31 @@ impl Store {
     }
 
     /// `(id, job_id, fire_key)` of the rows a multi-row `INSERT … ON CONFLICT DO NOTHING` of
-    /// `chunk` just added on SQLite, given where the ids stood before it (`before`, from
-    /// [`Store::ids_before`]) and the statement's row count.
+    /// `chunk` just added on SQLite (`done`).
     ///
-    /// When no row was skipped and the run counter moved by as many, the ids are
-    /// `before + 1 ..= before + n`, `chunk` in order (`store/sqlite_ids.rs`). Otherwise (a fire
-    /// claimed twice; a skipped row may still use up an id) the new rows are read back.
-    /// `RETURNING` would send every row through the driver's channel one by one, which at
-    /// twenty thousand fires a second was a measurable part of a claim.
+    /// When no row was skipped and the run counter moved by as many, the ids are known
+    /// (`store/sqlite_ids.rs`), `chunk` in order. Otherwise (a fire claimed twice; a skipped row
+    /// may still use up an id) the new rows are read back. `RETURNING` would send every row
+    /// through the driver's channel one by one, which at twenty thousand fires a second was a
+    /// measurable part of a claim.
     async fn inserted_ids_sqlite(
         &self,
         tx: &mut Transaction<'static, Any>,
         chunk: &[NewRun],
-        before: i64,
-        inserted: u64,
+        done: Inserted,
     ) -> StoreResult<Vec<(i64, i64, i64)>> {
-        if inserted == 0 {
+        if done.written == 0 {
             return Ok(Vec::new());
         }
-        if inserted as usize == chunk.len() {
-            if let Some(ids) = self.ids_taken(tx, "run", before, chunk.len()).await? {
-                return Ok(chunk
-                    .iter()
-                    .zip(ids)
-                    .map(|(r, id)| (id, r.job_id, r.fire_key.unwrap_or_default()))
-                    .collect());
-            }
+        if let Some(ids) = done.ids {
+            return Ok(chunk
+                .iter()
+                .zip(ids)
+                .map(|(r, id)| (id, r.job_id, r.fire_key.unwrap_or_default()))
+                .collect());
         }
         let found = sqlx::query("SELECT id, job_id, fire_key FROM run WHERE id > ?")
-            .bind(before)
+            .bind(done.before)
             .fetch_all(&mut **tx)
             .await?;
         found
