@@ -488,6 +488,12 @@ async fn main() {
         ..Default::default()
     };
     let draft = spec.validate(None, "UTC", group.id).unwrap();
+    // The admin's CPU with nothing due (its ticks, leases, registry), a fixed cost per second
+    // rather than per fire: reported apart, as `workflow_load` reports it, so that loads of
+    // different lengths compare.
+    let (idle0, _) = proc_stats();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let idle_cores = (proc_stats().0 - idle0) / 3.0;
     store
         .insert_jobs_bulk(&vec![draft; jobs as usize], group.id)
         .await
@@ -620,6 +626,12 @@ async fn main() {
             lat.last().copied().unwrap_or(-1.0)
         );
     }
+    let fires = window.len().max(1) as f64;
+    println!(
+        "admin_cpu_per_fire_us={:.1} above_idle_us={:.1} idle_admin_cores={idle_cores:.3}",
+        (cpu1 - cpu0) * 1e6 / fires,
+        (cpu1 - cpu0 - idle_cores * elapsed) * 1e6 / fires
+    );
     println!(
         "recorded_per_s={:.0} open_runs start={} end={} (pending {p0}→{p1}, running {r0}→{r1}) claims_deferred={}",
         (done1 - done0) as f64 / elapsed,

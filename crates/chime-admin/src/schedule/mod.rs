@@ -135,9 +135,33 @@ pub fn plan_fires_with(
     }
 }
 
-/// Parsed schedules kept between claim rounds, keyed by job id and valid while the job's
-/// `updated_at` and anchor are unchanged. Bounded: cleared when it grows past this.
+/// Parsed schedules kept between rounds at most; cleared when it grows past this.
 const CALENDAR_CACHE_MAX: usize = 200_000;
+
+/// Parsed schedules kept between rounds (of the claim loop, of the workflow loop), keyed by
+/// the id of what they schedule and valid while its `updated_at` and anchor are unchanged:
+/// parsing a cron expression with its zone cost more than planning its fires.
+#[derive(Debug, Default)]
+pub struct Calendars {
+    parsed: HashMap<i64, (i64, i64, Result<Calendar, String>)>,
+}
+
+impl Calendars {
+    /// The fires of `job` (or of a workflow's schedule in a `Job`) between its next fire time
+    /// and `horizon`, as [`plan_fires`] decides them, with its schedule parsed once.
+    pub fn plan(&mut self, job: &Job, now: i64, horizon: i64, rules: MisfireRules) -> FirePlan {
+        let fresh = matches!(self.parsed.get(&job.id),
+            Some((updated, anchor, _)) if *updated == job.updated_at && *anchor == job.anchor_at);
+        if !fresh {
+            if self.parsed.len() >= CALENDAR_CACHE_MAX {
+                self.parsed.clear();
+            }
+            let cal = Calendar::parse(job.schedule_type, &job.schedule_expr, &job.time_zone, job.anchor_at);
+            self.parsed.insert(job.id, (job.updated_at, job.anchor_at, cal));
+        }
+        plan_fires_with(job, &self.parsed[&job.id].2, now, horizon, rules)
+    }
+}
 /// Job rows kept between claim rounds (see `Store::claim_due_fires`); cleared when full.
 const JOB_CACHE_MAX: usize = 100_000;
 
@@ -184,12 +208,9 @@ pub struct ClaimLoop {
 pub async fn run_claims(claims: ClaimLoop) {
     let tick = claims.tick;
     let lookahead = claims.lookahead.as_millis() as i64;
-    let mut calendars: HashMap<i64, (i64, i64, Result<Calendar, String>)> = HashMap::new();
+    let mut calendars = Calendars::default();
     let mut jobs: HashMap<i64, Arc<Job>> = HashMap::new();
     loop {
-        if calendars.len() > CALENDAR_CACHE_MAX {
-            calendars.clear();
-        }
         if jobs.len() >= JOB_CACHE_MAX {
             jobs.clear();
         }
@@ -214,16 +235,7 @@ pub async fn run_claims(claims: ClaimLoop) {
             claims
                 .store
                 .claim_due_fires(&claims.node_id, &ready, horizon, claims.claim_batch, &mut jobs, |job| {
-                    let cal = match calendars.get(&job.id) {
-                        Some((updated, anchor, cal)) if *updated == job.updated_at && *anchor == job.anchor_at => cal,
-                        _ => {
-                            let cal =
-                                Calendar::parse(job.schedule_type, &job.schedule_expr, &job.time_zone, job.anchor_at);
-                            calendars.insert(job.id, (job.updated_at, job.anchor_at, cal));
-                            &calendars[&job.id].2
-                        }
-                    };
-                    plan_fires_with(job, cal, now, horizon, rules)
+                    calendars.plan(job, now, horizon, rules)
                 });
         let result = match claims.round_timeout {
             None => Ok(claiming.await),

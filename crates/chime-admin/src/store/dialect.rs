@@ -94,8 +94,15 @@ impl Backend {
     }
 
     /// An `UPDATE` of `table` that sets `cols` row by row from `rows` tuples of bound values,
-    /// each `(id, value of cols[0], value of cols[1], …)`, bound row after row. `guard`, if not
-    /// empty, is a further condition on the updated row (its columns qualified with `table`).
+    /// each `(id, value of cols[0], value of cols[1], …)`, bound row after row, as
+    /// [`Backend::padded`] hands them out. `guard`, if not empty, is a further condition on the
+    /// updated row (its columns qualified with `table`).
+    ///
+    /// On SQLite the statement has room for a power of two of rows, the last row repeated in
+    /// the rest ([`Backend::padded`]): so there are a few statements per table to prepare once
+    /// and keep in the driver's cache, not one per batch length, each parsed anew (parsing was
+    /// a fifth of a busy SQLite connection's time in the workflow engine). A row repeated
+    /// changes nothing more: the join updates each row of `table` once, and counts it once.
     ///
     /// SQLite and PostgreSQL join a `VALUES` list (`UPDATE … FROM`); MySQL/MariaDB, which have
     /// no `VALUES` table there, a `UNION ALL` of one-row `SELECT`s. Both look each row up by
@@ -103,6 +110,7 @@ impl Backend {
     /// every id of the batch, once per column: quadratic, and most of SQLite's time at
     /// tens of thousands of updates a second.)
     pub fn update_by_id(self, table: &str, cols: &[&str], rows: usize, guard: &str) -> String {
+        let rows = self.padded_len(rows);
         let width = cols.len() + 1;
         let set: Vec<String> = cols
             .iter()
@@ -151,6 +159,43 @@ impl Backend {
         }
         self.sql(&sql).into_owned()
     }
+
+    /// How many rows [`Backend::update_by_id`] binds for `n`.
+    fn padded_len(self, n: usize) -> usize {
+        match self {
+            Backend::Sqlite => n.next_power_of_two(),
+            Backend::MySql | Backend::Postgres => n,
+        }
+    }
+
+    /// `rows` in slices of at most `most`, each with its offset in `rows`, for multi-row
+    /// inserts of one statement each. On SQLite, what is left after the full slices comes in
+    /// slices of powers of two, largest first: the statement for each length is prepared once
+    /// and kept in the driver's cache, where each new length was a new statement to parse (see
+    /// [`Backend::update_by_id`]); a remainder of 300 rows is three statements, 256, 32 and 12
+    /// as 8 and 4.
+    pub fn insert_slices<T>(self, rows: &[T], most: usize) -> Vec<(usize, &[T])> {
+        let most = most.max(1);
+        let mut out = Vec::new();
+        let mut at = 0;
+        while at < rows.len() {
+            let left = rows.len() - at;
+            let len = match self {
+                Backend::Sqlite if left < most => 1 << left.ilog2(),
+                _ => left.min(most),
+            };
+            out.push((at, &rows[at..at + len]));
+            at += len;
+        }
+        out
+    }
+
+    /// The rows of `chunk` as [`Backend::update_by_id`] binds them: each once, then on SQLite
+    /// the last again up to the statement's room.
+    pub fn padded<T>(self, chunk: &[T]) -> impl Iterator<Item = &T> {
+        let pad = self.padded_len(chunk.len()) - chunk.len();
+        chunk.iter().chain(chunk.last().into_iter().cycle().take(pad))
+    }
 }
 
 /// `?, ?, …` with `n` placeholders (for `IN (…)` lists and multi-row `VALUES`).
@@ -186,6 +231,11 @@ mod tests {
             "UPDATE run SET a = v.column2, b = v.column3 FROM (VALUES (?, ?, ?), (?, ?, ?)) AS v \
              WHERE run.id = v.column1 AND run.c = 0"
         );
+        // Room for four rows: three and the last again.
+        assert_eq!(
+            Backend::Sqlite.update_by_id("job", &["a"], 3, ""),
+            "UPDATE job SET a = v.column2 FROM (VALUES (?, ?), (?, ?), (?, ?), (?, ?)) AS v WHERE job.id = v.column1"
+        );
         assert_eq!(
             Backend::Postgres.update_by_id("job", &["a"], 2, ""),
             "UPDATE job SET a = v.column2 FROM (VALUES ($1, $2), ($3, $4)) AS v WHERE job.id = v.column1"
@@ -195,6 +245,37 @@ mod tests {
             "UPDATE run JOIN (SELECT ? AS column1, ? AS column2 UNION ALL SELECT ?, ?) AS v \
              ON run.id = v.column1 SET run.a = v.column2 WHERE 1 = 1 AND run.c = 0"
         );
+    }
+
+    #[test]
+    fn padded_rows_repeat_the_last_on_sqlite_only() {
+        let rows = [1, 2, 3, 4, 5];
+        let sqlite: Vec<i32> = Backend::Sqlite.padded(&rows).copied().collect();
+        assert_eq!(sqlite, [1, 2, 3, 4, 5, 5, 5, 5]);
+        assert_eq!(Backend::Sqlite.padded(&rows[..4]).count(), 4);
+        assert_eq!(Backend::Sqlite.padded(&rows[..1]).count(), 1);
+        assert_eq!(Backend::Sqlite.padded::<i32>(&[]).count(), 0);
+        assert_eq!(Backend::Postgres.padded(&rows).count(), 5);
+        assert_eq!(Backend::MySql.padded(&rows).count(), 5);
+    }
+
+    #[test]
+    fn insert_slices_of_cached_lengths_on_sqlite() {
+        let rows: Vec<usize> = (0..1300).collect();
+        let lengths = |b: Backend, n: usize, most: usize| -> Vec<usize> {
+            let slices = b.insert_slices(&rows[..n], most);
+            // Every row once, in order, each slice at its offset.
+            let joined: Vec<usize> = slices.iter().flat_map(|(_, s)| s.iter().copied()).collect();
+            assert_eq!(joined, rows[..n]);
+            assert!(slices.iter().all(|(at, s)| s.first().is_none_or(|f| f == at)));
+            slices.iter().map(|(_, s)| s.len()).collect()
+        };
+        assert_eq!(lengths(Backend::Sqlite, 1300, 400), [400, 400, 400, 64, 32, 4]);
+        assert_eq!(lengths(Backend::Sqlite, 300, 400), [256, 32, 8, 4]);
+        assert_eq!(lengths(Backend::Sqlite, 1, 400), [1]);
+        assert_eq!(lengths(Backend::Sqlite, 0, 400), Vec::<usize>::new());
+        assert_eq!(lengths(Backend::Postgres, 1300, 400), [400, 400, 400, 100]);
+        assert_eq!(lengths(Backend::MySql, 300, 400), [300]);
     }
 
     #[test]

@@ -88,7 +88,7 @@ impl Store {
         let (prefix, suffix) = self.backend.insert_ignore();
         let sqlite = self.backend == Backend::Sqlite;
         let mut out = Vec::with_capacity(made.len());
-        for chunk in made.chunks(INSTANCE_ROWS) {
+        for (_, chunk) in self.backend.insert_slices(made, INSTANCE_ROWS) {
             let q = format!(
                 "{prefix} INTO workflow_instance (workflow_id, fire_key, scheduled_at, trigger_type, state, definition, \
                  created_at, finished_at) VALUES {}{suffix}{}",

@@ -188,7 +188,7 @@ impl Store {
                 .backend
                 .update_by_id("workflow", &["next_fire_at", "last_fire_at"], chunk.len(), "");
             let mut query = sqlx::query(&q);
-            for (id, next_fire_at, last_fire_at) in chunk {
+            for (id, next_fire_at, last_fire_at) in self.backend.padded(chunk) {
                 query = query.bind(*id).bind(*next_fire_at).bind(*last_fire_at);
             }
             query.execute(&mut *tx).await?;
@@ -500,7 +500,7 @@ impl Store {
                 "",
             );
             let mut query = sqlx::query(&q);
-            for (id, state, run_id, result, finished_at) in chunk {
+            for (id, state, run_id, result, finished_at) in self.backend.padded(chunk) {
                 query = query
                     .bind(*id)
                     .bind(*state)
@@ -617,7 +617,7 @@ impl Store {
                 .clone();
             out.tickets.push((job, ticket));
         }
-        for (c, chunk) in new_nodes.chunks(NODE_ROWS).enumerate() {
+        for (offset, chunk) in self.backend.insert_slices(&new_nodes, NODE_ROWS) {
             let row = "(?, ?, ?, ?, ?, ?, ?)";
             let q =
                 format!(
@@ -630,7 +630,7 @@ impl Store {
             let mut query = sqlx::query(&q);
             let mut made: Vec<(i64, NodeRun)> = Vec::with_capacity(chunk.len());
             for (k, (i, key, state, result)) in chunk.iter().enumerate() {
-                let run_id = run_of.get(&(c * NODE_ROWS + k)).copied().unwrap_or(0);
+                let run_id = run_of.get(&(offset + k)).copied().unwrap_or(0);
                 let instance = instances[*i].live.id;
                 let finished_at = if *state == NodeState::Running { 0 } else { now };
                 query = query

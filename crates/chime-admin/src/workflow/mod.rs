@@ -14,7 +14,7 @@ use crate::metrics::{Metrics, StateLabel};
 use crate::model::{now_ms, Job};
 use crate::schedule::partitions::Partitions;
 use crate::schedule::wheel::WheelQueue;
-use crate::schedule::{plan_fires, MisfireRules};
+use crate::schedule::{Calendars, MisfireRules};
 use crate::store::{Advanced, NodeTickets, Store, ADVANCE_BATCH};
 use live::LiveInstances;
 use spec::Workflow;
@@ -173,6 +173,7 @@ pub async fn run(l: WorkflowLoop) {
     let mut counted = Instant::now() - COUNTS_EVERY;
     let mut looked = Instant::now() - l.tick;
     let mut live = LiveInstances::default();
+    let mut calendars = Calendars::default();
     let mut held_before: Vec<i64> = Vec::new();
     loop {
         let held = l.partitions.held();
@@ -187,7 +188,7 @@ pub async fn run(l: WorkflowLoop) {
         match l
             .store
             .fire_workflows(&held, horizon, &mut live, |w| {
-                plan_fires(&schedule_of(w), now, horizon, rules)
+                calendars.plan(&schedule_of(w), now, horizon, rules)
             })
             .await
         {

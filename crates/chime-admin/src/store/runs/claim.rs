@@ -129,7 +129,7 @@ impl Store {
                 .backend
                 .update_by_id("job", &["next_fire_at", "last_fire_at"], chunk.len(), "");
             let mut query = sqlx::query(&q);
-            for (id, next, last) in chunk {
+            for (id, next, last) in self.backend.padded(chunk) {
                 query = query.bind(*id).bind(*next).bind(*last);
             }
             query.execute(&mut *tx).await?;

@@ -41,7 +41,7 @@ impl Store {
                 &guard,
             );
             let mut query = sqlx::query(&q);
-            for m in chunk {
+            for m in self.backend.padded(chunk) {
                 query = query.bind(m.run_id).bind(m.token).bind(m.address.as_str()).bind(at);
             }
             let done = query.execute(&mut *conn).await?;

@@ -34,9 +34,8 @@ impl Store {
         let now = now_ms();
         let (prefix, suffix) = self.backend.insert_ignore();
         let mut out = Vec::with_capacity(runs.len());
-        const CHUNK: usize = 400;
-        for (n, chunk) in runs.chunks(CHUNK).enumerate() {
-            let links = retry_of.get(n * CHUNK..).unwrap_or_default();
+        for (at, chunk) in self.backend.insert_slices(runs, 400) {
+            let links = retry_of.get(at..).unwrap_or_default();
             let links = &links[..links.len().min(chunk.len())];
             // Only a chunk with a retry in it names the column; the others take its default.
             let links: &[i64] = if links.iter().any(|l| *l != 0) { links } else { &[] };
@@ -100,7 +99,7 @@ impl Store {
         }
         let mut out = Vec::with_capacity(runs.len());
         // 1,000 rows × 14 values stays under every engine's bound-parameter limit (SQLite 32,766).
-        for chunk in runs.chunks(1000) {
+        for (_, chunk) in self.backend.insert_slices(runs, 1000) {
             let mut sql = insert_sql(prefix, chunk.len(), false);
             sql.push_str(suffix);
             // SQLite: no RETURNING (see `inserted_ids_sqlite`).

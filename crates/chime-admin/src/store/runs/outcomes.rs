@@ -65,7 +65,7 @@ impl Store {
                 "run.handle_code = 0",
             );
             let mut query = sqlx::query(&q);
-            for (t, h) in chunk {
+            for (t, h) in self.backend.padded(chunk) {
                 query = bind_trigger_result(query, t)
                     .bind(now)
                     .bind(h.code)
@@ -186,7 +186,7 @@ impl Store {
                 "run.handle_code = 0",
             );
             let mut query = sqlx::query(&q);
-            for (id, code, msg) in chunk {
+            for (id, code, msg) in self.backend.padded(chunk) {
                 query = query.bind(*id).bind(now).bind(*code).bind(msg);
             }
             query.execute(&mut *tx).await?;
@@ -224,7 +224,7 @@ impl Store {
                 .backend
                 .update_by_id("run", TRIGGER_RESULT_COLUMNS, chunk.len(), "");
             let mut query = sqlx::query(&q);
-            for t in chunk {
+            for t in self.backend.padded(chunk) {
                 query = bind_trigger_result(query, t);
             }
             query.execute(&mut *conn).await?;
