@@ -210,12 +210,12 @@ async fn main() {
         }
         let cpu0 = cpu_seconds();
         let t0 = Instant::now();
-        // Polled every 50 ms through the primary key and the state index only, a row at most:
-        // the admin's CPU is counted in this process, so the poll must cost next to nothing (a
-        // `COUNT(*)` of the instances read every row with its graph; one of the open ones,
-        // every open entry of the index). The database is fresh and nothing is deleted, so the
-        // largest instance id is how many were made. The finishing time is read from the
-        // instances themselves, not from when the poll noticed.
+        // Polled every 50 ms, one row each through the primary key and the state index: the
+        // admin's CPU is counted in this process, so the poll must cost next to nothing (a
+        // `COUNT(*)` reads every instance row, graph and all, or every open index entry). The
+        // database is fresh and nothing is deleted, so the largest instance id is how many
+        // were made. The finishing time is read from the instances themselves, not from when
+        // the poll noticed.
         loop {
             let row = sqlx::query(
                 "SELECT (SELECT COALESCE(MAX(id), 0) FROM workflow_instance) AS made, \
@@ -230,7 +230,11 @@ async fn main() {
             if made >= instances as i64 * round && open == 0 {
                 break;
             }
-            assert!(t0.elapsed() < Duration::from_secs(600), "{open} instances still open");
+            assert!(
+                t0.elapsed() < Duration::from_secs(600),
+                "instances still open after 600 s ({made} of {} made)",
+                instances as i64 * round
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         cpu = cpu_seconds() - cpu0;

@@ -135,7 +135,7 @@ pub fn plan_fires_with(
     }
 }
 
-/// Parsed schedules kept between rounds at most; cleared when it grows past this.
+/// How many parsed schedules [`Calendars`] keeps at most; it is cleared when full.
 const CALENDAR_CACHE_MAX: usize = 200_000;
 
 /// Parsed schedules kept between rounds (of the claim loop, of the workflow loop), keyed by

@@ -107,12 +107,7 @@ impl Store {
         let mut out = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(IN_CHUNK) {
             let q = self.in_sql(sql, chunk.len());
-            if self.backend == Backend::Sqlite {
-                let ids = json_ids(chunk);
-                out.extend(self.int_rows_bound(conn, &q, cols, |q| q.bind(ids)).await?);
-            } else {
-                out.extend(self.int_rows(conn, &q, cols, chunk).await?);
-            }
+            out.extend(self.int_rows_bound(conn, &q, cols, |q| self.bind_ids(q, chunk)).await?);
         }
         Ok(out)
     }
@@ -220,15 +215,25 @@ impl Store {
         for a in head {
             query = bind(query, *a);
         }
-        if self.backend == Backend::Sqlite {
-            query = query.bind(json_ids(ids));
-        } else {
-            for id in ids {
-                query = query.bind(*id);
-            }
-        }
+        query = self.bind_ids(query, ids);
         for a in tail {
             query = bind(query, *a);
+        }
+        query
+    }
+
+    /// Binds the ids of an `{in}` list as [`Store::in_sql`] wrote it: one JSON array on
+    /// SQLite, one value per id elsewhere.
+    fn bind_ids<'q>(
+        &self,
+        mut query: Query<'q, Any, AnyArguments<'q>>,
+        ids: &[i64],
+    ) -> Query<'q, Any, AnyArguments<'q>> {
+        if self.backend == Backend::Sqlite {
+            return query.bind(json_ids(ids));
+        }
+        for id in ids {
+            query = query.bind(*id);
         }
         query
     }

@@ -172,8 +172,8 @@ impl Backend {
     /// inserts of one statement each. On SQLite, what is left after the full slices comes in
     /// slices of powers of two, largest first: the statement for each length is prepared once
     /// and kept in the driver's cache, where each new length was a new statement to parse (see
-    /// [`Backend::update_by_id`]); a remainder of 300 rows is three statements, 256, 32 and 12
-    /// as 8 and 4.
+    /// [`Backend::update_by_id`]); a remainder of 300 rows is four statements, of 256, 32, 8
+    /// and 4 rows.
     pub fn insert_slices<T>(self, rows: &[T], most: usize) -> Vec<(usize, &[T])> {
         let most = most.max(1);
         let mut out = Vec::new();
