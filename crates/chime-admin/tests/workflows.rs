@@ -440,6 +440,36 @@ async fn workflows_story(kind: Db) {
         }
     })
     .await;
+    // Edited while it fires: later fires take the new graph, a new version (the loop keeps
+    // each workflow's settings and graph between fires, and must see the edit).
+    let tock = job(&env, "demoJobHandler", "tock", 0).await;
+    let (s, edited) = env
+        .api
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/v1/workflows/{cron}"),
+            Some(json!({"definition": {
+                "nodes": [{"key": "tick", "job_id": ticker}, {"key": "tock", "job_id": tock}],
+                "edges": [{"from": "tick", "to": "tock"}]}})),
+        )
+        .await;
+    assert_eq!(s, 200, "{edited}");
+    let (_, before) = env.api.get(&format!("/v1/workflows/{cron}")).await;
+    let version = edited["version"].as_i64().unwrap();
+    assert_eq!(before["version"], version);
+    let newest = eventually(30, "an instance of the new graph succeeded", || async {
+        let (_, v) = env
+            .api
+            .get(&format!("/v1/workflow-instances?workflow_id={cron}&state=succeeded"))
+            .await;
+        v.as_array()
+            .and_then(|all| all.iter().find(|i| i["version"] == version))
+            .and_then(|i| i["id"].as_i64())
+            .ok_or_else(|| format!("{v}"))
+    })
+    .await;
+    let (_, v) = env.api.get(&format!("/v1/workflow-instances/{newest}")).await;
+    assert_eq!(nodes(&v)["tock"]["state"], "succeeded", "{v:#}");
     env.api.ok(&format!("/v1/workflows/{cron}/stop"), json!({})).await;
     let mut seconds = fire_times(&env, cron).await;
     let total = seconds.len();

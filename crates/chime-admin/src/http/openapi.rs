@@ -571,12 +571,15 @@ pub fn document<'a>(operations: impl IntoIterator<Item = (&'a str, &'a str, Valu
                     "id": int(), "name": string(), "description": string(), "partition": int(),
                     "schedule_type": schedule_types(), "schedule_expr": string(), "time_zone": string(),
                     "misfire_strategy": misfire_strategies(), "max_instances": int(), "on_limit": string_enum(&["skip", "queue"]),
-                    "definition": workflow_definition(), "running": boolean(), "anchor_at": int(), "next_fire_at": int(),
+                    "definition": workflow_definition(),
+                    "version": { "type": "integer", "format": "int64", "description": "the graph's version: a new one each time a changed graph is saved" },
+                    "running": boolean(), "anchor_at": int(), "next_fire_at": int(),
                     "last_fire_at": int(), "created_at": int(), "updated_at": int() })),
                 "WorkflowInstance": exact(json!({
                     "id": int(), "workflow_id": int(), "scheduled_at": int(), "trigger_type": names_of(TriggerType::ALL, |v| v.as_str()),
                     "state": instance_states(), "stopped_by": string(), "created_at": int(), "finished_at": int(),
                     "definition": workflow_definition(),
+                    "version": { "type": "integer", "format": "int64", "description": "the version of the workflow's graph it was fired from" },
                     "nodes": arr(exact(json!({
                         "node": string(), "state": string_enum(&["running", "succeeded", "failed", "skipped", "not_run", "stopped"]),
                         "run_id": int(), "result": string(), "started_at": int(), "finished_at": int() }))) })),

@@ -68,6 +68,21 @@ impl Partitions {
         state.scheduled.iter().copied().collect()
     }
 
+    /// [`Partitions::held`], each with its lease epoch: a partition lost and taken again comes
+    /// back in a new epoch, which tells whoever kept state of it that another admin may have
+    /// acted for it in between.
+    pub fn held_epochs(&self) -> Vec<(i64, i64)> {
+        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+        if !state.valid() {
+            return Vec::new();
+        }
+        state
+            .scheduled
+            .iter()
+            .map(|p| (*p, state.epochs.get(p).copied().unwrap_or(0)))
+            .collect()
+    }
+
     /// The lease epoch to mark a run of `partition` with before sending it, while this admin
     /// schedules the partition.
     pub fn token(&self, partition: i64) -> Option<i64> {
@@ -243,6 +258,7 @@ mod tests {
         parts.keep_leased(&set(&[5, 6]), soon);
         parts.start_scheduling(&[5, 6], || ());
         assert_eq!(parts.token(5), Some(1));
+        assert_eq!(parts.held_epochs(), vec![(5, 1), (6, 1)]);
         // Partition 5 lapsed and was taken again between two rounds: another admin may have
         // held it meanwhile, so its pending runs are read again before it is scheduled.
         let (acquired, lost) = parts.keep_leased(&BTreeMap::from([(5, 2), (6, 1)]), soon);
@@ -251,5 +267,8 @@ mod tests {
         parts.start_scheduling(&[5], || ());
         assert_eq!((parts.token(5), parts.token(6)), (Some(2), Some(1)));
         assert_eq!(parts.token(7), None, "not leased");
+        // Held before and after, in a new epoch: what was kept of it is stale.
+        assert_eq!(parts.held(), vec![5, 6]);
+        assert_eq!(parts.held_epochs(), vec![(5, 2), (6, 1)]);
     }
 }

@@ -106,8 +106,9 @@ pub type JobDue = Job;
 /// `updated_at = ` this, bound with `now` twice: the new value is strictly greater than the old
 /// one even when two edits fall in the same millisecond or clocks of several admins disagree.
 /// The claim loop's job cache (`Store::claim_due_fires`) trusts `updated_at` to tell a changed
-/// job, so every edit of a job's definition must move it.
-const BUMP_UPDATED_AT: &str = "CASE WHEN updated_at >= ? THEN updated_at + 1 ELSE ? END";
+/// job, so every edit of a job's definition must move it; the workflow loop's cache of
+/// workflows (`Store::fire_workflows`) likewise.
+pub(super) const BUMP_UPDATED_AT: &str = "CASE WHEN updated_at >= ? THEN updated_at + 1 ELSE ? END";
 
 /// The first fire time after `now` of a job about to be (re)started.
 pub(crate) fn first_fire(

@@ -19,15 +19,13 @@ use std::collections::HashMap;
 const INSTANCE_ROWS: usize = 500;
 
 impl Store {
-    /// Creates an instance of `w` with graph `json` (none when `fire_key` made one already):
+    /// Creates an instance of `w`'s current graph (none when `fire_key` made one already):
     /// running, or queued or skipped at the workflow's concurrency limit. Its first nodes are
     /// the caller's to start.
-    #[allow(clippy::too_many_arguments)]
     pub(super) async fn create_instance(
         &self,
         tx: &mut Transaction<'static, Any>,
         w: &Workflow,
-        json: &str,
         fire_key: Option<i64>,
         scheduled_at: i64,
         trigger_type: TriggerType,
@@ -54,7 +52,7 @@ impl Store {
             }
         }
         let q = self.sql(
-            "INSERT INTO workflow_instance (workflow_id, fire_key, scheduled_at, trigger_type, state, definition, \
+            "INSERT INTO workflow_instance (workflow_id, fire_key, scheduled_at, trigger_type, state, version_id, \
              created_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         );
         let row = sqlx::query(&q)
@@ -63,7 +61,7 @@ impl Store {
             .bind(scheduled_at)
             .bind(trigger_type.as_str())
             .bind(state.as_str())
-            .bind(json)
+            .bind(w.version)
             .bind(now)
             .bind(if state == InstanceState::Skipped { now } else { 0 })
             .fetch_one(&mut **tx)
@@ -81,7 +79,7 @@ impl Store {
     pub(super) async fn create_instances<'m, G>(
         &self,
         tx: &mut Transaction<'static, Any>,
-        due: &[(Workflow, String, G)],
+        due: &[(Workflow, G)],
         made: &'m [NewInstance],
         now: i64,
     ) -> StoreResult<Vec<(i64, &'m NewInstance)>> {
@@ -90,7 +88,7 @@ impl Store {
         let mut out = Vec::with_capacity(made.len());
         for (_, chunk) in self.backend.insert_slices(made, INSTANCE_ROWS) {
             let q = format!(
-                "{prefix} INTO workflow_instance (workflow_id, fire_key, scheduled_at, trigger_type, state, definition, \
+                "{prefix} INTO workflow_instance (workflow_id, fire_key, scheduled_at, trigger_type, state, version_id, \
                  created_at, finished_at) VALUES {}{suffix}{}",
                 vec!["(?, ?, ?, ?, 'running', ?, ?, 0)"; chunk.len()].join(", "),
                 if sqlite { "" } else { " RETURNING id, workflow_id, fire_key" }
@@ -99,14 +97,14 @@ impl Store {
             let mut query = sqlx::query(&q);
             let mut by_key: HashMap<(i64, i64), &NewInstance> = HashMap::with_capacity(chunk.len());
             for m in chunk {
-                let (w, json, _) = &due[m.due];
+                let (w, _) = &due[m.due];
                 by_key.insert((w.id, m.fire_key), m);
                 query = query
                     .bind(w.id)
                     .bind(m.fire_key)
                     .bind(m.scheduled_at)
                     .bind(m.trigger_type.as_str())
-                    .bind(json.as_str())
+                    .bind(w.version)
                     .bind(now);
             }
             // As the node rows' (`insert_node_rows`): SQLite's ids are known (`store/sqlite_ids.rs`)

@@ -7,13 +7,29 @@ use crate::workflow::dag::{Definition, InstanceState, NodeState};
 use crate::workflow::spec::{Instance, NodeRun, OnLimit, Workflow};
 use sqlx::any::AnyRow;
 
-pub(super) const WORKFLOW_COLUMNS: &str =
-    "id, name, description, partition_no, schedule_type, schedule_expr, time_zone, \
-     misfire_strategy, max_instances, on_limit, definition, running, anchor_at, next_fire_at, last_fire_at, \
-     created_at, updated_at";
+/// A workflow's columns but its graph (`definition`).
+macro_rules! workflow_fields {
+    () => {
+        "id, name, description, partition_no, schedule_type, schedule_expr, time_zone, \
+         misfire_strategy, max_instances, on_limit, version_id, running, anchor_at, next_fire_at, \
+         last_fire_at, created_at, updated_at"
+    };
+}
 
-pub(super) const INSTANCE_COLUMNS: &str =
-    "id, workflow_id, scheduled_at, trigger_type, state, definition, stopped_by, created_at, finished_at";
+/// A workflow's columns but its graph, for [`workflow_row_with`]: firing reads each graph
+/// once per version, not once per fire.
+pub(super) const WORKFLOW_FIELDS: &str = workflow_fields!();
+
+/// A workflow's columns, for [`workflow_row`].
+pub(super) const WORKFLOW_COLUMNS: &str = concat!(workflow_fields!(), ", definition");
+
+/// An instance's columns, with its graph from its version, selected from [`INSTANCE_FROM`].
+pub(super) const INSTANCE_COLUMNS: &str = "i.id AS id, i.workflow_id AS workflow_id, i.scheduled_at AS scheduled_at, \
+     i.trigger_type AS trigger_type, i.state AS state, v.definition AS definition, i.version_id AS version_id, \
+     i.stopped_by AS stopped_by, i.created_at AS created_at, i.finished_at AS finished_at";
+
+/// Instances (`i`) with the versions of their graphs (`v`).
+pub(super) const INSTANCE_FROM: &str = "workflow_instance i JOIN workflow_version v ON v.id = i.version_id";
 
 fn decode_err(col: &str, e: impl std::fmt::Display) -> sqlx::Error {
     sqlx::Error::ColumnDecode {
@@ -48,6 +64,7 @@ pub(super) fn workflow_row_with(row: &AnyRow, definition: Definition) -> Result<
         max_instances: rows::int(row, "max_instances")?,
         on_limit: OnLimit::parse(&rows::text(row, "on_limit")?),
         definition,
+        version: rows::int(row, "version_id")?,
         running: rows::int(row, "running")? != 0,
         anchor_at: rows::int(row, "anchor_at")?,
         next_fire_at: rows::int(row, "next_fire_at")?,
@@ -68,6 +85,7 @@ pub(super) fn instance_row(row: &AnyRow) -> Result<Instance, sqlx::Error> {
         created_at: rows::int(row, "created_at")?,
         finished_at: rows::int(row, "finished_at")?,
         definition: definition(row)?,
+        version: rows::int(row, "version_id")?,
         nodes: Vec::new(),
     })
 }

@@ -7,7 +7,9 @@
 //! decided by `workflow::dag::Graph::step`; this reads the states and writes its answer. The
 //! loop's [`LiveInstances`] spare a step reading again what the loop's last step wrote: an
 //! instance is taken from there while its row's `revision` is the one kept, read from the
-//! database when not, and every step raises the revision of the instances it changed.
+//! database when not. Operators' changes raise the revision (they may move a node back, from
+//! failed to running); the engine's steps do not (they only move nodes forward, and an admin
+//! that could have missed another admin's steps has let go of what it kept).
 //!
 //! The rows a step writes and reads besides its decisions (new instances, node rows, how runs
 //! ended) are `store/workflow_instances.rs`'s.
@@ -22,12 +24,13 @@ use crate::workflow::live::{LiveInstance, LiveInstances};
 use crate::workflow::spec::{NodeRun, Workflow};
 use chime_protocol::TriggerType;
 use sqlx::any::Any;
+use sqlx::AnyConnection;
 use sqlx::Transaction;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::workflow_instances::{NewInstance, RunEnd};
-use super::workflow_rows::{node_row, workflow_row_with, WORKFLOW_COLUMNS};
+use super::workflow_rows::{node_row, workflow_row_with, WORKFLOW_FIELDS};
 
 /// Node rows inserted per multi-row statement.
 const NODE_ROWS: usize = 200;
@@ -113,27 +116,61 @@ impl Store {
         }
         let now = now_ms();
         let mut tx = self.write.begin().await?;
+        // Only the fire times, as the claim reads jobs: the rest of each workflow is kept in
+        // `live` while its `updated_at` holds, and read again when it moved.
         let q = format!(
-            "SELECT {WORKFLOW_COLUMNS} FROM workflow WHERE running = 1 AND next_fire_at > 0 AND next_fire_at <= ? \
+            "SELECT id, updated_at, anchor_at, next_fire_at, last_fire_at FROM workflow \
+             WHERE running = 1 AND next_fire_at > 0 AND next_fire_at <= ? \
              AND partition_no IN ({}) ORDER BY next_fire_at LIMIT {FIRE_BATCH}{}",
             super::placeholders(partitions.len()),
             self.backend.for_update()
         );
         let q = self.sql(&q).into_owned();
-        let mut query = sqlx::query(&q).bind(horizon);
-        for p in partitions {
-            query = query.bind(*p);
+        let binds: Vec<i64> = std::iter::once(horizon).chain(partitions.iter().copied()).collect();
+        let cols = ["id", "updated_at", "anchor_at", "next_fire_at", "last_fire_at"];
+        let times = self.int_rows(&mut tx, &q, cols, &binds).await?;
+        let kept: Vec<Option<Workflow>> = times
+            .iter()
+            .map(|[id, updated_at, ..]| live.workflow(*id, *updated_at).cloned())
+            .collect();
+        let changed: Vec<i64> = times
+            .iter()
+            .zip(&kept)
+            .filter(|(_, k)| k.is_none())
+            .map(|([id, ..], _)| *id)
+            .collect();
+        let q = format!("SELECT {WORKFLOW_FIELDS} FROM workflow WHERE id IN ({{in}})");
+        let mut read: HashMap<i64, Workflow> = HashMap::with_capacity(changed.len());
+        for row in self.fetch_in(&mut tx, &q, &changed, &[]).await? {
+            let w = workflow_row_with(&row, dag::Definition::default())?;
+            live.keep_workflow(w.clone());
+            read.insert(w.id, w);
         }
-        // Each graph as stored, parsed once per version (`live`), not once per fire.
-        let mut due: Vec<(Workflow, String, Arc<dag::Graph>)> = Vec::new();
-        for row in query.fetch_all(&mut *tx).await? {
-            let json = rows::text(&row, "definition")?;
-            let graph = live.graph(&json).map_err(|e| sqlx::Error::ColumnDecode {
-                index: "definition".into(),
-                source: e.to_string().into(),
-            })?;
-            due.push((workflow_row_with(&row, dag::Definition::default())?, json, graph));
+        let mut due_rows = Vec::with_capacity(times.len());
+        for ([id, _, anchor_at, next_fire_at, last_fire_at], kept) in times.into_iter().zip(kept) {
+            let Some(w) = kept.or_else(|| read.remove(&id)) else {
+                return Err(StoreError::Conflict(format!(
+                    "workflow {id} was deleted while it was fired"
+                )));
+            };
+            due_rows.push(Workflow {
+                running: true,
+                anchor_at,
+                next_fire_at,
+                last_fire_at,
+                ..w
+            });
         }
+        // Each graph read and parsed once per version (`live`), not once per fire.
+        let versions: Vec<i64> = due_rows.iter().map(|w| w.version).collect();
+        let graphs = self.graphs(&mut tx, &versions, live).await?;
+        let due: Vec<(Workflow, Arc<dag::Graph>)> = due_rows
+            .into_iter()
+            .map(|w| {
+                let graph = graphs[&w.version].clone();
+                (w, graph)
+            })
+            .collect();
         if due.is_empty() {
             tx.rollback().await?;
             return Ok(out);
@@ -144,7 +181,7 @@ impl Store {
         // Fires of workflows without a concurrency limit are made together, several per
         // statement; a limit is counted against the instances running, one fire at a time.
         let mut unlimited: Vec<NewInstance> = Vec::new();
-        for (k, (w, json, _)) in due.iter().enumerate() {
+        for (k, (w, _)) in due.iter().enumerate() {
             let fires = plan(w);
             for f in &fires.runs {
                 if f.trigger_code == SKIPPED_CODE {
@@ -160,7 +197,7 @@ impl Store {
                     continue;
                 }
                 let made = self
-                    .create_instance(&mut tx, w, json, f.fire_key, f.scheduled_at, f.trigger_type, now)
+                    .create_instance(&mut tx, w, f.fire_key, f.scheduled_at, f.trigger_type, now)
                     .await?;
                 if made.started {
                     starts.push((made.id, f.scheduled_at.max(now), k));
@@ -172,7 +209,7 @@ impl Store {
             starts.push((id, made.scheduled_at.max(now), made.due));
         }
         for (id, _, k) in &starts {
-            let (w, _, graph) = &due[*k];
+            let (w, graph) = &due[*k];
             // New, so nothing to read of it: its graph is the workflow's.
             fresh.put(LiveInstance {
                 id: *id,
@@ -210,10 +247,7 @@ impl Store {
         let now = now_ms();
         let mut tx = self.write.begin().await?;
         let w = self.workflow_tx(&mut tx, id).await?;
-        let json = serde_json::to_string(&w.definition).unwrap_or_default();
-        let made = self
-            .create_instance(&mut tx, &w, &json, None, now, trigger_type, now)
-            .await?;
+        let made = self.create_instance(&mut tx, &w, None, now, trigger_type, now).await?;
         let mut tickets = Vec::new();
         if made.started {
             tickets = self.progress(&mut tx, made.id, now, now).await?.tickets;
@@ -387,11 +421,7 @@ impl Store {
                 continue;
             }
             match kept {
-                Some(k) if k.revision == revision => instances.push(Stepping {
-                    live: k,
-                    read: false,
-                    changed: false,
-                }),
+                Some(k) if k.revision == revision => instances.push(Stepping { live: k, read: false }),
                 _ => {
                     unknown.push(id);
                     instances.push(Stepping {
@@ -403,7 +433,6 @@ impl Store {
                             nodes: Vec::new(),
                         },
                         read: true,
-                        changed: false,
                     });
                 }
             }
@@ -509,9 +538,6 @@ impl Store {
                     .bind(*finished_at);
             }
             query.execute(&mut **tx).await?;
-        }
-        for (i, _) in &changed {
-            instances[*i].changed = true;
         }
 
         // Then as far as each graph goes, all in memory: a node whose job is gone fails at
@@ -655,13 +681,11 @@ impl Store {
             }
             let keys: Vec<(i64, String)> = made.iter().map(|(i, n)| (*i, n.node.clone())).collect();
             for (id, (instance, node)) in self.insert_node_rows(tx, query, &keys).await?.into_iter().zip(made) {
-                let s = &mut instances[at[&instance]];
-                s.live.nodes.push((id, node));
-                s.changed = true;
+                instances[at[&instance]].live.nodes.push((id, node));
             }
         }
 
-        // Each changed instance's revision, with its end where it ended.
+        // The instances that ended, with their ends.
         let mut by_end: HashMap<&'static str, Vec<i64>> = HashMap::new();
         for (i, end) in &ended {
             by_end.entry(end.as_str()).or_default().push(instances[*i].live.id);
@@ -680,28 +704,52 @@ impl Store {
             )
             .await?;
         }
+        // The revision of an instance that goes on is left as it is: a step only moves nodes
+        // forward, which the unique `(instance_id, node)` keeps from being done twice, and an
+        // admin that may have missed another's steps dropped what it kept when it lost the
+        // partition (`LiveInstances::keep_partitions`). Operators' changes raise it.
         let ended_at: HashSet<usize> = ended.iter().map(|(i, _)| *i).collect();
-        let bumped: Vec<i64> = instances
-            .iter()
-            .enumerate()
-            .filter(|(i, s)| s.changed && !ended_at.contains(i))
-            .map(|(_, s)| s.live.id)
-            .collect();
-        self.execute_in(
-            tx,
-            "UPDATE workflow_instance SET revision = revision + 1 WHERE id IN ({in})",
-            &bumped,
-            &[],
-        )
-        .await?;
-        for (i, mut s) in instances.into_iter().enumerate() {
-            if ended_at.contains(&i) {
-                continue;
+        for (i, s) in instances.into_iter().enumerate() {
+            if !ended_at.contains(&i) {
+                out.live.push(s.live);
             }
-            if s.changed {
-                s.live.revision += 1;
+        }
+        Ok(out)
+    }
+
+    /// The prepared graphs of workflow versions `versions`: kept in `live`, or read, prepared
+    /// and kept there. A version never changes, so what is kept stays true.
+    async fn graphs(
+        &self,
+        conn: &mut AnyConnection,
+        versions: &[i64],
+        live: &mut LiveInstances,
+    ) -> StoreResult<HashMap<i64, Arc<dag::Graph>>> {
+        let mut out = HashMap::new();
+        let mut missing = Vec::new();
+        for v in versions {
+            match live.graph(*v) {
+                Some(g) => {
+                    out.insert(*v, g);
+                }
+                None => missing.push(*v),
             }
-            out.live.push(s.live);
+        }
+        missing.sort_unstable();
+        missing.dedup();
+        let q = "SELECT id, definition FROM workflow_version WHERE id IN ({in})";
+        for r in self.fetch_in(conn, q, &missing, &[]).await? {
+            let id = rows::int(&r, "id")?;
+            let graph = live
+                .add_graph(id, &rows::text(&r, "definition")?)
+                .map_err(|e| sqlx::Error::ColumnDecode {
+                    index: "definition".into(),
+                    source: e.to_string().into(),
+                })?;
+            out.insert(id, graph);
+        }
+        if let Some(v) = versions.iter().find(|v| !out.contains_key(v)) {
+            return Err(StoreError::Conflict(format!("workflow version {v} is missing")));
         }
         Ok(out)
     }
@@ -716,24 +764,14 @@ impl Store {
         instances: &mut [Stepping],
         live: &mut LiveInstances,
     ) -> StoreResult<()> {
-        for r in self
-            .fetch_in(
-                tx,
-                "SELECT id, definition FROM workflow_instance WHERE id IN ({in})",
-                ids,
-                &[],
-            )
-            .await?
-        {
-            let id = rows::int(&r, "id")?;
-            let graph = live
-                .graph(&rows::text(&r, "definition")?)
-                .map_err(|e| sqlx::Error::ColumnDecode {
-                    index: "definition".into(),
-                    source: e.to_string().into(),
-                })?;
+        let q = "SELECT id, version_id FROM workflow_instance WHERE id IN ({in})";
+        let versions = self.int_rows_in(tx, q, ["id", "version_id"], ids).await?;
+        let graphs = self
+            .graphs(tx, &versions.iter().map(|[_, v]| *v).collect::<Vec<_>>(), live)
+            .await?;
+        for [id, version] in versions {
             if let Some(k) = at.get(&id) {
-                instances[*k].live.definition = graph;
+                instances[*k].live.definition = graphs[&version].clone();
             }
         }
         let q = "SELECT id, instance_id, node, state, run_id, result, started_at, finished_at FROM workflow_node_run \
@@ -753,8 +791,6 @@ struct Stepping {
     live: LiveInstance,
     /// Read from the database in this step (nothing kept of it, or kept at another revision).
     read: bool,
-    /// Some node row of it was written.
-    changed: bool,
 }
 
 /// The results of an instance's succeeded nodes, by node (for `{{node.result}}`).

@@ -4,8 +4,9 @@
 //! `workflow_steps.rs`.
 
 use super::bulk::Arg;
+use super::jobs::BUMP_UPDATED_AT;
 use super::rows;
-use super::workflow_rows::{instance_row, node_row, workflow_row, INSTANCE_COLUMNS, WORKFLOW_COLUMNS};
+use super::workflow_rows::{instance_row, node_row, workflow_row, INSTANCE_COLUMNS, INSTANCE_FROM, WORKFLOW_COLUMNS};
 use super::workflow_steps::{node_run, NodeTickets};
 use super::{Store, StoreError, StoreResult, PARTITIONS};
 use crate::model::now_ms;
@@ -44,6 +45,7 @@ impl Store {
         now: i64,
     ) -> StoreResult<i64> {
         let first_fire = first_fire_of(d, now)?;
+        let json = serde_json::to_string(&d.definition).unwrap_or_default();
         let q = self.sql(
             "INSERT INTO workflow (name, description, partition_no, schedule_type, schedule_expr, time_zone, \
              misfire_strategy, max_instances, on_limit, definition, running, anchor_at, next_fire_at, last_fire_at, \
@@ -58,7 +60,7 @@ impl Store {
             .bind(d.misfire_strategy.as_str())
             .bind(d.max_instances)
             .bind(d.on_limit.as_str())
-            .bind(serde_json::to_string(&d.definition).unwrap_or_default())
+            .bind(&json)
             .bind(i64::from(d.running))
             .bind(now)
             .bind(first_fire)
@@ -68,9 +70,11 @@ impl Store {
             .await
             .map_err(|e| name_taken(e, &d.name))?;
         let id = rows::int(&row, 0)?;
-        let q = self.sql("UPDATE workflow SET partition_no = ? WHERE id = ?");
+        let version = self.add_version(tx, id, &json, now).await?;
+        let q = self.sql("UPDATE workflow SET partition_no = ?, version_id = ? WHERE id = ?");
         sqlx::query(&q)
             .bind(id % PARTITIONS)
+            .bind(version)
             .bind(id)
             .execute(&mut **tx)
             .await?;
@@ -96,6 +100,13 @@ impl Store {
         now: i64,
     ) -> StoreResult<()> {
         let first_fire = first_fire_of(d, now)?;
+        let json = serde_json::to_string(&d.definition).unwrap_or_default();
+        // A changed graph is a new version; running instances keep theirs.
+        let version = if json == serde_json::to_string(&old.definition).unwrap_or_default() && old.version > 0 {
+            old.version
+        } else {
+            self.add_version(tx, old.id, &json, now).await?
+        };
         let schedule_changed = old.schedule_type != d.schedule_type
             || old.schedule_expr != d.schedule_expr
             || old.time_zone != d.time_zone;
@@ -106,11 +117,13 @@ impl Store {
         } else {
             (old.anchor_at, old.next_fire_at)
         };
-        let q = self.sql(
-            "UPDATE workflow SET name = ?, description = ?, schedule_type = ?, schedule_expr = ?, time_zone = ?, \
-             misfire_strategy = ?, max_instances = ?, on_limit = ?, definition = ?, running = ?, anchor_at = ?, \
-             next_fire_at = ?, updated_at = ? WHERE id = ?",
-        );
+        let q = self
+            .sql(&format!(
+                "UPDATE workflow SET name = ?, description = ?, schedule_type = ?, schedule_expr = ?, time_zone = ?, \
+                 misfire_strategy = ?, max_instances = ?, on_limit = ?, definition = ?, version_id = ?, running = ?, \
+                 anchor_at = ?, next_fire_at = ?, updated_at = {BUMP_UPDATED_AT} WHERE id = ?"
+            ))
+            .into_owned();
         sqlx::query(&q)
             .bind(&d.name)
             .bind(&d.description)
@@ -120,16 +133,44 @@ impl Store {
             .bind(d.misfire_strategy.as_str())
             .bind(d.max_instances)
             .bind(d.on_limit.as_str())
-            .bind(serde_json::to_string(&d.definition).unwrap_or_default())
+            .bind(&json)
+            .bind(version)
             .bind(i64::from(d.running))
             .bind(anchor)
             .bind(next)
+            .bind(now)
             .bind(now)
             .bind(old.id)
             .execute(&mut **tx)
             .await
             .map_err(|e| name_taken(e, &d.name))?;
+        if version != old.version {
+            // Kept only while an instance fired from it is (retention deletes it then).
+            let q = self.sql(
+                "DELETE FROM workflow_version WHERE id = ? AND NOT EXISTS \
+                 (SELECT 1 FROM workflow_instance i WHERE i.workflow_id = ? AND i.version_id = ?)",
+            );
+            sqlx::query(&q)
+                .bind(old.version)
+                .bind(old.id)
+                .bind(old.version)
+                .execute(&mut **tx)
+                .await?;
+        }
         Ok(())
+    }
+
+    /// Keeps graph `json` as a new version of workflow `id`; returns the version's id.
+    async fn add_version(&self, tx: &mut Transaction<'static, Any>, id: i64, json: &str, now: i64) -> StoreResult<i64> {
+        let q = self
+            .sql("INSERT INTO workflow_version (workflow_id, definition, created_at) VALUES (?, ?, ?) RETURNING id");
+        let row = sqlx::query(&q)
+            .bind(id)
+            .bind(json)
+            .bind(now)
+            .fetch_one(&mut **tx)
+            .await?;
+        Ok(rows::int(&row, 0)?)
     }
 
     /// Deletes a workflow with its finished instances; refused (409) while an instance is
@@ -150,7 +191,11 @@ impl Store {
             "DELETE FROM workflow_node_run WHERE instance_id IN (SELECT id FROM workflow_instance WHERE workflow_id = ?)",
         );
         sqlx::query(&q).bind(id).execute(&mut *tx).await?;
-        for table in ["workflow_instance WHERE workflow_id = ?", "workflow WHERE id = ?"] {
+        for table in [
+            "workflow_instance WHERE workflow_id = ?",
+            "workflow_version WHERE workflow_id = ?",
+            "workflow WHERE id = ?",
+        ] {
             let q = self.sql(&format!("DELETE FROM {table}")).into_owned();
             sqlx::query(&q).bind(id).execute(&mut *tx).await?;
         }
@@ -207,19 +252,32 @@ impl Store {
                 .into());
             }
             let first_fire = super::jobs::first_fire(w.schedule_type, &w.schedule_expr, &w.time_zone, now, now)?;
-            let q = self.sql(
-                "UPDATE workflow SET running = 1, anchor_at = ?, next_fire_at = ?, updated_at = ? WHERE id = ? AND running = 0",
-            );
+            let q = self
+                .sql(&format!(
+                    "UPDATE workflow SET running = 1, anchor_at = ?, next_fire_at = ?, updated_at = {BUMP_UPDATED_AT} \
+                 WHERE id = ? AND running = 0"
+                ))
+                .into_owned();
             sqlx::query(&q)
                 .bind(now)
                 .bind(first_fire)
+                .bind(now)
                 .bind(now)
                 .bind(id)
                 .execute(&self.write)
                 .await?;
         } else {
-            let q = self.sql("UPDATE workflow SET running = 0, next_fire_at = 0, updated_at = ? WHERE id = ?");
-            sqlx::query(&q).bind(now).bind(id).execute(&self.write).await?;
+            let q = self
+                .sql(&format!(
+                    "UPDATE workflow SET running = 0, next_fire_at = 0, updated_at = {BUMP_UPDATED_AT} WHERE id = ?"
+                ))
+                .into_owned();
+            sqlx::query(&q)
+                .bind(now)
+                .bind(now)
+                .bind(id)
+                .execute(&self.write)
+                .await?;
         }
         self.workflow(id).await
     }
@@ -270,7 +328,7 @@ impl Store {
     pub async fn instance(&self, id: i64) -> StoreResult<Instance> {
         let q = self
             .sql(&format!(
-                "SELECT {INSTANCE_COLUMNS} FROM workflow_instance WHERE id = ?"
+                "SELECT {INSTANCE_COLUMNS} FROM {INSTANCE_FROM} WHERE i.id = ?"
             ))
             .into_owned();
         let row = sqlx::query(&q).bind(id).fetch_optional(&self.read).await?;
@@ -300,17 +358,17 @@ impl Store {
         before_id: Option<i64>,
         limit: i64,
     ) -> StoreResult<Vec<Instance>> {
-        let mut q = format!("SELECT {INSTANCE_COLUMNS} FROM workflow_instance WHERE 1 = 1");
+        let mut q = format!("SELECT {INSTANCE_COLUMNS} FROM {INSTANCE_FROM} WHERE 1 = 1");
         if workflow_id.is_some() {
-            q.push_str(" AND workflow_id = ?");
+            q.push_str(" AND i.workflow_id = ?");
         }
         if state.is_some() {
-            q.push_str(" AND state = ?");
+            q.push_str(" AND i.state = ?");
         }
         if before_id.is_some() {
-            q.push_str(" AND id < ?");
+            q.push_str(" AND i.id < ?");
         }
-        q.push_str(" ORDER BY id DESC LIMIT ?");
+        q.push_str(" ORDER BY i.id DESC LIMIT ?");
         let q = self.sql(&q).into_owned();
         let mut query = sqlx::query(&q);
         if let Some(w) = workflow_id {
@@ -332,25 +390,26 @@ impl Store {
     }
 
     /// Deletes finished instances (and their node rows) that finished before `cutoff`, `batch`
-    /// at a time; returns how many.
+    /// at a time, and the versions of graphs that no instance and no workflow uses any more;
+    /// returns how many instances.
     pub async fn delete_finished_instances_before(&self, cutoff: i64, batch: i64) -> StoreResult<u64> {
         let mut total = 0;
         loop {
             let q = self.sql(
-                "SELECT id FROM workflow_instance WHERE finished_at > 0 AND finished_at < ? \
+                "SELECT id, version_id FROM workflow_instance WHERE finished_at > 0 AND finished_at < ? \
                  AND state NOT IN ('queued', 'running') ORDER BY id LIMIT ?",
             );
-            let ids: Vec<i64> = sqlx::query(&q)
-                .bind(cutoff)
-                .bind(batch)
-                .fetch_all(&self.read)
-                .await?
-                .iter()
-                .map(|r| rows::int(r, "id"))
-                .collect::<Result<_, _>>()?;
+            let mut ids: Vec<i64> = Vec::new();
+            let mut versions: Vec<i64> = Vec::new();
+            for r in sqlx::query(&q).bind(cutoff).bind(batch).fetch_all(&self.read).await? {
+                ids.push(rows::int(&r, "id")?);
+                versions.push(rows::int(&r, "version_id")?);
+            }
             if ids.is_empty() {
                 return Ok(total);
             }
+            versions.sort_unstable();
+            versions.dedup();
             let mut tx = self.write.begin().await?;
             self.execute_in(
                 &mut tx,
@@ -362,6 +421,17 @@ impl Store {
             total += self
                 .execute_in(&mut tx, "DELETE FROM workflow_instance WHERE id IN ({in})", &ids, &[])
                 .await?;
+            // The instances' own workflow is searched, through its unique (workflow, fire) index.
+            self.execute_in(
+                &mut tx,
+                "DELETE FROM workflow_version WHERE id IN ({in}) \
+                 AND NOT EXISTS (SELECT 1 FROM workflow w WHERE w.version_id = workflow_version.id) \
+                 AND NOT EXISTS (SELECT 1 FROM workflow_instance i \
+                   WHERE i.workflow_id = workflow_version.workflow_id AND i.version_id = workflow_version.id)",
+                &versions,
+                &[],
+            )
+            .await?;
             tx.commit().await?;
         }
     }
@@ -570,7 +640,7 @@ impl Store {
     async fn lock_instance(&self, tx: &mut Transaction<'static, Any>, id: i64) -> StoreResult<Instance> {
         let q = self
             .sql(&format!(
-                "SELECT {INSTANCE_COLUMNS} FROM workflow_instance WHERE id = ?{}",
+                "SELECT {INSTANCE_COLUMNS} FROM {INSTANCE_FROM} WHERE i.id = ?{}",
                 self.backend.for_update()
             ))
             .into_owned();

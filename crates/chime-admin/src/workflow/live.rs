@@ -1,16 +1,25 @@
-//! The running instances the workflow loop keeps in memory between its steps.
+//! The running instances the workflow loop keeps in memory between its steps, and the
+//! workflows and graphs it fires them from.
 //!
 //! A step used to read each instance's graph (JSON, parsed again), all its node rows and the
 //! runs of all its running nodes, and a query over every running node to find what finished.
 //! Kept here instead: the parsed graph (shared by the instances of one workflow version), the
 //! node rows and which run each running node waits for. The database stays the truth: a step
 //! still locks each instance's row, and a cached instance is used only while the row's
-//! `revision` is the one it was cached at. Every change to an instance's nodes (a step on any
-//! admin, an operator's stop, retry, skip) raises the revision, so an instance changed
-//! elsewhere is read again, never guessed.
+//! `revision` is the one it was cached at. An operator's change (stop, retry, skip, mark
+//! succeeded) raises the revision, so an instance changed that way, on any admin, is read
+//! again, never guessed. The engine's own steps leave it: they only move nodes forward, each
+//! node's row is unique, and only the holder of a workflow's partition steps its instances;
+//! an admin that lost a partition, even for a moment (a new lease epoch), drops what it kept
+//! of the partition's instances ([`LiveInstances::keep_partitions`]). A step made from a view
+//! that is stale all the same fails on the unique row and is read again.
+//!
+//! Firing reads only the due workflows' fire times; a workflow's other settings are kept
+//! while its `updated_at` is the one read (every edit moves it forward, as a job's), and its
+//! graph by version (a version never changes).
 
 use super::dag::{Definition, Graph};
-use super::spec::NodeRun;
+use super::spec::{NodeRun, Workflow};
 use crate::store::PARTITIONS;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,6 +29,8 @@ use std::sync::Arc;
 const MAX_INSTANCES: usize = 100_000;
 /// Parsed graphs kept at most (one per workflow version in use).
 const MAX_GRAPHS: usize = 10_000;
+/// Workflows' rows kept at most (a row without its graph is a few hundred bytes).
+const MAX_WORKFLOWS: usize = 100_000;
 
 /// A running instance as the loop knows it after its last step.
 #[derive(Debug, Clone)]
@@ -51,7 +62,10 @@ impl LiveInstance {
 pub struct LiveInstances {
     instances: HashMap<i64, LiveInstance>,
     by_run: HashMap<i64, i64>,
-    graphs: HashMap<String, Arc<Graph>>,
+    /// Prepared graphs by version (a version never changes).
+    graphs: HashMap<i64, Arc<Graph>>,
+    /// Workflows' rows as last read (their graphs left out: see `graphs`), by id.
+    workflows: HashMap<i64, Workflow>,
 }
 
 impl LiveInstances {
@@ -110,17 +124,32 @@ impl LiveInstances {
         }
     }
 
-    /// The graph stored as `json`, parsed and prepared once for all the instances fired with
-    /// it.
-    pub fn graph(&mut self, json: &str) -> Result<Arc<Graph>, serde_json::Error> {
-        if let Some(g) = self.graphs.get(json) {
-            return Ok(g.clone());
+    /// Workflow `id` as kept, if it was read at `updated_at` (every edit moves it forward).
+    pub fn workflow(&self, id: i64, updated_at: i64) -> Option<&Workflow> {
+        self.workflows.get(&id).filter(|w| w.updated_at == updated_at)
+    }
+
+    /// Keeps workflow `w` (read without its graph) for the next fires.
+    pub fn keep_workflow(&mut self, w: Workflow) {
+        if self.workflows.len() >= MAX_WORKFLOWS && !self.workflows.contains_key(&w.id) {
+            self.workflows.clear();
         }
+        self.workflows.insert(w.id, w);
+    }
+
+    /// The graph of workflow version `version`, if it was prepared.
+    pub fn graph(&self, version: i64) -> Option<Arc<Graph>> {
+        self.graphs.get(&version).cloned()
+    }
+
+    /// Parses and prepares the graph of version `version`, stored as `json`, once for all the
+    /// instances fired from it.
+    pub fn add_graph(&mut self, version: i64, json: &str) -> Result<Arc<Graph>, serde_json::Error> {
         let g = Arc::new(Graph::new(serde_json::from_str::<Definition>(json)?));
         if self.graphs.len() >= MAX_GRAPHS {
             self.graphs.clear();
         }
-        self.graphs.insert(json.to_owned(), g.clone());
+        self.graphs.insert(version, g.clone());
         Ok(g)
     }
 }
@@ -196,9 +225,12 @@ mod tests {
     fn one_graph_per_version() {
         let mut live = LiveInstances::default();
         let json = r#"{"nodes":[{"key":"a","job_id":1}],"edges":[]}"#;
-        let a = live.graph(json).unwrap();
-        let b = live.graph(json).unwrap();
+        assert!(live.graph(7).is_none());
+        let a = live.add_graph(7, json).unwrap();
+        let b = live.graph(7).unwrap();
         assert!(Arc::ptr_eq(&a, &b));
-        assert!(live.graph("{").is_err());
+        assert!(live.graph(8).is_none());
+        assert!(live.add_graph(8, "{").is_err());
+        assert!(live.graph(8).is_none(), "a graph that does not parse is not kept");
     }
 }

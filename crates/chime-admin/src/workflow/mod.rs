@@ -174,13 +174,20 @@ pub async fn run(l: WorkflowLoop) {
     let mut looked = Instant::now() - l.tick;
     let mut live = LiveInstances::default();
     let mut calendars = Calendars::default();
-    let mut held_before: Vec<i64> = Vec::new();
+    let mut held_before: Vec<(i64, i64)> = Vec::new();
     loop {
-        let held = l.partitions.held();
-        if held != held_before {
-            live.keep_partitions(&held);
-            held_before = held.clone();
+        let held_now = l.partitions.held_epochs();
+        if held_now != held_before {
+            // What is kept of a partition held throughout, in one lease epoch, is still true.
+            let kept: Vec<i64> = held_now
+                .iter()
+                .filter(|p| held_before.contains(p))
+                .map(|(p, _)| *p)
+                .collect();
+            live.keep_partitions(&kept);
+            held_before = held_now.clone();
         }
+        let held: Vec<i64> = held_now.iter().map(|(p, _)| *p).collect();
         let now = now_ms();
         let horizon = now + lookahead;
         let rules = l.rules;

@@ -65,6 +65,10 @@ pub struct Workflow {
     pub on_limit: OnLimit,
     /// The graph.
     pub definition: Definition,
+    /// The graph's version: a new one each time a changed graph is saved; instances fired
+    /// from one version share its graph.
+    #[serde(default)]
+    pub version: i64,
     /// Scheduled.
     pub running: bool,
     /// Start of the fixed-rate grid, epoch ms.
@@ -260,6 +264,9 @@ pub struct Instance {
     pub finished_at: i64,
     /// Its graph, as it was when it was fired.
     pub definition: Definition,
+    /// The version of its workflow's graph it was fired from.
+    #[serde(default)]
+    pub version: i64,
     /// The nodes that started or will never run.
     pub nodes: Vec<NodeRun>,
 }
