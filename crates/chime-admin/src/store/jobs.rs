@@ -401,34 +401,39 @@ impl Store {
                 return Ok(job);
             }
             let next = first_fire(job.schedule_type, &job.schedule_expr, &job.time_zone, now, now)?;
-            let q = self
-                .sql(&format!(
-                    "UPDATE job SET running = 1, anchor_at = ?, next_fire_at = ?, updated_at = {BUMP_UPDATED_AT} \
-                     WHERE id = ? AND running = 0"
-                ))
-                .into_owned();
-            sqlx::query(&q)
-                .bind(now)
-                .bind(next)
-                .bind(now)
-                .bind(now)
-                .bind(id)
-                .execute(&self.write)
-                .await?;
+            self.set_scheduled("job", id, Some(next), now).await?;
         } else {
-            let q = self
-                .sql(&format!(
-                    "UPDATE job SET running = 0, next_fire_at = 0, updated_at = {BUMP_UPDATED_AT} WHERE id = ?"
-                ))
-                .into_owned();
-            sqlx::query(&q)
-                .bind(now)
-                .bind(now)
-                .bind(id)
-                .execute(&self.write)
-                .await?;
+            self.set_scheduled("job", id, None, now).await?;
         }
         self.job(id).await
+    }
+
+    /// Starts scheduling row `id` of `table` (`job` or `workflow`, scheduled alike) from `now`,
+    /// its first fire at `first_fire`, or stops it (`None`). Starting a started one changes
+    /// nothing; otherwise it moves `updated_at` forward.
+    pub(super) async fn set_scheduled(
+        &self,
+        table: &'static str,
+        id: i64,
+        first_fire: Option<i64>,
+        now: i64,
+    ) -> StoreResult<()> {
+        let q = match first_fire {
+            Some(_) => format!(
+                "UPDATE {table} SET running = 1, anchor_at = ?, next_fire_at = ?, updated_at = {BUMP_UPDATED_AT} \
+                 WHERE id = ? AND running = 0"
+            ),
+            None => {
+                format!("UPDATE {table} SET running = 0, next_fire_at = 0, updated_at = {BUMP_UPDATED_AT} WHERE id = ?")
+            }
+        };
+        let q = self.sql(&q).into_owned();
+        let mut query = sqlx::query(&q);
+        if let Some(next) = first_fire {
+            query = query.bind(now).bind(next);
+        }
+        query.bind(now).bind(now).bind(id).execute(&self.write).await?;
+        Ok(())
     }
 
     /// Deletes a job with its runs and script versions. Refused while another job names it

@@ -252,32 +252,9 @@ impl Store {
                 .into());
             }
             let first_fire = super::jobs::first_fire(w.schedule_type, &w.schedule_expr, &w.time_zone, now, now)?;
-            let q = self
-                .sql(&format!(
-                    "UPDATE workflow SET running = 1, anchor_at = ?, next_fire_at = ?, updated_at = {BUMP_UPDATED_AT} \
-                 WHERE id = ? AND running = 0"
-                ))
-                .into_owned();
-            sqlx::query(&q)
-                .bind(now)
-                .bind(first_fire)
-                .bind(now)
-                .bind(now)
-                .bind(id)
-                .execute(&self.write)
-                .await?;
+            self.set_scheduled("workflow", id, Some(first_fire), now).await?;
         } else {
-            let q = self
-                .sql(&format!(
-                    "UPDATE workflow SET running = 0, next_fire_at = 0, updated_at = {BUMP_UPDATED_AT} WHERE id = ?"
-                ))
-                .into_owned();
-            sqlx::query(&q)
-                .bind(now)
-                .bind(now)
-                .bind(id)
-                .execute(&self.write)
-                .await?;
+            self.set_scheduled("workflow", id, None, now).await?;
         }
         self.workflow(id).await
     }
