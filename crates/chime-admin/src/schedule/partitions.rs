@@ -61,11 +61,7 @@ impl Partitions {
 
     /// The partitions this admin schedules now (none once its leases may have lapsed).
     pub fn held(&self) -> Vec<i64> {
-        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
-        if !state.valid() {
-            return Vec::new();
-        }
-        state.scheduled.iter().copied().collect()
+        self.held_epochs().into_iter().map(|(p, _)| p).collect()
     }
 
     /// [`Partitions::held`], each with its lease epoch: a partition lost and taken again comes

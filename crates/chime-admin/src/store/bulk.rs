@@ -244,13 +244,15 @@ const JSON_LIST: &str = "SELECT value FROM json_each(?)";
 
 /// `ids` as a JSON array (`[1,2,3]`), for [`JSON_LIST`].
 fn json_ids(ids: &[i64]) -> String {
+    use std::fmt::Write;
     let mut s = String::with_capacity(2 + ids.len() * 8);
     s.push('[');
     for (k, id) in ids.iter().enumerate() {
         if k > 0 {
             s.push(',');
         }
-        s.push_str(&id.to_string());
+        // Into the one buffer: every id list of a SQLite statement passes here.
+        let _ = write!(s, "{id}");
     }
     s.push(']');
     s
