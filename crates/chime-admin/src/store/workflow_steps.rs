@@ -14,6 +14,7 @@
 //! The rows a step writes and reads besides its decisions (new instances, node rows, how runs
 //! ended) are `store/workflow_instances.rs`'s.
 
+use super::bulk::sized_query;
 use super::rows;
 use super::runs::UPDATE_ROWS;
 use super::{Backend, Store, StoreError, StoreResult, PARTITIONS};
@@ -528,7 +529,7 @@ impl Store {
                 chunk.len(),
                 "",
             );
-            let mut query = sqlx::query(&q);
+            let mut query = sized_query(&q, chunk.len() * 5);
             for (id, state, run_id, result, finished_at) in self.backend.padded(chunk) {
                 query = query
                     .bind(*id)
@@ -571,10 +572,17 @@ impl Store {
             .map(|(id, j)| (id, Arc::new(j)))
             .collect();
         let no_results = HashMap::new();
+        // At most every node without a row gets one now. Sized once: grown push by push, these
+        // (thousands of runs in a wave) were copied a dozen times over, each time into memory
+        // not touched before, which cost more than filling them.
+        let room: usize = instances
+            .iter()
+            .map(|s| s.live.definition.len().saturating_sub(s.live.nodes.len()))
+            .sum();
         // New node rows as (instance index, key, state, result); runs with their row's index.
-        let mut new_nodes: Vec<(usize, String, NodeState, String)> = Vec::new();
-        let mut new_runs: Vec<NewRun> = Vec::new();
-        let mut run_owners: Vec<usize> = Vec::new();
+        let mut new_nodes: Vec<(usize, String, NodeState, String)> = Vec::with_capacity(room);
+        let mut new_runs: Vec<NewRun> = Vec::with_capacity(room);
+        let mut run_owners: Vec<usize> = Vec::with_capacity(room);
         let mut ended: Vec<(usize, InstanceState)> = Vec::new();
         for (i, (s, states)) in instances.iter_mut().zip(&mut states).enumerate() {
             let graph = s.live.definition.clone();
@@ -631,6 +639,7 @@ impl Store {
             )));
         }
         let mut run_of: HashMap<usize, i64> = HashMap::with_capacity(tickets.len());
+        out.tickets.reserve(tickets.len());
         for ((owner, run), ticket) in run_owners.iter().zip(&new_runs).zip(tickets) {
             // RETURNING gives the rows in the order of VALUES; checked, not assumed.
             if ticket.job_id != run.job_id {
@@ -653,7 +662,7 @@ impl Store {
                 if self.backend == Backend::Sqlite { "" } else { " RETURNING id, instance_id, node" }
             );
             let q = self.sql(&q).into_owned();
-            let mut query = sqlx::query(&q);
+            let mut query = sized_query(&q, chunk.len() * 7);
             let mut made: Vec<(i64, NodeRun)> = Vec::with_capacity(chunk.len());
             for (k, (i, key, state, result)) in chunk.iter().enumerate() {
                 let run_id = run_of.get(&(offset + k)).copied().unwrap_or(0);
@@ -661,10 +670,10 @@ impl Store {
                 let finished_at = if *state == NodeState::Running { 0 } else { now };
                 query = query
                     .bind(instance)
-                    .bind(key)
+                    .bind(key.as_str())
                     .bind(state.as_str())
                     .bind(run_id)
-                    .bind(result)
+                    .bind(result.as_str())
                     .bind(now)
                     .bind(finished_at);
                 made.push((

@@ -3,7 +3,7 @@
 use super::{ticket, TICKET_COLUMNS_OF_R, UPDATE_ROWS};
 use crate::model::{Job, SKIPPED_CODE};
 use crate::run::{Claimed, FirePlan, RunTicket};
-use crate::store::bulk::Arg;
+use crate::store::bulk::{sized_query, Arg};
 use crate::store::rows;
 use crate::store::{Store, StoreResult, PARTITIONS};
 use std::collections::HashMap;
@@ -128,7 +128,7 @@ impl Store {
             let q = self
                 .backend
                 .update_by_id("job", &["next_fire_at", "last_fire_at"], chunk.len(), "");
-            let mut query = sqlx::query(&q);
+            let mut query = sized_query(&q, chunk.len() * 3);
             for (id, next, last) in self.backend.padded(chunk) {
                 query = query.bind(*id).bind(*next).bind(*last);
             }

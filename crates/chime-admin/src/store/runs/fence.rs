@@ -9,6 +9,7 @@
 
 use super::{ticket, TICKET_COLUMNS_OF_R, UPDATE_ROWS};
 use crate::run::{MarkedRun, SendMark};
+use crate::store::bulk::sized_query;
 use crate::store::{rows, Store, StoreResult};
 use std::collections::HashMap;
 
@@ -40,7 +41,7 @@ impl Store {
                 chunk.len(),
                 &guard,
             );
-            let mut query = sqlx::query(&q);
+            let mut query = sized_query(&q, chunk.len() * 4);
             for m in self.backend.padded(chunk) {
                 query = query.bind(m.run_id).bind(m.token).bind(m.address.as_str()).bind(at);
             }

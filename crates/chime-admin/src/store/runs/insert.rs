@@ -4,6 +4,7 @@
 use super::{ticket, TICKET_COLUMNS};
 use crate::model::now_ms;
 use crate::run::{NewRun, RunTicket};
+use crate::store::bulk::sized_query;
 use crate::store::rows;
 use crate::store::sqlite_ids::Inserted;
 use crate::store::{Backend, Store, StoreResult};
@@ -45,7 +46,7 @@ impl Store {
                 // As for fires (`inserted_ids_sqlite`): the ids are known (`store/sqlite_ids.rs`),
                 // and the tickets come from the values themselves, unless a row was skipped.
                 let q = self.sql(&sql).into_owned();
-                let insert = bind_new_runs(sqlx::query(&q), chunk, links, now);
+                let insert = bind_new_runs(&q, chunk, links, now);
                 let done = self.insert_known_ids(tx, "run", insert, chunk.len()).await?;
                 if let Some(ids) = done.ids {
                     out.extend(
@@ -69,7 +70,7 @@ impl Store {
             sql.push_str(" RETURNING ");
             sql.push_str(TICKET_COLUMNS);
             let q = self.sql(&sql).into_owned();
-            let query = bind_new_runs(sqlx::query(&q), chunk, links, now);
+            let query = bind_new_runs(&q, chunk, links, now);
             for row in query.fetch_all(&mut **tx).await? {
                 let (t, code) = ticket(&row)?;
                 if code == 0 {
@@ -108,7 +109,7 @@ impl Store {
                 sql.push_str(" RETURNING id, job_id, fire_key");
             }
             let q = self.sql(&sql).into_owned();
-            let query = bind_new_runs(sqlx::query(&q), chunk, &[], now);
+            let query = bind_new_runs(&q, chunk, &[], now);
             let inserted: Vec<(i64, i64, i64)> = if returning {
                 let mut ids = Vec::with_capacity(chunk.len());
                 for row in query.fetch_all(&mut **tx).await? {
@@ -195,15 +196,14 @@ fn insert_sql(prefix: &str, rows: usize, retry_of: bool) -> String {
     sql
 }
 
-/// Binds the values of `runs` (created at `now`) for an [`insert_sql`] statement; `retry_of`
+/// [`insert_sql`] statement `sql` with the values of `runs` (created at `now`) bound; `retry_of`
 /// (one per run, `runs[i]` retrying run `retry_of[i]`, 0: none) when it names that column,
 /// empty when it does not.
-fn bind_new_runs<'q>(
-    mut query: Query<'q, Any, AnyArguments<'q>>,
-    runs: &'q [NewRun],
-    retry_of: &[i64],
-    now: i64,
-) -> Query<'q, Any, AnyArguments<'q>> {
+fn bind_new_runs<'q>(sql: &'q str, runs: &'q [NewRun], retry_of: &[i64], now: i64) -> Query<'q, Any, AnyArguments<'q>> {
+    // Texts are bound as `&str`, which the PostgreSQL and MySQL drivers borrow; a bound
+    // `&String` is copied (SQLite's driver copies either once, to hand it to its thread).
+    let per_run = if retry_of.is_empty() { 14 } else { 15 };
+    let mut query = sized_query(sql, runs.len() * per_run);
     for (i, r) in runs.iter().enumerate() {
         query = query
             .bind(r.job_id)
@@ -211,14 +211,14 @@ fn bind_new_runs<'q>(
             .bind(r.fire_key)
             .bind(r.scheduled_at)
             .bind(r.trigger_type.as_str())
-            .bind(&r.handler)
-            .bind(&r.param)
+            .bind(r.handler.as_str())
+            .bind(r.param.as_str())
             .bind(r.shard_index)
             .bind(r.shard_total)
             .bind(r.retry_count)
-            .bind(&r.lineage)
+            .bind(r.lineage.as_str())
             .bind(r.trigger_code)
-            .bind(&r.trigger_msg);
+            .bind(r.trigger_msg.as_str());
         if !retry_of.is_empty() {
             query = query.bind(retry_of.get(i).copied().unwrap_or(0));
         }

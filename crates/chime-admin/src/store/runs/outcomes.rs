@@ -12,6 +12,7 @@ use super::UPDATE_ROWS;
 use crate::model::{now_ms, Job};
 use crate::results::plan::{self, RunFacts, RunState};
 use crate::run::{capped, HandleOutcome, NewRun, Recorded, RunTicket, TriggerOutcome};
+use crate::store::bulk::sized_query;
 use crate::store::rows;
 use crate::store::{Store, StoreResult};
 use sqlx::any::{Any, AnyArguments};
@@ -64,7 +65,7 @@ impl Store {
                 chunk.len(),
                 "run.handle_code = 0",
             );
-            let mut query = sqlx::query(&q);
+            let mut query = sized_query(&q, chunk.len() * (TRIGGER_RESULT_COLUMNS.len() + 4));
             for (t, h) in self.backend.padded(chunk) {
                 query = bind_trigger_result(query, t)
                     .bind(now)
@@ -185,7 +186,7 @@ impl Store {
                 chunk.len(),
                 "run.handle_code = 0",
             );
-            let mut query = sqlx::query(&q);
+            let mut query = sized_query(&q, chunk.len() * 4);
             for (id, code, msg) in self.backend.padded(chunk) {
                 query = query.bind(*id).bind(now).bind(*code).bind(msg);
             }
@@ -223,7 +224,7 @@ impl Store {
             let q = self
                 .backend
                 .update_by_id("run", TRIGGER_RESULT_COLUMNS, chunk.len(), "");
-            let mut query = sqlx::query(&q);
+            let mut query = sized_query(&q, chunk.len() * (TRIGGER_RESULT_COLUMNS.len() + 1));
             for t in self.backend.padded(chunk) {
                 query = bind_trigger_result(query, t);
             }
@@ -325,7 +326,7 @@ fn bind_trigger_result<'q>(
     query
         .bind(t.run_id)
         .bind(t.triggered_at)
-        .bind(&t.address)
+        .bind(t.address.as_str())
         .bind(t.code)
         .bind(capped(&t.msg))
         .bind(t.shard_total)
