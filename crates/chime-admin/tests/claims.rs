@@ -140,3 +140,101 @@ async fn tickets_name_their_rows_mysql() {
 async fn tickets_name_their_rows_postgres() {
     tickets_name_their_rows(Db::Postgres).await;
 }
+
+/// Every ticket `(run id, job id, scheduled_at)` names its own run's row.
+async fn assert_named(store: &Store, kind: Db, tickets: &[(i64, i64, i64)]) {
+    for (id, job_id, scheduled_at) in tickets {
+        let run = store.run(*id).await.unwrap();
+        assert_eq!(
+            (run.job_id, run.scheduled_at),
+            (*job_id, *scheduled_at),
+            "{kind:?}: run {id}"
+        );
+    }
+}
+
+/// Large inserts go in several statements (`Backend::insert_slices`); on SQLite the ids of each
+/// follow the last one's (`sqlite_ids::IdCursor`), so a wrong carry would hand the timer
+/// tickets naming other runs' rows. Checked through a claim of 1,311 fires (statements of
+/// 1,000, 256, 32, 16, 4, 2 and 1 rows), a second claim whose skipped fires sit in the middle
+/// (the statements after them read the counter again), and 1,300 manual runs.
+async fn chunked_inserts_name_their_rows(kind: Db) {
+    let db = TestDb::new(kind).await;
+    let store = Store::connect(&db.url).await.unwrap();
+    let group = common::insert_manual_group(&store, "chunks").await;
+    let draft = JobSpec {
+        group_id: Some(group.id),
+        handler: Some("h".into()),
+        schedule_type: Some("FIX_RATE".into()),
+        schedule_expr: Some("1".into()),
+        running: Some(true),
+        ..Default::default()
+    }
+    .validate(None, "UTC", group.id)
+    .unwrap();
+    let jobs = store.insert_jobs_bulk(&vec![draft; 3], group.id).await.unwrap();
+    let now = chime_admin::model::now_ms();
+    for lease in store.lease_table().await.unwrap().leases {
+        store
+            .acquire_lease(&lease, OWNER, now, now + 60_000, true)
+            .await
+            .unwrap();
+    }
+    let keys: Vec<i64> = (1..=437).map(|k| k * 1000).collect();
+    let first = claim(&store, &db.url, &keys).await;
+    assert_eq!(first.len(), 3 * 437, "{kind:?}: every fire claimed once");
+    assert_named(&store, kind, &first).await;
+    // Keys 400–600 thousand were claimed above, the rest is new: skipped rows in the middle.
+    let keys: Vec<i64> = (400..=900).map(|k| k * 1000).collect();
+    let second = claim(&store, &db.url, &keys).await;
+    assert_eq!(
+        second.len(),
+        3 * (900 - 437),
+        "{kind:?}: only the fires not claimed before"
+    );
+    assert!(second.iter().all(|(_, _, at)| *at > 437_000), "{kind:?}: no fire twice");
+    assert_named(&store, kind, &second).await;
+
+    let job = store.job(jobs[0]).await.unwrap();
+    let runs: Vec<NewRun> = (0..1300)
+        .map(|i| NewRun::of_job(&job, TriggerType::Api, now + i, None))
+        .collect();
+    let tickets = store.insert_runs(&runs).await.unwrap();
+    assert_eq!(tickets.len(), runs.len(), "{kind:?}");
+    for (t, r) in tickets.iter().zip(&runs) {
+        assert_eq!(
+            t.scheduled_at, r.scheduled_at,
+            "{kind:?}: tickets in the order of the runs"
+        );
+        assert_eq!(
+            store.run(t.id).await.unwrap().scheduled_at,
+            r.scheduled_at,
+            "{kind:?}: run {}",
+            t.id
+        );
+    }
+    let ids: std::collections::HashSet<i64> = first
+        .iter()
+        .chain(&second)
+        .map(|t| t.0)
+        .chain(tickets.iter().map(|t| t.id))
+        .collect();
+    assert_eq!(ids.len(), 3 * 900 + 1300, "{kind:?}: distinct run ids");
+    store.close().await;
+    db.drop_db().await;
+}
+
+#[tokio::test]
+async fn chunked_inserts_name_their_rows_sqlite() {
+    chunked_inserts_name_their_rows(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn chunked_inserts_name_their_rows_mysql() {
+    chunked_inserts_name_their_rows(Db::MySql).await;
+}
+
+#[tokio::test]
+async fn chunked_inserts_name_their_rows_postgres() {
+    chunked_inserts_name_their_rows(Db::Postgres).await;
+}

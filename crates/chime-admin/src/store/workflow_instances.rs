@@ -7,6 +7,7 @@
 //! the async side on its own, and a step's rows sent that way cost more than writing them.
 
 use super::rows;
+use super::sqlite_ids::IdCursor;
 use super::{Backend, Store, StoreError, StoreResult};
 use crate::workflow::dag::InstanceState;
 use crate::workflow::spec::{OnLimit, Workflow};
@@ -86,6 +87,7 @@ impl Store {
         let (prefix, suffix) = self.backend.insert_ignore();
         let sqlite = self.backend == Backend::Sqlite;
         let mut out = Vec::with_capacity(made.len());
+        let mut cursor = IdCursor::new("workflow_instance");
         for (_, chunk) in self.backend.insert_slices(made, INSTANCE_ROWS) {
             let q = format!(
                 "{prefix} INTO workflow_instance (workflow_id, fire_key, scheduled_at, trigger_type, state, version_id, \
@@ -110,9 +112,7 @@ impl Store {
             // As the node rows' (`insert_node_rows`): SQLite's ids are known (`store/sqlite_ids.rs`)
             // unless a fire was made before; only then are the new rows read back.
             let inserted: Vec<[i64; 3]> = if sqlite {
-                let done = self
-                    .insert_known_ids(tx, "workflow_instance", query, chunk.len())
-                    .await?;
+                let done = self.insert_known_ids(tx, &mut cursor, query, chunk.len()).await?;
                 if let Some(ids) = done.ids {
                     chunk
                         .iter()
@@ -144,19 +144,18 @@ impl Store {
 
     /// Runs `query`, the insert of node rows `keys` (instance, node: unique), and returns
     /// their ids in `keys`' order. On SQLite the ids are known without reading the rows back
-    /// (`store/sqlite_ids.rs`); elsewhere the insert ends in `RETURNING id, instance_id, node`,
-    /// checked against `keys`.
+    /// (`store/sqlite_ids.rs`; `cursor` carries them from one insert of a step to the next);
+    /// elsewhere the insert ends in `RETURNING id, instance_id, node`, checked against `keys`.
     pub(super) async fn insert_node_rows<'q>(
         &self,
         tx: &mut Transaction<'static, Any>,
+        cursor: &mut IdCursor,
         query: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
         keys: &[(i64, String)],
     ) -> StoreResult<Vec<i64>> {
         let short = |n: usize| StoreError::Conflict(format!("{n} of {} workflow node rows were written", keys.len()));
         let found = if self.backend == Backend::Sqlite {
-            let done = self
-                .insert_known_ids(tx, "workflow_node_run", query, keys.len())
-                .await?;
+            let done = self.insert_known_ids(tx, cursor, query, keys.len()).await?;
             if done.written != keys.len() {
                 return Err(short(done.written));
             }

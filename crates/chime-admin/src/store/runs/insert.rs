@@ -6,7 +6,7 @@ use crate::model::now_ms;
 use crate::run::{NewRun, RunTicket};
 use crate::store::bulk::sized_query;
 use crate::store::rows;
-use crate::store::sqlite_ids::Inserted;
+use crate::store::sqlite_ids::{IdCursor, Inserted};
 use crate::store::{Backend, Store, StoreResult};
 use sqlx::any::{Any, AnyArguments};
 use sqlx::query::Query;
@@ -35,6 +35,7 @@ impl Store {
         let now = now_ms();
         let (prefix, suffix) = self.backend.insert_ignore();
         let mut out = Vec::with_capacity(runs.len());
+        let mut cursor = IdCursor::new("run");
         for (at, chunk) in self.backend.insert_slices(runs, 400) {
             let links = retry_of.get(at..).unwrap_or_default();
             let links = &links[..links.len().min(chunk.len())];
@@ -47,7 +48,7 @@ impl Store {
                 // and the tickets come from the values themselves, unless a row was skipped.
                 let q = self.sql(&sql).into_owned();
                 let insert = bind_new_runs(&q, chunk, links, now);
-                let done = self.insert_known_ids(tx, "run", insert, chunk.len()).await?;
+                let done = self.insert_known_ids(tx, &mut cursor, insert, chunk.len()).await?;
                 if let Some(ids) = done.ids {
                     out.extend(
                         chunk
@@ -99,6 +100,7 @@ impl Store {
             }
         }
         let mut out = Vec::with_capacity(runs.len());
+        let mut cursor = IdCursor::new("run");
         // 1,000 rows × 14 values stays under every engine's bound-parameter limit (SQLite 32,766).
         for (_, chunk) in self.backend.insert_slices(runs, 1000) {
             let mut sql = insert_sql(prefix, chunk.len(), false);
@@ -118,7 +120,7 @@ impl Store {
                 }
                 ids
             } else {
-                let done = self.insert_known_ids(tx, "run", query, chunk.len()).await?;
+                let done = self.insert_known_ids(tx, &mut cursor, query, chunk.len()).await?;
                 self.inserted_ids_sqlite(tx, chunk, done).await?
             };
             for (id, job_id, key) in inserted {
