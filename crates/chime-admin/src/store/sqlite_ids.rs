@@ -5,17 +5,20 @@
 //! be ahead of every row: an import raises it past the ids it brought, and deleting the newest
 //! rows leaves it where it was. Inside a write transaction the connection is SQLite's only
 //! writer, so a multi-row insert's rows take consecutive ids in `VALUES` order after that;
-//! [`Store::insert_known_ids`] checks them against the counter after the insert rather than
-//! trusting it, and says when the rows must be read back instead.
+//! [`Store::insert_known_ids`] checks them rather than trusting it: the insert is followed, in
+//! the same query (one round trip), by `SELECT changes(), last_insert_rowid()`, and the last
+//! row's id must be the counter plus the rows written. When it is not (a row was skipped, and a
+//! skipped row may still use up an id), the rows are read back instead. (The driver's own
+//! result would name the last id too, but its `Any` layer drops it.)
 //!
 //! The driver hands each result row from its worker thread to the async side on its own:
 //! `RETURNING` on a busy insert cost more than the insert itself.
 //!
 //! Several inserts into one table in one transaction (the chunks of a large insert) carry an
 //! [`IdCursor`]: once an insert's ids are confirmed, the counter stands at its last row, so the
-//! next insert's rows are numbered from there without reading it again. That is one statement
-//! per chunk instead of two; a workflow step writes its runs and node rows in several chunks,
-//! each a round trip to the database's thread.
+//! next insert's rows are numbered from there without reading it again. A series of inserts
+//! reads the counter once, before the first: each statement is a round trip to the database's
+//! thread, and a workflow step writes its runs and node rows in several chunks.
 
 use super::rows;
 use super::{Store, StoreResult};
@@ -24,13 +27,18 @@ use sqlx::query::Query;
 use sqlx::Transaction;
 use std::ops::RangeInclusive;
 
+/// Ends the SQL of an insert given to [`Store::insert_known_ids`]: SQLite runs the statements
+/// of one query in turn, and this one reports how many rows the insert wrote and the last one's
+/// id.
+pub(super) const KNOWN_IDS: &str = "; SELECT changes(), last_insert_rowid()";
+
 /// What [`Store::insert_known_ids`] did.
 pub(super) struct Inserted {
     /// Where the table's ids stood before the insert: the new rows' ids are above it.
     pub(super) before: i64,
     /// How many rows went in.
     pub(super) written: usize,
-    /// Their ids, in `VALUES` order, when every row went in and the counter confirms them;
+    /// Their ids, in `VALUES` order, when every row went in and the last one's id confirms them;
     /// `None`: read the rows with ids above `before`.
     pub(super) ids: Option<RangeInclusive<i64>>,
 }
@@ -54,8 +62,9 @@ impl IdCursor {
 }
 
 impl Store {
-    /// Runs `insert`, a multi-row insert of `rows` rows into `cursor`'s table, and says which
-    /// ids the rows took when that is known without reading them back.
+    /// Runs `insert`, a multi-row insert of `rows` rows into `cursor`'s table whose SQL ends in
+    /// [`KNOWN_IDS`], and says which ids the rows took when that is known without reading them
+    /// back.
     pub(super) async fn insert_known_ids<'q>(
         &self,
         tx: &mut Transaction<'static, Any>,
@@ -63,18 +72,23 @@ impl Store {
         insert: Query<'q, Any, AnyArguments<'q>>,
         rows: usize,
     ) -> StoreResult<Inserted> {
-        // Confirmed by the counter after the last insert (`ids_taken`): it still stands there,
-        // as this transaction is the only writer and wrote nothing else to the table since.
+        // Confirmed by the last insert (its last row's id): the counter still stands there, as
+        // this transaction is the only writer and wrote nothing else to the table since.
         let before = match cursor.last.take() {
             Some(last) => last,
             None => self.ids_before(tx, cursor.table).await?,
         };
-        let written = insert.execute(&mut **tx).await?.rows_affected() as usize;
-        let ids = if written == rows {
-            self.ids_taken(tx, cursor.table, before, written).await?
-        } else {
-            None
-        };
+        // The insert, then its `KNOWN_IDS` tail's one row (`fetch_one` of the `Any` driver
+        // would stop at the insert's result, before the row).
+        let done = insert.fetch_all(&mut **tx).await?;
+        let done = done.first().ok_or(sqlx::Error::RowNotFound)?;
+        let written = rows::int(done, 0)? as usize;
+        // The connection's last inserted row: this insert's last when it wrote any (an insert
+        // that wrote none leaves the previous one's, hence `written > 0` first).
+        let last = rows::int(done, 1)?;
+        let ids = Some(before + written as i64)
+            .filter(|end| written == rows && written > 0 && last == *end)
+            .map(|end| before + 1..=end);
         cursor.last = ids.as_ref().map(|ids| *ids.end());
         Ok(Inserted { before, written, ids })
     }
@@ -87,21 +101,5 @@ impl Store {
              IFNULL((SELECT MAX(id) FROM {table}), 0))"
         );
         Ok(rows::int(&sqlx::query(&q).bind(table).fetch_one(&mut **tx).await?, 0)?)
-    }
-
-    /// The ids the `inserted` rows just written to `table` took, in order, when they are
-    /// `before + 1 ..= before + inserted` (`before` from [`Store::ids_before`]); `None` when
-    /// the table's counter says otherwise: the rows with ids above `before` are the new ones,
-    /// to be read back.
-    async fn ids_taken(
-        &self,
-        tx: &mut Transaction<'static, Any>,
-        table: &'static str,
-        before: i64,
-        inserted: usize,
-    ) -> StoreResult<Option<RangeInclusive<i64>>> {
-        let q = "SELECT IFNULL((SELECT seq FROM sqlite_sequence WHERE name = ?), 0)";
-        let last = rows::int(&sqlx::query(q).bind(table).fetch_one(&mut **tx).await?, 0)?;
-        Ok((last == before + inserted as i64).then_some(before + 1..=last))
     }
 }

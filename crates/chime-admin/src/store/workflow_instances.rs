@@ -7,7 +7,7 @@
 //! the async side on its own, and a step's rows sent that way cost more than writing them.
 
 use super::rows;
-use super::sqlite_ids::IdCursor;
+use super::sqlite_ids::{IdCursor, KNOWN_IDS};
 use super::{Backend, Store, StoreError, StoreResult};
 use crate::workflow::dag::InstanceState;
 use crate::workflow::spec::{OnLimit, Workflow};
@@ -93,7 +93,7 @@ impl Store {
                 "{prefix} INTO workflow_instance (workflow_id, fire_key, scheduled_at, trigger_type, state, version_id, \
                  created_at, finished_at) VALUES {}{suffix}{}",
                 vec!["(?, ?, ?, ?, 'running', ?, ?, 0)"; chunk.len()].join(", "),
-                if sqlite { "" } else { " RETURNING id, workflow_id, fire_key" }
+                if sqlite { KNOWN_IDS } else { " RETURNING id, workflow_id, fire_key" }
             );
             let q = self.sql(&q).into_owned();
             let mut query = sqlx::query(&q);

@@ -17,7 +17,7 @@
 use super::bulk::sized_query;
 use super::rows;
 use super::runs::UPDATE_ROWS;
-use super::sqlite_ids::IdCursor;
+use super::sqlite_ids::{IdCursor, KNOWN_IDS};
 use super::{Backend, Store, StoreError, StoreResult, PARTITIONS};
 use crate::model::{now_ms, Job, SKIPPED_CODE};
 use crate::run::{capped, FirePlan, NewRun, RunTicket};
@@ -662,7 +662,7 @@ impl Store {
                 "INSERT INTO workflow_node_run (instance_id, node, state, run_id, result, started_at, finished_at) \
                  VALUES {}{}",
                 vec![row; chunk.len()].join(", "),
-                if self.backend == Backend::Sqlite { "" } else { " RETURNING id, instance_id, node" }
+                if self.backend == Backend::Sqlite { KNOWN_IDS } else { " RETURNING id, instance_id, node" }
             );
             let q = self.sql(&q).into_owned();
             let mut query = sized_query(&q, chunk.len() * 7);

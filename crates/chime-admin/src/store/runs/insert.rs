@@ -6,7 +6,7 @@ use crate::model::now_ms;
 use crate::run::{NewRun, RunTicket};
 use crate::store::bulk::sized_query;
 use crate::store::rows;
-use crate::store::sqlite_ids::{IdCursor, Inserted};
+use crate::store::sqlite_ids::{IdCursor, Inserted, KNOWN_IDS};
 use crate::store::{Backend, Store, StoreResult};
 use sqlx::any::{Any, AnyArguments};
 use sqlx::query::Query;
@@ -46,6 +46,7 @@ impl Store {
             if self.backend == Backend::Sqlite {
                 // As for fires (`inserted_ids_sqlite`): the ids are known (`store/sqlite_ids.rs`),
                 // and the tickets come from the values themselves, unless a row was skipped.
+                sql.push_str(KNOWN_IDS);
                 let q = self.sql(&sql).into_owned();
                 let insert = bind_new_runs(&q, chunk, links, now);
                 let done = self.insert_known_ids(tx, &mut cursor, insert, chunk.len()).await?;
@@ -109,6 +110,8 @@ impl Store {
             let returning = self.backend != Backend::Sqlite;
             if returning {
                 sql.push_str(" RETURNING id, job_id, fire_key");
+            } else {
+                sql.push_str(KNOWN_IDS);
             }
             let q = self.sql(&sql).into_owned();
             let query = bind_new_runs(&q, chunk, &[], now);
@@ -137,9 +140,9 @@ impl Store {
     /// `(id, job_id, fire_key)` of the rows a multi-row `INSERT … ON CONFLICT DO NOTHING` of
     /// `chunk` just added on SQLite (`done`).
     ///
-    /// When no row was skipped and the run counter moved by as many, the ids are known
-    /// (`store/sqlite_ids.rs`), `chunk` in order. Otherwise (a fire claimed twice; a skipped row
-    /// may still use up an id) the new rows are read back. `RETURNING` would send every row
+    /// When no row was skipped and the last one took the id the counter gave it, the ids are
+    /// known (`store/sqlite_ids.rs`), `chunk` in order. Otherwise (a fire claimed twice; a
+    /// skipped row may still use up an id) the new rows are read back. `RETURNING` would send every row
     /// through the driver's channel one by one, which at twenty thousand fires a second was a
     /// measurable part of a claim.
     async fn inserted_ids_sqlite(
