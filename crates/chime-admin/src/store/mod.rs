@@ -122,6 +122,12 @@ pub struct Store {
     write: AnyPool,
 }
 
+/// How long PostgreSQL lets a transaction wait for its client's next statement before ending
+/// it: the default partition lease time. No transaction of the admin waits between its
+/// statements for anything but its own CPU, so a client this slow has stopped, and the
+/// partitions it held have been taken over by then (see `Store::connect`).
+pub const HELD_TRANSACTION_LIMIT: Duration = Duration::from_secs(2);
+
 static MIGRATE_SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 static MIGRATE_MYSQL: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/mysql");
 static MIGRATE_POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
@@ -183,6 +189,17 @@ impl Store {
                                 // (the unique fire key guards the rest), as on PostgreSQL,
                                 // whose default it is.
                                 conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+                                    .await?;
+                            } else {
+                                // An admin stopped inside a transaction (SIGSTOP, a paused VM,
+                                // a cut network) keeps the rows it locked, and the admins that
+                                // took its partitions over wait on them (a claim locks its due
+                                // jobs): their fires become misfires. The server ends such a
+                                // transaction and releases its locks once its client has sent
+                                // nothing for `HELD_TRANSACTION_LIMIT`; the stopped admin's
+                                // next statement fails, and it sends nothing it had claimed.
+                                let limit = HELD_TRANSACTION_LIMIT.as_millis();
+                                conn.execute(format!("SET idle_in_transaction_session_timeout = {limit}").as_str())
                                     .await?;
                             }
                             Ok(())
