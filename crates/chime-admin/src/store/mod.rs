@@ -122,7 +122,14 @@ pub struct Store {
     write: AnyPool,
 }
 
-/// How long PostgreSQL lets a transaction wait for its client's next statement before ending
+/// Whether the MySQL-protocol server behind `conn` is MariaDB (which has
+/// `idle_transaction_timeout`; MySQL has not).
+async fn is_mariadb(conn: &mut sqlx::AnyConnection) -> Result<bool, sqlx::Error> {
+    let row = sqlx::query("SELECT VERSION()").fetch_one(&mut *conn).await?;
+    Ok(rows::text(&row, 0)?.contains("MariaDB"))
+}
+
+/// How long PostgreSQL and MariaDB let a transaction wait for its client's next statement before ending
 /// it: the default partition lease time. No transaction of the admin waits between its
 /// statements for anything but its own CPU, so a client this slow has stopped, and the
 /// partitions it held have been taken over by then (see `Store::connect`).
@@ -190,17 +197,28 @@ impl Store {
                                 // whose default it is.
                                 conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
                                     .await?;
-                            } else {
-                                // An admin stopped inside a transaction (SIGSTOP, a paused VM,
-                                // a cut network) keeps the rows it locked, and the admins that
-                                // took its partitions over wait on them (a claim locks its due
-                                // jobs): their fires become misfires. The server ends such a
-                                // transaction and releases its locks once its client has sent
-                                // nothing for `HELD_TRANSACTION_LIMIT`; the stopped admin's
-                                // next statement fails, and it sends nothing it had claimed.
-                                let limit = HELD_TRANSACTION_LIMIT.as_millis();
-                                conn.execute(format!("SET idle_in_transaction_session_timeout = {limit}").as_str())
-                                    .await?;
+                            }
+                            // An admin stopped inside a transaction (SIGSTOP, a paused VM, a
+                            // cut network) keeps the rows it locked, and the admins that took
+                            // its partitions over wait on them (a claim locks its due jobs):
+                            // their fires become misfires. The server ends such a transaction
+                            // and releases its locks once its client has sent nothing for
+                            // `HELD_TRANSACTION_LIMIT`; the stopped admin's next statement
+                            // fails, and it sends nothing it had claimed. MariaDB counts in
+                            // seconds and closes the connection; MySQL has no such setting.
+                            let limit = match backend {
+                                Backend::Postgres => Some(format!(
+                                    "SET idle_in_transaction_session_timeout = {}",
+                                    HELD_TRANSACTION_LIMIT.as_millis()
+                                )),
+                                _ if is_mariadb(conn).await? => Some(format!(
+                                    "SET SESSION idle_transaction_timeout = {}",
+                                    HELD_TRANSACTION_LIMIT.as_secs().max(1)
+                                )),
+                                _ => None,
+                            };
+                            if let Some(limit) = limit {
+                                conn.execute(limit.as_str()).await?;
                             }
                             Ok(())
                         })
