@@ -129,10 +129,10 @@ async fn is_mariadb(conn: &mut sqlx::AnyConnection) -> Result<bool, sqlx::Error>
     Ok(rows::text(&row, 0)?.contains("MariaDB"))
 }
 
-/// How long PostgreSQL and MariaDB let a transaction wait for its client's next statement before ending
-/// it: the default partition lease time. No transaction of the admin waits between its
-/// statements for anything but its own CPU, so a client this slow has stopped, and the
-/// partitions it held have been taken over by then (see `Store::connect`).
+/// How long PostgreSQL and MariaDB let a transaction wait for its client's next statement
+/// before ending it: the default partition lease time. No transaction of the admin waits
+/// between its statements for anything but its own CPU, so a client this slow has stopped, and
+/// the partitions it held have been taken over by then (see `Store::connect`).
 pub const HELD_TRANSACTION_LIMIT: Duration = Duration::from_secs(2);
 
 static MIGRATE_SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");

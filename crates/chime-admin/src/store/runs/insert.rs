@@ -142,9 +142,9 @@ impl Store {
     ///
     /// When no row was skipped and the last one took the id the counter gave it, the ids are
     /// known (`store/sqlite_ids.rs`), `chunk` in order. Otherwise (a fire claimed twice; a
-    /// skipped row may still use up an id) the new rows are read back. `RETURNING` would send every row
-    /// through the driver's channel one by one, which at twenty thousand fires a second was a
-    /// measurable part of a claim.
+    /// skipped row may still use up an id) the new rows are read back. `RETURNING` would send
+    /// every row through the driver's channel one by one, which at twenty thousand fires a
+    /// second was a measurable part of a claim.
     async fn inserted_ids_sqlite(
         &self,
         tx: &mut Transaction<'static, Any>,
