@@ -6,7 +6,6 @@
 
 mod common;
 
-use chime_admin::model::JobSpec;
 use chime_admin::store::{FirePlan, NewRun, Store};
 use chime_protocol::TriggerType;
 use common::{Db, TestDb};
@@ -45,35 +44,10 @@ async fn claim(store: &Store, url: &str, keys: &[i64]) -> Vec<(i64, i64, i64)> {
     out
 }
 
-/// Three running jobs in a new group, and every partition's lease taken by [`OWNER`].
-async fn three_jobs_leased(store: &Store, group_name: &str) -> Vec<i64> {
-    let group = common::insert_manual_group(store, group_name).await;
-    let draft = JobSpec {
-        group_id: Some(group.id),
-        handler: Some("h".into()),
-        schedule_type: Some("FIX_RATE".into()),
-        schedule_expr: Some("1".into()),
-        running: Some(true),
-        ..Default::default()
-    }
-    .validate(None, "UTC", group.id)
-    .unwrap();
-    let jobs = store.insert_jobs_bulk(&vec![draft; 3], group.id).await.unwrap();
-    let now = chime_admin::model::now_ms();
-    for lease in store.lease_table().await.unwrap().leases {
-        let epoch = store
-            .acquire_lease(&lease, OWNER, now, now + 60_000, true)
-            .await
-            .unwrap();
-        assert_eq!(epoch, Some(lease.epoch + 1), "taken: a new epoch");
-    }
-    jobs
-}
-
 async fn tickets_name_their_rows(kind: Db) {
     let db = TestDb::new(kind).await;
     let store = Store::connect(&db.url).await.unwrap();
-    let jobs = three_jobs_leased(&store, "claims").await;
+    let jobs = common::leased_jobs(&store, "claims", OWNER, 3).await;
 
     let check = |tickets: &[(i64, i64, i64)], keys: &[i64]| {
         let mut want: Vec<(i64, i64)> = jobs.iter().flat_map(|j| keys.iter().map(move |k| (*j, *k))).collect();
@@ -156,7 +130,7 @@ async fn assert_named(store: &Store, kind: Db, tickets: &[(i64, i64, i64)]) {
 async fn chunked_inserts_name_their_rows(kind: Db) {
     let db = TestDb::new(kind).await;
     let store = Store::connect(&db.url).await.unwrap();
-    let jobs = three_jobs_leased(&store, "chunks").await;
+    let jobs = common::leased_jobs(&store, "chunks", OWNER, 3).await;
     let now = chime_admin::model::now_ms();
     let keys: Vec<i64> = (1..=437).map(|k| k * 1000).collect();
     let first = claim(&store, &db.url, &keys).await;

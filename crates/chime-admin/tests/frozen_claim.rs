@@ -11,7 +11,6 @@
 
 mod common;
 
-use chime_admin::model::JobSpec;
 use chime_admin::store::{FirePlan, NewRun, Store, HELD_TRANSACTION_LIMIT};
 use chime_protocol::TriggerType;
 use common::{Db, TestDb};
@@ -29,26 +28,7 @@ const FROZEN: Duration = Duration::from_secs(HELD_TRANSACTION_LIMIT.as_secs() * 
 
 /// Three running jobs, due, and every partition's lease held by [`OWNER`].
 async fn due_jobs(store: &Store, url: &str) -> Vec<i64> {
-    let group = common::insert_manual_group(store, "frozen-claim").await;
-    let draft = JobSpec {
-        group_id: Some(group.id),
-        handler: Some("h".into()),
-        schedule_type: Some("FIX_RATE".into()),
-        schedule_expr: Some("1".into()),
-        running: Some(true),
-        ..Default::default()
-    }
-    .validate(None, "UTC", group.id)
-    .unwrap();
-    let jobs = store.insert_jobs_bulk(&vec![draft; 3], group.id).await.unwrap();
-    let now = chime_admin::model::now_ms();
-    for lease in store.lease_table().await.unwrap().leases {
-        store
-            .acquire_lease(&lease, OWNER, now, now + 60_000, true)
-            .await
-            .unwrap()
-            .expect("a free lease is taken");
-    }
+    let jobs = common::leased_jobs(store, "frozen-claim", OWNER, 3).await;
     let pool = sqlx::AnyPool::connect(url).await.unwrap();
     sqlx::query("UPDATE job SET next_fire_at = 1")
         .execute(&pool)

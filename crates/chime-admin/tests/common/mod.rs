@@ -35,6 +35,33 @@ pub async fn insert_manual_group(store: &chime_admin::store::Store, app_name: &s
     store.insert_group(&draft).await.unwrap()
 }
 
+/// `n` running fixed-rate jobs in a new group named `group_name` (see
+/// [`insert_manual_group`]), and every partition's lease taken by `owner`: what a test needs to
+/// claim fires through the store alone. Returns the jobs' ids.
+pub async fn leased_jobs(store: &chime_admin::store::Store, group_name: &str, owner: &str, n: usize) -> Vec<i64> {
+    let group = insert_manual_group(store, group_name).await;
+    let draft = chime_admin::model::JobSpec {
+        group_id: Some(group.id),
+        handler: Some("h".into()),
+        schedule_type: Some("FIX_RATE".into()),
+        schedule_expr: Some("1".into()),
+        running: Some(true),
+        ..Default::default()
+    }
+    .validate(None, "UTC", group.id)
+    .unwrap();
+    let jobs = store.insert_jobs_bulk(&vec![draft; n], group.id).await.unwrap();
+    let now = chime_admin::model::now_ms();
+    for lease in store.lease_table().await.unwrap().leases {
+        let epoch = store
+            .acquire_lease(&lease, owner, now, now + 60_000, true)
+            .await
+            .unwrap();
+        assert_eq!(epoch, Some(lease.epoch + 1), "lease {lease:?} taken: a new epoch");
+    }
+    jobs
+}
+
 /// Which database a test runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Db {
