@@ -16,12 +16,7 @@ const OWNER: &str = "claims-test";
 /// Claims the fires `keys` of every due job (its `next_fire_at` set to 1 first), and returns
 /// `(run id, job id, scheduled_at)` of the tickets.
 async fn claim(store: &Store, url: &str, keys: &[i64]) -> Vec<(i64, i64, i64)> {
-    let pool = sqlx::AnyPool::connect(url).await.unwrap();
-    sqlx::query("UPDATE job SET next_fire_at = 1")
-        .execute(&pool)
-        .await
-        .unwrap();
-    pool.close().await;
+    common::make_every_job_due(url).await;
     let mut cache = HashMap::new();
     let ready: Vec<i64> = (0..chime_admin::store::PARTITIONS).collect();
     let claimed = store

@@ -26,18 +26,6 @@ const FIRE_KEY: i64 = 1_000;
 /// claim that waited for its locks would finish only after it woke.
 const FROZEN: Duration = Duration::from_secs(HELD_TRANSACTION_LIMIT.as_secs() * 5);
 
-/// Three running jobs, due, and every partition's lease held by [`OWNER`].
-async fn due_jobs(store: &Store, url: &str) -> Vec<i64> {
-    let jobs = common::leased_jobs(store, "frozen-claim", OWNER, 3).await;
-    let pool = sqlx::AnyPool::connect(url).await.unwrap();
-    sqlx::query("UPDATE job SET next_fire_at = 1")
-        .execute(&pool)
-        .await
-        .unwrap();
-    pool.close().await;
-    jobs
-}
-
 /// Claims every due job's fire [`FIRE_KEY`]; `before_planning` runs when the first job's fire
 /// is planned, inside the claim's transaction, with the due jobs' rows locked.
 async fn claim(store: &Store, mut before_planning: impl FnMut()) -> chime_admin::store::StoreResult<Vec<i64>> {
@@ -69,8 +57,10 @@ async fn claim(store: &Store, mut before_planning: impl FnMut()) -> chime_admin:
 async fn frozen_claim_releases_its_jobs(kind: Db) {
     let db = TestDb::new(kind).await;
     let taking_over = Store::connect(&db.url).await.unwrap();
-    let mut jobs = due_jobs(&taking_over, &db.url).await;
+    // Three running jobs, due, and every partition's lease held by `OWNER`.
+    let mut jobs = common::leased_jobs(&taking_over, "frozen-claim", OWNER, 3).await;
     jobs.sort_unstable();
+    common::make_every_job_due(&db.url).await;
 
     // The frozen admin on a thread and runtime of its own, as another process would be: its
     // block stops nothing of the admin that takes over.

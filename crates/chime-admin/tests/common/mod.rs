@@ -62,6 +62,17 @@ pub async fn leased_jobs(store: &chime_admin::store::Store, group_name: &str, ow
     jobs
 }
 
+/// Makes every job of the database at `url` due (`next_fire_at` 1), wherever a claim moved it
+/// on to, so that the next claim takes each again.
+pub async fn make_every_job_due(url: &str) {
+    let pool = sqlx::AnyPool::connect(url).await.unwrap();
+    sqlx::query("UPDATE job SET next_fire_at = 1")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+}
+
 /// Which database a test runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Db {
