@@ -217,6 +217,24 @@ pub struct Recorded {
     pub follow_ups: Vec<RunTicket>,
     /// Runs whose failure it recorded and that no retry follows: their alarms are due.
     pub failed_for_good: Vec<i64>,
+    /// Results that ended their runs (a code other than 0), written and seen written: each run
+    /// had none before (every row of the guarded statement was updated), so this is how the
+    /// run ended, as the database now says. The workflow loop moves instances on from these
+    /// without reading the runs again.
+    pub written: Vec<WrittenResult>,
+}
+
+/// A run's result as a results batch wrote it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrittenResult {
+    /// The run.
+    pub run_id: i64,
+    /// Its result code (200 success).
+    pub code: i64,
+    /// Its result message, as stored.
+    pub msg: String,
+    /// When it was written (`handled_at`).
+    pub at: i64,
 }
 
 /// `s` cut to its first [`HANDLE_MSG_MAX`] characters (the same string when it is shorter).

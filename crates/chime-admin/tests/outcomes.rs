@@ -2,7 +2,8 @@
 //! database. A successful run of a job without children has both written in one `UPDATE`
 //! (`Store::record_outcomes`); everything else must come out as if they had been written
 //! one after the other: children fired, a run already finished left as it was, a run reported
-//! twice recorded once.
+//! twice recorded once. What a batch reports it wrote (the ends the workflow loop moves
+//! instances on from) is what the rows say.
 
 mod common;
 
@@ -86,7 +87,8 @@ async fn one_batch(kind: Db) {
         result(twice, 500, "second"),
         result(failed_send, 200, "odd but recorded"),
     ];
-    let follow_ups = store.record_outcomes(&triggers, &handles).await.unwrap();
+    let recorded = store.record_batch(&triggers, &handles).await.unwrap();
+    let follow_ups = recorded.follow_ups;
 
     let run = |id| {
         let store = store.clone();
@@ -129,6 +131,57 @@ async fn one_batch(kind: Db) {
 
     let r = run(failed_send).await;
     assert_eq!((r.trigger_code, r.handle_code), (500, 200), "{kind:?}");
+
+    // What the batch says it wrote is what the rows say, and a run that had its result
+    // before (the kill) is not among it: the workflow loop takes these as the runs' ends.
+    assert!(
+        recorded.written.iter().all(|w| w.run_id != killed),
+        "{kind:?}: {:?}",
+        recorded.written
+    );
+    for w in &recorded.written {
+        let r = run(w.run_id).await;
+        assert_eq!(
+            (r.handle_code, r.handle_msg.as_str(), r.handled_at),
+            (w.code, w.msg.as_str(), w.at),
+            "{kind:?}"
+        );
+    }
+
+    // A batch whose every result is new reports every one written: two sent and finished in
+    // it (one statement for both), one whose send was recorded before.
+    let t = store
+        .insert_runs(&[new(&plain), new(&plain), new(&plain)])
+        .await
+        .unwrap();
+    let (a, b, c) = (t[0].id, t[1].id, t[2].id);
+    store.record_outcomes(&[sent(c, plain.id, 200)], &[]).await.unwrap();
+    let recorded = store
+        .record_batch(
+            &[sent(a, plain.id, 200), sent(b, plain.id, 200)],
+            &[
+                result(a, 200, "a done"),
+                result(b, 500, "b failed"),
+                result(c, 200, "c done"),
+            ],
+        )
+        .await
+        .unwrap();
+    let mut written: Vec<(i64, i64, &str)> = recorded
+        .written
+        .iter()
+        .map(|w| (w.run_id, w.code, w.msg.as_str()))
+        .collect();
+    written.sort_unstable();
+    assert_eq!(
+        written,
+        [(a, 200, "a done"), (b, 500, "b failed"), (c, 200, "c done")],
+        "{kind:?}"
+    );
+    for w in &recorded.written {
+        let r = run(w.run_id).await;
+        assert_eq!((r.handle_code, r.handled_at), (w.code, w.at), "{kind:?}");
+    }
 
     store.close().await;
     db.drop_db().await;

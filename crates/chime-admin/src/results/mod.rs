@@ -143,6 +143,7 @@ pub async fn run(writer: WriterLoop, mut rx: mpsc::Receiver<ResultMsg>) {
                         .iter()
                         .map(|h| h.run_id)
                         .chain(triggers.iter().filter(|t| t.code != 200).map(|t| t.run_id)),
+                    recorded.written,
                 );
                 crate::alarm::after_commit(&writer.alarms, recorded.failed_for_good);
                 let tickets = recorded.follow_ups;

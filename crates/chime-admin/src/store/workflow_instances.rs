@@ -9,6 +9,7 @@
 use super::rows;
 use super::sqlite_ids::{IdCursor, KNOWN_IDS};
 use super::{Backend, Store, StoreError, StoreResult};
+use crate::run::WrittenResult;
 use crate::workflow::dag::InstanceState;
 use crate::workflow::spec::{OnLimit, Workflow};
 use chime_protocol::TriggerType;
@@ -223,6 +224,21 @@ pub(super) struct RunEnd {
 }
 
 impl RunEnd {
+    /// How a run ended, from the result the results writer wrote and saw written (a code other
+    /// than 0, on a run that had none): the row says the same.
+    pub(super) fn written(w: &WrittenResult) -> Self {
+        Self {
+            id: w.run_id,
+            // Any code the send had: with a result, the run is no longer in flight.
+            trigger_code: 200,
+            handle_code: w.code,
+            handle_msg: w.msg.clone(),
+            handled_at: w.at,
+            // The result came after the send; only the later of the two is used.
+            triggered_at: 0,
+        }
+    }
+
     /// Sent (or on its way) and no result yet.
     pub(super) fn in_flight(&self) -> bool {
         matches!(self.trigger_code, 0 | 200) && self.handle_code == 0

@@ -24,7 +24,9 @@ use crate::run::{capped, FirePlan, NewRun, RunTicket};
 use crate::workflow::dag::{self, InstanceState, NodeState};
 use crate::workflow::live::{LiveInstance, LiveInstances};
 use crate::workflow::spec::{NodeRun, Workflow};
+use crate::workflow::Reported;
 use chime_protocol::TriggerType;
+use rustc_hash::{FxHashMap, FxHashSet};
 use sqlx::any::Any;
 use sqlx::AnyConnection;
 use sqlx::Transaction;
@@ -96,9 +98,9 @@ pub(super) struct Progress {
 enum Look<'a> {
     /// Every running node's.
     All,
-    /// Only these runs' (reported finished by the results writer), and every running node's
-    /// of an instance read from the database.
-    Runs(&'a HashSet<i64>),
+    /// Only these runs' (reported finished by the results writer, with their results when it
+    /// saw them written), and every running node's of an instance read from the database.
+    Runs(&'a Reported),
 }
 
 impl Store {
@@ -261,11 +263,12 @@ impl Store {
 
     /// Moves on instances `ids` (at most [`ADVANCE_BATCH`]; the loop's, found through `live`)
     /// whose nodes' runs among `finished` were reported finished by the results writer; of an
-    /// instance not kept in `live` (or changed since), every running node is looked at.
+    /// instance not kept in `live` (or changed since), every running node is looked at. A run
+    /// reported with its result is not read again.
     pub async fn advance_reported(
         &self,
         ids: &[i64],
-        finished: &HashSet<i64>,
+        finished: &Reported,
         live: &mut LiveInstances,
     ) -> StoreResult<Advanced> {
         self.advance(ids, live, Look::Runs(finished)).await
@@ -408,7 +411,7 @@ impl Store {
         let mut ids: Vec<i64> = starts.iter().map(|(id, _)| *id).collect();
         // One order for every admin's locks.
         ids.sort_unstable();
-        let start_at: HashMap<i64, i64> = starts.iter().copied().collect();
+        let start_at: FxHashMap<i64, i64> = starts.iter().copied().collect();
         // Integers only, so that SQLite hands them over packed (`int_rows`).
         let q = format!(
             "SELECT id, workflow_id, CASE WHEN state = 'running' THEN 1 ELSE 0 END AS running, revision \
@@ -443,18 +446,18 @@ impl Store {
         if instances.is_empty() {
             return Ok(out);
         }
-        let at: HashMap<i64, usize> = instances.iter().enumerate().map(|(k, s)| (s.live.id, k)).collect();
+        let at: FxHashMap<i64, usize> = instances.iter().enumerate().map(|(k, s)| (s.live.id, k)).collect();
         if !unknown.is_empty() {
             self.read_instances(tx, &unknown, &at, &mut instances, live).await?;
         }
 
         // The runs of running nodes, followed to their retries: (instance index, node index).
-        let mut asking: HashMap<i64, (usize, usize)> = HashMap::new();
+        let mut asking: FxHashMap<i64, (usize, usize)> = FxHashMap::default();
         for (i, s) in instances.iter().enumerate() {
             for (k, (_, n)) in s.live.nodes.iter().enumerate() {
                 let looked_at = match look {
                     Look::All => true,
-                    Look::Runs(runs) => s.read || runs.contains(&n.run_id),
+                    Look::Runs(runs) => s.read || runs.contains_key(&n.run_id),
                 };
                 if n.state == NodeState::Running && n.run_id > 0 && looked_at {
                     asking.insert(n.run_id, (i, k));
@@ -462,23 +465,35 @@ impl Store {
             }
         }
         // The node rows to write again.
-        let mut changed: HashSet<(usize, usize)> = HashSet::new();
+        let mut changed: FxHashSet<(usize, usize)> = FxHashSet::default();
+        // Runs reported with their results are not read (a written result is final).
+        let mut reported: FxHashMap<i64, RunEnd> = FxHashMap::default();
+        if let Look::Runs(runs) = look {
+            reported.extend(
+                asking
+                    .keys()
+                    .filter_map(|id| runs.get(id)?.as_ref())
+                    .map(|w| (w.run_id, RunEnd::written(w))),
+            );
+        }
         while !asking.is_empty() {
-            let run_ids: Vec<i64> = asking.keys().copied().collect();
-            let found: HashMap<i64, RunEnd> = self
+            let run_ids: Vec<i64> = asking.keys().filter(|id| !reported.contains_key(id)).copied().collect();
+            let mut found: FxHashMap<i64, RunEnd> = self
                 .run_ends(tx, &run_ids)
                 .await?
                 .into_iter()
                 .map(|r| (r.id, r))
                 .collect();
+            // Only the first round asks for reported runs; the retries asked for later are not.
+            found.extend(reported.drain());
             let failed: Vec<i64> = found.values().filter(|r| r.failed()).map(|r| r.id).collect();
-            let mut retries: HashMap<i64, i64> = HashMap::new();
+            let mut retries: FxHashMap<i64, i64> = FxHashMap::default();
             let q = "SELECT id, retry_of FROM run WHERE retry_of IN ({in})";
             for [id, of] in self.int_rows_in(tx, q, ["id", "retry_of"], &failed).await? {
                 let e = retries.entry(of).or_insert(id);
                 *e = (*e).min(id);
             }
-            let mut next = HashMap::new();
+            let mut next = FxHashMap::default();
             for (run_id, (i, k)) in asking {
                 let n = &mut instances[i].live.nodes[k].1;
                 let Some(r) = found.get(&run_id) else {
@@ -546,7 +561,7 @@ impl Store {
         // Then as far as each graph goes, all in memory: a node whose job is gone fails at
         // once, which may decide more nodes. Only the jobs of nodes not started yet are read.
         let mut states: Vec<Vec<Option<NodeState>>> = Vec::with_capacity(instances.len());
-        let mut job_ids: HashSet<i64> = HashSet::new();
+        let mut job_ids: FxHashSet<i64> = FxHashSet::default();
         for s in &instances {
             let graph = &s.live.definition;
             let mut of = vec![None; graph.len()];
@@ -640,7 +655,7 @@ impl Store {
                 new_runs.len()
             )));
         }
-        let mut run_of: HashMap<usize, i64> = HashMap::with_capacity(tickets.len());
+        let mut run_of: FxHashMap<usize, i64> = FxHashMap::with_capacity_and_hasher(tickets.len(), Default::default());
         out.tickets.reserve(tickets.len());
         for ((owner, run), ticket) in run_owners.iter().zip(&new_runs).zip(tickets) {
             // RETURNING gives the rows in the order of VALUES; checked, not assumed.
@@ -777,7 +792,7 @@ impl Store {
         &self,
         tx: &mut Transaction<'static, Any>,
         ids: &[i64],
-        at: &HashMap<i64, usize>,
+        at: &FxHashMap<i64, usize>,
         instances: &mut [Stepping],
         live: &mut LiveInstances,
     ) -> StoreResult<()> {

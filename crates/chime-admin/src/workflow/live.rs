@@ -21,7 +21,7 @@
 use super::dag::{Definition, Graph};
 use super::spec::{NodeRun, Workflow};
 use crate::store::PARTITIONS;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 /// Instances kept at most; past this, more are stepped from the database as before (a bound on
@@ -60,12 +60,12 @@ impl LiveInstance {
 /// The loop's running instances, and the instance each running node's run belongs to.
 #[derive(Debug, Default)]
 pub struct LiveInstances {
-    instances: HashMap<i64, LiveInstance>,
-    by_run: HashMap<i64, i64>,
+    instances: FxHashMap<i64, LiveInstance>,
+    by_run: FxHashMap<i64, i64>,
     /// Prepared graphs by version (a version never changes).
-    graphs: HashMap<i64, Arc<Graph>>,
+    graphs: FxHashMap<i64, Arc<Graph>>,
     /// Workflows' rows as last read (their graphs left out: see `graphs`), by id.
-    workflows: HashMap<i64, Workflow>,
+    workflows: FxHashMap<i64, Workflow>,
 }
 
 impl LiveInstances {

@@ -12,13 +12,14 @@ pub mod spec;
 
 use crate::metrics::{Metrics, StateLabel};
 use crate::model::{now_ms, Job};
+use crate::run::WrittenResult;
 use crate::schedule::partitions::Partitions;
 use crate::schedule::wheel::WheelQueue;
 use crate::schedule::{Calendars, MisfireRules};
 use crate::store::{Advanced, NodeTickets, Store, ADVANCE_BATCH};
 use live::LiveInstances;
+use rustc_hash::{FxHashMap, FxHashSet};
 use spec::Workflow;
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -46,9 +47,13 @@ pub struct WorkflowWake {
 /// The node runs the loop waits for, and those of them recorded since its last round.
 #[derive(Debug, Default)]
 struct Watched {
-    waiting: HashSet<i64>,
-    finished: Vec<i64>,
+    waiting: FxHashSet<i64>,
+    finished: Reported,
 }
+
+/// Node runs recorded since the loop's last round, each with its result when the writer saw
+/// it written (the step then has nothing to read of the run).
+pub type Reported = FxHashMap<i64, Option<WrittenResult>>;
 
 impl WorkflowWake {
     fn watched(&self) -> MutexGuard<'_, Watched> {
@@ -56,16 +61,22 @@ impl WorkflowWake {
         self.runs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A batch of results was written: `runs` had a result or failed to be sent.
-    pub fn results_written(&self, runs: impl IntoIterator<Item = i64>) {
+    /// A batch of results was written: `runs` had a result or failed to be sent; `written`
+    /// are the results among them seen to end their runs.
+    pub fn results_written(&self, runs: impl IntoIterator<Item = i64>, written: Vec<WrittenResult>) {
         if !self.active.load(Ordering::Relaxed) {
             return;
         }
         let mut w = self.watched();
         let before = w.finished.len();
+        for end in written {
+            if w.waiting.remove(&end.run_id) {
+                w.finished.insert(end.run_id, Some(end));
+            }
+        }
         for run in runs {
             if w.waiting.remove(&run) {
-                w.finished.push(run);
+                w.finished.insert(run, None);
             }
         }
         if w.finished.len() > before {
@@ -94,7 +105,7 @@ impl WorkflowWake {
     }
 
     /// The watched runs recorded since the last call.
-    fn take_finished(&self) -> Vec<i64> {
+    fn take_finished(&self) -> Reported {
         std::mem::take(&mut self.watched().finished)
     }
 }
@@ -204,10 +215,9 @@ pub async fn run(l: WorkflowLoop) {
         }
         let finished = l.wake.take_finished();
         if !finished.is_empty() {
-            let mut ids: Vec<i64> = finished.iter().filter_map(|r| live.instance_of_run(*r)).collect();
+            let mut ids: Vec<i64> = finished.keys().filter_map(|r| live.instance_of_run(*r)).collect();
             ids.sort_unstable();
             ids.dedup();
-            let finished: HashSet<i64> = finished.into_iter().collect();
             // A batch at a time, each batch's runs on the timer before the next is stepped.
             for batch in ids.chunks(ADVANCE_BATCH) {
                 match l.store.advance_reported(batch, &finished, &mut live).await {

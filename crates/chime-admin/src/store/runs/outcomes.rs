@@ -11,7 +11,7 @@
 use super::UPDATE_ROWS;
 use crate::model::{now_ms, Job};
 use crate::results::plan::{self, RunFacts, RunState};
-use crate::run::{capped, HandleOutcome, NewRun, Recorded, RunTicket, TriggerOutcome};
+use crate::run::{capped, HandleOutcome, NewRun, Recorded, RunTicket, TriggerOutcome, WrittenResult};
 use crate::store::bulk::sized_query;
 use crate::store::rows;
 use crate::store::{Store, StoreResult};
@@ -58,6 +58,7 @@ impl Store {
         // its result go into the row in one write. The busier the writer, the longer results
         // wait for it and the more runs take this way.
         let (merged, triggers, handles) = self.merge_simple_successes(&mut tx, triggers, handles).await?;
+        let mut written = Vec::new();
         for chunk in merged.chunks(UPDATE_ROWS) {
             let q = self.backend.update_by_id(
                 "run",
@@ -65,15 +66,20 @@ impl Store {
                 chunk.len(),
                 "run.handle_code = 0",
             );
+            let msgs: Vec<String> = chunk.iter().map(|(_, h)| plan::result_msg(h)).collect();
             let mut query = sized_query(&q, chunk.len() * (TRIGGER_RESULT_COLUMNS.len() + 4));
-            for (t, h) in self.backend.padded(chunk) {
-                query = bind_trigger_result(query, t)
-                    .bind(now)
-                    .bind(h.code)
-                    .bind(plan::result_msg(h));
+            for ((t, h), msg) in self.backend.padded(chunk).zip(self.backend.padded(&msgs)) {
+                query = bind_trigger_result(query, t).bind(now).bind(h.code).bind(msg.as_str());
             }
             let done = query.execute(&mut *tx).await?;
-            if done.rows_affected() < chunk.len() as u64 {
+            if done.rows_affected() == chunk.len() as u64 {
+                written.extend(chunk.iter().zip(msgs).map(|((_, h), msg)| WrittenResult {
+                    run_id: h.run_id,
+                    code: h.code,
+                    msg,
+                    at: now,
+                }));
+            } else {
                 // Some run had a result already (a kill recorded first): the guard skipped its
                 // whole row, but the trigger result must still be written. Writing the chunk's
                 // trigger results again is the same values for the others.
@@ -179,6 +185,8 @@ impl Store {
                 }
             }
         }
+        // The chunks whose every row took its result (none had one before).
+        let mut whole: Vec<bool> = Vec::with_capacity(plain.len().div_ceil(UPDATE_ROWS));
         for chunk in plain.chunks(UPDATE_ROWS) {
             let q = self.backend.update_by_id(
                 "run",
@@ -190,8 +198,20 @@ impl Store {
             for (id, code, msg) in self.backend.padded(chunk) {
                 query = query.bind(*id).bind(now).bind(*code).bind(msg);
             }
-            query.execute(&mut *tx).await?;
+            whole.push(query.execute(&mut *tx).await?.rows_affected() == chunk.len() as u64);
         }
+        written.extend(
+            plain
+                .into_iter()
+                .enumerate()
+                .filter(|(k, (_, code, _))| whole[k / UPDATE_ROWS] && *code != 0)
+                .map(|(_, (run_id, code, msg))| WrittenResult {
+                    run_id,
+                    code,
+                    msg,
+                    at: now,
+                }),
+        );
         // Follow-ups, at most once per run. A retry records the run it retries (`retry_of`),
         // so each links to the other on the run pages; a child run retries nothing.
         let guard = self.sql("UPDATE run SET alarm_status = 1 WHERE id = ? AND alarm_status = 0");
@@ -214,6 +234,7 @@ impl Store {
         Ok(Recorded {
             follow_ups: tickets,
             failed_for_good,
+            written,
         })
     }
 
