@@ -5,7 +5,9 @@
 //! beside this tool). Defines `--instances N` workflows of ten nodes in five levels (1 → 3 →
 //! join → 4 → 1), all due on the same second (their cron schedule, started together), so N
 //! instances run at once, and waits until all have finished; they fire again every 10 s, and the
-//! last of `--rounds N` fires (default 2: one to warm up) is measured. Reports the wall time,
+//! last of `--rounds N` fires (default 2: one to warm up) is measured; with three or more, the
+//! mean CPU over all fires after the first is reported too (one fire's varies by a tenth or
+//! more from the next, so that mean is the figure to compare). Reports the wall time,
 //! the admin process's CPU per node run from before the fire is made (the admin makes it up to
 //! its lookahead, 3 s, ahead) to the end (to hold against `admin_load`'s CPU per job fire, also
 //! measured warm: both include claiming, sending and recording results), and per-node lateness:
@@ -187,6 +189,8 @@ async fn main() {
     let mut window_s = 0.0;
     let mut idle_cores = 0.0;
     let mut wall = 0;
+    // CPU and window of every fire after the first, for the mean over the warm fires.
+    let mut warm: Vec<(f64, f64)> = Vec::new();
     for round in 1..=rounds {
         let due = due - (rounds - round) * 10_000;
         // From before the fire is made: the admin makes a fire's instance and first runs up to
@@ -242,6 +246,9 @@ async fn main() {
         }
         cpu = cpu_seconds() - cpu0;
         window_s = t0.elapsed().as_secs_f64();
+        if round > 1 {
+            warm.push((cpu, window_s));
+        }
         if round == rounds {
             println!("measured");
         }
@@ -327,6 +334,20 @@ async fn main() {
         "admin CPU above idle {above_idle:.2} s = {:.0} us per node run (idle admin {idle_cores:.3} cores over the {window_s:.1} s window)",
         above_idle * 1e6 / node_runs.max(1) as f64
     );
+    // One fire's CPU varies by a tenth or more from the next in the same process (what the
+    // database does in the background lands in one window or another): the mean over the warm
+    // fires is the figure to compare, with each fire's to show the spread.
+    if warm.len() > 1 {
+        let per_node =
+            |(cpu, window_s): &(f64, f64)| (cpu - idle_cores * window_s) * 1e6 / (instances as f64 * KEYS.len() as f64);
+        let each: Vec<String> = warm.iter().map(|w| format!("{:.0}", per_node(w))).collect();
+        println!(
+            "mean over the {} warm fires (2 to {rounds}): admin CPU above idle {:.1} us per node run (each: {})",
+            warm.len(),
+            warm.iter().map(per_node).sum::<f64>() / warm.len() as f64,
+            each.join(", ")
+        );
+    }
     println!(
         "first nodes, fire time -> sent: p50 {} ms, p99 {} ms, max {} ms",
         percentile(&first, 0.5),
