@@ -148,8 +148,9 @@ async fn one_batch(kind: Db) {
         );
     }
 
-    // A batch whose every result is new reports every one written: two sent and finished in
-    // it (one statement for both), one whose send was recorded before.
+    // A batch whose every result is new reports every one written: `a` sent and succeeded in
+    // it (the send and the result in one write), `b` sent and failed in it and `c` sent in an
+    // earlier batch (their results in the multi-row write of results that cause nothing).
     let t = store
         .insert_runs(&[new(&plain), new(&plain), new(&plain)])
         .await
