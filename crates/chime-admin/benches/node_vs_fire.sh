@@ -17,6 +17,10 @@
 # ratios, with `uptime` before and after. Takes about two minutes a set.
 #
 # Environment:
+#   CHIME_BENCH_STEADY=1       steady loads at one rate instead: workflow_load --every 2
+#                              --steady 20 (1,000 instances fired every 2 s, 5,000 node runs a
+#                              second, instances overlapping) against admin_load --jobs 5000
+#                              --secs 20 (5,000 fires a second), each per run sent in its window
 #   CHIME_BENCH_WORKFLOW_LOAD  another workflow_load binary to measure in each set as well
 #                              (e.g. one built from an older tree, with its admin_load beside
 #                              it): its node figure is printed beside this tree's, as "other"
@@ -30,12 +34,17 @@ other=${CHIME_BENCH_WORKFLOW_LOAD:-}
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 
-# The mean over the warm fires, as workflow_load prints it.
+steady=${CHIME_BENCH_STEADY:-}
+# The mean over the warm fires, as workflow_load prints it (or the steady window's figure).
 node_figure() {
-    "$1" --instances 1000 --rounds 6 | sed -n 's/^mean over .* above idle \([0-9.]*\) us per node run.*/\1/p'
+    if [ -n "$steady" ]; then
+        "$1" --instances 1000 --every 2 --steady 20 | sed -n 's/.*above idle \([0-9.]*\) us per node run sent.*/\1/p'
+    else
+        "$1" --instances 1000 --rounds 6 | sed -n 's/^mean over .* above idle \([0-9.]*\) us per node run.*/\1/p'
+    fi
 }
 fire_figure() {
-    RUST_LOG=error "$tools/admin_load" --jobs "$1" --secs 10 | sed -n 's/.*above_idle_us=\([0-9.]*\).*/\1/p'
+    RUST_LOG=error "$tools/admin_load" --jobs "$1" --secs "${2:-10}" | sed -n 's/.*above_idle_us=\([0-9.]*\).*/\1/p'
 }
 
 echo "before: $(uptime)"
@@ -43,7 +52,11 @@ for set in $(seq 1 "$sets"); do
     node=$(node_figure "$tools/workflow_load")
     line="node=$node"
     if [ -n "$other" ]; then line="$line other=$(node_figure "$other")"; fi
-    line="$line fire2000=$(fire_figure 2000) fire10000=$(fire_figure 10000)"
+    if [ -n "$steady" ]; then
+        line="$line fire5000=$(fire_figure 5000 20)"
+    else
+        line="$line fire2000=$(fire_figure 2000) fire10000=$(fire_figure 10000)"
+    fi
     case " $line" in
         *"= "* | *=) echo "a load printed no figure in set $set: $line" >&2; exit 1 ;;
     esac
@@ -62,7 +75,7 @@ def se(xs):
 for key in rows[0]:
     xs = [r[key] for r in rows]
     print(f"{key:>10}: mean {statistics.mean(xs):.1f} µs, standard error {se(xs):.1f}")
-for fire in ("fire2000", "fire10000"):
+for fire in (k for k in rows[0] if k.startswith("fire")):
     for node in ("node", "other"):
         if node in rows[0]:
             ratios = [r[node] / r[fire] for r in rows]

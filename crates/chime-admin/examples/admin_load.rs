@@ -532,6 +532,8 @@ async fn main() {
     };
     let done0 = done().await;
     let (p0, r0) = store.count_open_runs().await.unwrap();
+    // For a profiler to attach to the window (docs/BENCHMARKS.md).
+    println!("measuring: window of {secs} s");
     let (cpu0, _) = proc_stats();
     let start = now_ms();
     let api_create = arg("--api-create", 0);

@@ -18,6 +18,13 @@
 //! cargo build --release -p chime-admin --examples
 //! target/release/examples/workflow_load --instances 1000
 //!
+//! `--every S --steady SECS` measures a steady load instead: the workflows fire every S seconds
+//! (a divisor of 60), so instances of one fire still run when the next starts, and the admin's
+//! CPU is measured over SECS seconds from `--warm` seconds (default 6) after the first fire, per
+//! node run sent in that window; instances' end-to-end times show whether it keeps up. This is
+//! the load to hold against `admin_load --jobs N` at the same rate (N = instances × 10 / S),
+//! where the default rounds, one fire every 10 s, hold a burst against a steady stream.
+//!
 //! `LOAD_LOG=warn,sqlx::query=debug` logs every statement with its time (to stderr), for
 //! seeing where the database's share goes.
 
@@ -158,10 +165,21 @@ async fn main() {
         .flat_map(|(child, ps)| ps.iter().map(move |p| json!({"from": p, "to": child})))
         .collect();
     let definition = json!({"nodes": nodes, "edges": edges});
+    let every = arg("--every", 10);
+    assert!(
+        (1..=60).contains(&every) && 60 % every == 0,
+        "--every takes a divisor of 60"
+    );
+    let steady = arg("--steady", 0);
+    let schedule = if every == 1 {
+        "* * * * * ?".to_owned()
+    } else {
+        format!("0/{every} * * * * ?")
+    };
     for k in 0..instances {
         post(
             "/v1/workflows".into(),
-            json!({"name": format!("load-{k}"), "schedule_type": "CRON", "schedule_expr": "0/10 * * * * ?",
+            json!({"name": format!("load-{k}"), "schedule_type": "CRON", "schedule_expr": schedule,
                    "definition": definition}),
         )
         .await;
@@ -173,6 +191,21 @@ async fn main() {
     // All due on one second, 3 to 13 s from now: started together in the database, as if
     // their schedules had brought them to the same fire time.
     let now = chime_admin::model::now_ms();
+    if steady > 0 {
+        // Far enough ahead for the idle measurement before the first fire is made.
+        let period = every as i64 * 1000;
+        let due = (now + WINDOW_BEFORE_MS + IDLE_MS + 1_000) / period * period + period;
+        sqlx::query(&format!(
+            "UPDATE workflow SET running = 1, anchor_at = {now}, next_fire_at = {due}"
+        ))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        measure_steady(&mut conn, instances, every, due, steady, &db_url).await;
+        drop(child);
+        admin.shutdown().await;
+        return;
+    }
     let due = (now + 3_000) / 10_000 * 10_000 + 10_000;
     sqlx::query(&format!(
         "UPDATE workflow SET running = 1, anchor_at = {now}, next_fire_at = {due}"
@@ -368,4 +401,81 @@ async fn main() {
     );
     drop(child);
     admin.shutdown().await;
+}
+
+/// The steady load of `--every S --steady SECS`: the admin's idle CPU before the first fire is
+/// made, then its CPU over SECS seconds from `--warm` seconds after the first fire, per node
+/// run sent in that window, and how long the instances that fired in it took.
+async fn measure_steady(conn: &mut sqlx::AnyConnection, instances: u64, every: u64, due: i64, secs: u64, db_url: &str) {
+    let window_at = due - WINDOW_BEFORE_MS;
+    sleep_until_ms(window_at - IDLE_MS).await;
+    let idle0 = cpu_seconds();
+    sleep_until_ms(window_at).await;
+    let idle_cores = (cpu_seconds() - idle0) / (IDLE_MS as f64 / 1000.0);
+    let start = due + arg("--warm", 6) as i64 * 1000;
+    sleep_until_ms(start).await;
+    // For a profiler to attach to the window (docs/BENCHMARKS.md).
+    println!("measuring: steady window of {secs} s");
+    let cpu0 = cpu_seconds();
+    let end = start + secs as i64 * 1000;
+    sleep_until_ms(end).await;
+    let cpu = cpu_seconds() - cpu0;
+    sqlx::query("UPDATE workflow SET running = 0, next_fire_at = 0")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    let sent: i64 = sqlx::query(&format!(
+        "SELECT COUNT(*) AS n FROM run WHERE triggered_at >= {start} AND triggered_at < {end}"
+    ))
+    .fetch_one(&mut *conn)
+    .await
+    .unwrap()
+    .try_get("n")
+    .unwrap();
+    let finished: i64 = sqlx::query(&format!(
+        "SELECT COUNT(*) AS n FROM run WHERE handled_at >= {start} AND handled_at < {end}"
+    ))
+    .fetch_one(&mut *conn)
+    .await
+    .unwrap()
+    .try_get("n")
+    .unwrap();
+    // Instances that fired inside the window: fire time to their end, once the last of them
+    // had time to finish.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let mut took: Vec<i64> = sqlx::query(&format!(
+        "SELECT CASE WHEN finished_at > 0 THEN finished_at - scheduled_at ELSE -1 END AS took \
+         FROM workflow_instance WHERE scheduled_at >= {start} AND scheduled_at < {end}"
+    ))
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| r.try_get("took").unwrap())
+    .collect();
+    let unfinished = took.iter().filter(|t| **t < 0).count();
+    took.retain(|t| *t >= 0);
+    took.sort_unstable();
+    let secs_f = secs as f64;
+    let above = cpu - idle_cores * secs_f;
+    println!(
+        "steady: {instances} instances x {} nodes fired every {every} s on {}, measured {secs} s: \
+         {sent} node runs sent ({:.0}/s), {finished} finished",
+        KEYS.len(),
+        db_url.split(':').next().unwrap_or(""),
+        sent as f64 / secs_f
+    );
+    println!(
+        "steady: admin CPU {cpu:.2} s = {:.1} us per node run sent; above idle {:.1} us per node run sent (idle admin {idle_cores:.3} cores)",
+        cpu * 1e6 / sent.max(1) as f64,
+        above * 1e6 / sent.max(1) as f64
+    );
+    println!(
+        "steady: instances fired in the window, fire time -> finished: p50 {} ms, p99 {} ms, max {} ms ({} of {} not finished 5 s after the window closed)",
+        percentile(&took, 0.5),
+        percentile(&took, 0.99),
+        took.last().copied().unwrap_or(0),
+        unfinished,
+        took.len() + unfinished
+    );
 }
