@@ -424,22 +424,16 @@ async fn measure_steady(conn: &mut sqlx::AnyConnection, instances: u64, every: u
         .execute(&mut *conn)
         .await
         .unwrap();
-    let sent: i64 = sqlx::query(&format!(
-        "SELECT COUNT(*) AS n FROM run WHERE triggered_at >= {start} AND triggered_at < {end}"
+    // Node runs sent and finished in the window (every run of this load is a node's).
+    let counted = sqlx::query(&format!(
+        "SELECT (SELECT COUNT(*) FROM run WHERE triggered_at >= {start} AND triggered_at < {end}) AS sent, \
+         (SELECT COUNT(*) FROM run WHERE handled_at >= {start} AND handled_at < {end}) AS finished"
     ))
     .fetch_one(&mut *conn)
     .await
-    .unwrap()
-    .try_get("n")
     .unwrap();
-    let finished: i64 = sqlx::query(&format!(
-        "SELECT COUNT(*) AS n FROM run WHERE handled_at >= {start} AND handled_at < {end}"
-    ))
-    .fetch_one(&mut *conn)
-    .await
-    .unwrap()
-    .try_get("n")
-    .unwrap();
+    let sent: i64 = counted.try_get("sent").unwrap();
+    let finished: i64 = counted.try_get("finished").unwrap();
     // Instances that fired inside the window: fire time to their end, once the last of them
     // had time to finish.
     tokio::time::sleep(Duration::from_secs(5)).await;
