@@ -60,6 +60,15 @@ fn cpu_seconds() -> f64 {
 /// How long the admin's idle CPU is measured before the window.
 const IDLE_MS: i64 = 3_000;
 
+/// This process's CPU, in cores, over the `IDLE_MS` before `at` (ms since the epoch), returning
+/// at `at`.
+async fn idle_cores_before(at: i64) -> f64 {
+    sleep_until_ms(at - IDLE_MS).await;
+    let cpu0 = cpu_seconds();
+    sleep_until_ms(at).await;
+    (cpu_seconds() - cpu0) / (IDLE_MS as f64 / 1000.0)
+}
+
 /// Sleeps until `at` (ms since the epoch), if that is still ahead.
 async fn sleep_until_ms(at: i64) {
     let left = at - chime_admin::model::now_ms();
@@ -188,31 +197,28 @@ async fn main() {
         sqlx::any::install_default_drivers();
         sqlx::AnyConnection::connect(&db_url).await.unwrap()
     };
-    // All due on one second, 3 to 13 s from now: started together in the database, as if
-    // their schedules had brought them to the same fire time.
+    // All due on one second, started together in the database, as if their schedules had
+    // brought them to the same fire time: 3 to 13 s from now for the rounds; for a steady load,
+    // far enough ahead for the idle measurement before the first fire is made.
     let now = chime_admin::model::now_ms();
-    if steady > 0 {
-        // Far enough ahead for the idle measurement before the first fire is made.
+    let due = if steady > 0 {
         let period = every as i64 * 1000;
-        let due = (now + WINDOW_BEFORE_MS + IDLE_MS + 1_000) / period * period + period;
-        sqlx::query(&format!(
-            "UPDATE workflow SET running = 1, anchor_at = {now}, next_fire_at = {due}"
-        ))
-        .execute(&mut conn)
-        .await
-        .unwrap();
-        measure_steady(&mut conn, instances, every, due, steady, &db_url).await;
-        drop(child);
-        admin.shutdown().await;
-        return;
-    }
-    let due = (now + 3_000) / 10_000 * 10_000 + 10_000;
+        (now + WINDOW_BEFORE_MS + IDLE_MS + 1_000) / period * period + period
+    } else {
+        (now + 3_000) / 10_000 * 10_000 + 10_000
+    };
     sqlx::query(&format!(
         "UPDATE workflow SET running = 1, anchor_at = {now}, next_fire_at = {due}"
     ))
     .execute(&mut conn)
     .await
     .unwrap();
+    if steady > 0 {
+        measure_steady(&mut conn, instances, every, due, steady, &db_url).await;
+        drop(child);
+        admin.shutdown().await;
+        return;
+    }
     // The workflows fire every 10 s: the first fires warm the admin up (its heap, connections
     // and statement caches grow to their working size, as in a running admin, and as
     // `admin_load` warms up before its window); the last one is measured.
@@ -234,11 +240,7 @@ async fn main() {
             // measured just before the window: a fixed cost per second, not per node, which
             // `admin_load` spreads over ten thousand fires a second and this window's few
             // seconds over its node runs only. Reported apart, so both can be compared.
-            let quiet_from = window_at - IDLE_MS;
-            sleep_until_ms(quiet_from).await;
-            let cpu0 = cpu_seconds();
-            sleep_until_ms(window_at).await;
-            idle_cores = (cpu_seconds() - cpu0) / (IDLE_MS as f64 / 1000.0);
+            idle_cores = idle_cores_before(window_at).await;
         }
         sleep_until_ms(window_at).await;
         // For a profiler to attach to the window and leave it at "measured" (docs/BENCHMARKS.md).
@@ -407,11 +409,7 @@ async fn main() {
 /// made, then its CPU over SECS seconds from `--warm` seconds after the first fire, per node
 /// run sent in that window, and how long the instances that fired in it took.
 async fn measure_steady(conn: &mut sqlx::AnyConnection, instances: u64, every: u64, due: i64, secs: u64, db_url: &str) {
-    let window_at = due - WINDOW_BEFORE_MS;
-    sleep_until_ms(window_at - IDLE_MS).await;
-    let idle0 = cpu_seconds();
-    sleep_until_ms(window_at).await;
-    let idle_cores = (cpu_seconds() - idle0) / (IDLE_MS as f64 / 1000.0);
+    let idle_cores = idle_cores_before(due - WINDOW_BEFORE_MS).await;
     let start = due + arg("--warm", 6) as i64 * 1000;
     sleep_until_ms(start).await;
     // For a profiler to attach to the window (docs/BENCHMARKS.md).
