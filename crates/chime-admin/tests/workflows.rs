@@ -647,3 +647,69 @@ async fn workflows_mysql() {
 async fn workflows_postgres() {
     workflows_story(Db::Postgres).await;
 }
+
+/// More workflows due on one second than one round fires (a batch of 200): the first tick
+/// that reaches their fire time fires them all, each instance made ahead of its time. One
+/// batch a tick left the third batch of this second to a tick after it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crowded_second_is_fired_ahead_in_full() {
+    const WORKFLOWS: usize = 450;
+    let db = common::TestDb::new(Db::Sqlite).await;
+    let mut config = common::config(&db.url);
+    // The first tick whose lookahead reaches the fire time comes at least a second before it.
+    config.tick = Duration::from_secs(2);
+    config.lookahead = Duration::from_secs(3);
+    let admin = chime_admin::start(config).await.expect("admin starts");
+    let api = common::Api::new(admin.local_addr);
+    let prefix = format!("http://{}/xxl-job-admin", admin.local_addr);
+    let env = Env { db, admin, api, prefix };
+    env.group(APP).await;
+    // No executor is needed: the instances are made whether or not their runs can be sent.
+    let job = job(&env, "demoJobHandler", "crowded", 0).await;
+    let now_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let due_s = now_s + 25;
+    let (h, m, s) = ((due_s / 3600) % 24, (due_s / 60) % 60, due_s % 60);
+    for k in 0..WORKFLOWS {
+        workflow(
+            &env,
+            json!({"name": format!("crowded-{k}"), "schedule_type": "CRON",
+                   "schedule_expr": format!("{s} {m} {h} * * ?"), "running": true,
+                   "definition": {"nodes": [{"key": "only", "job_id": job}]}}),
+        )
+        .await;
+    }
+    let made_by_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(
+        made_by_s + 4 < due_s,
+        "the workflows took too long to create to test this"
+    );
+    let instances = eventually(60, "an instance of every workflow", || async {
+        let (_, list) = env.api.get("/v1/workflow-instances?limit=1000").await;
+        let list = list.as_array().cloned().unwrap_or_default();
+        if list.len() >= WORKFLOWS {
+            Ok(list)
+        } else {
+            Err(format!("{} instances", list.len()))
+        }
+    })
+    .await;
+    assert_eq!(instances.len(), WORKFLOWS, "one instance each");
+    let late: Vec<&Value> = instances
+        .iter()
+        .filter(|i| i["created_at"].as_i64() > i["scheduled_at"].as_i64())
+        .collect();
+    assert!(
+        instances
+            .iter()
+            .all(|i| i["scheduled_at"] == json!(due_s as i64 * 1000)),
+        "all for the one second"
+    );
+    assert!(late.is_empty(), "{} instances made after their fire time", late.len());
+    env.close().await;
+}

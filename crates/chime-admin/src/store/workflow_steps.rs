@@ -61,6 +61,8 @@ pub struct Advanced {
     pub lateness_ms: Vec<i64>,
     /// The runs the stepped instances' running nodes now wait for.
     pub waiting: Vec<i64>,
+    /// A round of fires took a full batch of workflows: more may be due.
+    pub more: bool,
 }
 
 impl Advanced {
@@ -134,6 +136,7 @@ impl Store {
         let binds: Vec<i64> = std::iter::once(horizon).chain(partitions.iter().copied()).collect();
         let cols = ["id", "updated_at", "anchor_at", "next_fire_at", "last_fire_at"];
         let times = self.int_rows(&mut tx, &q, cols, &binds).await?;
+        out.more = times.len() as i64 == FIRE_BATCH;
         let kept: Vec<Option<Workflow>> = times
             .iter()
             .map(|[id, updated_at, ..]| live.workflow(*id, *updated_at).cloned())

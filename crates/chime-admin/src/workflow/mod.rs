@@ -199,19 +199,40 @@ pub async fn run(l: WorkflowLoop) {
             held_before = held_now.clone();
         }
         let held: Vec<i64> = held_now.iter().map(|(p, _)| *p).collect();
-        let now = now_ms();
-        let horizon = now + lookahead;
+        // The database is looked in (for due workflows, and for nodes finished where the
+        // results writer did not see them) once a tick, or at once when told; a round woken by
+        // results only moves on the instances they name. Fires are made up to the lookahead
+        // ahead of their time, and the lookahead is at least a tick, so none waits for this;
+        // a tick fires every due workflow, a batch at a time, where one batch (200) a round
+        // left the rest of a larger second to the next ticks.
+        let look = looked.elapsed() >= l.tick || l.wake.look.swap(false, Ordering::Relaxed);
         let rules = l.rules;
         let mut busy = false;
-        match l
-            .store
-            .fire_workflows(&held, horizon, &mut live, |w| {
-                calendars.plan(&schedule_of(w), now, horizon, rules)
-            })
-            .await
-        {
-            Ok(a) => busy |= l.after_step(a),
-            Err(e) => tracing::warn!(error = %e, "firing workflows failed; trying again next round"),
+        if look {
+            // A full batch may have left more due.
+            for _ in 0..50 {
+                let now = now_ms();
+                let horizon = now + lookahead;
+                match l
+                    .store
+                    .fire_workflows(&held, horizon, &mut live, |w| {
+                        calendars.plan(&schedule_of(w), now, horizon, rules)
+                    })
+                    .await
+                {
+                    Ok(a) => {
+                        let more = a.more;
+                        busy |= l.after_step(a);
+                        if !more {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "firing workflows failed; trying again next round");
+                        break;
+                    }
+                }
+            }
         }
         let finished = l.wake.take_finished();
         if !finished.is_empty() {
@@ -230,7 +251,7 @@ pub async fn run(l: WorkflowLoop) {
                 }
             }
         }
-        if looked.elapsed() >= l.tick || l.wake.look.swap(false, Ordering::Relaxed) {
+        if look {
             looked = Instant::now();
             // Every batch moves its instances on; a full one may have left more.
             for _ in 0..50 {
