@@ -7,6 +7,7 @@
 
 mod common;
 
+use chime_admin::model::now_ms;
 use common::{eventually, status, Db, Env};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -357,12 +358,6 @@ async fn workflows_story(kind: Db) {
                "definition": {"nodes": [{"key": "early", "job_id": early}]}}),
     )
     .await;
-    let now_ms = || {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as i64
-    };
     let (i, run_id, due) = eventually(30, "an instance made ahead of its fire time", || async {
         let (_, list) = env
             .api
@@ -654,22 +649,16 @@ async fn workflows_postgres() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_crowded_second_is_fired_ahead_in_full() {
     const WORKFLOWS: usize = 450;
-    let db = common::TestDb::new(Db::Sqlite).await;
-    let mut config = common::config(&db.url);
     // The first tick whose lookahead reaches the fire time comes at least a second before it.
-    config.tick = Duration::from_secs(2);
-    config.lookahead = Duration::from_secs(3);
-    let admin = chime_admin::start(config).await.expect("admin starts");
-    let api = common::Api::new(admin.local_addr);
-    let prefix = format!("http://{}/xxl-job-admin", admin.local_addr);
-    let env = Env { db, admin, api, prefix };
+    let env = Env::start_with(Db::Sqlite, |config| {
+        config.tick = Duration::from_secs(2);
+        config.lookahead = Duration::from_secs(3);
+    })
+    .await;
     env.group(APP).await;
     // No executor is needed: the instances are made whether or not their runs can be sent.
     let job = job(&env, "demoJobHandler", "crowded", 0).await;
-    let now_s = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
+    let now_s = now_ms() / 1000;
     let due_s = now_s + 25;
     let (h, m, s) = ((due_s / 3600) % 24, (due_s / 60) % 60, due_s % 60);
     for k in 0..WORKFLOWS {
@@ -681,10 +670,7 @@ async fn a_crowded_second_is_fired_ahead_in_full() {
         )
         .await;
     }
-    let made_by_s = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
+    let made_by_s = now_ms() / 1000;
     assert!(
         made_by_s + 4 < due_s,
         "the workflows took too long to create to test this"
@@ -705,9 +691,7 @@ async fn a_crowded_second_is_fired_ahead_in_full() {
         .filter(|i| i["created_at"].as_i64() > i["scheduled_at"].as_i64())
         .collect();
     assert!(
-        instances
-            .iter()
-            .all(|i| i["scheduled_at"] == json!(due_s as i64 * 1000)),
+        instances.iter().all(|i| i["scheduled_at"] == json!(due_s * 1000)),
         "all for the one second"
     );
     assert!(late.is_empty(), "{} instances made after their fire time", late.len());

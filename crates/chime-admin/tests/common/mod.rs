@@ -414,9 +414,14 @@ impl Env {
     /// without a heartbeat (real executors beat only every 10–30 s: see
     /// [`demo_executor::REAL_EXECUTOR_DEAD_TIMEOUT`]).
     pub async fn start(kind: Db, dead_timeout: Duration) -> Env {
+        Env::start_with(kind, |config| config.dead_timeout = dead_timeout).await
+    }
+
+    /// A fresh database and an admin on it with the test settings as `adjust` changes them.
+    pub async fn start_with(kind: Db, adjust: impl FnOnce(&mut AdminConfig)) -> Env {
         let db = TestDb::new(kind).await;
         let mut config = config(&db.url);
-        config.dead_timeout = dead_timeout;
+        adjust(&mut config);
         let admin = chime_admin::start(config).await.expect("admin starts");
         let api = Api::new(admin.local_addr);
         let prefix = format!("http://{}/xxl-job-admin", admin.local_addr);
