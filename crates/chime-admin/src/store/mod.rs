@@ -168,14 +168,14 @@ impl Store {
                     .max_connections(1)
                     .test_before_acquire(false)
                     .acquire_timeout(Duration::from_secs(60))
-                    .after_connect(sqlite_pragmas)
+                    .after_connect(|conn, _| sqlite_pragmas(conn, WRITER_CACHE_KIB))
                     .connect_with(options.clone())
                     .await?;
                 let read = AnyPoolOptions::new()
                     .max_connections(4)
                     .test_before_acquire(false)
                     .acquire_timeout(Duration::from_secs(30))
-                    .after_connect(sqlite_pragmas)
+                    .after_connect(|conn, _| sqlite_pragmas(conn, READER_CACHE_KIB))
                     .connect_with(options)
                     .await?;
                 Store { backend, read, write }
@@ -277,25 +277,43 @@ impl Store {
     }
 }
 
+/// The writing connection's page cache, in KiB (4 MB: 1,024 pages). SQLite's commit walks the
+/// whole cache of the connection whenever a page split in the transaction renumbered pages:
+/// `balance_nonroot` puts its new pages in file order by swapping their numbers through the
+/// lock-byte page's (262,145), which leaves the cache's highest page number far past the file's
+/// end, so the truncation at commit (`pcache1TruncateUnsafe`) scans every slot and page instead
+/// of the few past the end. A split that is not at a tree's right edge, or that reuses a page
+/// of the free list, does this; under load, several commits a second have one. With 16 MB
+/// (4,096 pages) each such commit cost about 1 ms: 2–5% of the admin's CPU per workflow node
+/// run (whose running-node index frees pages as nodes end), 2% per job fire; with 4 MB, under
+/// 1%. The writer was no slower for it at 5,000 and 10,000 runs a second: what it writes is at
+/// the tables' and indexes' ends, and it reads the rest through the WAL and the kernel's cache.
+const WRITER_CACHE_KIB: u32 = 4096;
+/// A reading connection's page cache, in KiB (16 MB). A reader drops its cache whenever the log
+/// changed since its last read, so under load this is spent only on each read's own pages; an
+/// idle admin's console reads are served from it.
+const READER_CACHE_KIB: u32 = 16384;
+
 /// WAL lets readers work while the writer commits. With `synchronous = NORMAL` in WAL mode a
 /// commit is written to the WAL file (the operating system's page cache) but not fsynced;
 /// a killed process (`kill -9`, panic, OOM) loses nothing that was committed, because the
 /// kernel still writes those pages. A power loss or kernel crash can roll back the last
 /// transactions (never corrupt the database): their fires are claimed again, runs whose trigger
 /// result was rolled back are sent again, a rolled-back callback leaves its run to the lost-run
-/// sweep. A 16 MB page cache per connection (SQLite's default is 2 MB) keeps the job and run
-/// indexes that every claim and result batch walks in memory. (A 64 MB cache with a 256 MB
-/// memory map was tried: peak RSS at 10,000 fires/s nearly doubled, mapped pages count as
-/// resident memory, without a measurable gain.)
+/// sweep. `cache_kib` is the connection's page cache ([`WRITER_CACHE_KIB`],
+/// [`READER_CACHE_KIB`]; SQLite's default is 2 MB). (A 64 MB cache with a 256 MB memory map was
+/// tried: peak RSS at 10,000 fires/s nearly doubled, mapped pages count as resident memory,
+/// without a measurable gain.)
 fn sqlite_pragmas(
     conn: &mut sqlx::AnyConnection,
-    _meta: sqlx::pool::PoolConnectionMetadata,
+    cache_kib: u32,
 ) -> futures::future::BoxFuture<'_, Result<(), sqlx::Error>> {
     Box::pin(async move {
         conn.execute("PRAGMA journal_mode = WAL").await?;
         conn.execute("PRAGMA synchronous = NORMAL").await?;
         conn.execute("PRAGMA busy_timeout = 10000").await?;
-        conn.execute("PRAGMA cache_size = -16384").await?;
+        conn.execute(format!("PRAGMA cache_size = -{cache_kib}").as_str())
+            .await?;
         // The writer checkpoints itself only past 16,384 pages (64 MB) of log; normally the
         // admin's once-a-second `checkpoint_wal` on a reading connection has done it before.
         conn.execute("PRAGMA wal_autocheckpoint = 16384").await?;
