@@ -18,70 +18,26 @@ use chime_admin::model::now_ms;
 use chime_protocol::messages::JOB_RESULT_LOST;
 use common::demo_executor::REAL_EXECUTOR_DEAD_TIMEOUT;
 use common::process::{free_port, OwnedProcess};
-use common::{Api, Db, TestDb, ACCESS_TOKEN};
+use common::{Db, Env, ACCESS_TOKEN};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-/// An admin in the test process on a fresh database.
-struct Env {
-    db: TestDb,
-    admin: chime_admin::AdminHandle,
-    api: Api,
-    /// The admin's base for executors, with XXL-JOB's context path.
-    prefix: String,
-}
-
-impl Env {
-    /// Executors are dead after `dead_timeout` without heartbeat; a run is lost after two idle
-    /// answers `idle_confirm` apart.
-    async fn start(kind: Db, dead_timeout: Duration, idle_confirm: Duration) -> Env {
-        let db = TestDb::new(kind).await;
-        let mut config = common::config(&db.url);
+/// An admin in the test process on a fresh database whose executors are dead after
+/// `dead_timeout` without heartbeat, and whose runs are lost after two idle answers
+/// `idle_confirm` apart.
+async fn start(kind: Db, dead_timeout: Duration, idle_confirm: Duration) -> Env {
+    Env::start_with(kind, |config| {
         config.dead_timeout = dead_timeout;
         config.lost_idle_confirm = idle_confirm;
-        let admin = chime_admin::start(config).await.expect("admin starts");
-        let api = Api::new(admin.local_addr);
-        let prefix = format!("http://{}/xxl-job-admin", admin.local_addr);
-        Env { db, admin, api, prefix }
-    }
+    })
+    .await
+}
 
-    async fn close(self) {
-        self.admin.shutdown().await;
-        self.db.drop_db().await;
-    }
-
-    async fn job(&self, body: Value) -> i64 {
-        self.api.ok("/v1/jobs", body).await["id"].as_i64().unwrap()
-    }
-
-    async fn trigger(&self, job: i64, param: &str) -> i64 {
-        self.api
-            .ok(&format!("/v1/jobs/{job}/trigger"), json!({ "param": param }))
-            .await["run_id"]
-            .as_i64()
-            .unwrap()
-    }
-
-    async fn run(&self, id: i64) -> Value {
-        let (s, v) = self.api.get(&format!("/v1/runs/{id}")).await;
-        assert_eq!(s, 200, "{v}");
-        v
-    }
-
-    /// Waits until run `id` satisfies `pred`; returns it.
-    async fn wait_run(&self, id: i64, secs: u64, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-        common::eventually(secs, what, || async {
-            let r = self.run(id).await;
-            if pred(&r) {
-                Ok(r)
-            } else {
-                Err(format!("{r:#}"))
-            }
-        })
-        .await
-    }
+/// Triggers `job` by hand with `param`; returns the run id.
+async fn trigger(e: &Env, job: i64, param: &str) -> i64 {
+    e.trigger(job, json!({ "param": param })).await
 }
 
 fn accepted(r: &Value) -> bool {
@@ -150,7 +106,7 @@ fn pyxxl_executor(admin_base: &str, app: &str, port: u16, dir: &Path) -> OwnedPr
 /// have taken) is failed once the new process said twice that it does not have its job — or,
 /// on a machine slow to start the new process, for the restart too. Both retries run there.
 async fn a_restarted_chime_executor_s_runs_are_retried(kind: Db) {
-    let e = Env::start(kind, REAL_EXECUTOR_DEAD_TIMEOUT, Duration::from_secs(5)).await;
+    let e = start(kind, REAL_EXECUTOR_DEAD_TIMEOUT, Duration::from_secs(5)).await;
     let app = "chime-restart";
     e.api.ok("/v1/groups", json!({ "app_name": app })).await;
     let dir = tempfile::tempdir().unwrap();
@@ -167,11 +123,11 @@ async fn a_restarted_chime_executor_s_runs_are_retried(kind: Db) {
     .await;
     let job = |name: &str| json!({"group": app, "handler": "sleepJobHandler", "retry_count": 1, "description": name});
     let (early_job, late_job) = (e.job(job("early")).await, e.job(job("late")).await);
-    let early = e.trigger(early_job, "20").await;
+    let early = trigger(&e, early_job, "20").await;
     e.wait_run(early, 30, "the early run accepted", accepted).await;
     // Past the margin (the executor timeout, 2 s here, plus 1 s).
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let late = e.trigger(late_job, "10").await;
+    let late = trigger(&e, late_job, "10").await;
     e.wait_run(late, 30, "the late run accepted", accepted).await;
 
     executor.kill_9();
@@ -241,7 +197,7 @@ const PYXXL_DEAD_TIMEOUT: Duration = Duration::from_secs(40);
 /// A pyxxl executor running a ten-second run is killed and started again at once: the new
 /// process says twice that it does not have the job, so the run is failed and retried there.
 async fn a_restarted_pyxxl_executor_s_run_is_retried(kind: Db) {
-    let e = Env::start(kind, PYXXL_DEAD_TIMEOUT, Duration::from_secs(5)).await;
+    let e = start(kind, PYXXL_DEAD_TIMEOUT, Duration::from_secs(5)).await;
     let app = "pyxxl-restart";
     e.api.ok("/v1/groups", json!({ "app_name": app })).await;
     let dir = tempfile::tempdir().unwrap();
@@ -251,7 +207,7 @@ async fn a_restarted_pyxxl_executor_s_run_is_retried(kind: Db) {
     let job = e
         .job(json!({"group": app, "handler": "slowJob", "retry_count": 1}))
         .await;
-    let run = e.trigger(job, "10").await;
+    let run = trigger(&e, job, "10").await;
     e.wait_run(run, 30, "the run accepted", accepted).await;
 
     executor.kill_9();
@@ -307,7 +263,7 @@ async fn a_restarted_pyxxl_executor_s_run_is_retried_postgres() {
 /// minimum age (13 s here) plus two idle answers 3 s apart: the executor answers busy for the
 /// job all along, so neither run is taken for lost, and both succeed.
 async fn a_queued_run_is_not_lost(kind: Db) {
-    let e = Env::start(kind, PYXXL_DEAD_TIMEOUT, Duration::from_secs(3)).await;
+    let e = start(kind, PYXXL_DEAD_TIMEOUT, Duration::from_secs(3)).await;
     let app = "pyxxl-serial";
     e.api.ok("/v1/groups", json!({ "app_name": app })).await;
     let dir = tempfile::tempdir().unwrap();
@@ -316,9 +272,9 @@ async fn a_queued_run_is_not_lost(kind: Db) {
     let job = e
         .job(json!({"group": app, "handler": "slowJob", "block_strategy": "SERIAL_EXECUTION", "retry_count": 1}))
         .await;
-    let long = e.trigger(job, "25").await;
+    let long = trigger(&e, job, "25").await;
     e.wait_run(long, 30, "the long run accepted", accepted).await;
-    let queued = e.trigger(job, "1").await;
+    let queued = trigger(&e, job, "1").await;
     let r = e.wait_run(queued, 30, "the queued run accepted", accepted).await;
     assert!(
         r["trigger_msg"].as_str().unwrap_or_default().contains("in queue"),

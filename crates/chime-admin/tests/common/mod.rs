@@ -508,6 +508,19 @@ impl Env {
         v
     }
 
+    /// Waits up to `secs` until run `run_id` satisfies `pred`; returns it.
+    pub async fn wait_run(&self, run_id: i64, secs: u64, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        eventually(secs, what, || async {
+            let r = self.run(run_id).await;
+            if pred(&r) {
+                Ok(r)
+            } else {
+                Err(format!("{r:#}"))
+            }
+        })
+        .await
+    }
+
     /// Starts `n` demo executors registering in `app` and waits until the admin lists exactly
     /// them. Sorted by address: the order FIRST, LAST, FAILOVER, BUSYOVER and the shards use.
     pub async fn demo_executors(&self, app: &str, n: usize) -> Vec<demo_executor::DemoExecutor> {
