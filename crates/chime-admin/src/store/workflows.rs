@@ -424,11 +424,17 @@ impl Store {
         Ok(rows::int(&row, "n")? > 0)
     }
 
-    /// How many instances are in each state.
-    pub async fn instance_counts(&self) -> StoreResult<Vec<(InstanceState, i64)>> {
-        let rows = sqlx::query("SELECT state, COUNT(*) AS n FROM workflow_instance GROUP BY state")
-            .fetch_all(&self.read)
-            .await?;
+    /// How many instances are in each state; with `open_only`, only in the states not final
+    /// (queued, running), which the state index counts in a range as long as the open instances
+    /// are, where counting every state reads an entry for every instance kept (45 ms for a million
+    /// on SQLite).
+    pub async fn instance_counts(&self, open_only: bool) -> StoreResult<Vec<(InstanceState, i64)>> {
+        let q = if open_only {
+            "SELECT state, COUNT(*) AS n FROM workflow_instance WHERE state IN ('queued', 'running') GROUP BY state"
+        } else {
+            "SELECT state, COUNT(*) AS n FROM workflow_instance GROUP BY state"
+        };
+        let rows = sqlx::query(q).fetch_all(&self.read).await?;
         let mut out = Vec::new();
         for r in &rows {
             if let Some(s) = InstanceState::parse(&rows::text(r, "state")?) {

@@ -28,8 +28,13 @@ use tokio_util::sync::CancellationToken;
 
 /// How long a wake-up by new results waits for more before the round.
 const GATHER: Duration = Duration::from_millis(10);
-/// How often instance counts are read for `chime_workflow_instances`.
+/// How often the open instances (queued, running) are counted for `chime_workflow_instances`.
 const COUNTS_EVERY: Duration = Duration::from_secs(5);
+/// How often the instances in every state are counted for it: the finished ones are all the
+/// instances kept (a million is 45 ms to count on SQLite). In between, the instances this admin
+/// finishes are added to their states' gauges as they finish; the count puts in those that other
+/// admins finished and operators stopped, and takes out those retention deleted.
+const ALL_COUNTS_EVERY: Duration = Duration::from_secs(300);
 
 /// Tells the workflow loop what changed. The results writer calls
 /// [`WorkflowWake::results_written`] after each batch with the runs it recorded; those that
@@ -182,6 +187,7 @@ pub fn enqueue(wheel: &WheelQueue, tickets: NodeTickets) {
 pub async fn run(l: WorkflowLoop) {
     let lookahead = l.lookahead.as_millis() as i64;
     let mut counted = Instant::now() - COUNTS_EVERY;
+    let mut counted_all = Instant::now() - ALL_COUNTS_EVERY;
     let mut looked = Instant::now() - l.tick;
     let mut live = LiveInstances::default();
     let mut calendars = Calendars::default();
@@ -277,8 +283,14 @@ pub async fn run(l: WorkflowLoop) {
         l.wake.active.store(active, Ordering::Relaxed);
         if counted.elapsed() >= COUNTS_EVERY {
             counted = Instant::now();
-            if let Ok(counts) = l.store.instance_counts().await {
-                for state in dag::InstanceState::ALL {
+            let all = counted_all.elapsed() >= ALL_COUNTS_EVERY;
+            if let Ok(counts) = l.store.instance_counts(!all).await {
+                if all {
+                    counted_all = counted;
+                }
+                // A state not counted this time keeps its gauge; one counted but not listed has
+                // no instance.
+                for state in dag::InstanceState::ALL.into_iter().filter(|s| all || !s.is_final()) {
                     let n = counts.iter().find(|(s, _)| *s == state).map_or(0, |(_, n)| *n);
                     l.metrics
                         .workflow_instances
@@ -308,6 +320,16 @@ impl WorkflowLoop {
         let busy = !a.is_empty();
         for ms in &a.lateness_ms {
             self.metrics.workflow_node_lateness.observe(*ms as f64 / 1000.0);
+        }
+        // Final states are counted in the database every few minutes only; until then the
+        // instances this admin finishes are added here.
+        for end in &a.finished {
+            self.metrics
+                .workflow_instances
+                .get_or_create(&StateLabel {
+                    state: end.as_str().to_owned(),
+                })
+                .inc();
         }
         if !a.waiting.is_empty() {
             self.wake.active.store(true, Ordering::Relaxed);
