@@ -261,16 +261,10 @@ async fn the_relay_answers_only_for_links_held_here() {
 
 /// The admin's count of linked executors, from `/metrics`.
 async fn linked_count(e: &Env) -> i64 {
-    let text = reqwest::get(format!("{}/metrics", e.api.base))
+    e.api
+        .metric("chime_linked_executors")
         .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix("chime_linked_executors "))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("the gauge chime_linked_executors")
+        .expect("the gauge chime_linked_executors") as i64
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

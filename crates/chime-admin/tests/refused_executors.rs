@@ -55,16 +55,11 @@ fn lines_with(needle: &str) -> Vec<String> {
 
 /// The value of `chime_executor_requests_refused_total{endpoint="…"}` (0 when absent).
 async fn refused(api: &Api, endpoint: &str) -> u64 {
-    let text = reqwest::get(format!("{}/metrics", api.base))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let series = format!("chime_executor_requests_refused_total{{endpoint=\"{endpoint}\"}} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&series))
-        .map_or(0, |v| v.trim().parse().unwrap())
+    api.metric(&format!(
+        "chime_executor_requests_refused_total{{endpoint=\"{endpoint}\"}}"
+    ))
+    .await
+    .map_or(0, |v| v as u64)
 }
 
 async fn refusals_are_logged_and_counted(kind: Db, source: Ipv4Addr) {

@@ -125,29 +125,19 @@ async fn workflows_story(kind: Db) {
     assert_eq!(n["own"]["result"], "from-job", "no override: the job's own parameter");
     // The metrics: the instance among the succeeded, none left running, its nodes' lateness.
     eventually(20, "workflow metrics", || async {
-        let text = reqwest::get(format!("{}/metrics", env.api.base))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        let value = |name: &str| -> f64 {
-            text.lines()
-                .find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok()))
-                .unwrap_or(-1.0)
-        };
-        let succeeded = value("chime_workflow_instances{state=\"succeeded\"} ");
-        let running = value("chime_workflow_instances{state=\"running\"} ");
-        let lateness = value("chime_workflow_node_lateness_seconds_count ");
-        if succeeded >= 1.0 && running == 0.0 && lateness >= 4.0 {
+        let succeeded = env.api.metric("chime_workflow_instances{state=\"succeeded\"}").await;
+        let running = env.api.metric("chime_workflow_instances{state=\"running\"}").await;
+        let lateness = env.api.metric("chime_workflow_node_lateness_seconds_count").await;
+        if succeeded >= Some(1.0) && running == Some(0.0) && lateness >= Some(4.0) {
             Ok(())
         } else {
             Err(format!(
-                "succeeded {succeeded}, running {running}, node lateness count {lateness}"
+                "succeeded {succeeded:?}, running {running:?}, node lateness count {lateness:?}"
             ))
         }
     })
     .await;
+
     for (key, job) in [("a", a), ("b", b), ("c", c), ("d", d)] {
         let runs = node_runs(&env, job).await;
         assert_eq!(runs.len(), 1, "node {key} ran once: {runs:?}");

@@ -218,6 +218,24 @@ pub struct Api {
 }
 
 impl Api {
+    /// The value of `series` (a metric's name with its labels, as `/metrics` prints them) in the
+    /// admin's `/metrics`; `None` when it is not there.
+    pub async fn metric(&self, series: &str) -> Option<f64> {
+        let text = self
+            .http
+            .get(format!("{}/metrics", self.base))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let prefix = format!("{series} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .map(|v| v.trim().parse().unwrap())
+    }
+
     pub fn new(addr: std::net::SocketAddr) -> Api {
         Api {
             base: format!("http://{addr}"),
