@@ -701,14 +701,7 @@ async fn executor_api_protocol(kind: Db) {
     // /healthz, /metrics and the OpenAPI document.
     let h = http.get(format!("{plain}/healthz")).send().await.unwrap();
     assert_eq!(h.status(), 200);
-    let m = http
-        .get(format!("{plain}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let m = e.api.metrics_text().await;
     assert!(m.contains("chime_callbacks_total"), "{m}");
     assert!(m.contains("chime_dispatch_lateness_seconds_bucket"), "{m}");
     // Every result handed to the writer was counted out again: a count that only grew would

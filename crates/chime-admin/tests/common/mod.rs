@@ -218,29 +218,34 @@ pub struct Api {
 }
 
 impl Api {
-    /// The value of `series` (a metric's name with its labels, as `/metrics` prints them) in the
-    /// admin's `/metrics`; `None` when it is not there.
-    pub async fn metric(&self, series: &str) -> Option<f64> {
-        let text = self
-            .http
+    pub fn new(addr: std::net::SocketAddr) -> Api {
+        Api {
+            base: format!("http://{addr}"),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    /// The admin's `/metrics` as it prints them (no token: the endpoint is open).
+    pub async fn metrics_text(&self) -> String {
+        self.http
             .get(format!("{}/metrics", self.base))
             .send()
             .await
             .unwrap()
             .text()
             .await
-            .unwrap();
-        let prefix = format!("{series} ");
-        text.lines()
-            .find_map(|l| l.strip_prefix(&prefix))
-            .map(|v| v.trim().parse().unwrap())
+            .unwrap()
     }
 
-    pub fn new(addr: std::net::SocketAddr) -> Api {
-        Api {
-            base: format!("http://{addr}"),
-            http: reqwest::Client::new(),
-        }
+    /// The value of `series` (a metric's name with its labels, as `/metrics` prints them) in the
+    /// admin's `/metrics`; `None` when it is not there.
+    pub async fn metric(&self, series: &str) -> Option<f64> {
+        let prefix = format!("{series} ");
+        self.metrics_text()
+            .await
+            .lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .map(|v| v.trim().parse().unwrap())
     }
 
     pub async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
