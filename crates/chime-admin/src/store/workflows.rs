@@ -426,7 +426,7 @@ impl Store {
 
     /// How many instances are in each state; with `open_only`, only in the states not final
     /// (queued, running), which the state index counts in a range as long as the open instances
-    /// are, where counting every state reads an entry for every instance kept (45 ms for a million
+    /// are, where counting every state reads an entry for every instance kept (47 ms for a million
     /// on SQLite).
     pub async fn instance_counts(&self, open_only: bool) -> StoreResult<Vec<(InstanceState, i64)>> {
         let q = if open_only {

@@ -31,7 +31,7 @@ const GATHER: Duration = Duration::from_millis(10);
 /// How often the open instances (queued, running) are counted for `chime_workflow_instances`.
 const COUNTS_EVERY: Duration = Duration::from_secs(5);
 /// How often the instances in every state are counted for it: the finished ones are all the
-/// instances kept (a million is 45 ms to count on SQLite). In between, the instances this admin
+/// instances kept (a million is 47 ms to count on SQLite). In between, the instances this admin
 /// finishes are added to their states' gauges as they finish; the count puts in those that other
 /// admins finished and operators stopped, and takes out those retention deleted.
 const ALL_COUNTS_EVERY: Duration = Duration::from_secs(300);
