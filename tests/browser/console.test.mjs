@@ -965,6 +965,25 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await shot('21-workflow-instance-zh');
     await page.selectOption('#lang', 'en');
     await page.waitForFunction(() => document.getElementById('wfi-state')?.textContent === 'Succeeded');
+    // The same failure once more; with its job mended, Retry runs the node again (a new run,
+    // with the job as it is now) and the instance goes on to its end.
+    const failedAgain = await csrfFetch('POST', `/v1/workflows/${failingFlow.body.id}/trigger`, { trigger_type: 'MANUAL' });
+    assert.equal(failedAgain.status, 202);
+    await page.goto(`${base}/console/#workflows/instance/${failedAgain.body.instance_id}`);
+    await page.waitForFunction(() => document.getElementById('wfi-state')?.dataset.state === 'failed', null, LONG);
+    const nodeRunOf = async (instance, key) => (await csrfFetch('GET', `/v1/workflow-instances/${instance}`)).body.nodes.find((n) => n.node === key).run_id;
+    const failedRun = await nodeRunOf(failedAgain.body.instance_id, 'f');
+    assert.equal((await csrfFetch('PUT', `/v1/jobs/${failJob}`, { handler: 'demoJobHandler', param: 'mended' })).status, 200);
+    await page.click('#wfi-graph g.wf-node[data-key=f]');
+    await page.click('#wf-node-detail button[data-action=retry]');
+    await page.waitForFunction(() => document.getElementById('wfi-state')?.dataset.state === 'succeeded'
+      && document.querySelector('#wfi-graph g.wf-node[data-key=f]')?.dataset.state === 'succeeded'
+      && document.querySelector('#wfi-graph g.wf-node[data-key=after]')?.dataset.state === 'succeeded', null, LONG);
+    const retriedRun = await nodeRunOf(failedAgain.body.instance_id, 'f');
+    assert.notEqual(retriedRun, failedRun, 'the retry is a run of its own');
+    assert.equal(await page.getAttribute('#wf-node-detail a.run-link', 'href'), `#runs/${retriedRun}`, 'the node opens its new run');
+    assert.equal(await page.textContent('#wf-node-detail .result'), 'mended', "the result of the job as it is now");
+    await shot('21-workflow-instance-retried');
     // Edited, the form holds the saved graph; renaming a node takes its edges along.
     await page.goto(`${base}/console/#workflows/edit/${flow.id}`);
     await page.waitForSelector('#wf-form');
