@@ -84,6 +84,20 @@ impl Backend {
         }
     }
 
+    /// A hint after a table's name (and alias) in `FROM` to read it through `index`, for a
+    /// query whose best index does not depend on the data: SQLite's `INDEXED BY` (it plans
+    /// without statistics, and may pick an index that leaves it to sort what a page of a list
+    /// needs in order), MySQL/MariaDB's `FORCE INDEX` (which may intersect two indexes and sort
+    /// the result instead); nothing on PostgreSQL, which has no hints and weighs each index by
+    /// the table's statistics.
+    pub fn use_index(self, index: &str) -> String {
+        match self {
+            Backend::Sqlite => format!(" INDEXED BY {index}"),
+            Backend::MySql => format!(" FORCE INDEX ({index})"),
+            Backend::Postgres => String::new(),
+        }
+    }
+
     /// A short name for logs and docs.
     pub fn name(self) -> &'static str {
         match self {

@@ -335,17 +335,7 @@ impl Store {
         before_id: Option<i64>,
         limit: i64,
     ) -> StoreResult<Vec<Instance>> {
-        let mut q = format!("SELECT {INSTANCE_COLUMNS} FROM {INSTANCE_FROM} WHERE 1 = 1");
-        if workflow_id.is_some() {
-            q.push_str(" AND i.workflow_id = ?");
-        }
-        if state.is_some() {
-            q.push_str(" AND i.state = ?");
-        }
-        if before_id.is_some() {
-            q.push_str(" AND i.id < ?");
-        }
-        q.push_str(" ORDER BY i.id DESC LIMIT ?");
+        let q = self.instance_list_sql(workflow_id.is_some(), state.is_some(), before_id.is_some());
         let q = self.sql(&q).into_owned();
         let mut query = sqlx::query(&q);
         if let Some(w) = workflow_id {
@@ -364,6 +354,41 @@ impl Store {
             .iter()
             .map(instance_row)
             .collect::<Result<_, _>>()?)
+    }
+
+    /// The statement [`Store::list_instances`] runs with these filters, in this backend's
+    /// syntax; its parameters are the workflow, the state, the cursor (each when filtered on)
+    /// and the page's length. Public so that how each list is read can be checked
+    /// (`EXPLAIN`).
+    ///
+    /// Each filter has an index that holds its instances in id order (migration 0018), so a
+    /// page reads its own rows, however many instances are kept. SQLite and MariaDB are told
+    /// which one: left to itself SQLite, which has no statistics to go by, took the unique
+    /// `(workflow, fire)` index and sorted every instance of the workflow for each page (0.24 s
+    /// for 900,000), and MariaDB intersected the workflow's and the state's indexes and sorted
+    /// what both held.
+    pub fn instance_list_sql(&self, workflow: bool, state: bool, before: bool) -> String {
+        let index = match (workflow, state) {
+            (true, false) => Some("workflow_instance_list"),
+            (false, true) => Some("workflow_instance_state_list"),
+            (true, true) => Some("workflow_instance_state"),
+            (false, false) => None,
+        };
+        let mut q = format!(
+            "SELECT {INSTANCE_COLUMNS} FROM {INSTANCE_FROM}{} WHERE 1 = 1",
+            index.map(|ix| self.backend.use_index(ix)).unwrap_or_default(),
+        );
+        if workflow {
+            q.push_str(" AND i.workflow_id = ?");
+        }
+        if state {
+            q.push_str(" AND i.state = ?");
+        }
+        if before {
+            q.push_str(" AND i.id < ?");
+        }
+        q.push_str(" ORDER BY i.id DESC LIMIT ?");
+        self.sql(&q).into_owned()
     }
 
     /// Deletes finished instances (and their node rows) that finished before `cutoff`, `batch`

@@ -1,0 +1,13 @@
+-- Instance lists (the console's instances of a workflow, `GET /v1/workflow-instances`) show
+-- the newest first, a page at a time. With only `(workflow_id, fire_key)` and
+-- `(state, workflow_id)` to go by, a list of one workflow's instances, or of one state's
+-- across workflows, found all of them and sorted them for each page, unless the planner chose
+-- to walk every instance backwards instead. These indexes hold each list in id order, so a
+-- page reads its own rows; the state index gains the id for a list of one state of one
+-- workflow.
+-- Keep in step with the other dialects.
+
+CREATE INDEX workflow_instance_list ON workflow_instance (workflow_id, id);
+CREATE INDEX workflow_instance_state_list ON workflow_instance (state, id);
+DROP INDEX workflow_instance_state;
+CREATE INDEX workflow_instance_state ON workflow_instance (state, workflow_id, id);
