@@ -11,7 +11,6 @@ use chime_admin::store::Store;
 use chime_admin::workflow::dag::{Definition, InstanceState};
 use common::{Db, TestDb};
 use serde_json::json;
-use sqlx::migrate::Migrator;
 use sqlx::{Connection, Row};
 
 type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
@@ -184,28 +183,7 @@ fn explain(kind: Db) -> &'static str {
 
 async fn lists_walk_an_index(kind: Db) {
     let db = TestDb::new(kind).await;
-    let all: Migrator = match kind {
-        Db::Sqlite => sqlx::migrate!("./migrations/sqlite"),
-        Db::MySql => sqlx::migrate!("./migrations/mysql"),
-        Db::Postgres => sqlx::migrate!("./migrations/postgres"),
-    };
-    let before = Migrator {
-        migrations: all
-            .migrations
-            .iter()
-            .filter(|m| m.version < LIST_INDEXES)
-            .cloned()
-            .collect::<Vec<_>>()
-            .into(),
-        ..all
-    };
-    // A new SQLite file is made on first connect, as the admin makes it.
-    let url = match kind {
-        Db::Sqlite => format!("{}?mode=rwc", db.url),
-        _ => db.url.clone(),
-    };
-    let mut conn = sqlx::AnyConnection::connect(&url).await.unwrap();
-    before.run(&mut conn).await.unwrap();
+    let mut conn = db.migrated_before(LIST_INDEXES).await;
     fill(&mut conn).await;
     analyze(&mut conn, kind).await;
 

@@ -12,7 +12,6 @@ use chime_admin::workflow::spec::{OnLimit, WorkflowDraft};
 use chime_protocol::{MisfireStrategy, ScheduleType, TriggerType};
 use common::{Db, TestDb};
 use serde_json::json;
-use sqlx::migrate::Migrator;
 use sqlx::{Connection, Row};
 
 /// The migration that moved graphs into versions.
@@ -56,28 +55,7 @@ async fn version_exists(conn: &mut sqlx::AnyConnection, backend: Backend, id: i6
 async fn upgrade_keeps_graphs(kind: Db) {
     let db = TestDb::new(kind).await;
     let backend = Backend::from_url(&db.url).unwrap();
-    let all: Migrator = match kind {
-        Db::Sqlite => sqlx::migrate!("./migrations/sqlite"),
-        Db::MySql => sqlx::migrate!("./migrations/mysql"),
-        Db::Postgres => sqlx::migrate!("./migrations/postgres"),
-    };
-    let before = Migrator {
-        migrations: all
-            .migrations
-            .iter()
-            .filter(|m| m.version < VERSIONS)
-            .cloned()
-            .collect::<Vec<_>>()
-            .into(),
-        ..all
-    };
-    // A new SQLite file is made on first connect, as the admin makes it.
-    let url = match kind {
-        Db::Sqlite => format!("{}?mode=rwc", db.url),
-        _ => db.url.clone(),
-    };
-    let mut conn = sqlx::AnyConnection::connect(&url).await.unwrap();
-    before.run(&mut conn).await.unwrap();
+    let mut conn = db.migrated_before(VERSIONS).await;
 
     // The schema before: each instance carries its graph.
     let old = serde_json::to_string(&graph(&["a"])).unwrap();

@@ -143,6 +143,36 @@ impl TestDb {
         }
     }
 
+    /// A connection to this database with the admin's migrations applied below `version`:
+    /// the schema an older admin left, for a test of the upgrade.
+    pub async fn migrated_before(&self, version: i64) -> sqlx::AnyConnection {
+        use sqlx::migrate::Migrator;
+        use sqlx::Connection;
+        let all: Migrator = match self.kind {
+            Db::Sqlite => sqlx::migrate!("./migrations/sqlite"),
+            Db::MySql => sqlx::migrate!("./migrations/mysql"),
+            Db::Postgres => sqlx::migrate!("./migrations/postgres"),
+        };
+        let before = Migrator {
+            migrations: all
+                .migrations
+                .iter()
+                .filter(|m| m.version < version)
+                .cloned()
+                .collect::<Vec<_>>()
+                .into(),
+            ..all
+        };
+        // A new SQLite file is made on first connect, as the admin makes it.
+        let url = match self.kind {
+            Db::Sqlite => format!("{}?mode=rwc", self.url),
+            _ => self.url.clone(),
+        };
+        let mut conn = sqlx::AnyConnection::connect(&url).await.unwrap();
+        before.run(&mut conn).await.unwrap();
+        conn
+    }
+
     pub async fn drop_db(self) {
         match self.kind {
             Db::Sqlite => {}
