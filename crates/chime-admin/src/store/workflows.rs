@@ -336,7 +336,6 @@ impl Store {
         limit: i64,
     ) -> StoreResult<Vec<Instance>> {
         let q = self.instance_list_sql(workflow_id.is_some(), state.is_some(), before_id.is_some());
-        let q = self.sql(&q).into_owned();
         let mut query = sqlx::query(&q);
         if let Some(w) = workflow_id {
             query = query.bind(w);
