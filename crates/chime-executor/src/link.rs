@@ -8,7 +8,9 @@
 //! Both directions reuse what HTTP mode does, on purpose:
 //! - a call from the admin is turned into the very HTTP request it stands for and served by the
 //!   executor's own router ([`crate::server::router`]), so `/run` and the others answer exactly
-//!   as over HTTP — checks, messages and all;
+//!   as over HTTP — checks, messages and all. The request carries the token the call presents
+//!   ([`LinkFrame::token`]), never this executor's own: the link proves which admin the
+//!   executor dialed, not who asked that admin to make the call;
 //! - a call to the admin is made by [`crate::admin::AdminClient`], which hands it to
 //!   [`LinkSet::call`] when the link to that admin is up and parses the answer like an HTTP
 //!   reply. Results stay in the callback spool until an admin acknowledges them, whichever way
@@ -254,9 +256,8 @@ pub(crate) struct LinkOptions {
     pub(crate) app_name: String,
     /// This executor's id ([`link::validate_executor_id`]), sent as [`link::EXECUTOR_ID_HEADER`].
     pub(crate) executor_id: String,
-    /// The access token: sent to the admin, and put on every call from the link as it goes
-    /// through the router (the link itself is the proof that the caller is the admin this
-    /// executor dialed and that accepted its token).
+    /// The access token, sent to the admin when dialing. Calls coming down the link are checked
+    /// against it by the router, with the token each call presents.
     pub(crate) token: Option<String>,
     /// How long dialing and the upgrade may take.
     pub(crate) connect_timeout: Duration,
@@ -661,9 +662,12 @@ async fn read_loop(
                 };
                 tokio::spawn(serve_call(
                     context.clone(),
-                    frame.id,
-                    path,
-                    frame.body,
+                    Call {
+                        id: frame.id,
+                        path,
+                        token: frame.token,
+                        body: frame.body,
+                    },
                     outbox.clone(),
                     permit,
                 ));
@@ -677,17 +681,20 @@ async fn read_loop(
     }
 }
 
-/// Serves one call from the admin through the executor's router and sends the answer.
-async fn serve_call(
-    context: Arc<Context>,
+/// A call from the admin, as it came down the link.
+struct Call {
     id: u64,
     path: String,
+    /// The access token it presents.
+    token: Option<String>,
     body: Box<RawValue>,
-    outbox: mpsc::Sender<Message>,
-    _permit: OwnedSemaphorePermit,
-) {
+}
+
+/// Serves one call from the admin through the executor's router and sends the answer.
+async fn serve_call(context: Arc<Context>, call: Call, outbox: mpsc::Sender<Message>, _permit: OwnedSemaphorePermit) {
+    let Call { id, path, token, body } = call;
     let answer = if SERVED_PATHS.contains(&path.as_str()) {
-        through_router(&context, &path, String::from(Box::<str>::from(body))).await
+        through_router(&context, &path, token.as_deref(), String::from(Box::<str>::from(body))).await
     } else {
         let quoted: String = path.chars().take(MAX_QUOTED_PATH).collect();
         fail(format!("the executor link carries no calls of {quoted:?}"))
@@ -701,14 +708,15 @@ async fn serve_call(
     let _ = outbox.send(Message::text(text)).await;
 }
 
-/// Sends `body` to `path` through the executor's own router, as the HTTP request it stands for.
-async fn through_router(context: &Context, path: &str, body: String) -> String {
+/// Sends `body` to `path` through the executor's own router, as the HTTP request it stands for,
+/// with the token the call presented (`token`) in the header the router checks.
+async fn through_router(context: &Context, path: &str, token: Option<&str>, body: String) -> String {
     let mut request = axum::http::Request::builder()
         .method(axum::http::Method::POST)
         .uri(path)
         .header(axum::http::header::CONTENT_TYPE, "application/json;charset=UTF-8");
-    if let Some(token) = &context.options.token {
-        request = request.header(ACCESS_TOKEN_HEADER, token.as_str());
+    if let Some(token) = token {
+        request = request.header(ACCESS_TOKEN_HEADER, token);
     }
     let request = match request.body(Body::from(body)) {
         Ok(request) => request,

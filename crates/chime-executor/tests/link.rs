@@ -168,12 +168,21 @@ impl Linked {
             .await;
     }
 
-    /// Calls `path` on the executor and returns the answer's body, answering the executor's
-    /// own calls meanwhile.
+    /// Calls `path` on the executor with the executor's token, as an admin does, and returns
+    /// the answer's body, answering the executor's own calls meanwhile.
     async fn call(&mut self, path: &str, body: Value) -> Value {
+        self.call_presenting(path, body, Some(TOKEN)).await
+    }
+
+    /// [`Linked::call`] presenting `token` (none: the frame has no token).
+    async fn call_presenting(&mut self, path: &str, body: Value, token: Option<&str>) -> Value {
         self.next_id += 1;
         let id = self.next_id;
-        self.send(json!({"id": id, "path": path, "body": body})).await;
+        let mut frame = json!({"id": id, "path": path, "body": body});
+        if let Some(token) = token {
+            frame["token"] = token.into();
+        }
+        self.send(frame).await;
         loop {
             let frame = self.read().await.expect("the link stays up");
             if frame.get("path").is_some() {
@@ -437,6 +446,55 @@ async fn malformed_or_oversized_messages_close_the_link_and_the_executor_dials_a
     assert_eq!(link.call("/beat", json!({})).await, json!({"code": 200}));
     assert!(admin.connections() >= 5);
 
+    drop(link);
+    handle.shutdown().await;
+}
+
+/// The link proves which admin the executor dialed, not who asked that admin for the call (a
+/// relay from anywhere, once): a call down the link is checked against the executor's token as
+/// an HTTP call is, and the executor never vouches for it with its own.
+#[tokio::test]
+async fn a_call_down_the_link_without_the_token_is_refused_and_runs_nothing() {
+    let mut admin = LinkAdmin::start().await;
+    let logdir = tempfile::tempdir().unwrap();
+    let ran = Arc::new(Mutex::new(Vec::<i64>::new()));
+    let seen = ran.clone();
+    let handle = Executor::builder()
+        .admin_addresses([admin.base()])
+        .app_name(APP)
+        .access_token(TOKEN)
+        .link(true)
+        .link_id("pod-t")
+        .log_dir(logdir.path())
+        .registry_interval(Duration::from_secs(600))
+        .handler("record", move |ctx: chime_executor::JobContext| {
+            let seen = seen.clone();
+            async move {
+                seen.lock().unwrap().push(ctx.log_id());
+                chime_executor::JobResult::success()
+            }
+        })
+        .build()
+        .unwrap()
+        .start()
+        .await
+        .unwrap();
+    let mut link = admin.next_link().await;
+    for token in [None, Some("wrong"), Some("")] {
+        let answer = link.call_presenting("/run", trigger(5, 55, "record", ""), token).await;
+        assert_eq!(answer["code"], 500, "{token:?}: {answer}");
+        assert_eq!(answer["msg"], "The access token is wrong.", "{token:?}: {answer}");
+        let beat = link.call_presenting("/beat", json!({}), token).await;
+        assert_eq!(beat["code"], 500, "{token:?}: {beat}");
+    }
+    // The same call with the token runs.
+    let answer = link.call("/run", trigger(5, 56, "record", "")).await;
+    assert_eq!(answer["code"], 200, "{answer}");
+    wait_for(WAIT, || (!ran.lock().unwrap().is_empty()).then_some(()))
+        .await
+        .expect("the run presenting the token ran");
+    // One job, run serially: a refused run let through would have run before this one.
+    assert_eq!(*ran.lock().unwrap(), vec![56], "only the run presenting the token ran");
     drop(link);
     handle.shutdown().await;
 }

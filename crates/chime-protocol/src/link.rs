@@ -14,7 +14,11 @@
 //! `/idleBeat` from the admin; `/api/registry`, `/api/registryRemove`, `/api/callback`,
 //! `/api/runLog` from the executor) and carries the very body the HTTP endpoint takes; the
 //! answer carries the body the endpoint answers (a [`crate::ReturnT`]). So both sides serve a
-//! call from the link exactly as they serve it over HTTP.
+//! call from the link exactly as they serve it over HTTP. A call from the admin also carries
+//! the access token it presents ([`LinkFrame::token`]), which the executor checks as it would
+//! the header of an HTTP call: the link proves which admin the executor dialed, not who asked
+//! that admin to make the call (another admin's relay, say), so the executor never vouches for
+//! a call with its own token.
 //!
 //! ```
 //! use chime_protocol::link::{self, LinkFrame};
@@ -60,6 +64,11 @@ pub struct LinkFrame {
     /// The endpoint a call stands for; absent in an answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// The access token a call from the admin presents, as the `XXL-JOB-ACCESS-TOKEN` header of
+    /// the HTTP call it stands for would carry it; absent when the call presents none (and in
+    /// answers, and in the executor's own calls, which its link's token covers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
     /// The JSON body of the call, or of the answer; carried as is, never re-parsed on the way.
     pub body: Box<RawValue>,
 }
@@ -70,6 +79,7 @@ impl LinkFrame {
         Ok(LinkFrame {
             id,
             path: Some(path.to_owned()),
+            token: None,
             body: RawValue::from_string(body.to_owned())?,
         })
     }
@@ -79,6 +89,7 @@ impl LinkFrame {
         Ok(LinkFrame {
             id,
             path: None,
+            token: None,
             body: RawValue::from_string(body.to_owned())?,
         })
     }
@@ -163,6 +174,12 @@ mod tests {
         assert!(LinkFrame::reply(2, "not json").is_err());
         assert!(serde_json::from_str::<LinkFrame>(r#"{"id":-1,"body":{}}"#).is_err());
         assert!(serde_json::from_str::<LinkFrame>(r#"{"id":1}"#).is_err());
+        let with_token: LinkFrame = serde_json::from_str(r#"{"id":3,"path":"/run","token":"t","body":{}}"#).unwrap();
+        assert_eq!(with_token.token.as_deref(), Some("t"));
+        assert!(
+            !serde_json::to_string(&call).unwrap().contains("token"),
+            "no token, no key"
+        );
     }
 
     #[test]
