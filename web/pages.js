@@ -73,13 +73,15 @@ async function executors(root) {
     const addrs = h('input', { name: 'addresses', value: g ? g.addresses.join(',') : '', placeholder: 'http://host:port,…' });
     // Chime executors send each finished run's log; kept here, it outlives the executor.
     const keep = h('input', { name: 'keep_logs', type: 'checkbox', checked: g ? g.keep_logs : true });
+    // XXL-JOB's "no token" setup, for legacy executors only: off unless an admin turns it on.
+    const tokenless = h('input', { name: 'insecure_no_token', type: 'checkbox', checked: g ? g.insecure_no_token : false });
     const msg = h('div');
     return h('form', { class: 'card', id: 'group-form', onsubmit: async (ev) => {
       ev.preventDefault();
       const list = addrs.value.split(',').map((a) => a.trim()).filter(Boolean);
-      const body = { app_name: app.value, title: title.value || undefined, addresses: list, address_type: list.length ? 'manual' : 'auto', keep_logs: keep.checked };
+      const body = { app_name: app.value, title: title.value || undefined, addresses: list, address_type: list.length ? 'manual' : 'auto', keep_logs: keep.checked, insecure_no_token: tokenless.checked };
       try { g ? await api('PUT', `/v1/groups/${g.id}`, body) : await api('POST', '/v1/groups', body); go('#executors'); } catch (e) { showError(ev.target, msg, e); }
-    } }, field('app_name', app), field('title', title), field('addresses', addrs), field('keep_logs', keep), h('button', { type: 'submit' }, t('save')), msg);
+    } }, field('app_name', app), field('title', title), field('addresses', addrs), field('keep_logs', keep), field('insecure_no_token', tokenless, t('insecure_no_token_help')), h('button', { type: 'submit' }, t('save')), msg);
   };
   const slot = h('div');
   // Groups are the admins' to change: a group's addresses receive the executor access token,
@@ -87,7 +89,8 @@ async function executors(root) {
   root.replaceChildren(h('h2', {}, t('executors')),
     state.me.admin ? h('button', { id: 'add-group', onclick: () => slot.replaceChildren(form(null)) }, t('add')) : h('p', { class: 'note', id: 'groups-note' }, t('groups_admin_only')), slot,
     h('table', { id: 'groups' }, h('tr', {}, [t('app_name'), t('title'), t('addresses'), t('last_heartbeat'), t('address_type'), ''].map((x) => h('th', {}, x))),
-      groups.map((g) => h('tr', { 'data-app': g.app_name }, h('td', {}, g.app_name), h('td', {}, g.title),
+      groups.map((g) => h('tr', { 'data-app': g.app_name }, h('td', {}, g.app_name,
+        g.insecure_no_token ? h('span', { class: 'no-token', title: t('insecure_no_token_help') }, ` (${t('no_token')})`) : ''), h('td', {}, g.title),
         // A manual address has no heartbeat: the admin asked it (`/beat`) for this list.
         h('td', {}, liveOf(g.id).map((e) => h('div', { class: 'address' }, e.address,
           e.linked ? h('span', { class: 'linked', title: t('linked_hint') }, ` (${t('linked')})`) : '',

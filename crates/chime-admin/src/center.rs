@@ -53,6 +53,9 @@ pub struct Admin {
     pub client: ExecutorClient,
     /// Executors linked to this admin (see [`crate::link`]).
     pub links: Arc<LinkHub>,
+    /// The secret the admins of this database share, which a relayed call must show (see
+    /// [`crate::link::CLUSTER_SECRET_HEADER`]).
+    pub(crate) cluster_secret: String,
     /// The partitions this admin schedules, and the claim loop's wake-up.
     pub(crate) partitions: Arc<Partitions>,
     /// Where manually triggered runs go.

@@ -18,8 +18,7 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, clap::Args, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AdminConfig {
-    /// Address to listen on: executor API, REST API, console, /metrics, /healthz. Beyond loopback
-    /// an access token is required.
+    /// Address to listen on: executor API, REST API, console, /metrics, /healthz.
     #[arg(long, env = "CHIME_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
     /// Database: sqlite://FILE (created on first start), mysql://USER:PASS@HOST/DB or
@@ -34,7 +33,8 @@ pub struct AdminConfig {
     #[serde(rename = "db")]
     pub db_url: String,
     /// Token of the executor protocol (XXL-JOB-ACCESS-TOKEN), checked on /api/* and sent to
-    /// executors.
+    /// executors [default: made at the first start and kept in the database; `chime admin
+    /// show-token` prints it].
     #[arg(long, env = "CHIME_ACCESS_TOKEN", hide_env_values = true)]
     pub access_token: Option<String>,
     /// Bearer token of the REST API (/v1). Without one the REST API refuses every call.
@@ -279,19 +279,6 @@ impl AdminConfig {
             self.node_id = format!("{}-{}-{:08x}", hostname(), std::process::id(), rand::random::<u32>());
         }
     }
-
-    /// The refusal text when the configuration is unsafe: listening beyond loopback without an
-    /// executor access token would let anyone on the network register executors and receive jobs.
-    pub fn safety_problem(&self) -> Option<String> {
-        if !self.listen.ip().is_loopback() && self.access_token.as_deref().is_none_or(|t| t.trim().is_empty()) {
-            return Some(format!(
-                "refusing to listen on {} without an access token: executors and anyone else on the network could \
-                 register and receive jobs. Set --access-token (or CHIME_ACCESS_TOKEN), or listen on 127.0.0.1.",
-                self.listen
-            ));
-        }
-        None
-    }
 }
 
 /// An advertised URL is `http(s)://host[:port][/path]`: it is stored for the other admins,
@@ -505,15 +492,6 @@ mod tests {
                 "the row of --{long} names {env}: {row}"
             );
         }
-    }
-
-    #[test]
-    fn refuses_open_listen_without_token() {
-        let mut c = AdminConfig::new("sqlite::memory:");
-        c.listen = "0.0.0.0:8080".parse().unwrap();
-        assert!(c.safety_problem().unwrap().contains("access token"));
-        c.access_token = Some("x".into());
-        assert!(c.safety_problem().is_none());
     }
 
     /// XXL-JOB-style heartbeats come every 30 s; a run on an executor that stopped must be

@@ -41,6 +41,12 @@ pub const RELAY_ADDRESS_HEADER: &str = "Chime-Link-Address";
 /// Header of a relayed call: the executor endpoint it stands for (`/run`, …).
 pub const RELAY_PATH_HEADER: &str = "Chime-Link-Path";
 
+/// Header of a relayed call: the cluster secret (`admin_secret`), which every admin of one
+/// database reads and nobody else has. An executor's token alone does not open the relay: an
+/// executor, or anyone who learnt a group's token, could otherwise reach every other linked
+/// executor through it.
+pub const CLUSTER_SECRET_HEADER: &str = "Chime-Cluster-Secret";
+
 /// Why a call did not go down a link.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LinkCallError {
@@ -110,14 +116,22 @@ impl Link {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Sends a call of `path` with `body` and waits up to `timeout` for its answer.
-    async fn call(&self, path: &str, body: &str, timeout: Duration) -> Result<String, String> {
+    /// Sends a call of `path` with `body`, presenting the access token `token`, and waits up to
+    /// `timeout` for its answer.
+    async fn call(&self, path: &str, body: &str, token: Option<&str>, timeout: Duration) -> Result<String, String> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         // Written out rather than through `LinkFrame`: the body is JSON this admin made (or a
         // relayed one, checked by the relay), and copying it into a `RawValue` first would be
-        // one more allocation per fire. The path is one of the executor endpoints.
+        // one more allocation per fire. The path is one of the executor endpoints; the token is
+        // quoted as JSON (a group's token may hold any printable character).
         debug_assert!(!path.contains(['"', '\\']));
-        let frame = format!(r#"{{"id":{id},"path":"{path}","body":{body}}}"#);
+        let frame = match token {
+            Some(token) => {
+                let token = serde_json::to_string(token).map_err(|e| e.to_string())?;
+                format!(r#"{{"id":{id},"path":"{path}","token":{token},"body":{body}}}"#)
+            }
+            None => format!(r#"{{"id":{id},"path":"{path}","body":{body}}}"#),
+        };
         let (tx, rx) = oneshot::channel();
         {
             let mut pending = self.lock_pending();
@@ -196,17 +210,22 @@ impl LinkHub {
     }
 
     /// Calls `path` on the executor linked as `executor_id` in `app_name` and returns its answer
-    /// (the body its HTTP endpoint would have answered).
+    /// (the body its HTTP endpoint would have answered). `token` is the access token the call
+    /// presents, as the `XXL-JOB-ACCESS-TOKEN` header of an HTTP call would: the executor checks
+    /// it, and never puts its own on a call it did not make.
     pub async fn call(
         &self,
         app_name: &str,
         executor_id: &str,
         path: &str,
         body: &str,
+        token: Option<&str>,
         timeout: Duration,
     ) -> Result<String, LinkCallError> {
         let link = self.get(app_name, executor_id).ok_or(LinkCallError::NotHere)?;
-        link.call(path, body, timeout).await.map_err(LinkCallError::Failed)
+        link.call(path, body, token, timeout)
+            .await
+            .map_err(LinkCallError::Failed)
     }
 
     /// How many executors are linked here.
@@ -251,14 +270,18 @@ mod tests {
         let answering = tokio::spawn(async move {
             let frame: chime_protocol::link::LinkFrame = serde_json::from_str(&rx.recv().await.unwrap()).unwrap();
             assert_eq!(frame.path.as_deref(), Some("/beat"));
+            assert_eq!(frame.token.as_deref(), Some("t\"1"), "the caller's token, quoted");
             assert!(l.answer(frame.id, r#"{"code":200}"#.into()));
             assert!(!l.answer(frame.id, "{}".into()), "a second answer finds no caller");
         });
-        let got = hub.call("app", "e1", "/beat", "\"\"", Duration::from_secs(5)).await;
+        let got = hub
+            .call("app", "e1", "/beat", "\"\"", Some("t\"1"), Duration::from_secs(5))
+            .await;
         assert_eq!(got.unwrap(), r#"{"code":200}"#);
         answering.await.unwrap();
         assert_eq!(
-            hub.call("other-app", "e1", "/beat", "{}", Duration::from_secs(1)).await,
+            hub.call("other-app", "e1", "/beat", "{}", None, Duration::from_secs(1))
+                .await,
             Err(LinkCallError::NotHere),
             "a link answers only for its own group"
         );
@@ -270,9 +293,11 @@ mod tests {
         let (l, _rx) = link(1);
         hub.attach(l.clone());
         // The first frame fills the outbox; its call waits (and times out).
-        let first = hub.call("app", "e1", "/run", "{}", Duration::from_millis(50)).await;
+        let first = hub
+            .call("app", "e1", "/run", "{}", None, Duration::from_millis(50))
+            .await;
         assert_eq!(first, Err(LinkCallError::Failed("operation timed out".into())));
-        let second = hub.call("app", "e1", "/run", "{}", Duration::from_secs(60)).await;
+        let second = hub.call("app", "e1", "/run", "{}", None, Duration::from_secs(60)).await;
         assert!(matches!(second, Err(LinkCallError::Failed(m)) if m.starts_with("link busy")));
         assert_eq!(l.lock_pending().len(), 0, "no caller left waiting");
         hub.detach(&l);

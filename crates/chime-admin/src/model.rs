@@ -81,6 +81,12 @@ pub struct Group {
     /// (`access_token_set`).
     #[serde(rename(serialize = "access_token_set"), serialize_with = "is_set", default)]
     pub access_token: Option<String>,
+    /// The group's executors call the admin without any access token and are called without
+    /// one: XXL-JOB's "no token" setup, for legacy executors that cannot be given one, and only
+    /// when an operator asked for it. Anyone who reaches the admin can then register as such an
+    /// executor and receive the group's jobs, so the admin warns of every such group at each
+    /// start, and refuses links and relays for it.
+    pub insecure_no_token: bool,
     /// Whether the admin keeps its executors' run logs (sent by Chime executors once a run
     /// ended), so a run's log outlives its executor.
     pub keep_logs: bool,
@@ -95,8 +101,12 @@ fn is_set<S: serde::Serializer>(token: &Option<String>, s: S) -> Result<S::Ok, S
 }
 
 impl Group {
-    /// The token its executors use: its own, else the admin's `global` one; `None` = none.
+    /// The token its executors use: its own, else the admin's `global` one; `None` = none (a
+    /// group marked [`Group::insecure_no_token`]).
     pub fn effective_token<'a>(&'a self, global: Option<&'a str>) -> Option<&'a str> {
+        if self.insecure_no_token {
+            return None;
+        }
         self.access_token.as_deref().or(global)
     }
 }
@@ -117,6 +127,9 @@ pub struct GroupSpec {
     pub protocol: Option<String>,
     /// The group's own executor access token; `""` removes it (the admin's token applies).
     pub access_token: Option<String>,
+    /// Let the group's executors work without any access token (default false; see
+    /// [`Group::insecure_no_token`]). Not with a token of the group's own.
+    pub insecure_no_token: Option<bool>,
     /// Keep the group's run logs in the admin (default true).
     pub keep_logs: Option<bool>,
 }
@@ -136,6 +149,8 @@ pub struct GroupDraft {
     pub protocol: ProtocolGeneration,
     /// The group's own access token.
     pub access_token: Option<String>,
+    /// Its executors need no token (see [`Group::insecure_no_token`]).
+    pub insecure_no_token: bool,
     /// Keep run logs in the admin.
     pub keep_logs: bool,
 }
@@ -217,6 +232,16 @@ impl GroupSpec {
                 ));
             }
         }
+        let insecure_no_token = self
+            .insecure_no_token
+            .or(base.map(|g| g.insecure_no_token))
+            .unwrap_or(false);
+        if insecure_no_token && access_token.is_some() {
+            return Err(Invalid::new(
+                "insecure_no_token",
+                "a group with its own access token cannot also run without one; remove the token (\"\") first",
+            ));
+        }
         let keep_logs = self.keep_logs.or(base.map(|g| g.keep_logs)).unwrap_or(true);
         Ok(GroupDraft {
             app_name,
@@ -225,6 +250,7 @@ impl GroupSpec {
             addresses,
             protocol,
             access_token,
+            insecure_no_token,
             keep_logs,
         })
     }
@@ -928,6 +954,7 @@ mod tests {
             addresses: Vec::new(),
             protocol: ProtocolGeneration::G4,
             access_token: draft.access_token,
+            insecure_no_token: false,
             keep_logs: true,
             created_at: 0,
             updated_at: 0,
@@ -949,6 +976,56 @@ mod tests {
                 .field,
             "access_token"
         );
+    }
+
+    /// A group either has a token of its own or works without any: both at once would leave
+    /// its executors unsure which the admin sends.
+    #[test]
+    fn a_tokenless_group_expects_no_token_and_cannot_have_one() {
+        let networks = ExecutorNetworks::default();
+        let spec = |token: Option<&str>, insecure: Option<bool>| GroupSpec {
+            app_name: Some("legacy".into()),
+            access_token: token.map(str::to_owned),
+            insecure_no_token: insecure,
+            ..Default::default()
+        };
+        let draft = spec(None, Some(true)).validate(None, &networks).unwrap();
+        assert!(draft.insecure_no_token);
+        assert_eq!(
+            spec(Some("own"), Some(true))
+                .validate(None, &networks)
+                .unwrap_err()
+                .field,
+            "insecure_no_token"
+        );
+        let group = Group {
+            id: 1,
+            app_name: "legacy".into(),
+            title: "legacy".into(),
+            address_type: AddressType::Auto,
+            addresses: Vec::new(),
+            protocol: ProtocolGeneration::G2,
+            access_token: None,
+            insecure_no_token: true,
+            keep_logs: true,
+            created_at: 0,
+            updated_at: 0,
+        };
+        assert_eq!(
+            group.effective_token(Some("global")),
+            None,
+            "the admin's token is not sent"
+        );
+        assert_eq!(serde_json::to_value(&group).unwrap()["insecure_no_token"], true);
+        // Left out on an update, the choice stays; turned off, the admin's token applies again.
+        assert!(
+            spec(None, None)
+                .validate(Some(&group), &networks)
+                .unwrap()
+                .insecure_no_token
+        );
+        let secured = spec(None, Some(false)).validate(Some(&group), &networks).unwrap();
+        assert!(!secured.insecure_no_token);
     }
 
     #[test]

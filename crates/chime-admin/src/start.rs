@@ -23,7 +23,7 @@ use crate::schedule::lease::{LeaseHolder, LeaseLoop};
 use crate::schedule::partitions::Partitions;
 use crate::schedule::wheel::{WheelEntry, WheelLoop, WheelQueue};
 use crate::schedule::{ClaimLoop, MisfireRules, PossiblySent, Recovery};
-use crate::store::{Backend, Store, StoreError};
+use crate::store::{Backend, Store, StoreError, CLUSTER_SECRET, EXECUTOR_ACCESS_TOKEN};
 use crate::workflow::{WorkflowLoop, WorkflowWake};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -55,6 +55,10 @@ pub enum StartError {
 pub struct AdminHandle {
     /// Where the HTTP server listens.
     pub local_addr: SocketAddr,
+    /// The executor access token this start made, when none was configured and the database
+    /// held none yet: the one time it is handed out unasked (`chime admin` prints it; `chime
+    /// admin show-token` reads it again from the database).
+    pub new_access_token: Option<String>,
     /// The shared state (for in-process callers and tests).
     pub admin: Arc<Admin>,
     sweeper: Sweeper,
@@ -90,10 +94,7 @@ impl AdminHandle {
 
 /// Starts the scheduling center: database and migrations, first user, partition leases,
 /// recovery of pending runs, then the loops and the HTTP server.
-pub async fn start(config: AdminConfig) -> Result<AdminHandle, StartError> {
-    if let Some(problem) = config.safety_problem() {
-        return Err(StartError::Config(problem));
-    }
+pub async fn start(mut config: AdminConfig) -> Result<AdminHandle, StartError> {
     if let Some(cp) = &config.context_path {
         if !cp.starts_with('/') || cp.len() < 2 || cp.ends_with('/') || cp.contains("//") {
             return Err(StartError::Config(format!(
@@ -118,6 +119,7 @@ pub async fn start(config: AdminConfig) -> Result<AdminHandle, StartError> {
         );
     }
     crate::http::auth::ensure_first_user(&store, config.admin_password.as_deref()).await?;
+    let secrets = kept_secrets(&mut config, &store).await?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|source| StartError::Bind {
@@ -129,8 +131,12 @@ pub async fn start(config: AdminConfig) -> Result<AdminHandle, StartError> {
         source,
     })?;
 
-    let (admin, loops) = wire(config, store, local_addr);
+    let (admin, loops) = wire(config, store, local_addr, secrets.cluster);
     admin.directory.refresh().await?;
+    warn_of_tokenless_groups(&admin.store).await?;
+    if secrets.new_access_token.is_some() {
+        warn_of_upgrade_without_token(&admin.store).await?;
+    }
 
     let Loops {
         writer,
@@ -191,6 +197,7 @@ pub async fn start(config: AdminConfig) -> Result<AdminHandle, StartError> {
     tracing::info!(%local_addr, db = %admin.store.backend().name(), node = %admin.config.node_id, "scheduling center started");
     Ok(AdminHandle {
         local_addr,
+        new_access_token: secrets.new_access_token,
         admin,
         sweeper,
         retention,
@@ -220,8 +227,76 @@ struct Loops {
     workflows: WorkflowLoop,
 }
 
+/// The secrets [`start`] found or made.
+struct Secrets {
+    /// The cluster secret (see [`crate::link::CLUSTER_SECRET_HEADER`]).
+    cluster: String,
+    /// The executor access token, if this start made it.
+    new_access_token: Option<String>,
+}
+
+/// Sets the executor access token when none was configured — the one kept in the database,
+/// made at the first start — and reads (or makes) the cluster secret. An admin never runs
+/// without an executor token: anyone who reached it could otherwise register as an executor,
+/// link, and have calls relayed to linked executors.
+async fn kept_secrets(config: &mut AdminConfig, store: &Store) -> Result<Secrets, StoreError> {
+    let mut new_access_token = None;
+    if config.access_token.is_none() {
+        let kept = store.kept_secret(EXECUTOR_ACCESS_TOKEN, new_secret).await?;
+        if kept.created {
+            // The token itself goes to the operator through `AdminHandle`, never to the log.
+            tracing::warn!(
+                "no --access-token was given: this admin made an executor access token and keeps it in its \
+                 database; executors need it (`chime admin show-token` prints it)"
+            );
+            new_access_token = Some(kept.value.clone());
+        }
+        config.access_token = Some(kept.value);
+    }
+    let cluster = store.kept_secret(CLUSTER_SECRET, new_secret).await?.value;
+    Ok(Secrets {
+        cluster,
+        new_access_token,
+    })
+}
+
+/// A new secret: 32 random bytes as 64 hex digits, fit for an HTTP header and a properties file.
+fn new_secret() -> String {
+    rand::random::<[u8; 32]>().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Warns of every group whose executors work without a token, at each start: it is an
+/// operator's choice, and one nobody should forget was made.
+async fn warn_of_tokenless_groups(store: &Store) -> Result<(), StoreError> {
+    for group in store.list_groups().await?.iter().filter(|g| g.insecure_no_token) {
+        tracing::warn!(
+            app_name = %group.app_name,
+            "group works WITHOUT an executor access token (insecure_no_token): anyone who can reach this admin \
+             can register as its executor and receive its jobs; give its executors the admin's token and turn \
+             insecure_no_token off"
+        );
+    }
+    Ok(())
+}
+
+/// Says loudly what changes for a database that was used without an executor token and now has
+/// one (made at this start): executors sending none are refused from now on.
+async fn warn_of_upgrade_without_token(store: &Store) -> Result<(), StoreError> {
+    let groups = store.list_groups().await?;
+    if groups.is_empty() {
+        return Ok(());
+    }
+    tracing::warn!(
+        groups = groups.len(),
+        "this database was used without an executor access token; from now on executors that send none are \
+         REFUSED. Give each executor the token (`chime admin show-token`), or let a legacy group work without \
+         one, on purpose: `chime group update APP --insecure-no-token`"
+    );
+    Ok(())
+}
+
 /// Builds the parts the loops and the HTTP server share, and hands each what it uses.
-fn wire(config: AdminConfig, store: Store, local_addr: SocketAddr) -> (Arc<Admin>, Loops) {
+fn wire(config: AdminConfig, store: Store, local_addr: SocketAddr, cluster_secret: String) -> (Arc<Admin>, Loops) {
     let shutdown = CancellationToken::new();
     let links = Arc::new(LinkHub::default());
     let directory = Arc::new(Directory::new(store.clone(), config.dead_timeout));
@@ -233,6 +308,7 @@ fn wire(config: AdminConfig, store: Store, local_addr: SocketAddr) -> (Arc<Admin
         config.per_executor_concurrency.saturating_mul(2),
         config.executor_networks.clone(),
         links.clone(),
+        Some(cluster_secret.clone()),
     );
     let probe_gate = Arc::new(Gate::new(config.dispatch_concurrency, config.per_executor_concurrency));
     let partitions = Arc::new(Partitions::default());
@@ -375,6 +451,7 @@ fn wire(config: AdminConfig, store: Store, local_addr: SocketAddr) -> (Arc<Admin
         metrics,
         client,
         links,
+        cluster_secret,
         partitions,
         wheel,
         results,

@@ -213,8 +213,30 @@ async fn the_relay_answers_only_for_links_held_here() {
     let e = Env::start(Db::Sqlite, Duration::from_secs(10)).await;
     e.group(APP).await;
     let http = reqwest::Client::new();
+    let secret = e
+        .admin
+        .admin
+        .store
+        .secret(chime_admin::store::CLUSTER_SECRET)
+        .await
+        .unwrap()
+        .expect("the first start made the cluster secret");
+    // Only another admin of the database, which reads the secret from it, may relay: the
+    // executor's token alone is refused, whatever else the call says.
+    let outsider = http
+        .post(format!("{}/api/linkRelay", e.prefix))
+        .header("XXL-JOB-ACCESS-TOKEN", ACCESS_TOKEN)
+        .header("XXL-JOB-APPNAME", APP)
+        .header("Chime-Link-Address", "link://ex-1")
+        .header("Chime-Link-Path", "/beat")
+        .body("\"\"")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(outsider.status(), 401);
     let relay_with = |address: &str, path: &str, token: &str, body: &'static str| {
         http.post(format!("{}/api/linkRelay", e.prefix))
+            .header("Chime-Cluster-Secret", &secret)
             .header("XXL-JOB-ACCESS-TOKEN", token)
             .header("XXL-JOB-APPNAME", APP)
             .header("Chime-Link-Address", address)
@@ -247,6 +269,8 @@ async fn the_relay_answers_only_for_links_held_here() {
     let answering = tokio::spawn(async move {
         let call = next_frame(&mut socket).await.expect("the relayed call");
         assert_eq!(call["path"], "/beat");
+        // The token of the call goes down with it, for the executor to check.
+        assert_eq!(call["token"], ACCESS_TOKEN);
         let ok = json!({"id": call["id"], "body": {"code": 200, "msg": "beat over the link"}});
         socket.send(Message::Text(ok.to_string().into())).await.unwrap();
         socket

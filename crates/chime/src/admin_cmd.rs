@@ -1,7 +1,7 @@
 //! `chime admin`: runs the scheduling center. Settings come from flags, then `CHIME_*`
 //! environment variables, then the TOML file given with `--config`, then defaults; every
-//! setting is declared once, in `chime_admin::AdminConfig`. `chime admin reset-password`
-//! works on the same database without starting the admin.
+//! setting is declared once, in `chime_admin::AdminConfig`. `chime admin reset-password` and
+//! `chime admin show-token` work on the same database without starting the admin.
 
 use chime_admin::AdminConfig;
 use clap::ArgMatches;
@@ -29,6 +29,22 @@ pub enum AdminAction {
     /// forgotten password. Works on the database directly (the admin may be running or not).
     /// Without --password-stdin a random password is generated and printed once.
     ResetPassword(ResetPasswordArgs),
+    /// Print the executor access token the admin made at its first start (when no
+    /// --access-token was given), kept in the database: executors need it. Reads the database
+    /// directly, so only someone who can reach it sees the token.
+    ShowToken(ShowTokenArgs),
+}
+
+/// Arguments of `chime admin show-token`.
+#[derive(clap::Args, Debug)]
+pub struct ShowTokenArgs {
+    /// Database URL, as `chime admin --db` [default: that of `chime admin`: CHIME_DB, the
+    /// settings file, then sqlite://chime.db].
+    #[arg(long, value_name = "URL")]
+    pub db: Option<String>,
+    /// Settings file to read the database from, as `chime admin --config`.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
 }
 
 /// Arguments of `chime admin reset-password`.
@@ -81,8 +97,10 @@ pub(crate) fn init_logging() {
 
 /// Runs `chime admin`.
 pub fn run(mut args: AdminArgs, matches: &ArgMatches) -> ExitCode {
-    if let Some(AdminAction::ResetPassword(reset)) = args.action.take() {
-        return reset_password(args, reset, matches);
+    match args.action.take() {
+        Some(AdminAction::ResetPassword(reset)) => return reset_password(args, reset, matches),
+        Some(AdminAction::ShowToken(show)) => return show_token(args, show, matches),
+        None => {}
     }
     init_logging();
     let config = match args.to_config(matches) {
@@ -107,6 +125,9 @@ pub fn run(mut args: AdminArgs, matches: &ArgMatches) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        if let Some(token) = &handle.new_access_token {
+            announce_new_token(token);
+        }
         eprintln!("chime admin: listening on http://{}", handle.local_addr);
         let shutdown = handle.admin.shutdown.clone();
         tokio::spawn(async move {
@@ -119,24 +140,96 @@ pub fn run(mut args: AdminArgs, matches: &ArgMatches) -> ExitCode {
     })
 }
 
+/// Tells the operator, once, the executor access token this first start made: on standard error,
+/// like the rest of the start-up lines, but not through the log, which may be shipped elsewhere.
+fn announce_new_token(token: &str) {
+    eprintln!(
+        "chime admin: no --access-token was given, so this admin made one and keeps it in its database:\n\
+         \n    {token}\n\n\
+         Executors need it: `chime executor --access-token …` (or CHIME_ACCESS_TOKEN), \
+         `xxl.job.accessToken=…` for XXL-JOB executors.\n\
+         It is shown once; `chime admin show-token` prints it again."
+    );
+}
+
+/// The database URL of a maintenance action: its own `--db`, else `chime admin`'s layers (flag
+/// before the subcommand, `CHIME_DB`, settings file, default), with the action's `--config`
+/// in place of the admin's.
+fn maintenance_db(
+    args: &mut AdminArgs,
+    db: Option<String>,
+    config: Option<PathBuf>,
+    matches: &ArgMatches,
+) -> Result<String, String> {
+    if config.is_some() {
+        args.config = config;
+    }
+    match db {
+        Some(db) => Ok(db),
+        None => args.to_config(matches).map(|c| c.db_url),
+    }
+}
+
+/// Runs `chime admin show-token`: prints the kept executor access token on standard output, and
+/// only it, so a script can capture it.
+fn show_token(mut args: AdminArgs, show: ShowTokenArgs, matches: &ArgMatches) -> ExitCode {
+    let db_url = match maintenance_db(&mut args, show.db, show.config, matches) {
+        Ok(db) => db,
+        Err(e) => {
+            eprintln!("chime admin show-token: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(path) = sqlite_file(&db_url).filter(|p| !p.exists()) {
+        eprintln!("chime admin show-token: no database at {}", path.display());
+        return ExitCode::FAILURE;
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("chime admin show-token: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let found = runtime.block_on(async move {
+        let store = chime_admin::store::Store::connect(&db_url)
+            .await
+            .map_err(|e| e.to_string())?;
+        let token = store.secret(chime_admin::store::EXECUTOR_ACCESS_TOKEN).await;
+        store.close().await;
+        token.map_err(|e| e.to_string())
+    });
+    match found {
+        Ok(Some(token)) => {
+            outln!("{token}");
+            ExitCode::SUCCESS
+        }
+        Ok(None) => {
+            eprintln!(
+                "chime admin show-token: this database keeps no executor access token: the admin was always \
+                 started with --access-token (CHIME_ACCESS_TOKEN), which is the token, or has not started yet"
+            );
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("chime admin show-token: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// Shortest and longest console password, as the console's own user form requires.
 const PASSWORD_CHARS: std::ops::RangeInclusive<usize> = 8..=256;
 
 /// Runs `chime admin reset-password`: the database comes from the subcommand's `--db`, else
 /// from `chime admin`'s own layers (flag before the subcommand, `CHIME_DB`, settings file).
 fn reset_password(mut args: AdminArgs, reset: ResetPasswordArgs, matches: &ArgMatches) -> ExitCode {
-    if reset.config.is_some() {
-        args.config = reset.config.clone();
-    }
-    let db_url = match reset.db.clone() {
-        Some(db) => db,
-        None => match args.to_config(matches) {
-            Ok(c) => c.db_url,
-            Err(e) => {
-                eprintln!("chime admin reset-password: {e}");
-                return ExitCode::from(2);
-            }
-        },
+    let db_url = match maintenance_db(&mut args, reset.db.clone(), reset.config.clone(), matches) {
+        Ok(db) => db,
+        Err(e) => {
+            eprintln!("chime admin reset-password: {e}");
+            return ExitCode::from(2);
+        }
     };
     let password = if reset.password_stdin {
         match read_password_line() {

@@ -1,5 +1,5 @@
-//! The `chime` binary as a user runs it: `chime admin` refuses unsafe settings and starts on
-//! SQLite; the client commands (`group`, `job`, `run`, `executors`) talk to it, with tables or
+//! The `chime` binary as a user runs it: `chime admin` makes an executor token when none is given
+//! and starts on SQLite; the client commands (`group`, `job`, `run`, `executors`) talk to it, with tables or
 //! `--json`, and report bad input with the field and a non-zero exit code.
 
 use std::process::{Child, Command, Output, Stdio};
@@ -66,16 +66,39 @@ fn start_admin() -> Admin {
     admin
 }
 
+/// Listening on every address is safe without `--access-token`: the admin makes one, prints it
+/// once on standard error, and requires it from executors (it used to refuse to start, and
+/// on loopback it took any executor).
 #[test]
-fn admin_refuses_open_listen_without_access_token() {
-    let out = Command::new(BIN)
-        .args(["admin", "--db", "sqlite::memory:", "--listen", "0.0.0.0:0"])
+fn admin_listening_openly_without_a_token_makes_one() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .args(["admin", "--db", &format!("sqlite://{}/open.db", dir.path().display())])
+        .args(["--listen", "0.0.0.0:0"])
         .env_remove("CHIME_ACCESS_TOKEN")
-        .output()
+        .env("CHIME_ADMIN_PASSWORD", "x")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("access token"), "{err}");
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut told = false;
+    let mut token = None;
+    for line in stderr.lines() {
+        let line = line.unwrap();
+        told |= line.contains("no --access-token was given");
+        let trimmed = line.trim();
+        if told && trimmed.len() == 64 && trimmed.bytes().all(|b| b.is_ascii_hexdigit()) {
+            token = Some(trimmed.to_owned());
+        }
+        if line.contains("listening on") {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(told && token.is_some(), "the start made and printed a token");
 }
 
 #[test]

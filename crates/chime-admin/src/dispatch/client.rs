@@ -61,6 +61,9 @@ pub struct Target<'a> {
     pub app_name: &'a str,
     /// Its group's own access token, sent instead of the admin's; `None` = the admin's.
     pub group_token: Option<&'a str>,
+    /// Its group works without tokens (`insecure_no_token`): none is sent, so the admin's token
+    /// never reaches an executor that anyone could have registered.
+    pub no_token: bool,
 }
 
 impl<'a> Target<'a> {
@@ -71,6 +74,7 @@ impl<'a> Target<'a> {
             protocol: group.protocol,
             app_name: &group.app_name,
             group_token: group.access_token.as_deref(),
+            no_token: group.insecure_no_token,
         }
     }
 }
@@ -90,6 +94,9 @@ pub struct ExecutorClient {
     http: Pool,
     timeout: Duration,
     access_token: Option<String>,
+    /// Proves to the other admins that a relayed call comes from an admin of this database
+    /// (see [`hub::CLUSTER_SECRET_HEADER`]).
+    cluster_secret: Option<Arc<str>>,
     /// Executors linked to this admin, and the other admins to relay to (see [`crate::link`]).
     links: Arc<LinkHub>,
     /// Link address → the admin that passed the last relayed call to it, asked first next time.
@@ -113,13 +120,15 @@ impl ExecutorClient {
     /// again (a TCP handshake and a TIME_WAIT socket per call beyond the pool).
     ///
     /// Connections go only to peers in `networks` (see [`GuardedConnector`]). Calls to a link
-    /// address (`link://…`) go down the executor's link in `links`, or through another admin.
+    /// address (`link://…`) go down the executor's link in `links`, or through another admin,
+    /// which is shown `cluster_secret`.
     pub fn new(
         timeout: Duration,
         access_token: Option<String>,
         idle_per_executor: usize,
         networks: ExecutorNetworks,
         links: Arc<LinkHub>,
+        cluster_secret: Option<String>,
     ) -> ExecutorClient {
         let mut tcp = HttpConnector::new();
         tcp.enforce_http(false);
@@ -146,6 +155,7 @@ impl ExecutorClient {
             http,
             timeout,
             access_token: access_token.filter(|t| !t.trim().is_empty()),
+            cluster_secret: cluster_secret.filter(|s| !s.is_empty()).map(Arc::from),
             links,
             relay_hints: Arc::default(),
         }
@@ -189,8 +199,12 @@ impl ExecutorClient {
         }
     }
 
-    /// The access token sent to `target`: its group's own, else the admin's.
+    /// The access token sent to `target`: its group's own, else the admin's; none to a group
+    /// that works without tokens.
     fn token_for<'a>(&'a self, target: Target<'a>) -> Option<&'a str> {
+        if target.no_token {
+            return None;
+        }
         target.group_token.or(self.access_token.as_deref())
     }
 
@@ -257,7 +271,14 @@ impl ExecutorClient {
         let remoting = |e: &str| format!("xxl-job remoting error({e}), for url : {url}");
         let answer = match self
             .links
-            .call(target.app_name, executor_id, path, &body, self.timeout)
+            .call(
+                target.app_name,
+                executor_id,
+                path,
+                &body,
+                self.token_for(target),
+                self.timeout,
+            )
             .await
         {
             Ok(answer) => Bytes::from(answer),
@@ -306,6 +327,9 @@ impl ExecutorClient {
                 .header(hub::RELAY_PATH_HEADER, path);
             if let Some(token) = self.token_for(target) {
                 req = req.header(ACCESS_TOKEN_HEADER, token);
+            }
+            if let Some(secret) = &self.cluster_secret {
+                req = req.header(hub::CLUSTER_SECRET_HEADER, &**secret);
             }
             // The far admin waits up to the same timeout for its executor: a little longer here,
             // so its own answer (which says why) arrives before this side gives up.

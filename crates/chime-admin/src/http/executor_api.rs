@@ -4,9 +4,10 @@
 //! `startJob`, `stopJob`, `triggerJob`: see `executor_api/job_api.rs`).
 //!
 //! Access: a request must carry the access token of the group it acts for — the group's own
-//! (XXL-JOB 3.5 keeps one per group), else the admin's `--access-token`; no token is needed
-//! where neither is set. A registration acts for the group of its app name, a callback for the
-//! groups of the runs it reports on. A refusal is counted and logged (rate-limited, without the
+//! (XXL-JOB 3.5 keeps one per group), else the admin's (`--access-token`, or the one made at
+//! the first start: there always is one). Only a group an operator marked `insecure_no_token`
+//! takes requests without a token. A registration acts for the group of its app name, a
+//! callback for the groups of the runs it reports on. A refusal is counted and logged (rate-limited, without the
 //! token): see `refuse`.
 //!
 //! Every reply is HTTP 200 with `Content-Type: application/json` and XXL-JOB's envelope
@@ -109,15 +110,19 @@ async fn api(
         .get(ACCESS_TOKEN_HEADER)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    // A token that no group and not the admin accepts is refused before anything is read.
-    if !allowed(&admin, None, given) && !admin.directory.any_group_token(|t| token_matches(given, t)) {
+    // A token that no group and not the admin accepts is refused before anything is read,
+    // unless some group takes requests without one (its own checks follow).
+    if !allowed(&admin, None, given)
+        && !admin.directory.any_group_token(|t| token_matches(given, t))
+        && !admin.directory.any_tokenless_group()
+    {
         // A registration's app name is read (within its small limit) for the warning only.
         let body = if registration {
             to_bytes(body, REGISTRY_BODY_LIMIT).await.unwrap_or_default()
         } else {
             Bytes::new()
         };
-        return refuse(&admin, &uri, peer, || {
+        return refuse(&admin, &uri, given, peer, || {
             #[derive(serde::Deserialize)]
             struct Key {
                 #[serde(rename = "registryKey")]
@@ -207,7 +212,7 @@ pub(crate) async fn serve(
                 },
             };
             if !allowed(admin, admin.directory.group_by_app(app).as_ref(), given) {
-                return refuse(admin, uri, peer, || Some(app.to_owned()));
+                return refuse(admin, uri, given, peer, || Some(app.to_owned()));
             }
             let done = if uri == "registry" {
                 admin.directory.heartbeat(app, &address, param.instance.as_ref()).await
@@ -294,26 +299,31 @@ pub(crate) async fn serve(
 }
 
 /// May a request carrying `given` act for `group` (`None`: no group, or not known)? The token
-/// expected is the group's own, else the admin's; with neither, any request may.
+/// expected is the group's own, else the admin's; a group marked `insecure_no_token` expects
+/// none. An admin always has a token once started: were it somehow without one, nothing but
+/// such a group would be open.
 pub(crate) fn allowed(admin: &Admin, group: Option<&Group>, given: &str) -> bool {
+    if group.is_some_and(|g| g.insecure_no_token) {
+        return true;
+    }
     let global = admin.config.access_token.as_deref().filter(|t| !t.trim().is_empty());
     let expected = match group {
         Some(g) => g.effective_token(global),
         None => global,
     };
-    expected.is_none_or(|e| token_matches(given, e))
+    expected.is_some_and(|e| token_matches(given, e))
 }
 
 /// Refuses a callback that reports on a run of a group whose token the caller does not hold.
-/// Only looked up when some group has its own token: otherwise the check at the door (the
-/// admin's token) covers every group.
+/// Looked up unless the caller holds the admin's token and no group has one of its own: then
+/// the check at the door covers every group.
 async fn check_run_groups(
     admin: &Admin,
     outcomes: &[HandleOutcome],
     given: &str,
     peer: Option<SocketAddr>,
 ) -> Result<(), Response> {
-    if !admin.directory.any_group_token(|_| true) {
+    if allowed(admin, None, given) && !admin.directory.any_group_token(|_| true) {
         return Ok(());
     }
     let ids: Vec<i64> = outcomes.iter().map(|o| o.run_id).collect();
@@ -324,7 +334,7 @@ async fn check_run_groups(
     let mut checked = std::collections::HashSet::new();
     for group_id in groups.into_values() {
         if checked.insert(group_id) && !allowed(admin, admin.directory.group(group_id).as_ref(), given) {
-            return Err(refuse(admin, "callback", peer, || None));
+            return Err(refuse(admin, "callback", given, peer, || None));
         }
     }
     Ok(())
@@ -344,10 +354,18 @@ const SHOWN_APP_CHARS: usize = 64;
 pub(crate) fn refuse(
     admin: &Admin,
     uri: &str,
+    given: &str,
     peer: Option<SocketAddr>,
     app: impl FnOnce() -> Option<String>,
 ) -> Response {
-    count_refusal(admin, uri, peer, app, "wrong access token");
+    let why = if given.is_empty() {
+        // Most likely an executor set up for an admin without a token, met after an upgrade.
+        "no access token: give the executor the admin's token (`chime admin show-token`), or mark its group \
+         insecure_no_token"
+    } else {
+        "wrong access token"
+    };
+    count_refusal(admin, uri, peer, app, why);
     reply(ReturnT::fail(messages::ACCESS_TOKEN_WRONG))
 }
 

@@ -4,9 +4,15 @@
 //! the context path, on the admin's one port.
 //!
 //! A link is authorised once, when it opens, exactly as a registration would be: the token must
-//! be its group's (or the admin's). Calls coming up the link are then served by the executor
-//! API's own code with that token (`executor_api::serve`), so a linked executor can do what an
-//! HTTP executor can and no more — except register an address: it is known by its link only.
+//! be its group's (or the admin's); a group that works without tokens (`insecure_no_token`)
+//! cannot link at all. Calls coming up the link are then served by the executor API's own code
+//! with that token (`executor_api::serve`), so a linked executor can do what an HTTP executor
+//! can and no more — except register an address: it is known by its link only. Calls going
+//! down carry the token they present, which the executor checks.
+//!
+//! The relay is for the admins of this database only: a relayed call must show the cluster
+//! secret ([`crate::link::CLUSTER_SECRET_HEADER`]), besides the executor's token, which goes
+//! down the link with the call.
 //!
 //! What a link may cost the admin is bounded: a message over
 //! [`chime_protocol::link::MAX_FRAME_BYTES`] is refused by the WebSocket layer before it is
@@ -16,9 +22,11 @@
 //! binary message, or silence beyond [`IDLE_TIMEOUT_SECS`] closes the link, with the reason
 //! logged and sent in the close frame.
 
+use super::auth::token_matches;
 use super::executor_api::{self, allowed, body_limit, refuse, reply};
 use crate::center::Admin;
-use crate::link::{Link, LinkCallError, RELAY_ADDRESS_HEADER, RELAY_PATH, RELAY_PATH_HEADER};
+use crate::link::{Link, LinkCallError, CLUSTER_SECRET_HEADER, RELAY_ADDRESS_HEADER, RELAY_PATH, RELAY_PATH_HEADER};
+use crate::model::Group;
 use axum::body::{to_bytes, Body, Bytes};
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{ConnectInfo, State};
@@ -105,10 +113,15 @@ async fn open(
         return refused(StatusCode::BAD_REQUEST, format!("{}: {e}", link::EXECUTOR_ID_HEADER));
     }
     let token = header(&headers, ACCESS_TOKEN_HEADER).unwrap_or("").to_owned();
-    if !allowed(&admin, admin.directory.group_by_app(app).as_ref(), &token) {
+    let group = admin.directory.group_by_app(app);
+    if let Some(refusal) = tokenless_group(group.as_ref()) {
+        let _ = refuse(&admin, "link", &token, peer, || Some(app.to_owned()));
+        return refusal;
+    }
+    if !allowed(&admin, group.as_ref(), &token) {
         // Counted and logged like any executor request with a wrong token; the HTTP status
         // tells the executor why it cannot link (the envelope would be read as an upgrade).
-        let _ = refuse(&admin, "link", peer, || Some(app.to_owned()));
+        let _ = refuse(&admin, "link", &token, peer, || Some(app.to_owned()));
         return refused(
             StatusCode::UNAUTHORIZED,
             "wrong access token for this app name".to_owned(),
@@ -336,6 +349,20 @@ async fn serve_up_call(
     }
 }
 
+/// The refusal of a link or a relay for a group that works without tokens: nothing would check
+/// who is at either end.
+fn tokenless_group(group: Option<&Group>) -> Option<Response> {
+    let group = group.filter(|g| g.insecure_no_token)?;
+    Some(refused(
+        StatusCode::FORBIDDEN,
+        format!(
+            "group {:?} works without an executor access token (insecure_no_token); links and relays need one: \
+             give its executors the admin's token and turn insecure_no_token off",
+            group.app_name
+        ),
+    ))
+}
+
 /// The executor endpoints a relayed call may stand for.
 fn is_executor_path(path: &str) -> bool {
     matches!(
@@ -355,6 +382,15 @@ async fn relay(
 ) -> Response {
     let peer = connect.map(|Extension(ConnectInfo(a))| a);
     let app = header(&headers, APPNAME_HEADER).unwrap_or("").trim();
+    // Before anything else: only another admin of this database may pass calls through here.
+    let secret = header(&headers, CLUSTER_SECRET_HEADER).unwrap_or("");
+    if !token_matches(secret, &admin.cluster_secret) {
+        let _ = refuse(&admin, "linkRelay", secret, peer, || Some(app.to_owned()));
+        return refused(
+            StatusCode::UNAUTHORIZED,
+            "relays are for the admins of this cluster: wrong or missing cluster secret".to_owned(),
+        );
+    }
     let address = header(&headers, RELAY_ADDRESS_HEADER).unwrap_or("");
     let path = header(&headers, RELAY_PATH_HEADER).unwrap_or("");
     let Some(id) = link::executor_id(address) else {
@@ -370,8 +406,12 @@ async fn relay(
         );
     }
     let token = header(&headers, ACCESS_TOKEN_HEADER).unwrap_or("");
-    if !allowed(&admin, admin.directory.group_by_app(app).as_ref(), token) {
-        let _ = refuse(&admin, "linkRelay", peer, || Some(app.to_owned()));
+    let group = admin.directory.group_by_app(app);
+    if let Some(refusal) = tokenless_group(group.as_ref()) {
+        return refusal;
+    }
+    if !allowed(&admin, group.as_ref(), token) {
+        let _ = refuse(&admin, "linkRelay", token, peer, || Some(app.to_owned()));
         return refused(
             StatusCode::UNAUTHORIZED,
             "wrong access token for this app name".to_owned(),
@@ -399,7 +439,14 @@ async fn relay(
     }
     match admin
         .links
-        .call(app, id, path, body, admin.config.executor_timeout)
+        .call(
+            app,
+            id,
+            path,
+            body,
+            Some(token).filter(|t| !t.is_empty()),
+            admin.config.executor_timeout,
+        )
         .await
     {
         Ok(answer) => (

@@ -228,6 +228,7 @@ pub(super) fn group_spec(create: bool) -> Value {
         "addresses": nullable(arr(string())),
         "protocol": nullable(protocols()),
         "access_token": nullable(json!({ "type": "string", "description": "the group's own executor access token, used instead of the admin's; empty removes it" })),
+        "insecure_no_token": nullable(json!({ "type": "boolean", "description": "let the group's executors work without any access token, as XXL-JOB without one (default false; not with a token of its own). Anyone who reaches the admin can then register as its executor; links and relays are refused for it" })),
         "keep_logs": nullable(json!({ "type": "boolean", "description": "keep the run logs its executors send in the admin (default true)" })),
     }));
     if create {
@@ -358,6 +359,7 @@ fn doc_group(out: bool) -> Value {
         "protocol": opt(protocols()),
         "keep_logs": opt(boolean()),
         "access_token_set": opt(json!({ "type": "boolean", "description": "the group has its own access token (ignored by apply)" })),
+        "insecure_no_token": opt(json!({ "type": "boolean", "description": "the group's executors work without an access token (ignored by apply: set through the group API)" })),
         "jobs": arr(doc_job(out)),
     });
     if out {
@@ -558,7 +560,7 @@ pub fn document<'a>(operations: impl IntoIterator<Item = (&'a str, &'a str, Valu
             "responses": error_responses(),
             "schemas": {
                 "Error": { "type": "object", "additionalProperties": false, "required": ["error"], "properties": { "error": string(), "field": string() } },
-                "Group": exact(json!({ "id": int(), "app_name": string(), "title": string(), "address_type": address_types(), "addresses": arr(string()), "protocol": protocols(), "access_token_set": { "type": "boolean", "description": "the group has its own executor access token (never shown)" }, "keep_logs": { "type": "boolean", "description": "the admin keeps the run logs its executors send" }, "created_at": int(), "updated_at": int() })),
+                "Group": exact(json!({ "id": int(), "app_name": string(), "title": string(), "address_type": address_types(), "addresses": arr(string()), "protocol": protocols(), "access_token_set": { "type": "boolean", "description": "the group has its own executor access token (never shown)" }, "insecure_no_token": { "type": "boolean", "description": "its executors work without any access token" }, "keep_logs": { "type": "boolean", "description": "the admin keeps the run logs its executors send" }, "created_at": int(), "updated_at": int() })),
                 "Job": exact(json!({
                     "id": int(), "key": string(), "group_id": int(), "partition": int(), "description": string(), "owner": string(), "alarm_contacts": string(),
                     "schedule_type": schedule_types(), "schedule_expr": string(), "time_zone": string(),

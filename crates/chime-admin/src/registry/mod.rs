@@ -349,6 +349,12 @@ impl Directory {
         s.groups.values().filter_map(|g| g.access_token.as_deref()).any(check)
     }
 
+    /// True when some group works without an access token (`insecure_no_token`).
+    pub fn any_tokenless_group(&self) -> bool {
+        let s = self.state.read().unwrap_or_else(|p| p.into_inner());
+        s.groups.values().any(|g| g.insecure_no_token)
+    }
+
     /// The executors (any app name, without trailing slash) that heart-beat within the dead
     /// timeout.
     pub fn alive_addresses(&self) -> HashSet<String> {

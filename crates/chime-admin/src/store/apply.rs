@@ -59,6 +59,10 @@ pub struct DocGroup {
     /// the token is a secret and is set through the group API only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access_token_set: Option<bool>,
+    /// Whether the group's executors work without any access token (exported for information;
+    /// ignored on apply: that is an operator's explicit choice, made through the group API).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insecure_no_token: Option<bool>,
     /// The group's jobs.
     #[serde(default)]
     pub jobs: Vec<DocJob>,
@@ -326,6 +330,7 @@ pub(super) fn validate_document(doc: &JobsDocument, opts: &ApplyOptions<'_>) -> 
             addresses: g.addresses.clone(),
             protocol: g.protocol.clone(),
             access_token: None,
+            insecure_no_token: None,
             keep_logs: g.keep_logs,
         };
         spec.validate(None, opts.networks).map_err(|e| group_err(&app, e))?;
@@ -482,6 +487,7 @@ impl Store {
                 protocol: Some(g.protocol.as_str().to_owned()),
                 keep_logs: Some(g.keep_logs),
                 access_token_set: Some(g.access_token.is_some()),
+                insecure_no_token: g.insecure_no_token.then_some(true),
             })
             .collect();
         // Workflows span groups: in the whole document of an admin only.

@@ -61,7 +61,8 @@ impl Store {
     {
         let q = self.sql(
             "INSERT INTO executor_group (app_name, title, address_type, address_list, protocol, access_token, \
-             keep_logs, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+             insecure_no_token, keep_logs, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+             RETURNING id",
         );
         sqlx::query(&q)
             .bind(&draft.app_name)
@@ -70,6 +71,7 @@ impl Store {
             .bind(draft.addresses.join(","))
             .bind(draft.protocol.as_str())
             .bind(draft.access_token.as_deref())
+            .bind(i64::from(draft.insecure_no_token))
             .bind(i64::from(draft.keep_logs))
             .bind(now)
             .bind(now)
@@ -90,7 +92,7 @@ impl Store {
     {
         let q = self.sql(
             "UPDATE executor_group SET app_name = ?, title = ?, address_type = ?, address_list = ?, protocol = ?, \
-             access_token = ?, keep_logs = ?, updated_at = ? WHERE id = ?",
+             access_token = ?, insecure_no_token = ?, keep_logs = ?, updated_at = ? WHERE id = ?",
         );
         sqlx::query(&q)
             .bind(&draft.app_name)
@@ -99,6 +101,7 @@ impl Store {
             .bind(draft.addresses.join(","))
             .bind(draft.protocol.as_str())
             .bind(draft.access_token.as_deref())
+            .bind(i64::from(draft.insecure_no_token))
             .bind(i64::from(draft.keep_logs))
             .bind(now)
             .bind(id)

@@ -28,6 +28,8 @@ mod retention;
 mod rows;
 mod run_logs;
 mod runs;
+mod secrets;
+pub use secrets::{KeptSecret, CLUSTER_SECRET, EXECUTOR_ACCESS_TOKEN};
 mod sessions;
 mod sqlite_ids;
 mod users;

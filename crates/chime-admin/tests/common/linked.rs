@@ -130,6 +130,17 @@ impl LinkedExecutor {
     /// parent-death signal holds). The namespace shares the file system: its logs and script
     /// files are in a temporary directory the test reads. Does not wait for the links.
     pub fn start(admins: &[String], app: &str, id: &str, netns: Option<&str>) -> LinkedExecutor {
+        LinkedExecutor::start_with_token(admins, app, id, netns, ACCESS_TOKEN)
+    }
+
+    /// [`LinkedExecutor::start`] with the access token `token`.
+    pub fn start_with_token(
+        admins: &[String],
+        app: &str,
+        id: &str,
+        netns: Option<&str>,
+        token: &str,
+    ) -> LinkedExecutor {
         let bin = super::chime_binary();
         let dir = tempfile::tempdir().unwrap();
         let mut command = match netns {
@@ -149,7 +160,7 @@ impl LinkedExecutor {
                 "--demo-handlers",
                 "--enable-scripts",
             ])
-            .args(["--admin", &admins.join(","), "--appname", app, "--token", ACCESS_TOKEN])
+            .args(["--admin", &admins.join(","), "--appname", app, "--token", token])
             .arg("--logdir")
             .arg(dir.path().join("runs"));
         // Only the flags above: no setting leaks in from the environment.

@@ -62,6 +62,35 @@ enum GroupCmd {
         /// of the admin's for this group's executors.
         #[arg(long, env = "CHIME_GROUP_ACCESS_TOKEN", hide_env_values = true)]
         access_token: Option<String>,
+        /// Let the group's executors work without any access token, as legacy XXL-JOB
+        /// executors without one do. Anyone who reaches the admin can then register as one of
+        /// them and receive the group's jobs; links are refused for it. The admin warns at each
+        /// start.
+        #[arg(long, conflicts_with = "access_token")]
+        insecure_no_token: bool,
+    },
+    /// Change a group: what is given replaces its value, the rest stays.
+    Update {
+        /// Group id or app name.
+        group: String,
+        /// Display name.
+        #[arg(long)]
+        title: Option<String>,
+        /// Manual addresses (comma-separated); makes the group manual.
+        #[arg(long, value_delimiter = ',')]
+        addresses: Vec<String>,
+        /// Protocol generation: G2, G3, G4.
+        #[arg(long)]
+        protocol: Option<String>,
+        /// The group's own executor access token; "" removes it (the admin's applies).
+        #[arg(long, env = "CHIME_GROUP_ACCESS_TOKEN", hide_env_values = true)]
+        access_token: Option<String>,
+        /// Let the group's executors work without any access token (see `group add`).
+        #[arg(long, conflicts_with_all = ["access_token", "require_token"])]
+        insecure_no_token: bool,
+        /// Require the admin's access token from the group's executors again.
+        #[arg(long)]
+        require_token: bool,
     },
     /// List groups.
     List,
@@ -574,21 +603,30 @@ async fn dispatch(c: &Client, cmd: Cmd) -> Result<(), Failure> {
             addresses,
             protocol,
             access_token,
+            insecure_no_token,
         }) => {
-            let mut body = json!({ "app_name": appname });
-            if let Some(t) = title {
-                body["title"] = t.into();
-            }
-            if !addresses.is_empty() {
-                body["addresses"] = json!(addresses);
-            }
-            if let Some(p) = protocol {
-                body["protocol"] = p.into();
-            }
-            if let Some(t) = access_token {
-                body["access_token"] = t.into();
+            let mut body = group_body(title, addresses, protocol, access_token);
+            body["app_name"] = appname.into();
+            if insecure_no_token {
+                body["insecure_no_token"] = true.into();
             }
             let v = c.call(Method::POST, "/v1/groups", Some(body)).await?;
+            out(&v, &|v| print_groups(&json!([v])));
+        }
+        Cmd::Group(GroupCmd::Update {
+            group,
+            title,
+            addresses,
+            protocol,
+            access_token,
+            insecure_no_token,
+            require_token,
+        }) => {
+            let mut body = group_body(title, addresses, protocol, access_token);
+            if insecure_no_token || require_token {
+                body["insecure_no_token"] = insecure_no_token.into();
+            }
+            let v = c.call(Method::PUT, &format!("/v1/groups/{group}"), Some(body)).await?;
             out(&v, &|v| print_groups(&json!([v])));
         }
         Cmd::Export(args) => {
@@ -897,6 +935,29 @@ fn query_value(v: &str) -> String {
 /// Runs `chime executor list [--group A]`.
 pub fn run_executor_list(opts: ClientOpts, group: Option<String>) -> ExitCode {
     execute(opts, Cmd::Executors(group))
+}
+
+/// The body of a group's creation or change with the fields given (those left out stay).
+fn group_body(
+    title: Option<String>,
+    addresses: Vec<String>,
+    protocol: Option<String>,
+    access_token: Option<String>,
+) -> Value {
+    let mut body = json!({});
+    if let Some(t) = title {
+        body["title"] = t.into();
+    }
+    if !addresses.is_empty() {
+        body["addresses"] = json!(addresses);
+    }
+    if let Some(p) = protocol {
+        body["protocol"] = p.into();
+    }
+    if let Some(t) = access_token {
+        body["access_token"] = t.into();
+    }
+    body
 }
 
 #[cfg(test)]

@@ -105,15 +105,24 @@ fn truncate(s: &str, n: usize) -> String {
 pub(super) fn print_groups(v: &Value) {
     let rows = v.as_array().cloned().unwrap_or_default();
     table(
-        &["ID", "APP NAME", "TITLE", "TYPE", "PROTOCOL", "ADDRESSES"],
+        &["ID", "APP NAME", "TITLE", "TYPE", "PROTOCOL", "TOKEN", "ADDRESSES"],
         rows.iter()
             .map(|g| {
+                // Which token the group's executors need: a group without one stands out.
+                let token = if g["insecure_no_token"] == true {
+                    "NONE (insecure)"
+                } else if g["access_token_set"] == true {
+                    "own"
+                } else {
+                    "admin's"
+                };
                 vec![
                     cell(&g["id"]),
                     cell(&g["app_name"]),
                     cell(&g["title"]),
                     cell(&g["address_type"]),
                     cell(&g["protocol"]),
+                    token.to_owned(),
                     cell(&g["addresses"]),
                 ]
             })
