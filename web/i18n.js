@@ -1,5 +1,9 @@
+// @ts-check
 // The console's words in English and Simplified Chinese. Missing keys fall back to English;
-// the browser test checks that both languages have every key.
+// the browser test checks that both languages have every key. It stays at the top of web/
+// (beside app.js, below it like lib/): the browser test imports it by its URL.
+
+/** @type {Record<string, Record<string, string>>} */
 export const dict = {
   en: {
     login: 'Log in', username: 'User name', password: 'Password', logout: 'Log out',
@@ -96,6 +100,7 @@ export const dict = {
     confirm_stop_instance: 'Stop this instance? Its running nodes are killed.', retry_node: 'Retry', skip_node: 'Skip', succeed_node: 'Mark succeeded',
     wfs_waiting: 'Waiting', wfs_queued: 'Queued', wfs_running: 'Running', wfs_succeeded: 'Succeeded', wfs_failed: 'Failed',
     wfs_stopped: 'Stopped', wfs_skipped: 'Skipped', wfs_not_run: 'Not run',
+    sec_other: 'Other settings',
   },
   zh: {
     login: '登录', username: '用户名', password: '密码', logout: '退出',
@@ -192,11 +197,41 @@ export const dict = {
     confirm_stop_instance: '确认停止该实例？运行中的节点将被终止。', retry_node: '重试', skip_node: '跳过', succeed_node: '标记为成功',
     wfs_waiting: '等待中', wfs_queued: '排队中', wfs_running: '运行中', wfs_succeeded: '成功', wfs_failed: '失败',
     wfs_stopped: '已停止', wfs_skipped: '已跳过', wfs_not_run: '未运行',
+    sec_other: '其他配置',
   },
 };
 
-let lang = localStorage.getItem('chime.lang') || (navigator.language.startsWith('zh') ? 'zh' : 'en');
+/** @type {string | undefined} */
+let lang;
 
-export function t(key) { return (dict[lang] && dict[lang][key]) || dict.en[key] || key; }
-export function getLang() { return lang; }
-export function setLang(l) { lang = dict[l] ? l : 'en'; localStorage.setItem('chime.lang', lang); }
+/** The language chosen: kept in the browser, else the browser's own (Chinese or English). */
+export function getLang() {
+  if (lang === undefined) {
+    const kept = typeof localStorage === 'undefined' ? null : localStorage.getItem('chime.lang');
+    const browser = typeof navigator === 'undefined' ? '' : String(navigator.language || '');
+    lang = kept && dict[kept] ? kept : (browser.startsWith('zh') ? 'zh' : 'en');
+  }
+  return lang;
+}
+
+/**
+ * @param {Record<string, string>} words
+ * @param {string} key
+ */
+const wordOf = (words, key) => (Object.prototype.hasOwnProperty.call(words, key) ? words[key] : undefined);
+
+/**
+ * The word of `key` in the chosen language, else in English, else the key itself (a field
+ * name the console has no word for is shown as it is).
+ * @param {string} key
+ */
+export function t(key) { return wordOf(dict[getLang()], key) || wordOf(dict.en, key) || key; }
+
+/**
+ * Chooses the language (an unknown one is English) and keeps it in the browser.
+ * @param {string} l
+ */
+export function setLang(l) {
+  lang = dict[l] ? l : 'en';
+  if (typeof localStorage !== 'undefined') localStorage.setItem('chime.lang', lang);
+}

@@ -1,0 +1,44 @@
+// @ts-check
+// Executor groups: their live executors, and (admins) the group form.
+import { h } from '../lib/dom.js';
+import { api, groupsList } from '../lib/api.js';
+import { me } from '../lib/session.js';
+import { go } from '../lib/nav.js';
+import { fmtTime } from '../lib/time.js';
+import { GROUP_FIELDS } from '../lib/fields.js';
+import { controls, formBody, errorBox, showError } from '../lib/forms.js';
+import { t } from '../i18n.js';
+
+/** @param {HTMLElement} root */
+export async function executors(root) {
+  const [groups, live] = await Promise.all([groupsList(), api('GET', '/v1/executors')]);
+  /** @param {number} id @returns {any[]} */
+  const liveOf = (id) => (live.find((/** @type {any} */ g) => g.group_id === id) || { executors: [] }).executors;
+  /** @param {any} g the group edited, or null for a new one */
+  const form = (g) => {
+    const ctl = controls(GROUP_FIELDS, g, { isNew: !g });
+    const msg = h('div');
+    return h('form', { class: 'card', id: 'group-form', onsubmit: async (/** @type {SubmitEvent} */ ev) => {
+      ev.preventDefault();
+      const body = formBody(GROUP_FIELDS, ctl, { isNew: !g });
+      try { g ? await api('PUT', `/v1/groups/${g.id}`, body) : await api('POST', '/v1/groups', body); go('#executors'); } catch (e) { showError(/** @type {HTMLFormElement} */ (ev.target), msg, e); }
+    } }, [...ctl.values()].map((c) => c.row), h('button', { type: 'submit' }, t('save')), msg);
+  };
+  const slot = h('div');
+  const admin = me().admin;
+  // Groups are the admins' to change: a group's addresses receive the executor access token,
+  // which every group shares (the server refuses others anyway).
+  root.replaceChildren(h('h2', {}, t('executors')),
+    admin ? h('button', { id: 'add-group', onclick: () => slot.replaceChildren(form(null)) }, t('add')) : h('p', { class: 'note', id: 'groups-note' }, t('groups_admin_only')), slot,
+    h('table', { id: 'groups' }, h('tr', {}, [t('app_name'), t('title'), t('addresses'), t('last_heartbeat'), t('address_type'), ''].map((x) => h('th', {}, x))),
+      groups.map((g) => h('tr', { 'data-app': g.app_name }, h('td', {}, g.app_name,
+        g.insecure_no_token ? h('span', { class: 'no-token', title: t('insecure_no_token_help') }, ` (${t('no_token')})`) : ''), h('td', {}, g.title),
+        // A manual address has no heartbeat: the admin asked it (`/beat`) for this list.
+        h('td', {}, liveOf(g.id).map((e) => h('div', { class: 'address' }, e.address,
+          e.linked ? h('span', { class: 'linked', title: t('linked_hint') }, ` (${t('linked')})`) : '',
+          e.answers == null ? '' : h('span', { class: `answers ${e.answers ? 'yes' : 'no'}` }, ` (${t(e.answers ? 'address_answers' : 'address_silent')})`)))),
+        h('td', {}, liveOf(g.id).map((e) => h('div', {}, fmtTime(e.last_heartbeat)))),
+        h('td', { class: 'address-type', 'data-type': g.address_type }, t(g.address_type === 'manual' ? 'address_manual' : 'address_auto_reg')),
+        h('td', {}, admin ? [h('button', { onclick: () => slot.replaceChildren(form(g)) }, t('edit')),
+          h('button', { onclick: async () => { if (confirm(t('confirm_delete'))) { try { await api('DELETE', `/v1/groups/${g.id}`); go('#executors'); } catch (e) { slot.replaceChildren(errorBox(e)); } } } }, t('remove'))] : '')))));
+}
