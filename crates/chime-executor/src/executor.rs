@@ -185,9 +185,11 @@ impl ExecutorBuilder {
     /// opened. Off by default (HTTP mode, what XXL-JOB admins speak: an XXL-JOB admin has no
     /// link endpoint).
     ///
-    /// A dropped link is dialed again with a growing, jittered backoff (0.5 s up to 30 s);
-    /// meanwhile results wait in the spool or go to the admin by HTTP, and the admin stops
-    /// routing runs here once the registration lapses.
+    /// A link the admin closed is dialed again with a growing, jittered backoff (0.5 s up to
+    /// 30 s); one found dead (the admin silent and its ping unanswered for 5 s: a cut line) at
+    /// once and then every second while the network stays down. Meanwhile results wait in the
+    /// spool or go to the admin by HTTP, and the admin stops routing runs here once the
+    /// registration lapses.
     pub fn link(mut self, enabled: bool) -> Self {
         self.link = enabled;
         self
