@@ -28,7 +28,7 @@
 use crate::admin::AdminClient;
 use axum::body::Body;
 use bytes::Bytes;
-use chime_protocol::link::{self, LinkFrame, MAX_FRAME_BYTES, PING_INTERVAL_SECS};
+use chime_protocol::link::{self, LinkFrame, MAX_FRAME_BYTES, MAX_MESSAGE_BYTES, PING_INTERVAL_SECS};
 use chime_protocol::messages::{ACCESS_TOKEN_HEADER, APPNAME_HEADER};
 use chime_protocol::{paths, ReturnT};
 use futures::stream::{SplitSink, SplitStream};
@@ -190,9 +190,10 @@ impl LinkSet {
         let frame = LinkFrame::call(id, path, body)
             .map_err(|e| LinkCallError::NotSent(format!("the call's body is not JSON: {e}")))?;
         let text = serde_json::to_string(&frame).expect("a link frame serializes");
-        if text.len() > MAX_FRAME_BYTES {
+        if text.len() > MAX_MESSAGE_BYTES {
+            // The admin would close the link; results and run logs take HTTP instead.
             return Err(LinkCallError::NotSent(format!(
-                "a call of {} bytes is larger than a link carries ({MAX_FRAME_BYTES})",
+                "a call of {} bytes is larger than a link carries ({MAX_MESSAGE_BYTES})",
                 text.len()
             )));
         }
