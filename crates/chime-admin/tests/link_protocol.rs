@@ -338,18 +338,21 @@ async fn message_bytes(e: &Env) -> i64 {
         .expect("the gauge chime_link_message_bytes") as i64
 }
 
-/// The close frame once the admin closes the link: its code and reason.
+/// The close frame once the admin closes the link: its code and reason. (One deadline for the
+/// whole wait: the admin's pings must not keep a link it never closes waited for.)
 async fn close_frame(socket: &mut Socket) -> Option<(CloseCode, String)> {
-    loop {
-        let message = tokio::time::timeout(Duration::from_secs(20), socket.next())
-            .await
-            .expect("the admin closes the link within 20 s");
-        match message {
-            Some(Ok(Message::Close(frame))) => return frame.map(|f| (f.code, f.reason.to_string())),
-            Some(Ok(_)) => continue,
-            Some(Err(_)) | None => return None,
+    let wait = async {
+        loop {
+            match socket.next().await {
+                Some(Ok(Message::Close(frame))) => return frame.map(|f| (f.code, f.reason.to_string())),
+                Some(Ok(_)) => continue,
+                Some(Err(_)) | None => return None,
+            }
         }
-    }
+    };
+    tokio::time::timeout(Duration::from_secs(20), wait)
+        .await
+        .expect("the admin closes the link within 20 s")
 }
 
 /// Writes, below the WebSocket layer, the head of one masked text frame of `len` bytes and
