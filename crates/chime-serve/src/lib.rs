@@ -28,6 +28,8 @@
 //! sender hold a connection as long. The timers here are per connection, in its own task, and
 //! tell the two apart.
 
+#![deny(missing_docs)]
+
 mod watch;
 
 use axum::extract::ConnectInfo;
