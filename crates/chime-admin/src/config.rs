@@ -157,6 +157,23 @@ pub struct AdminConfig {
     /// Audit log entries older than this many days are deleted, daily; 0 keeps them forever.
     #[arg(long, env = "CHIME_AUDIT_RETENTION_DAYS", default_value_t = 365)]
     pub audit_retention_days: u32,
+    /// A new connection must send a whole request head within this, and so must a kept-alive
+    /// one from the first byte of its next request; else it is closed (slow or stalled
+    /// senders hold no connection).
+    #[arg(long, env = "CHIME_HTTP_HEADER_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    #[serde(with = "duration_text")]
+    pub http_header_timeout: Duration,
+    /// A kept-alive connection without a request, a request body that sends nothing or a
+    /// response the client does not read, for this long, is closed. Executor links (WebSockets)
+    /// have their own pings instead.
+    #[arg(long, env = "CHIME_HTTP_IDLE_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
+    #[serde(with = "duration_text")]
+    pub http_idle_timeout: Duration,
+    /// Most connections open at once, executor links included; at the cap new ones wait to be
+    /// accepted. 0: 4,096 (or half) below the limit on open files, which the admin raises to
+    /// the hard limit at start.
+    #[arg(long, env = "CHIME_MAX_CONNECTIONS", default_value_t = 0)]
+    pub max_connections: usize,
 }
 
 impl Default for AdminConfig {
@@ -219,6 +236,15 @@ impl AdminConfig {
         c.checked()
     }
 
+    /// How the HTTP server treats its connections.
+    pub fn serve_limits(&self) -> chime_serve::Limits {
+        chime_serve::Limits {
+            header_timeout: self.http_header_timeout,
+            idle_timeout: self.http_idle_timeout,
+            max_connections: self.max_connections,
+        }
+    }
+
     /// Fills what depends on the machine (zone, node id) and checks what one setting alone
     /// cannot: positive intervals, lookahead of at least a tick, usable alarm addresses.
     /// Errors name the setting.
@@ -240,6 +266,9 @@ impl AdminConfig {
             || self.lost_sweep.is_zero()
         {
             return Err("tick, registry_refresh and lost_sweep must be positive, lease_ttl at least 1s".to_owned());
+        }
+        if self.http_header_timeout.is_zero() || self.http_idle_timeout.is_zero() {
+            return Err("http_header_timeout and http_idle_timeout must be positive".to_owned());
         }
         if self.lookahead < self.tick {
             return Err("lookahead must be at least one tick".to_owned());

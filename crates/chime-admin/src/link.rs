@@ -19,7 +19,7 @@
 //! call for a link not held here to them (`POST <peer>/api/linkRelay`).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
@@ -72,6 +72,18 @@ pub struct Link {
     /// link if nothing comes back soon (see `http/link.rs`), instead of waiting out the idle
     /// timeout while every call on a dead link waits its own timeout.
     pub unanswered: tokio::sync::Notify,
+    /// `/log` calls waiting for their answer: only then may the executor send a message larger
+    /// than `chime_protocol::link::MAX_MESSAGE_BYTES` (see `http/link_socket.rs`).
+    log_calls: AtomicUsize,
+}
+
+/// One `/log` call in flight on a link, until dropped.
+struct LogCall<'a>(&'a AtomicUsize);
+
+impl Drop for LogCall<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl Link {
@@ -85,7 +97,13 @@ impl Link {
             next_id: AtomicU64::new(1),
             closed: CancellationToken::new(),
             unanswered: tokio::sync::Notify::new(),
+            log_calls: AtomicUsize::new(0),
         }
+    }
+
+    /// Whether a `/log` call waits for its answer: the one large message an executor sends.
+    pub fn awaits_log(&self) -> bool {
+        self.log_calls.load(Ordering::Acquire) > 0
     }
 
     /// The address this executor is known by.
@@ -132,6 +150,11 @@ impl Link {
             }
             None => format!(r#"{{"id":{id},"path":"{path}","body":{body}}}"#),
         };
+        // Counted from before the call goes out until its answer is in or given up.
+        let _log_call = (path == chime_protocol::paths::LOG).then(|| {
+            self.log_calls.fetch_add(1, Ordering::AcqRel);
+            LogCall(&self.log_calls)
+        });
         let (tx, rx) = oneshot::channel();
         {
             let mut pending = self.lock_pending();

@@ -153,6 +153,8 @@ pub struct Metrics {
     pub pending_runs: Gauge,
     /// Executors linked to this admin (holding a WebSocket to it).
     pub linked_executors: Gauge,
+    /// Bytes of unfinished large messages held for all links (`http/link_socket.rs`).
+    pub link_message_bytes: Gauge,
     /// Runs sent and waiting for their result (updated when scraped).
     pub running_runs: Gauge,
     /// Executor API requests refused for their access token, by endpoint.
@@ -187,6 +189,7 @@ impl Metrics {
         ]);
         let pending_runs = Gauge::default();
         let linked_executors = Gauge::default();
+        let link_message_bytes = Gauge::default();
         let running_runs = Gauge::default();
         let executor_refused = Family::<EndpointLabel, Counter>::default();
         let workflow_instances = Family::<StateLabel, Gauge>::default();
@@ -242,6 +245,11 @@ impl Metrics {
             linked_executors.clone(),
         );
         registry.register(
+            "link_message_bytes",
+            "Bytes of unfinished large messages held for executor links, beyond 64 KiB per link (budget 64 MiB)",
+            link_message_bytes.clone(),
+        );
+        registry.register(
             "running_runs",
             "Runs sent and waiting for a result",
             running_runs.clone(),
@@ -263,6 +271,7 @@ impl Metrics {
             lateness,
             pending_runs,
             linked_executors,
+            link_message_bytes,
             running_runs,
             executor_refused,
             workflow_instances,

@@ -108,6 +108,12 @@ pub async fn start(mut config: AdminConfig) -> Result<AdminHandle, StartError> {
             config.default_time_zone
         )));
     }
+    let open_files = chime_serve::raise_descriptor_limit();
+    tracing::info!(
+        open_files,
+        max_connections = config.serve_limits().connection_cap(),
+        "limits on open files and connections"
+    );
     let store = Store::connect(&config.db_url).await?;
     if config.admin_password.is_some() && store.count_users().await? > 0 {
         // The variable only chooses the first user's password; saying so spares an operator
@@ -187,12 +193,9 @@ pub async fn start(mut config: AdminConfig) -> Result<AdminHandle, StartError> {
         tasks.spawn(run_wal_checkpoints(admin.store.clone(), shutdown.clone()));
     }
     let app = crate::http::router(admin.clone());
+    let limits = admin.config.serve_limits();
     tasks.spawn(async move {
-        let app = app.into_make_service_with_connect_info::<SocketAddr>();
-        let serve = axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await });
-        if let Err(e) = serve.await {
-            tracing::error!(error = %e, "HTTP server stopped");
-        }
+        chime_serve::serve(listener, app, limits, async move { shutdown.cancelled().await }).await;
     });
     tracing::info!(%local_addr, db = %admin.store.backend().name(), node = %admin.config.node_id, "scheduling center started");
     Ok(AdminHandle {

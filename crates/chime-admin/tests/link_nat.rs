@@ -13,6 +13,10 @@
 //!   second (`FIRST`, no retries): every second still has exactly one run, the runs of the cut
 //!   fail with a remoting error (nothing reaches the executor, so nothing is run), no run is
 //!   executed twice, and once the executor has linked again every run succeeds.
+//! - `cuts_of_both_kinds`: the line is cut for 15 s twice with its router port down and twice
+//!   by an nftables rule that drops every packet silently; each time the executor finds its link
+//!   dead during the cut and is dialing when the line returns, and runs succeed again (how soon
+//!   is printed: docs/BENCHMARKS.md), none lost or run twice.
 //!
 //! Needs root, iproute2, nftables and python3 (for the TCP probes), as `scripts/test` provides.
 
@@ -406,6 +410,148 @@ async fn link_cut() {
         problems.len(),
         problems.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
     );
+
+    drop(executors);
+    drop(admin);
+    db.drop_db().await;
+}
+
+/// How long each cut of `cuts_of_both_kinds` lasts: past the admin's own detection of a dead
+/// link (a call unanswered for `--executor-timeout`, then 5 s without an answer to its ping).
+const SHORT_CUT: Duration = Duration::from_secs(15);
+
+/// How the line of `cuts_of_both_kinds` is cut.
+#[derive(Debug, Clone, Copy)]
+enum Cut {
+    /// The router's port to the executor goes down: both ends' kernels see nothing, but the
+    /// router answers nothing either; when it comes back, so does the route.
+    PortDown,
+    /// Every packet is dropped at the router without a word, the line and the NAT mapping kept.
+    Silent,
+}
+
+/// Triggers `job` every 100 ms from `from` on until one of those runs succeeds (at most 60 s);
+/// returns how long after `from` the first run that succeeded was triggered, and the runs.
+async fn first_success_after(api: &Api, job: i64, from: i64) -> i64 {
+    let mut triggered: Vec<(i64, i64)> = Vec::new();
+    let deadline = from + 60_000;
+    loop {
+        let at = now_ms();
+        assert!(at < deadline, "no run succeeded within 60 s of the line's return");
+        triggered.push((trigger(api, job, "probe").await, at));
+        let runs = api.runs(job).await;
+        let succeeded_at = runs
+            .iter()
+            .filter(|r| succeeded(r))
+            .filter_map(|r| {
+                let id = r["id"].as_i64().unwrap();
+                triggered.iter().find(|(run, _)| *run == id).map(|(_, at)| *at)
+            })
+            .min();
+        if let Some(at) = succeeded_at {
+            return at - from;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A linked executor's line is cut for [`SHORT_CUT`] while a job fires every second, twice in
+/// each way ([`Cut`]); each time the executor notices by itself, during the cut, that its link
+/// is dead (the admin has been silent, and its ping goes unanswered) and dials again; after
+/// each cut runs succeed again, no run is executed twice, and every run the admin records as a
+/// success was executed. How soon after the line's return the runs succeed again is printed
+/// (docs/BENCHMARKS.md, "Executor links").
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cuts_of_both_kinds() {
+    let nat = Nat::create(1);
+    let (admin, api, executors, db, dir) = start(&nat).await;
+    let journal = Journal::new(dir.path().join("journal"));
+    let cron = job(
+        &api,
+        json!({"schedule_type": "CRON", "schedule_expr": "* * * * * ?", "route_strategy": "FIRST",
+               "retry_count": 0, "glue_source": journal.script("echo tick"), "running": true}),
+    )
+    .await;
+    let manual = job(
+        &api,
+        json!({"route_strategy": "FIRST", "retry_count": 0, "glue_source": journal.script("echo probe")}),
+    )
+    .await;
+    api.wait_runs(cron, 60, "3 successful runs before the cuts", |r| {
+        r.iter().filter(|r| succeeded(r)).count() >= 3
+    })
+    .await;
+
+    let mut resumed = Vec::new();
+    for cut in [Cut::PortDown, Cut::Silent, Cut::PortDown, Cut::Silent] {
+        match cut {
+            Cut::PortDown => nat.cut(0),
+            Cut::Silent => nat.drop_silently(0),
+        }
+        tokio::time::sleep(SHORT_CUT).await;
+        match cut {
+            Cut::PortDown => nat.restore(0),
+            Cut::Silent => nat.pass(0),
+        }
+        let back = now_ms();
+        let after = first_success_after(&api, manual, back).await;
+        eprintln!("{cut:?} for {SHORT_CUT:?}: runs succeed again {after} ms after the line's return");
+        resumed.push((cut, after));
+        // The cron job too, before the next cut.
+        let since = now_ms();
+        api.wait_runs(cron, 60, "a successful cron run after the cut", |r| {
+            r.iter()
+                .any(|r| succeeded(r) && r["scheduled_at"].as_i64().unwrap() > since)
+        })
+        .await;
+    }
+    eprintln!("resumed after: {resumed:?}");
+    // Each time the executor found out by itself, during the cut, that its link was dead (its
+    // ping went unanswered), rather than when the line returned and the admin reset the old
+    // connection: so it was dialing again when the line came back.
+    let noticed = executors[0]
+        .output()
+        .lines()
+        .filter(|l| l.contains("link closed; dialing again") && l.contains("nothing came back within"))
+        .count();
+    assert!(
+        noticed >= resumed.len(),
+        "the executor noticed {noticed} of {} cuts itself:\n{}",
+        resumed.len(),
+        executors[0].output()
+    );
+
+    let (s, _) = api.post(&format!("/v1/jobs/{cron}/stop"), json!({})).await;
+    assert_eq!(s, 200);
+    let mut runs = Vec::new();
+    for id in [cron, manual] {
+        runs.extend(
+            api.wait_runs(id, 60, "every run ended", |r| {
+                r.iter()
+                    .all(|r| matches!(status(r), "success" | "failed") && r["trigger_code"] != 0)
+            })
+            .await,
+        );
+    }
+    let mut executed: HashMap<i64, usize> = HashMap::new();
+    for e in journal.entries() {
+        *executed.entry(e.run).or_default() += 1;
+    }
+    let twice: Vec<_> = executed.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "runs executed more than once: {twice:?}");
+    let unexecuted: Vec<_> = runs
+        .iter()
+        .filter(|r| status(r) == "success" && !executed.contains_key(&r["id"].as_i64().unwrap()))
+        .collect();
+    assert!(
+        unexecuted.is_empty(),
+        "successes the executor never ran: {unexecuted:?}"
+    );
+    let lost: Vec<_> = executed
+        .keys()
+        .filter(|id| !runs.iter().any(|r| r["id"].as_i64() == Some(**id)))
+        .collect();
+    assert!(lost.is_empty(), "runs executed that the admin does not know: {lost:?}");
 
     drop(executors);
     drop(admin);

@@ -2,7 +2,9 @@
 //! link, what a linked executor may register, that a trigger travels down the link and its
 //! result up it, and that a peer breaking the protocol (a binary message, a frame that is not
 //! JSON, a message over the size limit) loses its link — and with it its runs, which then fail
-//! like sends to an unreachable executor. Also the relay endpoint's refusals.
+//! like sends to an unreachable executor. A message over 1 MiB that is not an answer to `/log`
+//! closes the link with the reason, and links stalled halfway through large messages share one
+//! budget, given back when they close. Also the relay endpoint's refusals.
 
 mod common;
 
@@ -35,12 +37,14 @@ async fn dial(e: &Env, app: &str, id: &str, token: &str) -> Result<Socket, u16> 
     }
 }
 
-/// Next JSON frame from the admin (pings skipped); `None` once the admin closed the link.
+/// Next JSON frame from the admin (pings skipped); `None` once the admin closed the link. One
+/// deadline for the whole wait: the admin's pings every 10 s must not stretch it for ever.
 async fn next_frame(socket: &mut Socket) -> Option<Value> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
-        let message = tokio::time::timeout(Duration::from_secs(20), socket.next())
+        let message = tokio::time::timeout_at(deadline, socket.next())
             .await
-            .expect("the admin sends something within 20 s")?;
+            .expect("the admin sends a frame within 20 s")?;
         match message.ok()? {
             Message::Text(t) => return Some(serde_json::from_str(t.as_str()).expect("the admin sends JSON frames")),
             Message::Close(_) => return None,
@@ -349,5 +353,178 @@ async fn a_link_silent_after_an_unanswered_call_is_dropped_and_a_live_one_kept()
         "{failed}"
     );
     drop(silent);
+    e.close().await;
+}
+
+/// The admin's count of bytes held for links' unfinished large messages.
+async fn message_bytes(e: &Env) -> i64 {
+    e.api
+        .metric("chime_link_message_bytes")
+        .await
+        .expect("the gauge chime_link_message_bytes") as i64
+}
+
+/// The close frame once the admin closes the link: its code and reason. (One deadline for the
+/// whole wait: the admin's pings must not keep a link it never closes waited for.)
+async fn close_frame(socket: &mut Socket) -> Option<(CloseCode, String)> {
+    let wait = async {
+        loop {
+            match socket.next().await {
+                Some(Ok(Message::Close(frame))) => return frame.map(|f| (f.code, f.reason.to_string())),
+                Some(Ok(_)) => continue,
+                Some(Err(_)) | None => return None,
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), wait)
+        .await
+        .expect("the admin closes the link within 20 s")
+}
+
+/// Writes, below the WebSocket layer, the head of one masked text frame of `len` bytes and
+/// `send` bytes of it (mask 0: the payload goes as is), as a peer that then stalls; `false` if
+/// the admin closed the connection meanwhile.
+async fn send_most_of_a_frame(socket: &mut Socket, len: u64, send: usize) -> bool {
+    use tokio::io::AsyncWriteExt;
+    let MaybeTlsStream::Plain(tcp) = socket.get_mut() else {
+        panic!("a plain TCP link")
+    };
+    let mut head = vec![0x81u8, 0x80 | 127];
+    head.extend_from_slice(&len.to_be_bytes());
+    head.extend_from_slice(&[0, 0, 0, 0]);
+    if tcp.write_all(&head).await.is_err() {
+        return false;
+    }
+    tcp.write_all(&vec![b'a'; send]).await.is_ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_message_over_the_cap_closes_the_link_with_the_reason() {
+    let e = Env::start(Db::Sqlite, Duration::from_secs(10)).await;
+    e.group(APP).await;
+    let mut socket = dial(&e, APP, "ex-1", ACCESS_TOKEN).await.unwrap();
+    // 2 MiB: far below what the WebSocket layer takes (17 MiB), over what a link may send
+    // when it owes no answer to /log.
+    let big = "x".repeat(2 * 1024 * 1024);
+    let _ = socket
+        .send(Message::Text(format!("{{\"id\":1,\"body\":\"{big}\"}}").into()))
+        .await;
+    let frame = close_frame(&mut socket).await;
+    let Some((code, reason)) = frame else {
+        panic!("the admin closed the link without a close frame")
+    };
+    assert_eq!(code, CloseCode::Policy);
+    assert!(
+        reason.contains(&format!("over {} bytes", chime_protocol::link::MAX_MESSAGE_BYTES)),
+        "{reason}"
+    );
+    common::eventually(20, "the bytes of the closed link to be given back", || async {
+        match message_bytes(&e).await {
+            0 => Ok(()),
+            n => Err(format!("{n} bytes held")),
+        }
+    })
+    .await;
+    e.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stalled_links_share_one_budget_and_give_it_back() {
+    use chime_admin::http::link_socket::{FREE_BYTES, LARGE_MESSAGE_BUDGET};
+    let e = Env::start(Db::Sqlite, Duration::from_secs(10)).await;
+    e.group(APP).await;
+    // Each link sends 1,000,000 bytes of a message announced at 1,040,000, and stalls: under a
+    // link's cap, but together over the budget.
+    let per_link = 1_000_000usize;
+    let links = LARGE_MESSAGE_BUDGET / (per_link - FREE_BYTES) + 3;
+    let mut sockets = Vec::new();
+    for k in 0..links {
+        let mut socket = dial(&e, APP, &format!("stall-{k}"), ACCESS_TOKEN).await.unwrap();
+        send_most_of_a_frame(&mut socket, 1_040_000, per_link).await;
+        sockets.push(socket);
+    }
+    let held = common::eventually(30, "every stalled link to be read or refused", || async {
+        let held = message_bytes(&e).await;
+        let full = (LARGE_MESSAGE_BUDGET - (per_link - FREE_BYTES)) as i64;
+        if held >= full {
+            Ok(held)
+        } else {
+            Err(format!("{held} bytes held"))
+        }
+    })
+    .await;
+    assert!(
+        held <= LARGE_MESSAGE_BUDGET as i64,
+        "{held} bytes held, over the budget"
+    );
+    // The links that did not fit were closed, saying why.
+    let reasons = futures::future::join_all(sockets.iter_mut().map(|socket| async move {
+        // Pings until a close frame, if one comes; a link still held sends nothing else.
+        while let Ok(Some(Ok(message))) = tokio::time::timeout(Duration::from_millis(500), socket.next()).await {
+            if let Message::Close(frame) = message {
+                return Some(frame.map(|f| f.reason.to_string()).unwrap_or_default());
+            }
+        }
+        None
+    }))
+    .await;
+    let mut refused = 0;
+    for reason in reasons.into_iter().flatten() {
+        assert!(reason.contains("unfinished large link messages"), "{reason}");
+        refused += 1;
+    }
+    assert!(
+        refused >= 1,
+        "no link was refused although they sent more than the budget"
+    );
+    drop(sockets);
+    common::eventually(20, "the bytes of the closed links to be given back", || async {
+        match message_bytes(&e).await {
+            0 => Ok(()),
+            n => Err(format!("{n} bytes held")),
+        }
+    })
+    .await;
+    e.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_answer_to_log_may_be_large() {
+    let e = Env::start(Db::Sqlite, Duration::from_secs(10)).await;
+    e.group(APP).await;
+    let mut socket = dial(&e, APP, "ex-1", ACCESS_TOKEN).await.unwrap();
+    let answer = call_up(&mut socket, 1, "/api/registry", registration(APP, "link://ex-1")).await;
+    assert_eq!(answer["code"], 200, "{answer}");
+    e.api.wait_executors(APP, 1).await;
+    let job = e.job(json!({"group": APP, "handler": "h"})).await;
+    let run = e.trigger(job, json!({})).await;
+    let call = next_frame(&mut socket).await.expect("a call");
+    let ok = json!({"id": call["id"], "body": {"code": 200, "msg": null}});
+    socket.send(Message::Text(ok.to_string().into())).await.unwrap();
+
+    // 5 MiB of log, read through the admin while the run is still running.
+    let reader = {
+        let api = e.api.clone();
+        tokio::spawn(async move { api.get(&format!("/v1/runs/{run}/log?from_line=1")).await })
+    };
+    // Other calls may come first (the monitor's /idleBeat): answered, and skipped.
+    let call = loop {
+        let call = next_frame(&mut socket).await.expect("a /log call");
+        if call["path"] == "/log" {
+            break call;
+        }
+        let ok = json!({"id": call["id"], "body": {"code": 200, "msg": null}});
+        socket.send(Message::Text(ok.to_string().into())).await.unwrap();
+    };
+    let content = "line of the log\n".repeat(5 * 1024 * 1024 / 16);
+    let page = json!({"id": call["id"], "body": {"code": 200, "content": {
+        "fromLineNum": 1, "toLineNum": 5 * 1024 * 1024 / 16, "logContent": content, "isEnd": false}}});
+    socket.send(Message::Text(page.to_string().into())).await.unwrap();
+    let (status, log) = reader.await.unwrap();
+    assert_eq!(status, 200, "{log}");
+    assert_eq!(log["content"].as_str().map(str::len), Some(content.len()));
+    // The link is still up: it answers the next call.
+    let answer = call_up(&mut socket, 2, "/api/registry", registration(APP, "link://ex-1")).await;
+    assert_eq!(answer["code"], 200, "{answer}");
     e.close().await;
 }

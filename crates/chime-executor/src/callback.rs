@@ -172,7 +172,7 @@ async fn send_loop(
             writer_done = durable.changed().await.is_err();
             continue;
         }
-        let batch = match reader.read_batch(end, options.max_batch) {
+        let batch = match reader.read_batch_within(end, options.max_batch, MAX_BATCH_BYTES) {
             Ok(batch) => batch,
             Err(err) => {
                 tracing::error!(error = %err, "cannot read the callback spool");
@@ -216,6 +216,13 @@ async fn send_loop(
         }
     }
 }
+
+/// Most bytes of results in one callback: a batch goes up an executor link as one message, and
+/// an admin closes a link whose message (other than an answer to `/log`) is larger than
+/// [`chime_protocol::link::MAX_MESSAGE_BYTES`]; a longer backlog goes in several batches. Room
+/// is left for the array's brackets and the link frame around it. One result is at most about
+/// 300 KB (its message is cut at 50,000 characters), so every result fits.
+const MAX_BATCH_BYTES: usize = chime_protocol::link::MAX_MESSAGE_BYTES - 1024;
 
 /// Least time between two warnings about callbacks that no admin accepts. The sender retries
 /// every few seconds, possibly for hours (an admin down, a wrong token): one warning a minute

@@ -51,6 +51,7 @@ pub struct ExecutorBuilder {
     access_token: Option<String>,
     listen: SocketAddr,
     advertise: Option<String>,
+    serve_limits: chime_serve::Limits,
     link: bool,
     link_id: Option<String>,
     log_dir: PathBuf,
@@ -78,6 +79,7 @@ impl Default for ExecutorBuilder {
             access_token: None,
             listen: SocketAddr::from(([127, 0, 0, 1], 9999)),
             advertise: None,
+            serve_limits: chime_serve::Limits::default(),
             link: false,
             link_id: None,
             log_dir: PathBuf::from("chime-executor-logs"),
@@ -153,6 +155,29 @@ impl ExecutorBuilder {
         self
     }
 
+    /// A new connection to the HTTP server must send a whole request head within this, and so
+    /// must a kept-alive one from the first byte of its next request; else it is closed, so
+    /// peers that send slowly or stop halfway hold no connection. Default 10 s.
+    pub fn http_header_timeout(mut self, timeout: Duration) -> Self {
+        self.serve_limits.header_timeout = timeout;
+        self
+    }
+
+    /// A kept-alive connection without a request, a request body that sends nothing or a
+    /// response the caller does not read, for this long, is closed. Default 60 s.
+    pub fn http_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.serve_limits.idle_timeout = timeout;
+        self
+    }
+
+    /// Most connections the HTTP server holds at once; beyond, new ones wait to be accepted.
+    /// Default (0): 4,096 (or half) below the limit on open files, which the executor raises
+    /// to the hard limit when it starts its server.
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.serve_limits.max_connections = max;
+        self
+    }
+
     /// Link mode: instead of opening a port for the admin to call, the executor dials every
     /// admin and keeps one WebSocket to each, on the admin's own HTTP port and context path
     /// (`<admin>/api/link`), over which the admin calls it and it reports back. Use it when no
@@ -160,9 +185,11 @@ impl ExecutorBuilder {
     /// opened. Off by default (HTTP mode, what XXL-JOB admins speak: an XXL-JOB admin has no
     /// link endpoint).
     ///
-    /// A dropped link is dialed again with a growing, jittered backoff (0.5 s up to 30 s);
-    /// meanwhile results wait in the spool or go to the admin by HTTP, and the admin stops
-    /// routing runs here once the registration lapses.
+    /// A link the admin closed is dialed again with a growing, jittered backoff (0.5 s up to
+    /// 30 s); one found dead (the admin silent and its ping unanswered for 5 s: a cut line) at
+    /// once and then every second while the network stays down. Meanwhile results wait in the
+    /// spool or go to the admin by HTTP, and the admin stops routing runs here once the
+    /// registration lapses.
     pub fn link(mut self, enabled: bool) -> Self {
         self.link = enabled;
         self
@@ -324,6 +351,11 @@ impl ExecutorBuilder {
     /// Fails when script jobs or a handler that runs arbitrary commands (the `shell` handler)
     /// are enabled without an access token, whatever the listen address.
     pub fn build(mut self) -> Result<Executor, ExecutorError> {
+        if self.serve_limits.header_timeout.is_zero() || self.serve_limits.idle_timeout.is_zero() {
+            return Err(ExecutorError::Config(
+                "the HTTP header and idle timeouts must be positive".to_owned(),
+            ));
+        }
         if let Some(name) = self.duplicate_names.first() {
             return Err(ExecutorError::Config(format!(
                 "handler name [{name}] registered twice (naming conflicts)"
@@ -489,6 +521,12 @@ impl Executor {
                     addr: config.listen,
                     source,
                 };
+                let open_files = chime_serve::raise_descriptor_limit();
+                tracing::debug!(
+                    open_files,
+                    max_connections = config.serve_limits.connection_cap(),
+                    "limits on open files and connections"
+                );
                 let listener = tokio::net::TcpListener::bind(config.listen).await.map_err(bind_err)?;
                 let local_addr = listener.local_addr().map_err(bind_err)?;
                 Reach::Listening(listener, local_addr)
@@ -525,14 +563,10 @@ impl Executor {
                 let stop = CancellationToken::new();
                 let server = {
                     let stop = stop.clone();
-                    tokio::spawn(async move {
-                        let result = axum::serve(listener, app)
-                            .with_graceful_shutdown(async move { stop.cancelled().await })
-                            .await;
-                        if let Err(err) = result {
-                            tracing::error!(error = %err, "executor HTTP server failed");
-                        }
-                    })
+                    let limits = config.serve_limits;
+                    tokio::spawn(chime_serve::serve(listener, app, limits, async move {
+                        stop.cancelled().await
+                    }))
                 };
                 (Some(local_addr), advertised, Serving::Http { stop, server })
             }

@@ -19,7 +19,10 @@
 //! Each admin has one task ([`maintain`]) that dials, serves the link until it ends, and dials
 //! again after an exponential backoff with full jitter (0.5 s doubling up to 30 s; a link that
 //! stayed up 30 s starts the backoff over), so a restarted admin is not met by every executor
-//! at the same instant. Anything malformed from the network — a message that is not a
+//! at the same instant. A link that died without a word — the admin silent, a ping unanswered
+//! for [`PROBE_WAIT`] — is dialed again at once instead, and while the admin cannot be reached
+//! at all the dial is tried every [`UNREACHABLE_RETRY`]: the network, not the admin, is down,
+//! and the link is back about a second after the network. Anything malformed from the network — a message that is not a
 //! [`LinkFrame`], a binary message, one larger than [`MAX_FRAME_BYTES`] — closes the link with
 //! the reason logged, and the executor dials again: a confused peer gets a fresh start, never a
 //! panic.
@@ -27,7 +30,7 @@
 use crate::admin::AdminClient;
 use axum::body::Body;
 use bytes::Bytes;
-use chime_protocol::link::{self, LinkFrame, IDLE_TIMEOUT_SECS, MAX_FRAME_BYTES, PING_INTERVAL_SECS};
+use chime_protocol::link::{self, LinkFrame, MAX_FRAME_BYTES, MAX_MESSAGE_BYTES, PING_INTERVAL_SECS};
 use chime_protocol::messages::{ACCESS_TOKEN_HEADER, APPNAME_HEADER};
 use chime_protocol::{paths, ReturnT};
 use futures::stream::{SplitSink, SplitStream};
@@ -37,7 +40,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, oneshot, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue, StatusCode};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -76,6 +79,33 @@ const BACKOFF_MAX: Duration = Duration::from_secs(30);
 
 /// A link that stayed up this long resets the backoff: the next drop is a new incident.
 const STABLE_AFTER: Duration = Duration::from_secs(30);
+
+/// How long the executor waits for any message after it pinged the admin (a call of its own
+/// went unanswered, or it sent its idle ping). A live admin answers a ping at once; a link cut
+/// without a word (a NAT box or firewall that drops packets) is dropped after this and dialed
+/// again, instead of being kept until the idle timeout while TCP retransmits into the void. The
+/// admin does the same on its side with the same wait.
+const PROBE_WAIT: Duration = Duration::from_secs(5);
+
+/// How long the admin may be silent before the executor pings it ([`PROBE_WAIT`] then applies).
+/// The admin pings every [`PING_INTERVAL_SECS`], so on an idle link this adds one ping and its
+/// answer per interval; in exchange a line cut without a word is noticed within this plus
+/// [`PROBE_WAIT`], and the link is dialed again while the line is still down, ready the moment
+/// it returns, instead of after the next TCP retransmission happens to reach the admin.
+const SILENCE_BEFORE_PROBE: Duration = Duration::from_secs(PING_INTERVAL_SECS / 2);
+
+/// How long one attempt to open the TCP connection to the admin may take. Short on purpose:
+/// while the network drops packets every attempt times out, and the next one starts at once,
+/// so the link is back within about a second of the network; the kernel sends a second SYN
+/// 1 s into an attempt, so an attempt still survives one lost SYN. The WebSocket upgrade that
+/// follows has the longer `LinkOptions::connect_timeout`.
+const TCP_CONNECT_WAIT: Duration = Duration::from_secs(2);
+
+/// Least time between two dials that failed because the admin could not be reached at all (no
+/// route, no answer): the network, not the admin, is the trouble, so the executor keeps trying
+/// at this pace instead of backing off — that loads no admin — and links again about a second
+/// after the network returns.
+const UNREACHABLE_RETRY: Duration = Duration::from_secs(1);
 
 /// Least time between two warnings about the same admin that cannot be linked: the dialer
 /// retries for as long as it takes, and a warning per try would bury every other line.
@@ -162,9 +192,10 @@ impl LinkSet {
         let frame = LinkFrame::call(id, path, body)
             .map_err(|e| LinkCallError::NotSent(format!("the call's body is not JSON: {e}")))?;
         let text = serde_json::to_string(&frame).expect("a link frame serializes");
-        if text.len() > MAX_FRAME_BYTES {
+        if text.len() > MAX_MESSAGE_BYTES {
+            // The admin would close the link; results and run logs take HTTP instead.
             return Err(LinkCallError::NotSent(format!(
-                "a call of {} bytes is larger than a link carries ({MAX_FRAME_BYTES})",
+                "a call of {} bytes is larger than a link carries ({MAX_MESSAGE_BYTES})",
                 text.len()
             )));
         }
@@ -189,6 +220,8 @@ impl LinkSet {
             Ok(Err(_)) => Err(LinkCallError::NoAnswer("link closed before the answer".to_owned())),
             Err(_) => {
                 connection.forget(id);
+                // The admin may be gone without a word: find out now (see `PROBE_WAIT`).
+                connection.unanswered.notify_one();
                 Err(LinkCallError::NoAnswer(format!("no answer within {:?}", self.timeout)))
             }
         }
@@ -200,6 +233,12 @@ struct Connection {
     outbox: mpsc::Sender<Message>,
     calls: Mutex<Calls>,
     next_id: AtomicU64,
+    /// Told when a call of the executor went unanswered: the reader pings the admin and drops
+    /// the link unless something comes back within [`PROBE_WAIT`].
+    unanswered: Notify,
+    /// Told when the writer sent its idle ping: the reader expects something back within
+    /// [`PROBE_WAIT`].
+    pinged: Notify,
 }
 
 #[derive(Default)]
@@ -215,6 +254,8 @@ impl Connection {
             outbox,
             calls: Mutex::new(Calls::default()),
             next_id: AtomicU64::new(1),
+            unanswered: Notify::new(),
+            pinged: Notify::new(),
         }
     }
 
@@ -347,8 +388,13 @@ enum DialError {
     /// The admin answered and will answer the same until its setup changes (no link endpoint,
     /// this executor refused): wait the longest backoff.
     Refused(String),
-    /// Anything else (connection refused, a timeout, a TLS error): usually passes.
+    /// The admin answered badly or not at all at its port (connection refused, an upgrade
+    /// that failed or took too long, a TLS error): usually passes; backed off with jitter, so an
+    /// admin coming back is not met by every executor at once.
     Failed(String),
+    /// The admin could not be reached (no route, no answer to the connection): the network is
+    /// down, not the admin; tried again every [`UNREACHABLE_RETRY`].
+    Unreachable(String),
 }
 
 /// Keeps the link to admin number `index` of the set up until the executor stops.
@@ -368,6 +414,7 @@ async fn maintain(context: Arc<Context>, index: usize) {
         if context.stop.is_cancelled() {
             return;
         }
+        let dial_started = Instant::now();
         let dialed = tokio::select! {
             dialed = dial(&context, &url) => dialed,
             _ = context.stop.cancelled() => return,
@@ -392,14 +439,21 @@ async fn maintain(context: Arc<Context>, index: usize) {
                 if since.elapsed() >= STABLE_AFTER {
                     attempt = 0;
                 }
-                let delay = backoff(attempt, random());
-                attempt = attempt.saturating_add(1);
-                delay
+                if ending.silent {
+                    Duration::ZERO
+                } else {
+                    let delay = backoff(attempt, random());
+                    attempt = attempt.saturating_add(1);
+                    delay
+                }
             }
             Err(err) => {
                 failures += 1;
                 let (delay, reason) = match err {
                     DialError::Refused(reason) => (refused_backoff(random()), reason),
+                    DialError::Unreachable(reason) => {
+                        (UNREACHABLE_RETRY.saturating_sub(dial_started.elapsed()), reason)
+                    }
                     DialError::Failed(reason) => {
                         let delay = backoff(attempt, random());
                         attempt = attempt.saturating_add(1);
@@ -444,8 +498,10 @@ async fn dial(context: &Context, url: &str) -> Result<Socket, DialError> {
     let config = WebSocketConfig::default()
         .max_message_size(Some(MAX_FRAME_BYTES))
         .max_frame_size(Some(MAX_FRAME_BYTES));
+    let stream = connect_tcp(request.uri(), options.connect_timeout).await?;
     // No Nagle: calls and answers are small and each is waited for.
-    let connect = tokio_tungstenite::connect_async_tls_with_config(request, Some(config), true, None);
+    let _ = stream.set_nodelay(true);
+    let connect = tokio_tungstenite::client_async_tls_with_config(request, stream, Some(config), None);
     match tokio::time::timeout(options.connect_timeout, connect).await {
         Err(_) => Err(DialError::Failed(format!(
             "no WebSocket upgrade within {:?}",
@@ -472,6 +528,48 @@ async fn dial(context: &Context, url: &str) -> Result<Socket, DialError> {
     }
 }
 
+/// Opens the TCP connection to the admin of `uri`: the name resolved within `resolve_timeout`,
+/// then each of its addresses tried for [`TCP_CONNECT_WAIT`]. A timeout or a missing route is
+/// [`DialError::Unreachable`], a refusal [`DialError::Failed`].
+async fn connect_tcp(
+    uri: &tokio_tungstenite::tungstenite::http::Uri,
+    resolve_timeout: Duration,
+) -> Result<tokio::net::TcpStream, DialError> {
+    let host = uri.host().unwrap_or_default();
+    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    let port = uri
+        .port_u16()
+        .unwrap_or(if uri.scheme_str() == Some("wss") { 443 } else { 80 });
+    let addresses = match tokio::time::timeout(resolve_timeout, tokio::net::lookup_host((host, port))).await {
+        Ok(Ok(addresses)) => addresses.collect::<Vec<_>>(),
+        Ok(Err(err)) => return Err(DialError::Failed(format!("cannot resolve {host}: {err}"))),
+        Err(_) => {
+            return Err(DialError::Unreachable(format!(
+                "{host} not resolved within {resolve_timeout:?}"
+            )))
+        }
+    };
+    let mut last = DialError::Failed(format!("{host} resolves to no address"));
+    for address in addresses {
+        last = match tokio::time::timeout(TCP_CONNECT_WAIT, tokio::net::TcpStream::connect(address)).await {
+            Ok(Ok(stream)) => return Ok(stream),
+            Err(_) => DialError::Unreachable(format!("no answer from {address} within {TCP_CONNECT_WAIT:?}")),
+            Ok(Err(err)) if unreachable(&err) => DialError::Unreachable(format!("{address}: {err}")),
+            Ok(Err(err)) => DialError::Failed(format!("{address}: {err}")),
+        };
+    }
+    Err(last)
+}
+
+/// Whether a connection failed for want of a network path rather than at the admin's host.
+fn unreachable(err: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(
+        err.kind(),
+        ErrorKind::TimedOut | ErrorKind::HostUnreachable | ErrorKind::NetworkUnreachable | ErrorKind::NetworkDown
+    )
+}
+
 /// Longest piece of a refusal's body quoted in a log line.
 const MAX_QUOTED_REPLY: usize = 200;
 
@@ -491,6 +589,10 @@ struct Ending {
     reason: String,
     /// The close frame to send, if the socket can still take one.
     close: Option<CloseFrame>,
+    /// Nothing came back from the admin: the network, not the admin, failed, so the executor
+    /// dials again at once (the dial paces itself while the network stays down) instead of
+    /// backing off.
+    silent: bool,
 }
 
 impl Ending {
@@ -499,6 +601,7 @@ impl Ending {
         Ending {
             reason: reason.into(),
             close: None,
+            silent: false,
         }
     }
 
@@ -515,6 +618,7 @@ impl Ending {
                 reason: reason[..cut].into(),
             }),
             reason,
+            silent: false,
         }
     }
 }
@@ -528,7 +632,7 @@ async fn serve(context: &Arc<Context>, slot: &Slot, socket: Socket) -> Ending {
         *current = Some(connection.clone());
     }
     let closing = CancellationToken::new();
-    let mut writer = tokio::spawn(write_loop(sink, queued, closing.clone()));
+    let mut writer = tokio::spawn(write_loop(sink, queued, connection.clone(), closing.clone()));
     // Registered now, not at the next heartbeat: the admin lists the executor (and routes runs
     // to it) within a moment of the link coming up.
     tokio::spawn(register(context.clone(), slot.base.clone()));
@@ -571,6 +675,7 @@ async fn register(context: Arc<Context>, base: String) {
 async fn write_loop(
     mut sink: SplitSink<Socket, Message>,
     mut queued: mpsc::Receiver<Message>,
+    connection: Arc<Connection>,
     closing: CancellationToken,
 ) {
     let period = Duration::from_secs(PING_INTERVAL_SECS);
@@ -587,8 +692,12 @@ async fn write_loop(
             _ = ping.tick() => Message::Ping(Bytes::new()),
         };
         let last = matches!(message, Message::Close(_));
+        let is_ping = matches!(message, Message::Ping(_));
         if sink.send(message).await.is_err() || last {
             return;
+        }
+        if is_ping {
+            connection.pinged.notify_one();
         }
         ping.reset();
     }
@@ -603,18 +712,40 @@ async fn read_loop(
     outbox: &mpsc::Sender<Message>,
 ) -> Ending {
     let permits = Arc::new(Semaphore::new(CALLS_IN_FLIGHT));
-    let idle = Duration::from_secs(IDLE_TIMEOUT_SECS);
+    let mut heard = tokio::time::Instant::now();
+    // Set when the admin was pinged to see whether it is still there: the link ends unless
+    // something arrives by then.
+    let mut probe: Option<tokio::time::Instant> = None;
     loop {
+        let deadline = probe.unwrap_or(heard + SILENCE_BEFORE_PROBE);
         let next = tokio::select! {
             _ = context.stop.cancelled() => return Ending::quiet("the executor is stopping"),
-            next = tokio::time::timeout(idle, stream.next()) => next,
+            next = tokio::time::timeout_at(deadline, stream.next()) => next,
+            _ = connection.unanswered.notified(), if probe.is_none() => {
+                probe = Some(start_probe(outbox));
+                continue;
+            }
+            _ = connection.pinged.notified(), if probe.is_none() => {
+                probe = Some(tokio::time::Instant::now() + PROBE_WAIT);
+                continue;
+            }
         };
         let message = match next {
-            Err(_) => {
-                return Ending::closing(
+            Err(_) if probe.is_some() => {
+                let mut ending = Ending::closing(
                     CloseCode::Away,
-                    format!("nothing received for {IDLE_TIMEOUT_SECS} s (not even a ping)"),
-                )
+                    format!(
+                        "nothing came back within {} s of a ping (the line cut, or the admin gone)",
+                        PROBE_WAIT.as_secs()
+                    ),
+                );
+                ending.silent = true;
+                return ending;
+            }
+            Err(_) => {
+                // The admin, which pings every `PING_INTERVAL_SECS`, has been silent for a while.
+                probe = Some(start_probe(outbox));
+                continue;
             }
             Ok(None) => return Ending::quiet("the admin closed the connection"),
             Ok(Some(Err(tungstenite::Error::Capacity(err)))) => {
@@ -626,6 +757,9 @@ async fn read_loop(
             Ok(Some(Err(err))) => return Ending::quiet(format!("connection error: {err}")),
             Ok(Some(Ok(message))) => message,
         };
+        // The admin is there.
+        heard = tokio::time::Instant::now();
+        probe = None;
         let text = match message {
             Message::Text(text) => text,
             Message::Binary(_) => {
@@ -679,6 +813,13 @@ async fn read_loop(
             }
         }
     }
+}
+
+/// Pings the admin now; returns until when an answer (any message) must arrive.
+fn start_probe(outbox: &mpsc::Sender<Message>) -> tokio::time::Instant {
+    // Queued behind what waits for the socket; if even that is full, the deadline alone decides.
+    let _ = outbox.try_send(Message::Ping(Bytes::new()));
+    tokio::time::Instant::now() + PROBE_WAIT
 }
 
 /// A call from the admin, as it came down the link.

@@ -162,13 +162,23 @@ impl SpoolReader {
     }
 
     /// Reads up to `max` lines between the cursor and `durable` (the writer's end).
+    #[cfg(test)]
     pub fn read_batch(&self, durable: Pos, max: usize) -> io::Result<Batch> {
+        self.read_batch_within(durable, max, usize::MAX)
+    }
+
+    /// Reads up to `max` lines between the cursor and `durable`, and lines of at most
+    /// `max_bytes` in all (each counted with one byte for its separator); the first line is
+    /// taken whatever its size, so a batch always moves on.
+    pub fn read_batch_within(&self, durable: Pos, max: usize, max_bytes: usize) -> io::Result<Batch> {
         let mut batch = Batch {
             lines: Vec::new(),
             end: self.pos,
         };
         let mut pos = self.pos;
-        while pos < durable && batch.lines.len() < max {
+        let mut bytes = 0usize;
+        let mut full = false;
+        while pos < durable && batch.lines.len() < max && !full {
             let limit = if pos.seg == durable.seg { durable.off } else { u64::MAX };
             let path = segment_path(&self.dir, pos.seg);
             let file = match File::open(&path) {
@@ -195,6 +205,12 @@ impl SpoolReader {
                     segment_done = true;
                     break;
                 }
+                if !batch.lines.is_empty() && bytes.saturating_add(buf.len()) > max_bytes {
+                    // Left for the next batch: not consumed.
+                    full = true;
+                    break;
+                }
+                bytes = bytes.saturating_add(buf.len());
                 pos.off += n;
                 let line = &buf[..buf.len() - 1];
                 // A cheap well-formedness check (no allocation): the admin must never get a broken body.
@@ -273,6 +289,22 @@ mod tests {
         let durable = append(&mut w, 10..12);
         let batch = r.read_batch(durable, 100).unwrap();
         assert_eq!(batch.lines, (4..12).map(item).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_batch_stops_before_the_line_that_would_take_it_over_its_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut w, mut r) = open(dir.path()).unwrap();
+        let durable = append(&mut w, 0..10);
+        let line = item(0).len() + 1;
+        let batch = r.read_batch_within(durable, 100, 3 * line + 1).unwrap();
+        assert_eq!(batch.lines, (0..3).map(item).collect::<Vec<_>>());
+        r.acknowledge(batch.end);
+        let batch = r.read_batch_within(durable, 100, 1).unwrap();
+        assert_eq!(batch.lines, vec![item(3)], "one line over the bound still goes, alone");
+        r.acknowledge(batch.end);
+        let batch = r.read_batch_within(durable, 100, usize::MAX).unwrap();
+        assert_eq!(batch.lines, (4..10).map(item).collect::<Vec<_>>());
     }
 
     #[test]

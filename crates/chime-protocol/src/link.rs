@@ -45,8 +45,15 @@ pub const MAX_EXECUTOR_ID_CHARS: usize = 64;
 
 /// Largest message either side reads from a link; a larger one closes the link. The largest
 /// legitimate message is an answer to `/log` (the admin reads at most 16 MiB of log per call)
-/// or a callback with a long spooled backlog; this leaves room for their JSON escapes.
+/// or a call from the admin with a large GLUE source; this leaves room for their JSON escapes.
 pub const MAX_FRAME_BYTES: usize = 17 * 1024 * 1024;
+
+/// Largest message an executor sends up a link other than an answer to `/log`: its calls
+/// (registrations, a callback batch, a run log) and its answers to the other calls. An admin
+/// closes a link that sends a larger one, so that links which stall halfway through large
+/// messages cannot make it hold [`MAX_FRAME_BYTES`] each. An executor splits a longer callback
+/// backlog into several calls, and sends by HTTP a call that does not fit (a long run log).
+pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
 
 /// How often each side sends a WebSocket ping when nothing else was sent. A link on which
 /// nothing at all arrived for [`IDLE_TIMEOUT_SECS`] is taken as dead (a NAT that dropped the

@@ -131,6 +131,21 @@ pub struct ExecutorArgs {
     /// killed (and reported as killed).
     #[arg(long, env = "CHIME_SHUTDOWN_GRACE_SECS", default_value_t = 20)]
     shutdown_grace_secs: u64,
+
+    /// Seconds a new connection to the HTTP server has to send a whole request head (and a
+    /// kept-alive one from the first byte of its next request) before it is closed.
+    #[arg(long, env = "CHIME_HTTP_HEADER_TIMEOUT_SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    http_header_timeout_secs: u64,
+
+    /// Seconds after which a kept-alive connection without a request, a request body that sends
+    /// nothing or a response the caller does not read, closes the connection.
+    #[arg(long, env = "CHIME_HTTP_IDLE_TIMEOUT_SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    http_idle_timeout_secs: u64,
+
+    /// Most connections the HTTP server holds at once; new ones wait beyond. 0: 4,096 (or
+    /// half) below the limit on open files, which is raised to the hard limit at start.
+    #[arg(long, env = "CHIME_MAX_CONNECTIONS", default_value_t = 0)]
+    max_connections: usize,
 }
 
 /// Runs `chime executor` until SIGTERM or SIGINT.
@@ -169,7 +184,10 @@ pub fn run(args: ExecutorArgs) -> ExitCode {
         .log_retention_days(args.log_retention_days)
         .enable_scripts(args.enable_scripts)
         .enable_shell_handler(args.enable_shell_handler)
-        .shutdown_grace(Duration::from_secs(args.shutdown_grace_secs));
+        .shutdown_grace(Duration::from_secs(args.shutdown_grace_secs))
+        .http_header_timeout(Duration::from_secs(args.http_header_timeout_secs))
+        .http_idle_timeout(Duration::from_secs(args.http_idle_timeout_secs))
+        .max_connections(args.max_connections);
     if args.demo_handlers {
         builder = chime_executor::demo::register_demo_handlers(builder);
     }

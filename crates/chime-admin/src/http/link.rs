@@ -15,8 +15,10 @@
 //! down the link with the call.
 //!
 //! What a link may cost the admin is bounded: a message over
-//! [`chime_protocol::link::MAX_FRAME_BYTES`] is refused by the WebSocket layer before it is
-//! buffered whole, [`UP_CALLS_PER_LINK`] calls from one executor are served at once (the next is
+//! [`chime_protocol::link::MAX_MESSAGE_BYTES`] (1 MiB; up to
+//! [`chime_protocol::link::MAX_FRAME_BYTES`] for an answer to `/log`) closes the link before it
+//! is buffered whole, and all links' unfinished large messages share one budget
+//! (`link_socket.rs`), [`UP_CALLS_PER_LINK`] calls from one executor are served at once (the next is
 //! not read until one ends, which slows that executor's socket, not the admin), and the frames
 //! down are bounded by [`crate::link::OUTBOX_FRAMES`]. A message that is not a link frame, a
 //! binary message, or silence beyond [`IDLE_TIMEOUT_SECS`] closes the link, with the reason
@@ -24,17 +26,17 @@
 
 use super::auth::token_matches;
 use super::executor_api::{self, allowed, body_limit, refuse, reply};
+use super::link_socket::{self, Inbound, LinkSocket, LinkUpgrade, NotAnUpgrade};
 use crate::center::Admin;
 use crate::link::{Link, LinkCallError, CLUSTER_SECRET_HEADER, RELAY_ADDRESS_HEADER, RELAY_PATH, RELAY_PATH_HEADER};
 use crate::model::Group;
 use axum::body::{to_bytes, Body, Bytes};
-use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
-use chime_protocol::link::{self, LinkFrame, IDLE_TIMEOUT_SECS, MAX_FRAME_BYTES, PING_INTERVAL_SECS};
+use chime_protocol::link::{self, LinkFrame, IDLE_TIMEOUT_SECS, PING_INTERVAL_SECS};
 use chime_protocol::messages::{ACCESS_TOKEN_HEADER, APPNAME_HEADER};
 use chime_protocol::paths::{self, API_LINK};
 use chime_protocol::{ReturnT, MAX_APP_NAME_CHARS};
@@ -43,6 +45,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, Notify, Semaphore};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::Message;
 
 /// Calls from one linked executor served at once (results, run logs, registrations).
 pub const UP_CALLS_PER_LINK: usize = 16;
@@ -62,6 +67,9 @@ const LINK_BUFFER_BYTES: usize = 8 * 1024;
 /// calls fail at once and fail over, instead of each waiting `--executor-timeout` for the 30 s
 /// of the idle timeout.
 const PROBE_WAIT: Duration = Duration::from_secs(5);
+
+/// Longest a refused link is read (and what it sends dropped) after its close frame went out.
+const DRAIN_AFTER_REFUSAL: Duration = Duration::from_secs(2);
 
 /// Largest body of a relayed call: a trigger with its GLUE source, a kill, a log read.
 const RELAY_BODY_LIMIT: usize = 16 * 1024 * 1024;
@@ -89,7 +97,7 @@ async fn open(
     State(admin): State<Arc<Admin>>,
     headers: HeaderMap,
     connect: Option<Extension<ConnectInfo<SocketAddr>>>,
-    ws: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
+    ws: Result<LinkUpgrade, NotAnUpgrade>,
 ) -> Response {
     let peer = connect.map(|Extension(ConnectInfo(a))| a);
     let ws = match ws {
@@ -134,11 +142,7 @@ async fn open(
         );
     }
     let (app, id) = (app.to_owned(), id.to_owned());
-    ws.max_message_size(MAX_FRAME_BYTES)
-        .max_frame_size(MAX_FRAME_BYTES)
-        .read_buffer_size(LINK_BUFFER_BYTES)
-        .write_buffer_size(LINK_BUFFER_BYTES)
-        .on_upgrade(move |socket| serve_link(admin, socket, app, id, token, peer))
+    ws.on_upgrade(move |upgraded| serve_link(admin, upgraded, app, id, token, peer))
 }
 
 /// Why a link ended.
@@ -151,34 +155,37 @@ enum End {
     Replaced,
 }
 
-/// A dropped connection ends a link quietly; an oversized or malformed message is a violation.
-fn read_error(e: axum::Error) -> End {
+/// A dropped connection ends a link quietly; an oversized or malformed message is a violation,
+/// and so is a message refused by the link's counting (`inbound`).
+fn read_error(e: tokio_tungstenite::tungstenite::Error, inbound: &Inbound) -> End {
     use tokio_tungstenite::tungstenite::error::ProtocolError;
     use tokio_tungstenite::tungstenite::Error;
-    match e.into_inner().downcast::<Error>() {
-        Ok(inner) => match *inner {
-            Error::ConnectionClosed
-            | Error::AlreadyClosed
-            | Error::Io(_)
-            | Error::Protocol(ProtocolError::ResetWithoutClosingHandshake) => End::Closed(inner.to_string()),
-            other => End::Violation(format!("unreadable message: {other}")),
-        },
-        Err(other) => End::Closed(other.to_string()),
+    if let Some(reason) = inbound.refusal() {
+        return End::Violation(reason);
+    }
+    match e {
+        Error::ConnectionClosed
+        | Error::AlreadyClosed
+        | Error::Io(_)
+        | Error::Protocol(ProtocolError::ResetWithoutClosingHandshake) => End::Closed(e.to_string()),
+        other => End::Violation(format!("unreadable message: {other}")),
     }
 }
 
 /// Runs one link until it ends: a writer task sends queued frames and pings; this task reads.
 async fn serve_link(
     admin: Arc<Admin>,
-    socket: WebSocket,
+    upgraded: hyper::upgrade::Upgraded,
     app: String,
     id: String,
     token: String,
     peer: Option<SocketAddr>,
 ) {
-    let (mut sink, mut stream) = socket.split();
     let (outbox, mut frames) = mpsc::channel::<String>(crate::link::OUTBOX_FRAMES);
     let link = Arc::new(Link::new(app, id, outbox));
+    let inbound = Arc::new(Inbound::new(admin.metrics.link_message_bytes.clone(), link.clone()));
+    let socket: LinkSocket = link_socket::socket(upgraded, inbound.clone(), LINK_BUFFER_BYTES).await;
+    let (mut sink, mut stream) = socket.split();
     admin.links.attach(link.clone());
     admin.metrics.linked_executors.set(admin.links.count() as i64);
     tracing::info!(app = %link.app_name, executor = %link.executor_id, peer = ?peer, "executor linked");
@@ -194,20 +201,22 @@ async fn serve_link(
             ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tokio::select! {
+                    // The reason first: when the link ends with one, `closed` is cancelled too.
+                    biased;
+                    reason = &mut close_rx => {
+                        let frame = reason.ok().flatten().map(|reason| CloseFrame {
+                            code: CloseCode::from(CLOSE_POLICY),
+                            reason: reason.chars().take(120).collect::<String>().into(),
+                        });
+                        let _ = sink.send(Message::Close(frame)).await;
+                        return;
+                    }
                     frame = frames.recv() => match frame {
                         Some(text) => if sink.send(Message::Text(text.into())).await.is_err() { return },
                         None => return,
                     },
                     _ = ping.tick() => if sink.send(Message::Ping(Bytes::new())).await.is_err() { return },
                     _ = ping_now.notified() => if sink.send(Message::Ping(Bytes::new())).await.is_err() { return },
-                    reason = &mut close_rx => {
-                        let frame = reason.ok().flatten().map(|reason| CloseFrame {
-                            code: CLOSE_POLICY,
-                            reason: reason.chars().take(120).collect::<String>().into(),
-                        });
-                        let _ = sink.send(Message::Close(frame)).await;
-                        return;
-                    }
                     _ = closed.cancelled() => {
                         let _ = sink.send(Message::Close(None)).await;
                         return;
@@ -237,6 +246,7 @@ async fn serve_link(
             }
             _ = link.closed.cancelled() => break End::Replaced,
             _ = admin.shutdown.cancelled() => break End::Replaced,
+            () = inbound.refused() => break End::Violation(inbound.refusal().unwrap_or_default()),
         };
         let message = match message {
             Err(_) if probe.is_some() => {
@@ -247,7 +257,7 @@ async fn serve_link(
             }
             Err(_) => break End::Closed(format!("nothing received for {IDLE_TIMEOUT_SECS} s")),
             Ok(None) => break End::Closed("connection closed".to_owned()),
-            Ok(Some(Err(e))) => break read_error(e),
+            Ok(Some(Err(e))) => break read_error(e, &inbound),
             Ok(Some(Ok(m))) => m,
         };
         // The executor is there.
@@ -256,8 +266,14 @@ async fn serve_link(
             Message::Text(text) => text,
             Message::Binary(_) => break End::Violation("binary message: link frames are JSON text".to_owned()),
             Message::Close(_) => break End::Closed("closed by the executor".to_owned()),
-            Message::Ping(_) | Message::Pong(_) => continue,
+            Message::Ping(payload) | Message::Pong(payload) => {
+                inbound.control_taken(payload.len());
+                continue;
+            }
+            Message::Frame(_) => continue,
         };
+        // The message is out of the WebSocket layer's buffer (and into `text`).
+        inbound.message_taken();
         let frame: LinkFrame = match serde_json::from_str(text.as_str()) {
             Ok(f) => f,
             Err(e) => break End::Violation(format!("not a link frame: {e}")),
@@ -294,8 +310,6 @@ async fn serve_link(
             }
         }
     };
-    admin.links.detach(&link);
-    admin.metrics.linked_executors.set(admin.links.count() as i64);
     let reason = match end {
         End::Closed(reason) => {
             tracing::info!(app = %link.app_name, executor = %link.executor_id, %reason, "executor link closed");
@@ -307,13 +321,22 @@ async fn serve_link(
         }
         End::Replaced => None,
     };
+    // Before the link is detached (which cancels `closed`): the writer sends the reason.
     let _ = close_tx.send(reason);
+    admin.links.detach(&link);
+    admin.metrics.linked_executors.set(admin.links.count() as i64);
     // A writer stuck in a send on a dead connection (its peer gone, the send buffer full) would
     // hold the socket until TCP gives up, many minutes later: it gets a moment to say goodbye,
     // then it is stopped and the socket closed.
     let mut writer = writer;
     if tokio::time::timeout(Duration::from_secs(5), &mut writer).await.is_err() {
         writer.abort();
+    }
+    // A link refused mid-message is still sending it: read (and drop) what comes until the
+    // executor, told why by the close frame, closes too, so that the frame is not lost to the
+    // reset a socket closed with unread bytes gets.
+    if inbound.refusal().is_some() {
+        let _ = tokio::time::timeout(DRAIN_AFTER_REFUSAL, async { while stream.next().await.is_some() {} }).await;
     }
 }
 

@@ -9,6 +9,7 @@ pub mod console_assets;
 pub mod error;
 pub mod executor_api;
 pub mod link;
+pub mod link_socket;
 pub mod openapi;
 pub mod rest;
 pub mod routes;

@@ -200,6 +200,11 @@ impl LinkedExecutor {
         self.process.kill_9();
     }
 
+    /// Everything it has written so far.
+    pub fn output(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("output.log")).unwrap_or_default()
+    }
+
     /// The end of its output, for failure messages.
     pub fn output_tail(&self) -> String {
         self.process.output_tail(4000)
@@ -432,6 +437,35 @@ impl Nat {
     /// Brings executor `k`'s link up again (its address and connected route come back with it).
     pub fn restore(&self, k: usize) {
         ip(&["-n", &self.router, "link", "set", &self.executors[k].router_if, "up"]);
+    }
+
+    /// Drops every packet between executor `k` and the admin at the router, without a word:
+    /// the line stays up and the router keeps its NAT mapping, as a firewall or a NAT box
+    /// further away that silently discards traffic. Undone by [`Nat::pass`].
+    pub fn drop_silently(&self, k: usize) {
+        let port = &self.executors[k].router_if;
+        let rules = format!(
+            "table inet chime_cut_{k} {{\n  chain forward {{\n    type filter hook forward priority filter; policy accept;\n    iifname \"{port}\" drop\n    oifname \"{port}\" drop\n  }}\n}}\n"
+        );
+        run("ip", &["netns", "exec", &self.router, "nft", "-f", "-"], Some(&rules));
+    }
+
+    /// Lets executor `k`'s packets pass again after [`Nat::drop_silently`].
+    pub fn pass(&self, k: usize) {
+        run(
+            "ip",
+            &[
+                "netns",
+                "exec",
+                &self.router,
+                "nft",
+                "delete",
+                "table",
+                "inet",
+                &format!("chime_cut_{k}"),
+            ],
+            None,
+        );
     }
 
     /// Deletes the namespaces (which deletes their veth pairs) and the host side of the uplink,
