@@ -1006,3 +1006,64 @@ async fn login_failures_are_limited_per_user() {
     handle.shutdown().await;
     db.drop_db().await;
 }
+
+/// A group-limited user's export names no job and no group outside their groups: a child in
+/// another group is left out; an admin's export names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_export_names_only_what_its_caller_may_see() {
+    let db = TestDb::new(Db::Sqlite).await;
+    let handle = common::start_admin(&db.url).await;
+    let base = format!("http://{}", handle.local_addr);
+    let api = Caller::api(&base);
+    let group = |app: &'static str| {
+        let api = api.clone();
+        async move {
+            api.ok(Method::POST, "/v1/groups", Some(json!({"app_name": app}))).await["id"]
+                .as_i64()
+                .unwrap()
+        }
+    };
+    let (ga, gb) = (group("team-a").await, group("hidden-team").await);
+    let job = |body: Value| {
+        let api = api.clone();
+        async move {
+            api.ok(Method::POST, "/v1/jobs", Some(body)).await["id"]
+                .as_i64()
+                .unwrap()
+        }
+    };
+    let sibling = job(json!({"group_id": ga, "key": "sibling", "handler": "h"})).await;
+    let secret = job(json!({"group_id": gb, "key": "secret-payroll", "handler": "h"})).await;
+    job(json!({"group_id": ga, "key": "parent", "handler": "h", "child_job_ids": [sibling, secret]})).await;
+    let admin = Caller::login(&base, "admin", "test-password").await;
+    admin
+        .ok(
+            Method::POST,
+            "/v1/users",
+            Some(json!({"username": "alice", "password": "alice-pass-1", "group_ids": [ga]})),
+        )
+        .await;
+    let alice = Caller::login(&base, "alice", "alice-pass-1").await;
+    let children = |doc: &Value| -> Vec<String> {
+        let groups = doc["groups"].as_array().unwrap();
+        let a = groups.iter().find(|g| g["app_name"] == "team-a").unwrap();
+        let parent = a["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["key"] == "parent")
+            .unwrap();
+        serde_json::from_value(parent["children"].clone()).unwrap()
+    };
+    let mine = alice.ok(Method::GET, "/v1/export", None).await;
+    assert_eq!(children(&mine), ["sibling"]);
+    let text = mine.to_string();
+    assert!(
+        !text.contains("secret-payroll") && !text.contains("hidden-team"),
+        "nothing of another group: {text}"
+    );
+    let all = admin.ok(Method::GET, "/v1/export", None).await;
+    assert_eq!(children(&all), ["sibling", "hidden-team/secret-payroll"]);
+    handle.shutdown().await;
+    db.drop_db().await;
+}
