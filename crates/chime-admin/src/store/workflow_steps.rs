@@ -835,7 +835,7 @@ struct Stepping {
 
 /// The results of an instance's succeeded nodes, by node (for `{{node.result}}` and the
 /// upstream results a run carries as data).
-pub(super) fn succeeded_results(nodes: &[(i64, NodeRun)]) -> dag::Results<'_> {
+fn succeeded_results(nodes: &[(i64, NodeRun)]) -> dag::Results<'_> {
     nodes
         .iter()
         .filter(|(_, n)| n.state == NodeState::Succeeded)
