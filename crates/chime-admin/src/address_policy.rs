@@ -97,6 +97,86 @@ impl<'de> Deserialize<'de> for ExecutorNetworks {
     }
 }
 
+/// The reverse proxies whose `X-Forwarded-For` the admin believes (`--trusted-proxies`; by
+/// default none). A client can write any `X-Forwarded-For` it likes, so the header names the
+/// client only when the connection comes from a proxy the operator put in front of the admin.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TrustedProxies {
+    nets: Vec<IpNet>,
+}
+
+impl TrustedProxies {
+    /// Whether a connection from `ip` comes from a trusted proxy.
+    pub fn trusts(&self, ip: IpAddr) -> bool {
+        let ip = canonical(ip);
+        self.nets.iter().any(|n| n.contains(&ip))
+    }
+
+    /// The client of a request that came from `peer` with `X-Forwarded-For` values
+    /// `forwarded` (each header's value, in order): `peer` itself unless it is a trusted
+    /// proxy; then, walking the header's addresses from the right (the nearest hop first),
+    /// the first that is not a trusted proxy. A value that is not an address ends the walk at
+    /// the last trusted hop: what lies left of it was written by someone not trusted.
+    pub fn client<'a>(&self, peer: IpAddr, forwarded: impl DoubleEndedIterator<Item = &'a str>) -> IpAddr {
+        let mut client = canonical(peer);
+        if !self.trusts(client) {
+            return client;
+        }
+        for value in forwarded.rev() {
+            for hop in value.rsplit(',').map(str::trim) {
+                let Ok(ip) = hop.parse::<IpAddr>() else {
+                    return client;
+                };
+                client = canonical(ip);
+                if !self.trusts(client) {
+                    return client;
+                }
+            }
+        }
+        client
+    }
+}
+
+impl FromStr for TrustedProxies {
+    type Err = String;
+
+    /// Comma-separated CIDRs; a bare address means that one host. Empty text: none.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut nets = Vec::new();
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let net = match part.parse::<IpNet>() {
+                Ok(n) => n,
+                Err(_) => match part.parse::<IpAddr>() {
+                    Ok(ip) => IpNet::from(ip),
+                    Err(_) => return Err(format!("'{part}' is not a network such as 10.0.0.0/8 or 127.0.0.1")),
+                },
+            };
+            nets.push(net.trunc());
+        }
+        Ok(TrustedProxies { nets })
+    }
+}
+
+impl fmt::Display for TrustedProxies {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let list: Vec<String> = self.nets.iter().map(ToString::to_string).collect();
+        f.write_str(&list.join(","))
+    }
+}
+
+/// In a settings file: the networks as the flag takes them, `""` for none.
+impl Serialize for TrustedProxies {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for TrustedProxies {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// An IPv4 address written as IPv6 (`::ffff:169.254.169.254`) is checked as IPv4.
 fn canonical(ip: IpAddr) -> IpAddr {
     match ip {
@@ -256,5 +336,40 @@ mod tests {
         assert!(" , ".parse::<ExecutorNetworks>().is_err());
         assert!("10.0.0.0/33".parse::<ExecutorNetworks>().is_err());
         assert_eq!(nets.to_string(), "10.0.0.0/8,127.0.0.1/32");
+    }
+
+    #[test]
+    fn forwarded_for_is_believed_from_trusted_proxies_only() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let none = TrustedProxies::default();
+        let xff = ["203.0.113.7, 10.0.0.2"];
+        assert_eq!(
+            none.client(ip("10.0.0.1"), xff.into_iter()),
+            ip("10.0.0.1"),
+            "no proxy trusted"
+        );
+        let proxies: TrustedProxies = "10.0.0.0/24, 192.0.2.1".parse().unwrap();
+        assert_eq!(
+            proxies.client(ip("198.51.100.9"), xff.into_iter()),
+            ip("198.51.100.9"),
+            "not from a proxy"
+        );
+        // From the right: 10.0.0.2 is a proxy too, so the client is the address before it.
+        assert_eq!(proxies.client(ip("10.0.0.1"), xff.into_iter()), ip("203.0.113.7"));
+        // Whatever a client wrote before the first address not trusted is not believed.
+        let spoofed = ["1.1.1.1", "203.0.113.7"];
+        assert_eq!(proxies.client(ip("192.0.2.1"), spoofed.into_iter()), ip("203.0.113.7"));
+        // Garbage ends the walk at the last trusted hop; no header leaves the proxy itself.
+        assert_eq!(
+            proxies.client(ip("10.0.0.1"), ["nonsense, 10.0.0.2"].into_iter()),
+            ip("10.0.0.2")
+        );
+        assert_eq!(proxies.client(ip("10.0.0.1"), std::iter::empty()), ip("10.0.0.1"));
+        assert_eq!(
+            proxies.client(ip("::ffff:10.0.0.1"), xff.into_iter()),
+            ip("203.0.113.7")
+        );
+        assert!("10.0.0.0/33".parse::<TrustedProxies>().is_err());
+        assert_eq!("".parse::<TrustedProxies>().unwrap(), TrustedProxies::default());
     }
 }

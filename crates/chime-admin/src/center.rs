@@ -69,8 +69,9 @@ pub struct Admin {
     pub(crate) withdrawn: Arc<RunIds>,
     /// Wakes the workflow loop after an operation on a workflow.
     pub(crate) workflows: Arc<crate::workflow::WorkflowWake>,
-    /// Permits of the XXL-JOB 3.5 job API (`/api/addJob`, …): 100 calls per 30 s.
-    pub(crate) job_api_permits: crate::rate_limit::TokenBucket,
+    /// Permits of the XXL-JOB 3.5 job API (`/api/addJob`, …): 100 calls per 30 s per executor
+    /// group (by id).
+    pub(crate) job_api_permits: crate::rate_limit::KeyedBuckets<i64>,
     /// Cancelled to stop every loop.
     pub shutdown: CancellationToken,
 }

@@ -7,7 +7,7 @@
 //! default; nothing else lists the settings. Layers: flag > environment > file > default
 //! ([`AdminConfig::from_layers`]).
 
-use crate::address_policy::ExecutorNetworks;
+use crate::address_policy::{ExecutorNetworks, TrustedProxies};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, FromArgMatches};
 use serde::{Deserialize, Serialize};
@@ -140,6 +140,11 @@ pub struct AdminConfig {
     /// Mark the console session cookie Secure (when served over https or behind a TLS proxy).
     #[arg(long, env = "CHIME_COOKIE_SECURE")]
     pub cookie_secure: bool,
+    /// Reverse proxies whose X-Forwarded-For names the client, as CIDRs or addresses
+    /// (10.0.0.0/8,127.0.0.1): failed console logins are then counted by the address the proxy
+    /// saw [default: none; the header is ignored, as any client can write it].
+    #[arg(long, env = "CHIME_TRUSTED_PROXIES", default_value = "", hide_default_value = true)]
+    pub trusted_proxies: TrustedProxies,
     /// SMTP server for alarm e-mails: smtps://USER:PASS@HOST:465 or
     /// smtp://USER:PASS@HOST:587?tls=required [default: no e-mail]. Holds a password: log it
     /// only through `store::redact_url`.

@@ -78,6 +78,9 @@ pub struct NewRun {
     pub handler: String,
     /// Parameter to send.
     pub param: String,
+    /// A workflow node's upstream results, as data: a JSON object of strings by node key, sent
+    /// beside the parameter (`TriggerParam::upstream_results`); empty for other runs.
+    pub upstream: String,
     /// Shard index.
     pub shard_index: i64,
     /// Shard total.
@@ -102,6 +105,7 @@ impl NewRun {
             trigger_type: self.trigger_type,
             handler: self.handler.clone(),
             param: self.param.clone(),
+            upstream: self.upstream.clone(),
             shard_index: self.shard_index,
             shard_total: self.shard_total,
             retry_count: self.retry_count,
@@ -119,6 +123,7 @@ impl NewRun {
             trigger_type,
             handler: job.handler.clone(),
             param: job.param.clone(),
+            upstream: String::new(),
             shard_index: 0,
             shard_total: 1,
             retry_count: job.retry_count,
@@ -144,6 +149,8 @@ pub struct RunTicket {
     pub handler: String,
     /// Parameter.
     pub param: String,
+    /// A workflow node's upstream results (see [`NewRun::upstream`]).
+    pub upstream: String,
     /// Shard index.
     pub shard_index: i64,
     /// Shard total.

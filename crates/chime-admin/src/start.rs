@@ -461,17 +461,15 @@ fn wire(config: AdminConfig, store: Store, local_addr: SocketAddr, cluster_secre
         killing,
         withdrawn,
         workflows: workflow_wake,
-        job_api_permits: crate::rate_limit::TokenBucket::new(
-            JOB_API_PERMITS,
-            JOB_API_PERIOD,
-            std::time::Instant::now(),
-        ),
+        job_api_permits: crate::rate_limit::KeyedBuckets::new(JOB_API_PERMITS, JOB_API_PERIOD, JOB_API_GROUPS),
         shutdown,
     });
     (admin, loops)
 }
 
-/// Calls the XXL-JOB 3.5 job API takes per [`JOB_API_PERIOD`] and admin (XXL-JOB's limit).
+/// Groups whose job API calls are counted at once at most (beyond, the fullest bucket goes).
+const JOB_API_GROUPS: usize = 10_000;
+/// Calls the XXL-JOB 3.5 job API takes per [`JOB_API_PERIOD`] and group (XXL-JOB's limit).
 const JOB_API_PERMITS: u32 = 100;
 /// See [`JOB_API_PERMITS`].
 const JOB_API_PERIOD: std::time::Duration = std::time::Duration::from_secs(30);

@@ -883,71 +883,187 @@ async fn lists_page_within_the_callers_groups(kind: Db) {
     db.drop_db().await;
 }
 
-/// Failed logins are limited per user name and address and per address: many user names from
-/// one address run out of the address's budget, and once it is spent no attempt reaches the
-/// password check, even when many arrive at once.
+/// Failed logins are limited per user name and address and per user name, never per address
+/// alone: one person's failures do not lock out the others behind the same address (a NAT, a
+/// proxy). Once a budget is spent no attempt reaches the password check, even when many arrive
+/// at once. Behind a trusted proxy the client is the one `X-Forwarded-For` names; from anyone
+/// else the header is ignored.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn login_failures_are_limited_per_address() {
-    use chime_admin::http::console_api::MAX_ADDRESS_FAILURES;
+async fn login_failures_are_limited_per_user() {
+    use chime_admin::http::console_api::{MAX_FAILURES, MAX_USER_FAILURES};
     let db = TestDb::new(Db::Sqlite).await;
-    let handle = common::start_admin(&db.url).await;
+    let mut config = common::config(&db.url);
+    // 127.0.0.9 plays the reverse proxy.
+    config.trusted_proxies = "127.0.0.9".parse().unwrap();
+    let handle = chime_admin::start(config).await.expect("admin starts");
     let base = format!("http://{}", handle.local_addr);
+    let admin = Caller::login(&base, "admin", "test-password").await;
+    admin
+        .ok(
+            Method::POST,
+            "/v1/users",
+            Some(json!({"username": "bob", "password": "bob-pass-123", "role": "admin"})),
+        )
+        .await;
     // Clients from distinct loopback addresses (all of 127.0.0.0/8 is local on Linux).
-    let from = |last: u8| Caller {
-        http: reqwest::Client::builder()
+    let from = |last: u8| {
+        reqwest::Client::builder()
             .local_address(std::net::IpAddr::from([127, 0, 0, last]))
             .build()
-            .unwrap(),
-        ..Caller::anonymous(&base)
+            .unwrap()
     };
-    let login = |c: &Caller, user: String, password: &str| {
-        let c = c.clone();
-        let body = json!({"username": user, "password": password});
-        async move { c.raw(Method::POST, "/console/api/login", Some(body)).await }
+    let login = |c: &reqwest::Client, user: &str, password: &str, forwarded_for: Option<&str>| {
+        let mut req = c
+            .post(format!("{base}/console/api/login"))
+            .json(&json!({"username": user, "password": password}));
+        if let Some(xff) = forwarded_for {
+            req = req.header("X-Forwarded-For", xff);
+        }
+        async move { req.send().await.unwrap().status().as_u16() }
     };
-    let guesser = from(2);
-    for i in 0..MAX_ADDRESS_FAILURES {
-        let r = login(&guesser, format!("user{i}"), "guess").await;
-        assert_eq!(r.status(), 401, "failure {i} of the address's budget");
+
+    // One address shared by several people: bob mistypes until his pair is refused, others
+    // fail too, many times over what an address once had; admin still logs in from it.
+    let nat = from(2);
+    for i in 0..MAX_FAILURES {
+        assert_eq!(login(&nat, "bob", "typo", None).await, 401, "bob's failure {i}");
     }
-    let r = login(&guesser, "one-more".into(), "guess").await;
-    assert_eq!(r.status(), 429, "a new user name from a spent address");
+    assert_eq!(
+        login(&nat, "bob", "bob-pass-123", None).await,
+        429,
+        "bob's pair is spent"
+    );
+    // 11 failures from the address: over the 10 that once refused an address whole.
+    for i in 0..6 {
+        assert_eq!(login(&nat, &format!("someone{i}"), "x", None).await, 401);
+    }
+    assert_eq!(
+        login(&nat, "admin", "test-password", None).await,
+        200,
+        "others behind the same address are not locked out"
+    );
+
+    // One user's name, guessed from many addresses: refused everywhere once its budget is
+    // spent (bob has MAX_FAILURES already).
+    let pairs = MAX_USER_FAILURES / MAX_FAILURES;
+    for last in 3..2 + pairs as u8 {
+        let c = from(last);
+        for _ in 0..MAX_FAILURES {
+            assert_eq!(login(&c, "bob", "guess", None).await, 401);
+        }
+    }
+    let r = from(20)
+        .post(format!("{base}/console/api/login"))
+        .json(&json!({"username": "bob", "password": "bob-pass-123"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 429, "bob's name is spent, from a new address too");
     let wait: u64 = r.headers()["retry-after"].to_str().unwrap().parse().unwrap();
     assert!((1..=300).contains(&wait), "Retry-After is within the lockout: {wait}");
-    let r = login(&guesser, "admin".into(), "test-password").await;
-    assert_eq!(r.status(), 429, "even the right password, from this address");
-    // Another address is not affected.
-    let r = login(&from(3), "admin".into(), "test-password").await;
-    assert_eq!(r.status(), 200);
 
-    // Many guesses at once from a fresh address: exactly the budget is checked (a 401 means
-    // the password hash was computed); the rest are refused before any hash work.
-    let burst = from(4);
-    let attempts: Vec<_> = (0..3 * MAX_ADDRESS_FAILURES)
-        .map(|i| tokio::spawn(login(&burst, format!("burst{i}"), "guess")))
+    // Many guesses at once from a fresh address: exactly the pair's budget is checked (a 401
+    // means the password hash was computed); the rest are refused before any hash work.
+    let burst = from(21);
+    let attempts: Vec<_> = (0..3 * MAX_FAILURES)
+        .map(|_| tokio::spawn(login(&burst, "carol", "guess", None)))
         .collect();
     let mut statuses = Vec::new();
     for a in attempts {
-        statuses.push(a.await.unwrap().status().as_u16());
+        statuses.push(a.await.unwrap());
     }
     let checked = statuses.iter().filter(|s| **s == 401).count();
     let refused = statuses.iter().filter(|s| **s == 429).count();
     assert_eq!(
         (checked, refused),
-        (MAX_ADDRESS_FAILURES as usize, 2 * MAX_ADDRESS_FAILURES as usize),
+        (MAX_FAILURES as usize, 2 * MAX_FAILURES as usize),
         "{statuses:?}"
     );
-    // The per-name limit still holds below the address budget.
-    let one = from(5);
-    for _ in 0..5 {
-        assert_eq!(login(&one, "admin".into(), "wrong").await.status(), 401);
+
+    // Behind the trusted proxy, each client is its own: one's spent pair is not another's.
+    let proxy = from(9);
+    for _ in 0..MAX_FAILURES {
+        assert_eq!(login(&proxy, "dave", "guess", Some("203.0.113.1")).await, 401);
     }
-    assert_eq!(login(&one, "admin".into(), "test-password").await.status(), 429);
+    assert_eq!(login(&proxy, "dave", "guess", Some("203.0.113.1")).await, 429);
     assert_eq!(
-        login(&one, "someone".into(), "x").await.status(),
-        401,
-        "another name from it"
+        login(&proxy, "admin", "test-password", Some("198.51.100.7, 203.0.113.2")).await,
+        200
     );
+    assert_eq!(
+        login(&proxy, "dave", "guess", Some("203.0.113.2")).await,
+        401,
+        "another client"
+    );
+    // From anyone else the header is ignored: a new made-up address each time does not
+    // renew the budget.
+    let liar = from(22);
+    for i in 0..MAX_FAILURES {
+        let xff = format!("192.0.2.{i}");
+        assert_eq!(login(&liar, "erin", "guess", Some(&xff)).await, 401);
+    }
+    assert_eq!(login(&liar, "erin", "guess", Some("192.0.2.99")).await, 429);
+    handle.shutdown().await;
+    db.drop_db().await;
+}
+
+/// A group-limited user's export names no job and no group outside their groups: a child in
+/// another group is left out; an admin's export names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_export_names_only_what_its_caller_may_see() {
+    let db = TestDb::new(Db::Sqlite).await;
+    let handle = common::start_admin(&db.url).await;
+    let base = format!("http://{}", handle.local_addr);
+    let api = Caller::api(&base);
+    let group = |app: &'static str| {
+        let api = api.clone();
+        async move {
+            api.ok(Method::POST, "/v1/groups", Some(json!({"app_name": app}))).await["id"]
+                .as_i64()
+                .unwrap()
+        }
+    };
+    let (ga, gb) = (group("team-a").await, group("hidden-team").await);
+    let job = |body: Value| {
+        let api = api.clone();
+        async move {
+            api.ok(Method::POST, "/v1/jobs", Some(body)).await["id"]
+                .as_i64()
+                .unwrap()
+        }
+    };
+    let sibling = job(json!({"group_id": ga, "key": "sibling", "handler": "h"})).await;
+    let secret = job(json!({"group_id": gb, "key": "secret-payroll", "handler": "h"})).await;
+    job(json!({"group_id": ga, "key": "parent", "handler": "h", "child_job_ids": [sibling, secret]})).await;
+    let admin = Caller::login(&base, "admin", "test-password").await;
+    admin
+        .ok(
+            Method::POST,
+            "/v1/users",
+            Some(json!({"username": "alice", "password": "alice-pass-1", "group_ids": [ga]})),
+        )
+        .await;
+    let alice = Caller::login(&base, "alice", "alice-pass-1").await;
+    let children = |doc: &Value| -> Vec<String> {
+        let groups = doc["groups"].as_array().unwrap();
+        let a = groups.iter().find(|g| g["app_name"] == "team-a").unwrap();
+        let parent = a["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["key"] == "parent")
+            .unwrap();
+        serde_json::from_value(parent["children"].clone()).unwrap()
+    };
+    let mine = alice.ok(Method::GET, "/v1/export", None).await;
+    assert_eq!(children(&mine), ["sibling"]);
+    let text = mine.to_string();
+    assert!(
+        !text.contains("secret-payroll") && !text.contains("hidden-team"),
+        "nothing of another group: {text}"
+    );
+    let all = admin.ok(Method::GET, "/v1/export", None).await;
+    assert_eq!(children(&all), ["sibling", "hidden-team/secret-payroll"]);
     handle.shutdown().await;
     db.drop_db().await;
 }

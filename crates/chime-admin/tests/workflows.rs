@@ -610,6 +610,7 @@ async fn workflows_story(kind: Db) {
                     trigger_type: chime_protocol::TriggerType::Cron,
                     handler: String::new(),
                     param: String::new(),
+                    upstream: String::new(),
                     shard_index: 0,
                     shard_total: 1,
                     retry_count: 0,

@@ -337,8 +337,9 @@ async fn job_api_on_mariadb() {
     scenario(Db::MySql).await;
 }
 
-/// 100 calls per 30 s per admin: the calls beyond get XXL-JOB's 502. Refill is 1 per 0.3 s,
-/// so the calls are made back to back and a 502 must come well before 200 calls.
+/// 100 calls per 30 s per group: the calls beyond get XXL-JOB's 502. Refill is 1 per 0.3 s,
+/// so the calls are made back to back and a 502 must come well before 200 calls. Another
+/// group's calls go on meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn job_api_is_rate_limited() {
     let env = Env::start(Db::Sqlite, Duration::from_secs(30)).await;
@@ -346,6 +347,13 @@ async fn job_api_is_rate_limited() {
         .ok(
             "/v1/groups",
             json!({"app_name": OWN_APP, "title": "own", "access_token": OWN_TOKEN}),
+        )
+        .await;
+    const OTHER_TOKEN: &str = "openapi-other-token";
+    env.api
+        .ok(
+            "/v1/groups",
+            json!({"app_name": OTHER_APP, "title": "other", "access_token": OTHER_TOKEN}),
         )
         .await;
     // Refused callers take no permit: a wrong token cannot starve the right one.
@@ -368,5 +376,11 @@ async fn job_api_is_rate_limited() {
     }
     let v = limited.expect("a call beyond 100 is limited");
     assert_eq!(v["msg"], "Too many requests, please try again later.");
+    // The other group's calls are its own: not limited by the first group's.
+    for i in 0..50 {
+        let body = json!({"id": 424242}).to_string().into_bytes();
+        let v = raw(&env.prefix, "stopJob", Some(OTHER_APP), Some(OTHER_TOKEN), body).await;
+        assert_ne!(v["code"], 502, "call {i} of another group is not limited: {v}");
+    }
     env.close().await;
 }

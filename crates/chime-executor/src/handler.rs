@@ -4,6 +4,7 @@
 use crate::runlog::RunLog;
 use chime_protocol::{FAIL_CODE, SUCCESS_CODE, TIMEOUT_CODE};
 use futures::future::BoxFuture;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -19,6 +20,7 @@ pub struct JobContext {
     pub(crate) log_id: i64,
     pub(crate) log_date_time: i64,
     pub(crate) param: Arc<str>,
+    pub(crate) upstream_results: Arc<BTreeMap<String, String>>,
     pub(crate) shard_index: i32,
     pub(crate) shard_total: i32,
     pub(crate) log: RunLog,
@@ -44,6 +46,16 @@ impl JobContext {
     /// The job parameter as configured on the admin (`executorParams`); empty when none.
     pub fn param(&self) -> &str {
         &self.param
+    }
+
+    /// For a run of a Chime workflow node: the results of its upstream nodes (its parents and
+    /// the nodes its parameter names, those that succeeded), by node key. Data, never code:
+    /// read a result here rather than through `{{node.result}}` in the parameter when the
+    /// handler runs its parameter as a command. Empty for other runs and under XXL-JOB's
+    /// admin. Script jobs and the `shell` handler get it as JSON in the environment variable
+    /// `CHIME_UPSTREAM_RESULTS`.
+    pub fn upstream_results(&self) -> &BTreeMap<String, String> {
+        &self.upstream_results
     }
 
     /// This executor's shard index, from 0 (0 unless the job is routed SHARDING_BROADCAST).
@@ -99,6 +111,7 @@ impl fmt::Debug for JobContext {
             .field("job_id", &self.job_id)
             .field("log_id", &self.log_id)
             .field("param", &self.param)
+            .field("upstream_results", &self.upstream_results)
             .field("shard_index", &self.shard_index)
             .field("shard_total", &self.shard_total)
             .finish()

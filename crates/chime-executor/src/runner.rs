@@ -389,6 +389,7 @@ impl Runners {
             log_id: trigger.log_id,
             log_date_time: trigger.log_date_time,
             param: Arc::from(trigger.executor_params.as_str()),
+            upstream_results: Arc::new(trigger.upstream_results.clone()),
             shard_index: trigger.broadcast_index,
             shard_total: trigger.broadcast_total,
             log: log.clone(),

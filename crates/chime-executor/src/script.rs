@@ -115,6 +115,30 @@ pub fn shell_handler() -> Handler {
     handler
 }
 
+/// The environment variable that carries a workflow node's upstream results to a script or a
+/// `shell` command, as a JSON object of strings by node key (`{}` when there are none). Data
+/// in a variable is not parsed as code unless the script itself evaluates it, where a result
+/// pasted into the command line would be.
+pub const UPSTREAM_RESULTS_VAR: &str = "CHIME_UPSTREAM_RESULTS";
+
+/// Longest value of [`UPSTREAM_RESULTS_VAR`], in bytes: Linux refuses to start a process with
+/// one string in its environment over 128 KiB, and the admin sends at most 64 KiB of results.
+const UPSTREAM_RESULTS_MAX: usize = 64 * 1024;
+
+/// The run's upstream results as the JSON of [`UPSTREAM_RESULTS_VAR`]: `{}` when over
+/// [`UPSTREAM_RESULTS_MAX`] (said in the run's log), so the script still starts.
+fn upstream_results_json(ctx: &JobContext) -> String {
+    let json = serde_json::to_string(ctx.upstream_results()).unwrap_or_else(|_| "{}".to_owned());
+    if json.len() > UPSTREAM_RESULTS_MAX {
+        ctx.log(format!(
+            "the upstream results ({} bytes) are over {UPSTREAM_RESULTS_MAX} bytes: {UPSTREAM_RESULTS_VAR} is empty",
+            json.len()
+        ));
+        return "{}".to_owned();
+    }
+    json
+}
+
 /// Kills a whole process group when dropped, unless disarmed: dropping the run's future (kill,
 /// timeout, cover) therefore takes the script and everything it started with it.
 struct GroupKill(Option<i32>);
@@ -142,6 +166,7 @@ async fn run_process(ctx: &JobContext, argv: &[String]) -> JobResult {
         .env("CHIME_LOG_ID", ctx.log_id().to_string())
         .env("CHIME_SHARD_INDEX", ctx.shard_index().to_string())
         .env("CHIME_SHARD_TOTAL", ctx.shard_total().to_string())
+        .env(UPSTREAM_RESULTS_VAR, upstream_results_json(ctx))
         .process_group(0)
         .kill_on_drop(true);
     let mut child = match command.spawn() {
@@ -239,6 +264,7 @@ mod tests {
             log_id: 1,
             log_date_time: 1_586_629_003_729,
             param: "".into(),
+            upstream_results: Default::default(),
             shard_index: 0,
             shard_total: 1,
             log: log.clone(),

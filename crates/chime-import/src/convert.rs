@@ -4,10 +4,11 @@
 //! interpreted here, and whatever Chime cannot take is left out with the reason, per object.
 
 use crate::report::{Entry, Kind};
+use crate::source::{Omitted, GLUE_HISTORY_BUDGET, GLUE_VERSIONS_KEPT, MAX_GLUE_SOURCE_BYTES, MAX_USERS};
 use crate::source::{Source, Version, XxlGroup, XxlJob, XxlLog};
 use chime_admin::address_policy::ExecutorNetworks;
 use chime_admin::model::validate_manual_address;
-use chime_admin::password::legacy_hash;
+use chime_admin::password::{legacy_hash, verify_password};
 use chime_admin::store::{
     check_document, ApplyOptions, DocGroup, DocJob, ImportBundle, ImportedGlueVersion, ImportedRun, ImportedUser,
     JobHistory, JobsDocument, HANDLE_MSG_MAX,
@@ -181,6 +182,22 @@ pub fn convert(source: &Source, rules: &Rules<'_>, opts: &ApplyOptions<'_>) -> C
         };
         let name = format!("{app}/{}", job_key(j.id));
         let (doc, notes) = job_of(j, source.version, rules);
+        if j.glue_source_bytes > MAX_GLUE_SOURCE_BYTES {
+            let size = format!(
+                "its GLUE source is {} bytes, over the {} KiB a job's source may have",
+                j.glue_source_bytes,
+                MAX_GLUE_SOURCE_BYTES / 1024
+            );
+            if glue_type_of(&j.glue_type).is_some_and(|t| t != GlueType::Bean) {
+                out.entries.push(Entry::skipped(Kind::Job, &name, &size));
+                continue;
+            }
+            out.entries.push(Entry::noted(
+                Kind::Job,
+                &name,
+                &format!("{size}; a BEAN job does not run it: left out"),
+            ));
+        }
         if let Err(e) = check(&groups[app], Some(&doc), opts) {
             out.entries.push(Entry::skipped(Kind::Job, &name, &e));
             continue;
@@ -245,12 +262,39 @@ pub fn convert(source: &Source, rules: &Rules<'_>, opts: &ApplyOptions<'_>) -> C
         ..JobsDocument::default()
     };
 
-    // What the document does not carry.
+    // What the document does not carry: the script history read (bounded: see `source`), and
+    // per job what of it was left out.
     let mut glues: HashMap<i64, Vec<ImportedGlueVersion>> = HashMap::new();
+    let mut glue_notes: HashMap<i64, Vec<String>> = HashMap::new();
+    for (job, n) in &source.older_glues {
+        glue_notes.entry(*job).or_default().push(format!(
+            "{n} older script version(s) left out: the newest {GLUE_VERSIONS_KEPT} are imported"
+        ));
+    }
     for g in &source.glues {
+        let (Some(glue_type), Some(glue_source)) = (glue_type_of(&g.glue_type), &g.glue_source) else {
+            let at = g.add_time.as_deref().unwrap_or("?");
+            let why = match g.omitted {
+                Some(Omitted::UnknownType) => format!("its type '{}' is not one Chime knows", g.glue_type.trim()),
+                Some(Omitted::TooLarge) => format!(
+                    "its source is {} bytes, over the {} KiB a job's source may have",
+                    g.bytes,
+                    MAX_GLUE_SOURCE_BYTES / 1024
+                ),
+                Some(Omitted::OverBudget) | None => format!(
+                    "the import reads at most {} MiB of script history",
+                    GLUE_HISTORY_BUDGET / (1024 * 1024)
+                ),
+            };
+            glue_notes
+                .entry(g.job_id)
+                .or_default()
+                .push(format!("script version of {at} left out: {why}"));
+            continue;
+        };
         glues.entry(g.job_id).or_default().push(ImportedGlueVersion {
-            glue_type: glue_type_of(&g.glue_type).map_or_else(|| g.glue_type.clone(), |t| t.as_str().to_owned()),
-            glue_source: g.glue_source.clone(),
+            glue_type: glue_type.as_str().to_owned(),
+            glue_source: glue_source.clone(),
             remark: g.glue_remark.clone(),
             created_at: epoch_ms(g.add_time.as_deref(), rules.zone),
         });
@@ -274,6 +318,10 @@ pub fn convert(source: &Source, rules: &Rules<'_>, opts: &ApplyOptions<'_>) -> C
         .collect();
     for j in &source.jobs {
         let Some(app) = imported.get(&j.id) else { continue };
+        let name = format!("{app}/{}", job_key(j.id));
+        for note in glue_notes.remove(&j.id).unwrap_or_default() {
+            out.entries.push(Entry::noted(Kind::Job, &name, &note));
+        }
         out.bundle.jobs.push(JobHistory {
             group: (*app).to_owned(),
             key: job_key(j.id),
@@ -286,6 +334,43 @@ pub fn convert(source: &Source, rules: &Rules<'_>, opts: &ApplyOptions<'_>) -> C
         });
     }
 
+    users_of(source, &apps, &mut out);
+
+    for l in &source.logs {
+        match run_of(l, &imported, rules.zone) {
+            Ok(r) => out.bundle.runs.push(r),
+            Err(why) => out.entries.push(Entry::skipped(Kind::Run, &l.id.to_string(), &why)),
+        }
+    }
+    out.bundle.run_ids_above = source.max_log_id;
+    out
+}
+
+/// Passwords so common that an account with one is as good as open: XXL-JOB's seed `123456`
+/// first. An imported user's MD5 or SHA-256 hash is checked against each (cheap: no salt).
+const WEAK_PASSWORDS: [&str; 10] = [
+    "123456",
+    "password",
+    "admin",
+    "12345678",
+    "123456789",
+    "111111",
+    "000000",
+    "admin123",
+    "xxl-job",
+    "qwerty",
+];
+
+/// The well-known password `hash` (a legacy hash) is of, if it is one.
+fn weak_password(hash: &str) -> Option<&'static str> {
+    WEAK_PASSWORDS.into_iter().find(|p| verify_password(p, hash))
+}
+
+/// The users, with what to know about them: those with a well-known password (XXL-JOB's seed
+/// `admin`/`123456`, kept by many installations) and how many are administrators, said in the
+/// report rather than carried over silently.
+fn users_of(source: &Source, apps: &HashMap<i64, String>, out: &mut Converted) {
+    let mut weak = Vec::new();
     for u in &source.users {
         let name = u.username.trim();
         if name.is_empty() || name.len() > 64 || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
@@ -317,6 +402,19 @@ pub fn convert(source: &Source, rules: &Rules<'_>, opts: &ApplyOptions<'_>) -> C
                 }
             }
         }
+        if let Some(p) = weak_password(&hash) {
+            let seed = if name == "admin" && p == "123456" {
+                "XXL-JOB's seed password"
+            } else {
+                "a well-known password"
+            };
+            out.entries.push(Entry::noted(
+                Kind::User,
+                name,
+                &format!("its password is {seed} ({p}): change it at once (chime admin reset-password)"),
+            ));
+            weak.push(name.to_owned());
+        }
         out.bundle.users.push(ImportedUser {
             username: name.to_owned(),
             password_hash: hash,
@@ -324,15 +422,26 @@ pub fn convert(source: &Source, rules: &Rules<'_>, opts: &ApplyOptions<'_>) -> C
             groups,
         });
     }
-
-    for l in &source.logs {
-        match run_of(l, &imported, rules.zone) {
-            Ok(r) => out.bundle.runs.push(r),
-            Err(why) => out.entries.push(Entry::skipped(Kind::Run, &l.id.to_string(), &why)),
-        }
+    let users = &out.bundle.users;
+    let admins = users.iter().filter(|u| u.admin).count();
+    out.notes.push(format!(
+        "users: {} of {} read, {admins} of them administrators (every group, users and settings)",
+        users.len(),
+        source.user_count
+    ));
+    if source.user_count > source.users.len() as i64 {
+        out.notes.push(format!(
+            "only the first {MAX_USERS} users (by id) were read; {} more were left out",
+            source.user_count - source.users.len() as i64
+        ));
     }
-    out.bundle.run_ids_above = source.max_log_id;
-    out
+    if !weak.is_empty() {
+        out.notes.push(format!(
+            "{} user(s) with a well-known password, which anyone can sign in with: {}",
+            weak.len(),
+            weak.join(", ")
+        ));
+    }
 }
 
 /// A group as a document group, with notes on what was changed on the way.

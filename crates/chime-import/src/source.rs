@@ -8,6 +8,16 @@ use sqlx::{MySqlPool, Row};
 use std::collections::HashSet;
 use std::str::FromStr;
 
+/// Script versions read per job at most: the newest, as many as XXL-JOB's console keeps.
+pub const GLUE_VERSIONS_KEPT: usize = 30;
+/// Largest script source imported, in bytes: what the job API takes in a whole request.
+pub const MAX_GLUE_SOURCE_BYTES: i64 = 1024 * 1024;
+/// Script history read in one import at most, in bytes of source: versions beyond are reported
+/// and not read, so an import holds at most this much of it in memory.
+pub const GLUE_HISTORY_BUDGET: i64 = 64 * 1024 * 1024;
+/// Users read at most; those beyond are counted and reported.
+pub const MAX_USERS: usize = 10_000;
+
 /// The XXL-JOB schema versions Chime tells apart. Each adds to the one before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Version {
@@ -74,6 +84,9 @@ pub(crate) struct XxlJob {
     pub(crate) glue_type: String,
     pub(crate) glue_source: String,
     pub(crate) glue_remark: String,
+    /// The size of the stored source in bytes; a source over [`MAX_GLUE_SOURCE_BYTES`] is not
+    /// read (`glue_source` is empty).
+    pub(crate) glue_source_bytes: i64,
     pub(crate) glue_updatetime: Option<String>,
     pub(crate) child_jobid: String,
     pub(crate) trigger_status: i64,
@@ -86,9 +99,25 @@ pub(crate) struct XxlJob {
 pub(crate) struct XxlGlue {
     pub(crate) job_id: i64,
     pub(crate) glue_type: String,
-    pub(crate) glue_source: String,
+    /// `None`: not read, for the reason in `omitted`.
+    pub(crate) glue_source: Option<String>,
     pub(crate) glue_remark: String,
     pub(crate) add_time: Option<String>,
+    /// Its source's size in bytes.
+    pub(crate) bytes: i64,
+    /// Why its source was not read.
+    pub(crate) omitted: Option<Omitted>,
+}
+
+/// Why a script version's source was not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Omitted {
+    /// Over [`MAX_GLUE_SOURCE_BYTES`].
+    TooLarge,
+    /// A type Chime does not know.
+    UnknownType,
+    /// The import's [`GLUE_HISTORY_BUDGET`] was spent.
+    OverBudget,
 }
 
 /// `xxl_job_user`.
@@ -128,8 +157,14 @@ pub(crate) struct Source {
     pub(crate) version: Version,
     pub(crate) groups: Vec<XxlGroup>,
     pub(crate) jobs: Vec<XxlJob>,
+    /// The newest [`GLUE_VERSIONS_KEPT`] script versions of each job, oldest first.
     pub(crate) glues: Vec<XxlGlue>,
+    /// Per job, how many older script versions were not read.
+    pub(crate) older_glues: Vec<(i64, i64)>,
+    /// The first [`MAX_USERS`] users.
     pub(crate) users: Vec<XxlUser>,
+    /// How many users there are in all.
+    pub(crate) user_count: i64,
     pub(crate) logs: Vec<XxlLog>,
     /// The largest run id XXL-JOB has given (its executors may still report on any of them).
     pub(crate) max_log_id: i64,
@@ -250,7 +285,9 @@ pub(crate) async fn read(pool: &MySqlPool, version: Version, logs: &LogSelection
     let q = format!(
         "SELECT {}, {}, {desc} AS job_desc, {}, author, alarm_email, schedule_type, schedule_conf, misfire_strategy, \
          executor_route_strategy, executor_handler, executor_param, executor_block_strategy, {}, {}, glue_type, \
-         glue_source, glue_remark, {}, child_jobid, {}, {}, {} FROM xxl_job_info ORDER BY id",
+         CASE WHEN LENGTH(glue_source) <= {MAX_GLUE_SOURCE_BYTES} THEN glue_source END AS glue_source, \
+         CAST(COALESCE(LENGTH(glue_source), 0) AS SIGNED) AS glue_source_bytes, \
+         glue_remark, {}, child_jobid, {}, {}, {} FROM xxl_job_info ORDER BY id",
         int("id"),
         int("job_group"),
         datetime("add_time"),
@@ -285,6 +322,7 @@ pub(crate) async fn read(pool: &MySqlPool, version: Version, logs: &LogSelection
                 glue_type: text(r, "glue_type")?,
                 glue_source: text(r, "glue_source")?,
                 glue_remark: text(r, "glue_remark")?,
+                glue_source_bytes: num(r, "glue_source_bytes")?,
                 glue_updatetime: opt_text(r, "glue_updatetime")?,
                 child_jobid: text(r, "child_jobid")?,
                 trigger_status: num(r, "trigger_status")?,
@@ -294,28 +332,10 @@ pub(crate) async fn read(pool: &MySqlPool, version: Version, logs: &LogSelection
         })
         .collect::<Result<Vec<_>, sqlx::Error>>()?;
 
-    let q = format!(
-        "SELECT {}, glue_type, glue_source, glue_remark, {} FROM xxl_job_logglue ORDER BY job_id, add_time, id",
-        int("job_id"),
-        datetime("add_time")
-    );
-    let glues = sqlx::query(&q)
-        .fetch_all(pool)
-        .await?
-        .iter()
-        .map(|r| {
-            Ok(XxlGlue {
-                job_id: num(r, "job_id")?,
-                glue_type: text(r, "glue_type")?,
-                glue_source: text(r, "glue_source")?,
-                glue_remark: text(r, "glue_remark")?,
-                add_time: opt_text(r, "add_time")?,
-            })
-        })
-        .collect::<Result<Vec<_>, sqlx::Error>>()?;
+    let (glues, older_glues) = read_glues(pool).await?;
 
     let q = format!(
-        "SELECT username, password, {}, permission FROM xxl_job_user ORDER BY id",
+        "SELECT username, password, {}, permission FROM xxl_job_user ORDER BY id LIMIT {MAX_USERS}",
         int("role")
     );
     let users = sqlx::query(&q)
@@ -331,6 +351,10 @@ pub(crate) async fn read(pool: &MySqlPool, version: Version, logs: &LogSelection
             })
         })
         .collect::<Result<Vec<_>, sqlx::Error>>()?;
+    let count = sqlx::query("SELECT CAST(COUNT(*) AS SIGNED) AS n FROM xxl_job_user")
+        .fetch_one(pool)
+        .await?;
+    let user_count = num(&count, "n")?;
 
     // Runs still waiting for a result are always read: their executors will report to Chime.
     let waiting = "(trigger_code IN (0, 200) AND handle_code = 0)";
@@ -385,8 +409,87 @@ pub(crate) async fn read(pool: &MySqlPool, version: Version, logs: &LogSelection
         groups,
         jobs,
         glues,
+        older_glues,
         users,
+        user_count,
         logs,
         max_log_id: num(&max, "m")?,
     })
+}
+
+/// Reads the script history a job at a time: the newest [`GLUE_VERSIONS_KEPT`] versions of
+/// each (sizes first, then the sources worth reading), never a source over
+/// [`MAX_GLUE_SOURCE_BYTES`] or of an unknown type, and no more than [`GLUE_HISTORY_BUDGET`] in
+/// all. Returns them oldest first per job, and per job the count of older versions not read.
+/// A history of hundreds of megabytes once came into memory whole, twice over.
+async fn read_glues(pool: &MySqlPool) -> Result<(Vec<XxlGlue>, Vec<(i64, i64)>), ImportError> {
+    let counts = sqlx::query(&format!(
+        "SELECT {}, CAST(COUNT(*) AS SIGNED) AS n FROM xxl_job_logglue GROUP BY job_id ORDER BY job_id",
+        int("job_id")
+    ))
+    .fetch_all(pool)
+    .await?;
+    let mut glues = Vec::new();
+    let mut older = Vec::new();
+    let mut budget = GLUE_HISTORY_BUDGET;
+    for c in &counts {
+        let (job_id, n) = (num(c, "job_id")?, num(c, "n")?);
+        if n > GLUE_VERSIONS_KEPT as i64 {
+            older.push((job_id, n - GLUE_VERSIONS_KEPT as i64));
+        }
+        let q = format!(
+            "SELECT {}, glue_type, glue_remark, {}, CAST(COALESCE(LENGTH(glue_source), 0) AS SIGNED) AS bytes \
+             FROM xxl_job_logglue WHERE job_id = ? ORDER BY add_time DESC, id DESC LIMIT {GLUE_VERSIONS_KEPT}",
+            int("id"),
+            datetime("add_time")
+        );
+        let mut versions = Vec::new();
+        let mut wanted = Vec::new();
+        for r in sqlx::query(&q).bind(job_id).fetch_all(pool).await? {
+            let glue_type = text(&r, "glue_type")?;
+            let bytes = num(&r, "bytes")?;
+            let omitted = if glue_type.trim().parse::<chime_protocol::GlueType>().is_err() {
+                Some(Omitted::UnknownType)
+            } else if bytes > MAX_GLUE_SOURCE_BYTES {
+                Some(Omitted::TooLarge)
+            } else if bytes > budget {
+                Some(Omitted::OverBudget)
+            } else {
+                budget -= bytes;
+                wanted.push(num(&r, "id")?);
+                None
+            };
+            versions.push((
+                num(&r, "id")?,
+                XxlGlue {
+                    job_id,
+                    glue_type,
+                    glue_source: None,
+                    glue_remark: text(&r, "glue_remark")?,
+                    add_time: opt_text(&r, "add_time")?,
+                    bytes,
+                    omitted,
+                },
+            ));
+        }
+        if !wanted.is_empty() {
+            let q = format!(
+                "SELECT {}, glue_source FROM xxl_job_logglue WHERE id IN ({})",
+                int("id"),
+                vec!["?"; wanted.len()].join(", ")
+            );
+            let mut query = sqlx::query(&q);
+            for id in &wanted {
+                query = query.bind(*id);
+            }
+            for r in query.fetch_all(pool).await? {
+                let id = num(&r, "id")?;
+                if let Some((_, v)) = versions.iter_mut().find(|(vid, _)| *vid == id) {
+                    v.glue_source = Some(text(&r, "glue_source")?);
+                }
+            }
+        }
+        glues.extend(versions.into_iter().rev().map(|(_, v)| v));
+    }
+    Ok((glues, older))
 }

@@ -4,6 +4,10 @@
 use crate::enums::{BlockStrategy, GlueType, ProtocolGeneration};
 use crate::lenient;
 use serde::{Deserialize, Deserializer, Serialize};
+use std::collections::BTreeMap;
+
+/// The key of Chime's extension of [`TriggerParam`]: a workflow node's upstream results.
+pub const UPSTREAM_RESULTS_KEY: &str = "chimeUpstreamResults";
 
 /// The body of `POST /run`: one trigger of one job (XXL-JOB's `TriggerParam`).
 ///
@@ -49,6 +53,23 @@ pub struct TriggerParam {
     /// Number of shards; 1 when not broadcasting.
     #[serde(default = "one", deserialize_with = "lenient::i32")]
     pub broadcast_total: i32,
+    /// Chime's extension (key [`UPSTREAM_RESULTS_KEY`]): for a workflow node's run, the
+    /// results of its upstream nodes by node key, as data. Sent only when there are some, so
+    /// every other trigger's body is XXL-JOB's byte for byte; XXL-JOB's executors (Gson,
+    /// pyxxl's field filter) ignore a key they do not know. Anything but an object of strings
+    /// reads as none: it is information for the handler, never a reason to refuse the run.
+    #[serde(
+        rename = "chimeUpstreamResults",
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "string_map_or_empty"
+    )]
+    pub upstream_results: BTreeMap<String, String>,
+}
+
+fn string_map_or_empty<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
+    let value = serde_json::Value::deserialize(d)?;
+    Ok(serde_json::from_value(value).unwrap_or_default())
 }
 
 fn bean() -> GlueType {

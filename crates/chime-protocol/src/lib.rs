@@ -48,7 +48,7 @@ pub use enums::{
     TriggerType, UnknownVariant,
 };
 pub use envelope::{EnvelopeError, ReturnT, FAIL_CODE, SUCCESS_CODE, TIMEOUT_CODE};
-pub use executor_api::{IdleBeatParam, KillParam, LogParam, LogResult, TriggerParam};
+pub use executor_api::{IdleBeatParam, KillParam, LogParam, LogResult, TriggerParam, UPSTREAM_RESULTS_KEY};
 pub use job_api::{
     is_job_api_uri, JobAddRequest, JobFields, JobOperateRequest, JobTriggerRequest, JobUpdateRequest, JOB_API_URIS,
 };

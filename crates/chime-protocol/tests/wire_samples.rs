@@ -295,3 +295,27 @@ fn bad_input_is_an_error_that_says_why() {
         .to_string();
     assert!(not_batch.contains("callbackList"), "{not_batch}");
 }
+
+#[test]
+fn upstream_results_are_an_extension_sent_only_when_there_are_some() {
+    // A trigger without them is XXL-JOB's body exactly (checked above); with them, one more
+    // key at the end, which XXL-JOB's executors ignore.
+    let base = r#"{"jobId":1,"executorHandler":"shell","executorParams":"","executorBlockStrategy":"SERIAL_EXECUTION","executorTimeout":0,"logId":42,"logDateTime":1586629003729,"glueType":"BEAN","glueSource":"","glueUpdatetime":0,"broadcastIndex":0,"broadcastTotal":1}"#;
+    let mut t: TriggerParam = serde_json::from_str(base).unwrap();
+    assert!(t.upstream_results.is_empty());
+    t.upstream_results.insert("extract".into(), "$(touch /tmp/x)".into());
+    let sent: Value = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
+    assert_eq!(
+        sent[chime_protocol::UPSTREAM_RESULTS_KEY],
+        serde_json::json!({"extract": "$(touch /tmp/x)"})
+    );
+    let back: TriggerParam = serde_json::from_value(sent).unwrap();
+    assert_eq!(back.upstream_results, t.upstream_results);
+    // From a peer that sends something else under the key: no results, the run still runs.
+    let odd = base.replace(
+        "\"broadcastTotal\":1",
+        "\"broadcastTotal\":1,\"chimeUpstreamResults\":[1]",
+    );
+    let t: TriggerParam = serde_json::from_str(&odd).unwrap();
+    assert!(t.upstream_results.is_empty());
+}

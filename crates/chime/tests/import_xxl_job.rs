@@ -556,6 +556,10 @@ async fn xxl_job_2_4_into_sqlite() {
         "runs: 5 created, 0 updated, 0 unchanged, 1 not imported",
         "script versions: 1 added",
         "--access-token",
+        // XXL-JOB's seed administrator, carried over with its password, is not kept quiet.
+        "      its password is XXL-JOB's seed password (123456): change it at once",
+        "note: users: 2 of 3 read, 1 of them administrators",
+        "note: 1 user(s) with a well-known password, which anyone can sign in with: admin",
     ] {
         assert!(report.contains(line), "report lacks {line:?}:\n{report}");
     }
@@ -730,6 +734,89 @@ async fn xxl_job_3_4_into_mariadb_with_a_dry_run() {
     assert!(run > 104, "new run id {run} after XXL-JOB's 104");
     drop(admin);
     drop_server_db(&mysql_server(), "mysql", &format!("DROP DATABASE IF EXISTS {name}")).await;
+    xxl.drop_db().await;
+}
+
+/// Script history is bounded as it is read: the newest 30 versions of a job, none over 1 MiB,
+/// none of a type Chime does not know; what is left out is reported on its job. A script job
+/// whose own source is over 1 MiB is not imported. Administrators and well-known passwords are
+/// counted in the report.
+#[tokio::test(flavor = "multi_thread")]
+async fn script_history_is_bounded_and_users_are_reported() {
+    let xxl = XxlDb::new("3.5").await;
+    xxl.exec("INSERT INTO xxl_job_group (id, app_name, name, address_type, address_list) VALUES (1, 'scripts', 'Scripts', 0, NULL)")
+        .await;
+    let cols = "id, job_group, name, author, schedule_type, schedule_conf, misfire_strategy, executor_route_strategy, \
+                executor_handler, executor_param, executor_block_strategy, glue_type, glue_source, glue_updatetime, \
+                child_jobid, trigger_status, trigger_last_time, trigger_next_time";
+    xxl.exec(&format!(
+        "INSERT INTO xxl_job_info ({cols}) VALUES \
+         (1, 1, 'long history', 'ops', 'NONE', '', 'DO_NOTHING', 'FIRST', '', '', 'SERIAL_EXECUTION', 'GLUE_SHELL', \
+          'echo now', NOW(), '', 0, 0, 0), \
+         (2, 1, 'huge script', 'ops', 'NONE', '', 'DO_NOTHING', 'FIRST', '', '', 'SERIAL_EXECUTION', 'GLUE_SHELL', \
+          REPEAT('#', 2 * 1024 * 1024), NOW(), '', 0, 0, 0)"
+    ))
+    .await;
+    // 40 versions of job 1, a minute apart; the newest but one of 2 MiB, the one before of a
+    // type Chime does not know.
+    let now = now_ms();
+    let mut rows = Vec::new();
+    for i in 0..40i64 {
+        let at = dt(now - (40 - i) * 60_000);
+        let (glue_type, source) = match i {
+            38 => ("GLUE_SHELL", "REPEAT('x', 2 * 1024 * 1024)".to_owned()),
+            37 => ("GLUE_COBOL", "'DISPLAY 1.'".to_owned()),
+            _ => ("GLUE_SHELL", format!("'echo {i}'")),
+        };
+        rows.push(format!("(1, '{glue_type}', {source}, 'v{i}', {at}, {at})"));
+    }
+    xxl.exec(&format!(
+        "INSERT INTO xxl_job_logglue (job_id, glue_type, glue_source, glue_remark, add_time, update_time) VALUES {}",
+        rows.join(", ")
+    ))
+    .await;
+    xxl.exec(&format!(
+        "INSERT INTO xxl_job_user (username, password, role, permission) VALUES \
+         ('admin', '{SHA256_123456}', 1, NULL), ('ops', '{SHA256_OPS}', 1, NULL), \
+         ('intern', '{}', 0, '1')",
+        "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8"
+    ))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/chime.db", dir.path().display());
+    let (code, report, err) = import(&from_into(&xxl, &db));
+    assert_eq!(code, 1, "the huge script job is left out: {report}{err}");
+    for line in [
+        "  ! scripts/xxl-2  not imported: its GLUE source is 2097152 bytes, over the 1024 KiB",
+        "      10 older script version(s) left out: the newest 30 are imported",
+        "left out: its source is 2097152 bytes, over the 1024 KiB a job's source may have",
+        "left out: its type 'GLUE_COBOL' is not one Chime knows",
+        "      its password is XXL-JOB's seed password (123456)",
+        "      its password is a well-known password (password)",
+        "note: users: 3 of 3 read, 2 of them administrators",
+        "note: 2 user(s) with a well-known password, which anyone can sign in with: admin, intern",
+    ] {
+        assert!(report.contains(line), "report lacks {line:?}:\n{report}");
+    }
+    let mut conn = chime(&db).await;
+    let kept: Vec<String> = sqlx::query(
+        "SELECT g.remark AS remark FROM glue_version g JOIN job j ON j.id = g.job_id \
+         WHERE j.job_key = 'xxl-1' ORDER BY g.created_at",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| text(r, "remark"))
+    // The job's current source, saved as a version when the job was created, has no remark.
+    .filter(|r| !r.is_empty())
+    .collect();
+    let want: Vec<String> = (10..40)
+        .filter(|i| *i != 37 && *i != 38)
+        .map(|i| format!("v{i}"))
+        .collect();
+    assert_eq!(kept, want, "the newest 30, less the two left out");
+    drop(conn);
     xxl.drop_db().await;
 }
 

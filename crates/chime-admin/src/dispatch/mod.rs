@@ -121,6 +121,7 @@ async fn dispatch(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
                     trigger_type: ticket.trigger_type,
                     handler: ticket.handler.clone(),
                     param: ticket.param.clone(),
+                    upstream: ticket.upstream.clone(),
                     shard_index: i,
                     shard_total,
                     retry_count: ticket.retry_count,
@@ -238,6 +239,7 @@ async fn dispatch(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
         glue_updatetime: job.glue_updated_at,
         broadcast_index: ticket.shard_index as i32,
         broadcast_total: shard_total as i32,
+        upstream_results: upstream_results(&ticket.upstream),
     };
     let reply = dispatcher.client.run(Target::of(&view.group, &address), &param).await;
     drop(pass);
@@ -266,6 +268,16 @@ async fn dispatch(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
         shard_total,
         trigger_type: ticket.trigger_type,
     }));
+}
+
+/// A node run's upstream results as sent: the run row holds them as JSON (empty for other
+/// runs), written by the workflow step, so they parse; if they did not, the run goes out
+/// without them rather than not at all.
+fn upstream_results(stored: &str) -> std::collections::BTreeMap<String, String> {
+    if stored.is_empty() {
+        return Default::default();
+    }
+    serde_json::from_str(stored).unwrap_or_default()
 }
 
 /// Lets a scheduled run go (out of the in-flight set, pending in the database) if this admin

@@ -27,9 +27,10 @@ type ApiResult<T> = Result<T, ApiError>;
 pub const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
 /// Failed logins per user name and client address before that pair is refused.
 pub const MAX_FAILURES: u32 = 5;
-/// Failed logins per client address, whatever the user names, before the address is refused:
-/// guessing one password for many user names is slowed down as much as many passwords for one.
-pub const MAX_ADDRESS_FAILURES: u32 = 10;
+/// Failed logins per user name, from any address, before the name is refused: guessing one
+/// user's password from many addresses is slowed down too. Nothing is counted per address
+/// alone: behind one NAT or proxy, one person's typing must not lock out the others.
+pub const MAX_USER_FAILURES: u32 = 20;
 /// How long logins stay refused after the last counted failure.
 pub const LOCKOUT: Duration = Duration::from_secs(5 * 60);
 /// Entries kept before expired ones are dropped (bounds the memory an attacker can fill).
@@ -60,12 +61,13 @@ impl Failures {
 
 #[derive(Debug, Default)]
 struct Counts {
-    by_user: HashMap<(String, IpAddr), Failures>,
-    by_address: HashMap<IpAddr, Failures>,
+    by_pair: HashMap<(String, IpAddr), Failures>,
+    by_user: HashMap<String, Failures>,
 }
 
-/// Failed-login counts, in memory: a restart forgets them (and a second admin process keeps
-/// its own), which is acceptable for slowing down password guessing.
+/// Failed-login counts per user name and address and per user name, in memory: a restart
+/// forgets them (and a second admin process keeps its own), which is acceptable for slowing
+/// down password guessing.
 ///
 /// An attempt is counted as a failure when it starts ([`LoginLimiter::begin`]) and taken back
 /// when the password was right ([`LoginLimiter::succeeded`]). So once a budget is used up, no
@@ -77,34 +79,33 @@ pub struct LoginLimiter {
 
 impl LoginLimiter {
     /// Counts an attempt of `user` from `ip`, or refuses it with the seconds to wait when the
-    /// pair or the address has used its failure budget.
+    /// pair or the user name has used its failure budget.
     pub fn begin(&self, user: &str, ip: IpAddr) -> Result<(), u64> {
         let mut c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
-        if c.by_user.len() > LIMITER_PRUNE_AT || c.by_address.len() > LIMITER_PRUNE_AT {
+        if c.by_pair.len() > LIMITER_PRUNE_AT || c.by_user.len() > LIMITER_PRUNE_AT {
+            c.by_pair.retain(|_, f| now.saturating_duration_since(f.last) < LOCKOUT);
             c.by_user.retain(|_, f| now.saturating_duration_since(f.last) < LOCKOUT);
-            c.by_address
-                .retain(|_, f| now.saturating_duration_since(f.last) < LOCKOUT);
         }
         let key = (user.to_owned(), ip);
-        let wait_user = c.by_user.get(&key).and_then(|f| f.wait(MAX_FAILURES, now));
-        let wait_address = c.by_address.get(&ip).and_then(|f| f.wait(MAX_ADDRESS_FAILURES, now));
-        if let Some(wait) = wait_user.max(wait_address) {
+        let wait_pair = c.by_pair.get(&key).and_then(|f| f.wait(MAX_FAILURES, now));
+        let wait_user = c.by_user.get(user).and_then(|f| f.wait(MAX_USER_FAILURES, now));
+        if let Some(wait) = wait_pair.max(wait_user) {
             return Err(wait);
         }
         let fresh = Failures { count: 0, last: now };
-        c.by_user.entry(key).or_insert(fresh).add(now);
-        c.by_address.entry(ip).or_insert(fresh).add(now);
+        c.by_pair.entry(key).or_insert(fresh).add(now);
+        c.by_user.entry(user.to_owned()).or_insert(fresh).add(now);
         Ok(())
     }
 
     /// Takes back the attempt [`LoginLimiter::begin`] counted: the password was right. The
-    /// user's failures from this address are forgotten; other names' failures from the address
-    /// still count.
+    /// user's failures from this address are forgotten; the name's failures from elsewhere
+    /// still count, less this attempt.
     pub fn succeeded(&self, user: &str, ip: IpAddr) {
         let mut c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
-        c.by_user.remove(&(user.to_owned(), ip));
-        if let Some(f) = c.by_address.get_mut(&ip) {
+        c.by_pair.remove(&(user.to_owned(), ip));
+        if let Some(f) = c.by_user.get_mut(user) {
             f.count = f.count.saturating_sub(1);
         }
     }
@@ -177,9 +178,15 @@ pub(super) async fn login(
     if body.username.len() > 256 {
         return Err(Invalid::new("username", "is too long").into());
     }
-    let ip = connect
+    let peer = connect
         .map(|Extension(ConnectInfo(a))| a.ip())
         .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    // The client behind a trusted proxy, as the proxy saw it; otherwise the peer itself.
+    let forwarded = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok());
+    let ip = admin.config.trusted_proxies.client(peer, forwarded);
     if let Err(wait) = console.limiter.begin(&body.username, ip) {
         let mut r = ApiError {
             status: StatusCode::TOO_MANY_REQUESTS,

@@ -270,7 +270,7 @@ fn workflow_definition() -> Value {
             "nodes": arr(input_required(json!({
                 "key": job_key(),
                 "job_id": int(),
-                "param": json!({ "type": "string", "maxLength": 65535, "description": "sent instead of the job's; {{node.result}} is an upstream node's result message" }),
+                "param": json!({ "type": "string", "maxLength": 65535, "description": "sent instead of the job's; {{node.result}} is an upstream node's result message (refused for a job that runs code: a script, or the shell handler; it reads CHIME_UPSTREAM_RESULTS)" }),
                 "join": string_enum(&["all", "any"]),
             }), &["key", "job_id"])),
             "edges": arr(input_required(json!({

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 type ApiResult<T> = Result<T, ApiError>;
 
-/// The jobs a definition's nodes name that exist, for validation.
+/// The jobs a definition's nodes name that exist, and which of them run code, for validation.
 async fn validate(
     admin: &Admin,
     spec: &WorkflowSpec,
@@ -32,8 +32,8 @@ async fn validate(
         .or(base.map(|b| &b.definition))
         .map(|d| d.nodes.iter().map(|n| n.job_id).filter(|id| *id > 0).collect())
         .unwrap_or_default();
-    let existing = admin.store.existing_job_ids(&ids).await?;
-    Ok(spec.validate(base, &admin.config.default_time_zone, |id| existing.contains(&id))?)
+    let jobs = admin.store.node_jobs(&ids).await?;
+    Ok(spec.validate(base, &admin.config.default_time_zone, |id| jobs.get(&id).copied())?)
 }
 
 pub(super) async fn list_workflows(State(admin): State<Arc<Admin>>) -> ApiResult<Json<Vec<Workflow>>> {

@@ -35,6 +35,8 @@ pub struct RunFacts {
     pub handler: String,
     /// Parameter sent.
     pub param: String,
+    /// A workflow node's upstream results sent with it (a retry sends them again).
+    pub upstream: String,
     /// Shard index.
     pub shard_index: i64,
     /// Shard total.
@@ -207,6 +209,7 @@ fn retry_or_give_up(run: &RunFacts, may_retry: bool, now: i64) -> Consequence {
             trigger_type: TriggerType::Retry,
             handler: run.handler.clone(),
             param: run.param.clone(),
+            upstream: run.upstream.clone(),
             shard_index: run.shard_index,
             shard_total: run.shard_total,
             retry_count: run.retry_count - 1,
@@ -309,6 +312,7 @@ mod tests {
             group_id: 7,
             handler: "h".into(),
             param: "p".into(),
+            upstream: r#"{"a":"x"}"#.into(),
             shard_index: 2,
             shard_total: 3,
             retry_count,
@@ -355,6 +359,7 @@ mod tests {
             trigger_type: TriggerType::Retry,
             handler: "h".into(),
             param: "p".into(),
+            upstream: f.upstream.clone(),
             shard_index: 2,
             shard_total: 3,
             retry_count,
@@ -475,6 +480,7 @@ mod tests {
             trigger_type: TriggerType::Parent,
             handler: format!("handler{id}"),
             param: format!("param{id}"),
+            upstream: String::new(),
             shard_index: 0,
             shard_total: 1,
             retry_count: id,

@@ -403,7 +403,7 @@ pub fn check_document(doc: &JobsDocument, opts: &ApplyOptions<'_>) -> Result<(),
 
 impl Store {
     /// The document of every group (or the one with app name `only`) among `scope` (`None`:
-    /// all groups), their jobs ordered by key.
+    /// all groups), their jobs ordered by key; children outside `scope` are left out.
     pub async fn export_jobs(&self, only: Option<&str>, scope: Option<&[i64]>) -> StoreResult<JobsDocument> {
         let mut groups = self.list_groups().await?;
         groups.retain(|g| scope.is_none_or(|s| s.contains(&g.id)));
@@ -438,13 +438,16 @@ impl Store {
             }
             by_group.push((g, jobs));
         }
-        // Children in groups outside the export are named too.
+        // Children in groups outside the export are named too, when the caller may see them:
+        // a child in a group outside `scope` is left out, so a group-limited user's export
+        // names no job, and no group, they cannot read.
         let missing: Vec<i64> = by_group
             .iter()
             .flat_map(|(_, jobs)| jobs.iter().flat_map(|j| j.child_job_ids.iter().copied()))
             .filter(|id| !names.contains_key(id))
             .collect();
-        for j in self.jobs_by_ids(&missing).await? {
+        let visible = self.jobs_by_ids(&missing).await?.into_iter();
+        for j in visible.filter(|j| scope.is_none_or(|s| s.contains(&j.group_id))) {
             let app = apps.get(&j.group_id).cloned().unwrap_or_default();
             names.insert(j.id, (app, j.key));
         }

@@ -215,6 +215,8 @@ impl Store {
                     join: n.join.unwrap_or_default(),
                 });
             }
+            let ids: Vec<i64> = nodes.iter().map(|n| n.job_id).collect();
+            let jobs = self.node_jobs_in(tx, &ids).await?;
             let spec = WorkflowSpec {
                 name: Some(name.to_owned()),
                 description: Some(w.description.clone().unwrap_or_default()),
@@ -230,9 +232,12 @@ impl Store {
                 }),
                 running: Some(w.running.unwrap_or(false)),
             };
-            // Every node's job was resolved above.
+            // Every node's job was resolved above; whether it runs code is the job's (some made
+            // by this document, in this transaction).
             let draft = spec
-                .validate(None, default_zone, |_| true)
+                .validate(None, default_zone, |id| {
+                    Some(jobs.get(&id).copied().unwrap_or(crate::workflow::dag::NodeJob::Data))
+                })
                 .map_err(|e| StoreError::Invalid(wf_err(name, e)))?;
             let q = self
                 .sql(&format!(

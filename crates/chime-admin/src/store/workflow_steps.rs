@@ -604,10 +604,10 @@ impl Store {
         let mut new_runs: Vec<NewRun> = Vec::with_capacity(room);
         let mut run_owners: Vec<usize> = Vec::with_capacity(room);
         let mut ended: Vec<(usize, InstanceState)> = Vec::new();
-        for (i, (s, states)) in instances.iter_mut().zip(&mut states).enumerate() {
+        for (i, (s, states)) in instances.iter().zip(&mut states).enumerate() {
             let graph = s.live.definition.clone();
-            // Upstream results, gathered only for a parameter that names one.
-            let mut results: Option<HashMap<String, String>> = None;
+            // Upstream results, gathered only for a node that has parents or names a node.
+            let mut results: Option<dag::Results<'_>> = None;
             let due = start_at.get(&s.live.id).copied().unwrap_or(now);
             loop {
                 let step = graph.step(states);
@@ -618,23 +618,28 @@ impl Store {
                 }
                 for k in step.ready {
                     let node = &graph.def.nodes[k];
-                    match jobs.get(&node.job_id) {
+                    let made = match jobs.get(&node.job_id) {
                         Some(job) => {
                             let named = node.param.as_deref().unwrap_or(&job.param).contains("{{");
-                            let results = if named {
+                            let results = if named || graph.sources(k).next().is_some() {
                                 results.get_or_insert_with(|| succeeded_results(&s.live.nodes))
                             } else {
                                 &no_results
                             };
+                            node_run(job, &graph, k, results, due)
+                        }
+                        None => Err(format!("job {} no longer exists", node.job_id)),
+                    };
+                    match made {
+                        Ok(run) => {
                             run_owners.push(new_nodes.len());
-                            new_runs.push(node_run(job, node, results, due));
+                            new_runs.push(run);
                             states[k] = Some(NodeState::Running);
                             new_nodes.push((i, node.key.clone(), NodeState::Running, String::new()));
                         }
-                        None => {
+                        Err(why) => {
                             again = true;
                             states[k] = Some(NodeState::Failed);
-                            let why = format!("job {} no longer exists", node.job_id);
                             new_nodes.push((i, node.key.clone(), NodeState::Failed, why));
                         }
                     }
@@ -828,19 +833,42 @@ struct Stepping {
     read: bool,
 }
 
-/// The results of an instance's succeeded nodes, by node (for `{{node.result}}`).
-fn succeeded_results(nodes: &[(i64, NodeRun)]) -> HashMap<String, String> {
+/// The results of an instance's succeeded nodes, by node (for `{{node.result}}` and the
+/// upstream results a run carries as data).
+fn succeeded_results(nodes: &[(i64, NodeRun)]) -> dag::Results<'_> {
     nodes
         .iter()
         .filter(|(_, n)| n.state == NodeState::Succeeded)
-        .map(|(_, n)| (n.node.clone(), n.result.clone()))
+        .map(|(_, n)| (n.node.as_str(), n.result.as_str()))
         .collect()
 }
 
-/// The run of `node`, due at `at`: its job's, with the node's parameter (or the job's) and the
-/// upstream results it names filled in.
-pub(super) fn node_run(job: &Job, node: &dag::Node, results: &HashMap<String, String>, at: i64) -> NewRun {
+/// The run of node `k` of `graph`, due at `at`: its job's, with the node's parameter (or the
+/// job's) and the upstream results it names filled in — each as one shell-quoted word when the
+/// job runs code (`dag::runs_code`): a job may have become one since its workflow was checked
+/// — and its sources' results beside it as data. `Err`: why the node fails instead.
+pub(super) fn node_run(
+    job: &Job,
+    graph: &dag::Graph,
+    k: usize,
+    results: &dag::Results<'_>,
+    at: i64,
+) -> Result<NewRun, String> {
+    let node = &graph.def.nodes[k];
+    let paste = if dag::runs_code(job.glue_type, &job.handler) {
+        dag::Paste::ShellQuoted
+    } else {
+        dag::Paste::Plain
+    };
     let mut run = NewRun::of_job(job, TriggerType::Workflow, at, None);
-    run.param = dag::resolve(node.param.as_deref().unwrap_or(&job.param), results);
-    run
+    run.param = dag::resolve(node.param.as_deref().unwrap_or(&job.param), results, paste).map_err(|_| {
+        format!(
+            "its parameter with the upstream results quoted in is over {} bytes: job {} runs code, \
+             so a result is not cut short (read them from CHIME_UPSTREAM_RESULTS instead)",
+            dag::MAX_PARAM_BYTES,
+            job.id
+        )
+    })?;
+    run.upstream = dag::upstream_json(graph.sources(k), results);
+    Ok(run)
 }

@@ -10,23 +10,38 @@ use super::workflow_rows::{instance_row, node_row, workflow_row, INSTANCE_COLUMN
 use super::workflow_steps::{node_run, NodeTickets};
 use super::{Store, StoreError, StoreResult, PARTITIONS};
 use crate::model::now_ms;
-use crate::workflow::dag::{InstanceState, NodeState};
+use crate::workflow::dag::{self, InstanceState, NodeState};
 use crate::workflow::spec::{Instance, NodeRun, Workflow, WorkflowDraft};
 use sqlx::any::Any;
 use sqlx::Transaction;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 impl Store {
-    /// The ids among `ids` that are jobs.
-    pub async fn existing_job_ids(&self, ids: &[i64]) -> StoreResult<HashSet<i64>> {
+    /// The jobs among `ids` that exist, with what a workflow's check needs to know of each
+    /// (whether it runs code).
+    pub async fn node_jobs(&self, ids: &[i64]) -> StoreResult<HashMap<i64, dag::NodeJob>> {
         let mut conn = self.read.acquire().await?;
-        Ok(self
-            .fetch_in(&mut conn, "SELECT id FROM job WHERE id IN ({in})", ids, &[])
-            .await?
-            .iter()
-            .map(|r| rows::int(r, "id"))
-            .collect::<Result<_, _>>()?)
+        self.node_jobs_in(&mut conn, ids).await
+    }
+
+    /// [`Store::node_jobs`] on `conn` (in a transaction that may have created some of them).
+    pub(super) async fn node_jobs_in(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        ids: &[i64],
+    ) -> StoreResult<HashMap<i64, dag::NodeJob>> {
+        let q = "SELECT id, glue_type, handler FROM job WHERE id IN ({in})";
+        let mut out = HashMap::with_capacity(ids.len());
+        for r in self.fetch_in(conn, q, ids, &[]).await? {
+            // An unknown script type is a script all the same.
+            let glue_type = rows::text(&r, "glue_type")?
+                .parse()
+                .unwrap_or(chime_protocol::GlueType::GlueShell);
+            let kind = dag::NodeJob::of(glue_type, &rows::text(&r, "handler")?);
+            out.insert(rows::int(&r, "id")?, kind);
+        }
+        Ok(out)
     }
 
     /// Creates a workflow (scheduled from now when the draft says so).
@@ -587,12 +602,14 @@ impl Store {
                     .await?
                     .remove(&spec.job_id)
                     .ok_or_else(|| StoreError::Conflict(format!("job {} no longer exists", spec.job_id)))?;
-                let results: HashMap<String, String> = nodes
+                let results: dag::Results<'_> = nodes
                     .iter()
                     .filter(|n| n.state == NodeState::Succeeded)
-                    .map(|n| (n.node.clone(), n.result.clone()))
+                    .map(|n| (n.node.as_str(), n.result.as_str()))
                     .collect();
-                let run = node_run(&job, spec, &results, now);
+                let graph = dag::Graph::new(def.clone());
+                let k = graph.index(node).unwrap_or_default();
+                let run = node_run(&job, &graph, k, &results, now).map_err(StoreError::Conflict)?;
                 let ticket = self
                     .insert_runs_tx(&mut tx, &[run])
                     .await?

@@ -1,7 +1,7 @@
 //! A workflow as stored and as typed in: its schedule (the same engine, zones and misfire
 //! policies as jobs), its concurrency limit, and its graph.
 
-use super::dag::{Definition, InstanceState, NodeState};
+use super::dag::{Definition, InstanceState, NodeJob, NodeState};
 use crate::calendar::Calendar;
 use crate::model::Invalid;
 use chime_protocol::{MisfireStrategy, ScheduleType};
@@ -136,13 +136,13 @@ pub struct WorkflowDraft {
 }
 
 impl WorkflowSpec {
-    /// Checks every field; `base` is the workflow on update, `job_exists` says which job ids
-    /// exist (nodes must name one).
+    /// Checks every field; `base` is the workflow on update, `job` says which job ids exist
+    /// (nodes must name one) and which of them run code (see `Definition::validate`).
     pub fn validate(
         &self,
         base: Option<&Workflow>,
         default_zone: &str,
-        job_exists: impl Fn(i64) -> bool,
+        job: impl Fn(i64) -> Option<NodeJob>,
     ) -> Result<WorkflowDraft, Invalid> {
         let name = match (&self.name, base) {
             (Some(n), _) => n.trim().to_owned(),
@@ -220,7 +220,7 @@ impl WorkflowSpec {
                 ))
             }
         };
-        definition.validate(job_exists)?;
+        definition.validate(job)?;
         let running = self.running.or(base.map(|b| b.running)).unwrap_or(false);
         if running && schedule_type == ScheduleType::None {
             return Err(Invalid::new(

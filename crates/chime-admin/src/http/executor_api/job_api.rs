@@ -157,7 +157,8 @@ pub(super) async fn job_api(
         count_refusal(admin, uri, peer, shown_app, "wrong access token for the app name");
         return reply(ReturnT::fail(messages::TOKEN_OR_APPNAME_INVALID));
     };
-    if !admin.job_api_permits.try_take(Instant::now()) {
+    // Counted per group: one group's tool looping cannot use up the calls of the others.
+    if !admin.job_api_permits.try_take(&group.id, Instant::now()) {
         return reply(ReturnT {
             code: RATE_LIMITED_CODE,
             msg: Some(messages::TOO_MANY_REQUESTS.to_owned()),

@@ -93,10 +93,10 @@ impl Store {
         let marked = all.iter().map(|r| -> Result<MarkedRun, sqlx::Error> {
             Ok(MarkedRun {
                 ticket: ticket(r)?.0,
-                token: rows::int(r, 11)?,
-                address: rows::text(r, 12)?,
-                marked_at: rows::int(r, 13)?,
-                partition: rows::int(r, 14)?,
+                token: rows::int(r, 12)?,
+                address: rows::text(r, 13)?,
+                marked_at: rows::int(r, 14)?,
+                partition: rows::int(r, 15)?,
             })
         });
         Ok(marked.collect::<Result<_, _>>()?)

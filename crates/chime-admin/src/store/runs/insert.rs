@@ -41,14 +41,16 @@ impl Store {
             let links = &links[..links.len().min(chunk.len())];
             // Only a chunk with a retry in it names the column; the others take its default.
             let links: &[i64] = if links.iter().any(|l| *l != 0) { links } else { &[] };
-            let mut sql = insert_sql(prefix, chunk.len(), !links.is_empty());
+            // So too with upstream results: only workflow nodes' runs have them.
+            let upstream = chunk.iter().any(|r| !r.upstream.is_empty());
+            let mut sql = insert_sql(prefix, chunk.len(), !links.is_empty(), upstream);
             sql.push_str(suffix);
             if self.backend == Backend::Sqlite {
                 // As for fires (`inserted_ids_sqlite`): the ids are known (`store/sqlite_ids.rs`),
                 // and the tickets come from the values themselves, unless a row was skipped.
                 sql.push_str(KNOWN_IDS);
                 let q = self.sql(&sql).into_owned();
-                let insert = bind_new_runs(&q, chunk, links, now);
+                let insert = bind_new_runs(&q, chunk, links, upstream, now);
                 let done = self.insert_known_ids(tx, &mut cursor, insert, chunk.len()).await?;
                 if let Some(ids) = done.ids {
                     out.extend(
@@ -72,7 +74,7 @@ impl Store {
             sql.push_str(" RETURNING ");
             sql.push_str(TICKET_COLUMNS);
             let q = self.sql(&sql).into_owned();
-            let query = bind_new_runs(&q, chunk, links, now);
+            let query = bind_new_runs(&q, chunk, links, upstream, now);
             for row in query.fetch_all(&mut **tx).await? {
                 let (t, code) = ticket(&row)?;
                 if code == 0 {
@@ -104,7 +106,7 @@ impl Store {
         let mut cursor = IdCursor::new("run");
         // 1,000 rows × 14 values stays under every engine's bound-parameter limit (SQLite 32,766).
         for (_, chunk) in self.backend.insert_slices(runs, 1000) {
-            let mut sql = insert_sql(prefix, chunk.len(), false);
+            let mut sql = insert_sql(prefix, chunk.len(), false, false);
             sql.push_str(suffix);
             // SQLite: no RETURNING (see `inserted_ids_sqlite`).
             let returning = self.backend != Backend::Sqlite;
@@ -114,7 +116,7 @@ impl Store {
                 sql.push_str(KNOWN_IDS);
             }
             let q = self.sql(&sql).into_owned();
-            let query = bind_new_runs(&q, chunk, &[], now);
+            let query = bind_new_runs(&q, chunk, &[], false, now);
             let inserted: Vec<(i64, i64, i64)> = if returning {
                 let mut ids = Vec::with_capacity(chunk.len());
                 for row in query.fetch_all(&mut **tx).await? {
@@ -181,16 +183,18 @@ impl Store {
 }
 
 /// `{prefix} INTO run (…) VALUES` with `rows` rows of placeholders, bound by [`bind_new_runs`];
-/// with `retry_of` (a chunk with retries in it) the column `retry_of` too. Scheduled fires,
-/// the busiest inserts, leave it to its default.
-fn insert_sql(prefix: &str, rows: usize, retry_of: bool) -> String {
+/// with `retry_of` (a chunk with retries in it) the column `retry_of` too, with `upstream` (a
+/// chunk with workflow nodes' upstream results) the column `upstream`. Scheduled fires, the
+/// busiest inserts, leave both to their defaults.
+fn insert_sql(prefix: &str, rows: usize, retry_of: bool, upstream: bool) -> String {
     let (column, value) = if retry_of { ("retry_of, ", "?, ") } else { ("", "") };
+    let (up_column, up_value) = if upstream { ("upstream, ", "?, ") } else { ("", "") };
     let mut sql = format!(
         "{prefix} INTO run (job_id, group_id, fire_key, scheduled_at, trigger_type, handler, param, shard_index, \
-         shard_total, retry_count, lineage, trigger_code, trigger_msg, {column}executor_address, handle_msg, \
+         shard_total, retry_count, lineage, trigger_code, trigger_msg, {column}{up_column}executor_address, handle_msg, \
          created_at) VALUES "
     );
-    let row = format!("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {value}'', '', ?)");
+    let row = format!("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {value}{up_value}'', '', ?)");
     sql.reserve(rows * (row.len() + 1));
     for i in 0..rows {
         if i > 0 {
@@ -203,11 +207,17 @@ fn insert_sql(prefix: &str, rows: usize, retry_of: bool) -> String {
 
 /// [`insert_sql`] statement `sql` with the values of `runs` (created at `now`) bound; `retry_of`
 /// (one per run, `runs[i]` retrying run `retry_of[i]`, 0: none) when it names that column,
-/// empty when it does not.
-fn bind_new_runs<'q>(sql: &'q str, runs: &'q [NewRun], retry_of: &[i64], now: i64) -> Query<'q, Any, AnyArguments<'q>> {
+/// empty when it does not; each run's upstream results when `upstream` (it names that column).
+fn bind_new_runs<'q>(
+    sql: &'q str,
+    runs: &'q [NewRun],
+    retry_of: &[i64],
+    upstream: bool,
+    now: i64,
+) -> Query<'q, Any, AnyArguments<'q>> {
     // Texts are bound as `&str`, which the PostgreSQL and MySQL drivers borrow; a bound
     // `&String` is copied (SQLite's driver copies either once, to hand it to its thread).
-    let per_run = if retry_of.is_empty() { 14 } else { 15 };
+    let per_run = 14 + usize::from(!retry_of.is_empty()) + usize::from(upstream);
     let mut query = sized_query(sql, runs.len() * per_run);
     for (i, r) in runs.iter().enumerate() {
         query = query
@@ -226,6 +236,9 @@ fn bind_new_runs<'q>(sql: &'q str, runs: &'q [NewRun], retry_of: &[i64], now: i6
             .bind(r.trigger_msg.as_str());
         if !retry_of.is_empty() {
             query = query.bind(retry_of.get(i).copied().unwrap_or(0));
+        }
+        if upstream {
+            query = query.bind(r.upstream.as_str());
         }
         query = query.bind(now);
     }

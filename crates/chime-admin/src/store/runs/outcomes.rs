@@ -21,7 +21,8 @@ use sqlx::AnyConnection;
 use std::collections::{HashMap, HashSet};
 
 /// The columns [`Store::run_facts`] reads, in [`RunFacts`]' order.
-const FACT_COLUMNS: &str = "id, job_id, group_id, handler, param, shard_index, shard_total, retry_count, lineage";
+const FACT_COLUMNS: &str =
+    "id, job_id, group_id, handler, param, shard_index, shard_total, retry_count, lineage, upstream";
 
 /// The outcomes of a batch that the merged write does not take: `(merged, triggers, results)`.
 type Split<'a> = (
@@ -321,6 +322,7 @@ impl Store {
                 shard_total: rows::int(&r, 6)?,
                 retry_count: rows::int(&r, 7)?,
                 lineage: rows::text(&r, 8)?,
+                upstream: rows::text(&r, 9)?,
             };
             out.insert(f.id, f);
         }
