@@ -1,6 +1,7 @@
 //! The lost-run sweep: it looks at every running run, however many there are, and fails runs
 //! whose result will never come — their executor is gone, restarted since it took the run, or
-//! alive but dropped the result — and only those. A result that arrives after all is not
+//! alive but dropped the result — and only those, and none as gone before the admin has been up
+//! for a dead timeout. A result that arrives after all is not
 //! counted a second time. (With real executor processes killed and restarted:
 //! `restarted_executors.rs`.)
 
@@ -71,9 +72,18 @@ async fn the_sweep_looks_past_the_first_page_of_running_runs() {
     let alive = "http://127.0.0.1:4";
     let long = running_runs(&handle, job, alive, SWEEP_PAGE as usize + 50).await;
     let lost = running_runs(&handle, job, "http://127.0.0.1:5", 3).await;
+    // An admin that has just started has not been up for a dead timeout: an executor it has
+    // not heard of yet may still be heard, so no run is failed as gone before then.
+    assert_eq!(sweep_lost_runs(handle.sweeper()).await.unwrap(), 0);
+    let directory = handle.admin.directory.clone();
+    let dead_timeout = handle.admin.config.dead_timeout;
+    common::eventually(30, "the admin up for a dead timeout", || async {
+        let up = directory.up_time();
+        up.settled_for(dead_timeout).then_some(()).ok_or(format!("{up:?}"))
+    })
+    .await;
     register(&base, "long", &format!("{alive}/")).await;
     api.wait_executors("long", 1).await;
-
     assert_eq!(sweep_lost_runs(handle.sweeper()).await.unwrap(), lost.len());
     for id in &lost {
         let r = run(&api, *id).await;

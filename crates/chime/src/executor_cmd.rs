@@ -131,6 +131,22 @@ pub struct ExecutorArgs {
     /// killed (and reported as killed).
     #[arg(long, env = "CHIME_SHUTDOWN_GRACE_SECS", default_value_t = 20)]
     shutdown_grace_secs: u64,
+
+    /// How often to register with every admin (the heartbeat), as XXL-JOB's executors do every
+    /// 30 s. Keep it well below the admins' `--dead-timeout` (90 s): an admin counts an executor
+    /// it has not heard for that long as gone.
+    #[arg(long, env = "CHIME_BEAT_INTERVAL", default_value = "30s", value_parser = parse_beat_interval)]
+    beat_interval: Duration,
+}
+
+/// `--beat-interval`: a duration as the admin's settings take it (`30s`, `500ms`, `2`), at
+/// least 100 ms (a heartbeat is a database write at every admin).
+fn parse_beat_interval(text: &str) -> Result<Duration, String> {
+    let d = chime_admin::config::parse_duration(text)?;
+    if d < Duration::from_millis(100) {
+        return Err(format!("'{text}' is below 100ms"));
+    }
+    Ok(d)
 }
 
 /// Runs `chime executor` until SIGTERM or SIGINT.
@@ -169,7 +185,8 @@ pub fn run(args: ExecutorArgs) -> ExitCode {
         .log_retention_days(args.log_retention_days)
         .enable_scripts(args.enable_scripts)
         .enable_shell_handler(args.enable_shell_handler)
-        .shutdown_grace(Duration::from_secs(args.shutdown_grace_secs));
+        .shutdown_grace(Duration::from_secs(args.shutdown_grace_secs))
+        .registry_interval(args.beat_interval);
     if args.demo_handlers {
         builder = chime_executor::demo::register_demo_handlers(builder);
     }
