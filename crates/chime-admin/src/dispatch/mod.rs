@@ -58,7 +58,8 @@ pub struct Dispatcher {
     pub(crate) partitions: Arc<Partitions>,
     /// Runs in flight: broadcast shards join them, runs left unsent leave them.
     pub(crate) inflight: Arc<RunIds>,
-    /// Runs withdrawn before their send (a stopped workflow instance's): not sent.
+    /// Runs withdrawn before their send (a stopped workflow instance's, a retry whose failed
+    /// run succeeded after all): not sent.
     pub(crate) withdrawn: Arc<RunIds>,
     /// Where trigger results go.
     pub(crate) results: ResultsQueue,
@@ -199,8 +200,10 @@ async fn dispatch(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
     if scheduled && let_go_unless_held(dispatcher, job.partition, ticket.id) {
         return;
     }
-    // Checked last, just before the send: the run's result is recorded already.
-    if ticket.trigger_type == TriggerType::Workflow && dispatcher.withdrawn.remove(ticket.id) {
+    // Checked last, just before the send: the run's result is recorded already. (Where admins
+    // share a database, the mark below refuses a withdrawn run too, whichever admin holds it.)
+    let withdrawable = matches!(ticket.trigger_type, TriggerType::Workflow | TriggerType::Retry);
+    if withdrawable && dispatcher.withdrawn.remove(ticket.id) {
         dispatcher.inflight.remove(ticket.id);
         return;
     }

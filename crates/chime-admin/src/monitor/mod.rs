@@ -213,8 +213,9 @@ impl LostRunSweep {
     /// A run queued behind others of a SERIAL_EXECUTION job is still waiting in its executor,
     /// which answers busy, so it is left alone however long it takes; an executor that cannot
     /// be asked counts as busy (whether it is gone is the first rule's business). Every kind
-    /// is failed with a retry, as XXL-JOB's fail monitor does. A result that arrives after all
-    /// is not recorded: a run's first result is the one kept.
+    /// is failed with a retry, as XXL-JOB's fail monitor does, and marked as lost: a success
+    /// that arrives after all replaces the failure and stops the retry
+    /// (`results::plan::plan_late_success`); a late failure changes nothing.
     pub async fn sweep(&mut self, sweeper: &Sweeper) -> crate::store::StoreResult<usize> {
         let now = now_ms();
         let min_age = sweep_min_age(sweeper.dead_timeout, sweeper.lost_result_after);
@@ -311,6 +312,7 @@ impl LostRunSweep {
                     code: 500,
                     msg: Some(msg),
                     retry: true,
+                    lost: true,
                 });
             }
             let n = lost.len();
