@@ -4,7 +4,9 @@
 //! - is down (SIGKILL) for longer than twice the dead timeout, and started again;
 //! - is frozen (SIGSTOP) as long, and let go on (SIGCONT);
 //! - has its wall clock stepped five minutes forward (libfaketime, `FAKETIME_TIMESTAMP_FILE`
-//!   rewritten while it runs; its monotonic clock is left alone).
+//!   rewritten while it runs; its monotonic clock is left alone);
+//! - loses its database (PostgreSQL, MariaDB, reached through a forwarder the test closes) for
+//!   as long, and gets it back.
 //!
 //! An admin that judged executors by the wall clock took every executor for dead the moment it
 //! was back (it had heard no heartbeat for longer than the dead timeout, because it could not),
@@ -23,17 +25,15 @@
 
 mod common;
 
+use common::admin_process::AdminProcess;
+use common::cluster::Forwarder;
 use common::demo_executor::DemoExecutor;
-use common::process::{free_port, OwnedProcess};
 use common::pyxxl_executor::PyExecutor;
-use common::{Api, Db, TestDb, ACCESS_TOKEN, API_TOKEN};
+use common::{Api, Db, TestDb};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::net::SocketAddr;
+use std::path::Path;
 use std::time::{Duration, Instant};
-
-/// libfaketime as Debian installs it.
-const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
 /// What happens to the admin while runs are in progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +44,9 @@ enum Outage {
     Frozen,
     /// Its wall clock stepped five minutes forward.
     WallStepped,
+    /// Its database out of reach (every connection through a forwarder the test closes), then
+    /// back.
+    DatabaseAway,
 }
 
 /// Which executor runs the jobs.
@@ -84,132 +87,98 @@ impl Timing {
     }
 }
 
-/// One `chime admin` process on a test database, at a fixed port (kept across restarts: the
-/// executors know it), optionally under libfaketime.
-struct AdminProcess {
-    process: Option<OwnedProcess>,
-    port: u16,
-    db_url: String,
-    dead_timeout: Duration,
-    dir: PathBuf,
-    /// The file libfaketime reads the clock's offset from, when the admin runs under it.
-    faketime: Option<PathBuf>,
+/// Starts the admin of a scenario: swept often (a run taken for lost would be taken at once).
+fn start_admin(db_url: &str, timing: &Timing, dir: &Path, faketime: bool) -> AdminProcess {
+    let dead_timeout = format!("{}s", timing.dead_timeout.as_secs());
+    let args = [
+        "--tick",
+        "200ms",
+        "--lookahead",
+        "2s",
+        "--registry-refresh",
+        "500ms",
+        "--lost-sweep",
+        "100ms",
+        "--executor-timeout",
+        "2s",
+        "--dead-timeout",
+        &dead_timeout,
+    ];
+    AdminProcess::start(db_url, "outage", &args, dir, faketime)
 }
 
-impl AdminProcess {
-    fn start(db_url: &str, dead_timeout: Duration, dir: &Path, faketime: bool) -> AdminProcess {
-        let faketime = faketime.then(|| {
-            assert!(
-                Path::new(LIBFAKETIME).exists(),
-                "libfaketime is not installed at {LIBFAKETIME} (apt-get install faketime)"
-            );
-            let file = dir.join("faketime");
-            std::fs::write(&file, "+0\n").unwrap();
-            file
-        });
-        let mut admin = AdminProcess {
-            process: None,
-            port: free_port(),
-            db_url: db_url.to_owned(),
-            dead_timeout,
-            dir: dir.to_path_buf(),
-            faketime,
+/// The admin's way to its database: a TCP forwarder in the test, replaced while the database is
+/// away by a listener at the same address that closes every connection at once — a server gone
+/// that a connection attempt learns of at once, rather than one the pool would wait 30 s for.
+struct DatabaseLink {
+    target: String,
+    at: SocketAddr,
+    forwarder: Option<Forwarder>,
+    closer: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl DatabaseLink {
+    /// A link to the server of `db` (MariaDB or PostgreSQL); returns it and the URL through it.
+    async fn to(db: &TestDb) -> (DatabaseLink, String) {
+        let mut url = reqwest::Url::parse(&db.url).expect("database URL");
+        let default_port = if db.kind == Db::Postgres { 5432 } else { 3306 };
+        let target = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap_or(default_port));
+        let forwarder = Forwarder::start(SocketAddr::from(([127, 0, 0, 1], 0)), target.clone()).await;
+        let at = forwarder.addr;
+        url.set_port(Some(at.port())).unwrap();
+        let link = DatabaseLink {
+            target,
+            at,
+            forwarder: Some(forwarder),
+            closer: None,
         };
-        admin.spawn();
-        admin
+        (link, url.to_string())
     }
 
-    /// Starts the process (again).
-    fn spawn(&mut self) {
-        let mut command = Command::new(common::chime_binary());
-        command
-            .args([
-                "admin",
-                "--db",
-                &self.db_url,
-                "--listen",
-                &format!("127.0.0.1:{}", self.port),
-            ])
-            .args([
-                "--context-path",
-                "/xxl-job-admin",
-                "--node-id",
-                "outage",
-                "--default-tz",
-                "UTC",
-            ])
-            .args(["--tick", "200ms", "--lookahead", "2s", "--registry-refresh", "500ms"])
-            // Swept often: a run taken for lost would be taken at once.
-            .args(["--lost-sweep", "100ms", "--executor-timeout", "2s"])
-            .arg("--dead-timeout")
-            .arg(format!("{}s", self.dead_timeout.as_secs()))
-            .env("CHIME_API_TOKEN", API_TOKEN)
-            .env("CHIME_ACCESS_TOKEN", ACCESS_TOKEN)
-            .env("CHIME_ADMIN_PASSWORD", "outage-test")
-            .env("RUST_LOG", "info,sqlx=warn");
-        if let Some(file) = &self.faketime {
-            // The wall clock (CLOCK_REALTIME) follows the offset in `file`, read at every call;
-            // the monotonic clock stays the machine's.
-            command
-                .env("LD_PRELOAD", LIBFAKETIME)
-                .env("FAKETIME_TIMESTAMP_FILE", file)
-                .env("FAKETIME_NO_CACHE", "1")
-                .env("DONT_FAKE_MONOTONIC", "1");
-        }
-        let log = self.dir.join("admin.log");
-        self.process = Some(OwnedProcess::spawn("chime admin", &mut command, Some(&log)));
-    }
-
-    fn api(&self) -> Api {
-        Api::new(([127, 0, 0, 1], self.port).into())
-    }
-
-    /// Its executor API base, as executors are given it.
-    fn base(&self) -> String {
-        format!("http://127.0.0.1:{}/xxl-job-admin", self.port)
-    }
-
-    fn signal(&self, signal: libc::c_int) {
-        let pid = self.process.as_ref().expect("the admin runs").id();
-        // SAFETY: kill(2) with the pid of a child this test started and has not reaped.
-        let rc = unsafe { libc::kill(pid as libc::pid_t, signal) };
-        assert_eq!(rc, 0, "signal {signal}: {}", std::io::Error::last_os_error());
-    }
-
-    /// Waits until the admin answers `/healthz`.
-    async fn wait_ready(&self) {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(1))
-            .build()
-            .unwrap();
-        let url = format!("http://127.0.0.1:{}/healthz", self.port);
-        common::eventually(60, "the admin to answer", || async {
-            match http.get(&url).send().await {
-                Ok(r) if r.status() == 200 => Ok(()),
-                other => Err(format!("{other:?}")),
-            }
+    /// Closes every connection, and closes new ones as they come.
+    async fn cut(&mut self) {
+        self.forwarder = None;
+        // The forwarder's task lets go of the address once it has seen its abort.
+        let listener = common::eventually(10, "the forwarder's address free", || async {
+            tokio::net::TcpListener::bind(self.at).await.map_err(|e| e.to_string())
         })
         .await;
+        self.closer = Some(tokio::spawn(async move {
+            while let Ok((connection, _)) = listener.accept().await {
+                drop(connection);
+            }
+        }));
     }
 
-    /// Puts the admin through `outage`, lasting `length` where it lasts.
-    async fn disturb(&mut self, outage: Outage, length: Duration) {
-        match outage {
-            Outage::Down => {
-                self.process.as_mut().expect("the admin runs").kill_9();
-                tokio::time::sleep(length).await;
-                self.spawn();
-                self.wait_ready().await;
-            }
-            Outage::Frozen => {
-                self.signal(libc::SIGSTOP);
-                tokio::time::sleep(length).await;
-                self.signal(libc::SIGCONT);
-            }
-            Outage::WallStepped => {
-                let file = self.faketime.as_ref().expect("the admin runs under libfaketime");
-                std::fs::write(file, "+300\n").unwrap();
-            }
+    async fn restore(&mut self) {
+        if let Some(closer) = self.closer.take() {
+            closer.abort();
+            let _ = closer.await;
+        }
+        self.forwarder = Some(Forwarder::start(self.at, self.target.clone()).await);
+    }
+}
+
+/// Puts `admin` through `outage`, lasting `length` where it lasts.
+async fn disturb(admin: &mut AdminProcess, link: Option<&mut DatabaseLink>, outage: Outage, length: Duration) {
+    match outage {
+        Outage::Down => {
+            admin.kill_9();
+            tokio::time::sleep(length).await;
+            admin.spawn();
+            admin.wait_ready().await;
+        }
+        Outage::Frozen => {
+            admin.signal(libc::SIGSTOP);
+            tokio::time::sleep(length).await;
+            admin.signal(libc::SIGCONT);
+        }
+        Outage::WallStepped => admin.step_wall_clock("+300"),
+        Outage::DatabaseAway => {
+            let link = link.expect("the admin reaches its database through a link");
+            link.cut().await;
+            tokio::time::sleep(length).await;
+            link.restore().await;
         }
     }
 }
@@ -249,7 +218,14 @@ async fn runs_survive(db: Db, kind: Kind, outage: Outage) {
     let timing = Timing::of(kind, outage);
     let db = TestDb::new(db).await;
     let dir = tempfile::tempdir().unwrap();
-    let mut admin = AdminProcess::start(&db.url, timing.dead_timeout, dir.path(), outage == Outage::WallStepped);
+    let (mut link, url) = match outage {
+        Outage::DatabaseAway => {
+            let (link, url) = DatabaseLink::to(&db).await;
+            (Some(link), url)
+        }
+        _ => (None, db.url.clone()),
+    };
+    let mut admin = start_admin(&url, &timing, dir.path(), outage == Outage::WallStepped);
     admin.wait_ready().await;
     let api = admin.api();
     let app = "outage";
@@ -296,7 +272,7 @@ async fn runs_survive(db: Db, kind: Kind, outage: Outage) {
     }
 
     let started = Instant::now();
-    admin.disturb(outage, timing.outage).await;
+    disturb(&mut admin, link.as_mut(), outage, timing.outage).await;
     if outage == Outage::WallStepped {
         // The executor stays listed while the runs go on: nothing took it for dead.
         while started.elapsed() < timing.outage {
@@ -383,4 +359,14 @@ async fn pyxxl_runs_survive_the_admin_frozen() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn pyxxl_runs_survive_a_wall_clock_step() {
     runs_survive(Db::MySql, Kind::Pyxxl, Outage::WallStepped).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn chime_executor_runs_survive_the_database_away_postgres() {
+    runs_survive(Db::Postgres, Kind::Chime, Outage::DatabaseAway).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn chime_executor_runs_survive_the_database_away_mariadb() {
+    runs_survive(Db::MySql, Kind::Chime, Outage::DatabaseAway).await;
 }

@@ -261,6 +261,16 @@ mod tests {
     }
 
     #[test]
+    fn the_heartbeat_is_xxl_jobs_unless_set() {
+        let cli = Cli::try_parse_from(["chime"]).unwrap();
+        assert_eq!(cli.args.beat_interval, Duration::from_secs(30));
+        let cli = Cli::try_parse_from(["chime", "--beat-interval", "3s"]).unwrap();
+        assert_eq!(cli.args.beat_interval, Duration::from_secs(3));
+        assert!(Cli::try_parse_from(["chime", "--beat-interval", "10ms"]).is_err());
+        assert!(Cli::try_parse_from(["chime", "--beat-interval", "soon"]).is_err());
+    }
+
+    #[test]
     fn the_token_flag_is_named_as_for_the_admin() {
         let cli = Cli::try_parse_from(["chime", "--access-token", "s3cret"]).unwrap();
         assert_eq!(cli.args.access_token, "s3cret");

@@ -92,7 +92,7 @@ async fn dispatch(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
     if scheduled && let_go_unless_held(dispatcher, job.partition, ticket.id) {
         return;
     }
-    let Some(view) = dispatcher.directory.view(job.group_id) else {
+    let Some(view) = view_for(dispatcher, job.group_id, address.as_deref()).await else {
         fail(
             dispatcher,
             &ticket,
@@ -269,6 +269,32 @@ async fn dispatch(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
         shard_total,
         trigger_type: ticket.trigger_type,
     }));
+}
+
+/// The view of group `group_id` for a send (to `requested`, if the run names its executor). When
+/// this admin does not know the group, or knows no executor the run could go to, the group or
+/// the executor may have been created or registered through another admin a moment ago: the
+/// directory is reloaded from the database (one reload shared by every send that waits, at
+/// most one a second: [`Directory::reload_for_unknown`]) before the run is failed for it.
+async fn view_for(
+    dispatcher: &Dispatcher,
+    group_id: i64,
+    requested: Option<&str>,
+) -> Option<Arc<crate::registry::GroupView>> {
+    let usable = |view: &Option<Arc<crate::registry::GroupView>>| {
+        view.as_ref().is_some_and(|v| match requested {
+            Some(a) => v.addresses.iter().any(|r| normalize_address(r) == normalize_address(a)),
+            None => !v.addresses.is_empty(),
+        })
+    };
+    let met = std::time::Instant::now();
+    let view = dispatcher.directory.view(group_id);
+    if usable(&view) {
+        return view;
+    }
+    let directory = &dispatcher.directory;
+    directory.reload_for_unknown(met, |d| usable(&d.view(group_id))).await;
+    directory.view(group_id)
 }
 
 /// Lets a scheduled run go (out of the in-flight set, pending in the database) if this admin

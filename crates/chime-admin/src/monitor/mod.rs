@@ -18,9 +18,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// Reloads groups and heartbeats every `every` (`--registry-refresh`) until `shutdown`, and ticks
-/// the directory's up-clock every [`crate::registry::clock::TICK`] meanwhile — in the same task,
-/// so that a refresh waiting for a slow database does not hold the clock up.
+/// Reloads groups and heartbeats every `every` (`--registry-refresh`) until `shutdown`; meanwhile
+/// ticks the directory's up-clock every [`crate::registry::clock::TICK`], and reloads the groups
+/// when their version moved ([`crate::registry::GROUP_CHANGE_POLL`]) — in the same task, so that
+/// a refresh waiting for a slow database holds neither up.
 pub async fn run_registry_refresh(directory: Arc<Directory>, every: Duration, shutdown: CancellationToken) {
     let up_clock = async {
         let mut ticks = tokio::time::interval(crate::registry::clock::TICK);
@@ -45,7 +46,20 @@ pub async fn run_registry_refresh(directory: Arc<Directory>, every: Duration, sh
             }
         }
     };
-    tokio::join!(up_clock, refresh);
+    // A group created or changed through another admin is loaded within this, not at the next
+    // refresh (see `store::groups`).
+    let group_changes = async {
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(crate::registry::GROUP_CHANGE_POLL) => {}
+            }
+            if let Err(e) = directory.reload_groups_if_changed().await {
+                tracing::debug!(error = %e, "reading the version of the groups failed");
+            }
+        }
+    };
+    tokio::join!(up_clock, refresh, group_changes);
 }
 
 /// Running runs the lost-run sweep reads per query; it pages through all of them by id.

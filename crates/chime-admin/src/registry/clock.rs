@@ -8,7 +8,8 @@
 //! whenever the wall clock stepped forward: their runs were failed as lost although the
 //! executors were alive and about to deliver the results. The up-clock counts only time the
 //! admin was running with its database: a ticker adds the monotonic time since its last tick,
-//! at most [`MAX_STEP`] per tick, and nothing while the database fails. Each of these events is
+//! at most [`MAX_STEP`] per tick, and nothing while the database fails (an error that says it
+//! cannot be reached, or a read that stays unanswered: `super::DATABASE_STALL`). Each of these events is
 //! also a *disruption* — the admin's start, a tick later than [`MAX_STEP`] (a pause or a stalled
 //! process), the database coming back, and a step of the wall clock — after which every
 //! executor counts as heard at that moment: it gets a full dead timeout of up time to be heard

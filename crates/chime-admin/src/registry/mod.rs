@@ -7,7 +7,10 @@
 //!
 //! Heartbeats (`/api/registry`) are written to the `registry` table and applied to an
 //! in-memory directory at once. A refresh loop reloads groups and heartbeats from the database
-//! every few seconds (so several admins share what executors told any of them).
+//! every few seconds (so several admins share what executors told any of them). Groups are
+//! reloaded sooner when their version in the database moves (`store::groups`, read every
+//! [`GROUP_CHANGE_POLL`]), and a send that meets a group or an executor this admin does not know
+//! reloads both before it fails the run ([`Directory::reload_for_unknown`]).
 //!
 //! Whether an executor is alive is judged by this admin's up-clock ([`clock`]), never by the
 //! wall clock: an executor is dead once the dead timeout of *up time* has passed since the
@@ -33,7 +36,7 @@
 pub mod clock;
 
 use crate::model::{now_ms, AddressType, ExecutorEntry, Group};
-use crate::store::{Store, StoreResult};
+use crate::store::{Store, StoreError, StoreResult};
 use chime_protocol::link::is_link_address;
 use chime_protocol::paths::normalize_address;
 use chime_protocol::ExecutorInstance;
@@ -120,6 +123,15 @@ fn merge_refresh(
     }
     live.retain(|_, addresses| !addresses.is_empty());
     (live, dead)
+}
+
+/// Applies a list of groups read under `version`, unless a list read under a newer version was
+/// applied already (two loads may finish in either order).
+fn set_groups(s: &mut State, version: i64, groups: Vec<Group>) {
+    if version >= s.groups_version {
+        s.groups = groups.into_iter().map(|g| (g.id, g)).collect();
+        s.groups_version = version;
+    }
 }
 
 /// A group with the addresses a run may be sent to right now.
@@ -223,12 +235,40 @@ fn note_process(
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct State {
     groups: HashMap<i64, Group>,
+    /// The version of the groups (`Store::group_change_version`) read before `groups` were:
+    /// a list read under an older version than this is not applied (it may miss a change
+    /// another load has applied already).
+    groups_version: i64,
     /// app name → address → what was heard.
     live: Live,
 }
+
+impl Default for State {
+    fn default() -> State {
+        State {
+            groups: HashMap::new(),
+            groups_version: i64::MIN,
+            live: Live::new(),
+        }
+    }
+}
+
+/// Fewest time between two reloads for a group or an executor a send met and this admin did
+/// not know ([`Directory::reload_for_unknown`]): runs of a group that does not exist (or of a
+/// group without executors) cost the database at most one reload a second, however many.
+pub const UNKNOWN_RELOAD_GAP: Duration = Duration::from_secs(1);
+
+/// How often the version of the groups is read (`monitor::run_registry_refresh`).
+pub const GROUP_CHANGE_POLL: Duration = Duration::from_millis(500);
+
+/// A read of the version of the groups still unanswered after this counts as the database
+/// failing, for the up-clock: connections that hang (a server gone without a word, connections
+/// refused while the pool keeps retrying them for its 30 s) return no error for a long time, and
+/// heartbeats wait as long. Far above the round trip of that one-row read on a busy database.
+pub const DATABASE_STALL: Duration = Duration::from_secs(2);
 
 /// A computed [`GroupView`] and how long it holds.
 #[derive(Debug)]
@@ -263,6 +303,13 @@ pub struct Directory {
     origin: Instant,
     /// Local heartbeats recorded so far: a refresh keeps what those after its start recorded.
     beats: AtomicU64,
+    /// When the last reload for an unknown group or executor started; held during one, so
+    /// that sends meeting the same unknown wait for it instead of reloading too.
+    unknown: tokio::sync::Mutex<Option<Instant>>,
+    /// Reloads made for unknown groups or executors.
+    unknown_reloads: AtomicU64,
+    /// When the read of the version of the groups now under way started, if one is.
+    probe_since: Mutex<Option<Instant>>,
 }
 
 impl Directory {
@@ -278,6 +325,9 @@ impl Directory {
             clock: Mutex::new(UpClock::new(0, now_ms())),
             origin: Instant::now(),
             beats: AtomicU64::new(0),
+            unknown: tokio::sync::Mutex::new(None),
+            unknown_reloads: AtomicU64::new(0),
+            probe_since: Mutex::new(None),
         }
     }
 
@@ -298,6 +348,14 @@ impl Directory {
 
     /// Advances the up-clock; called every [`clock::TICK`] (`monitor::run_registry_refresh`).
     pub fn tick(&self) {
+        let stalled = self
+            .probe_since
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some_and(|since| since.elapsed() > DATABASE_STALL);
+        if stalled {
+            self.clock().database_failed();
+        }
         let mono = self.origin.elapsed().as_millis() as i64;
         let event = self.clock().tick(mono, now_ms());
         match event {
@@ -321,9 +379,12 @@ impl Directory {
         self.version.fetch_add(1, Ordering::Release);
     }
 
-    /// Records that the database failed: no up time counts until it answers again.
-    fn database_failed(&self) {
-        self.clock().database_failed();
+    /// Records that the database could not be reached (`e` says whether that was it): no up
+    /// time counts until it answers again.
+    fn database_failed(&self, e: &StoreError) {
+        if e.is_unreachable() {
+            self.clock().database_failed();
+        }
     }
 
     /// Records a heartbeat, and the executor process that sent it when it says
@@ -338,7 +399,7 @@ impl Directory {
         // takes would otherwise count as network delay and put the start later than it was.
         let arrived = now_ms();
         if let Err(e) = self.store.upsert_registry(app_name, address, arrived).await {
-            self.database_failed();
+            self.database_failed(&e);
             return Err(e);
         }
         // Numbered after the write committed, not before: a refresh that began while the write
@@ -407,13 +468,16 @@ impl Directory {
             // Every row, whatever its wall-clock age: only this admin's up-clock says which
             // are dead (a bounded set: rows judged dead are deleted).
             let rows = self.store.live_registry(i64::MIN).await?;
+            // Read before the groups: a change committed in between raises it past this, and
+            // is loaded by the next look at it.
+            let version = self.store.group_change_version().await?;
             let groups = self.store.list_groups().await?;
-            Ok((rows, groups))
+            Ok((rows, version, groups))
         };
-        let (rows, groups) = match read.await {
+        let (rows, version, groups) = match read.await {
             Ok(read) => read,
             Err(e) => {
-                self.database_failed();
+                self.database_failed(&e);
                 return Err(e);
             }
         };
@@ -427,7 +491,7 @@ impl Directory {
             self.version.fetch_add(1, Ordering::Release);
             // Deleted groups must not linger here.
             self.views.lock().unwrap_or_else(|p| p.into_inner()).clear();
-            s.groups = groups.into_iter().map(|g| (g.id, g)).collect();
+            set_groups(&mut s, version, groups);
             s.live = live;
             dead
         };
@@ -443,6 +507,76 @@ impl Directory {
             }
         }
         Ok(())
+    }
+
+    /// Reloads the groups if their version in the database moved since they were last loaded
+    /// (a group was created, changed or deleted, through any admin); true if it did. Read every
+    /// [`GROUP_CHANGE_POLL`]: one small query.
+    pub async fn reload_groups_if_changed(&self) -> StoreResult<bool> {
+        *self.probe_since.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+        let read = self.store.group_change_version().await;
+        *self.probe_since.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        let version = match read {
+            Ok(v) => v,
+            Err(e) => {
+                self.database_failed(&e);
+                return Err(e);
+            }
+        };
+        if self.clock().database_answered() {
+            tracing::info!("the database answers again: every executor gets a full dead timeout to be heard again");
+        }
+        let known = self.state.read().unwrap_or_else(|p| p.into_inner()).groups_version;
+        if version == known {
+            return Ok(false);
+        }
+        let groups = self.store.list_groups().await?;
+        let mut s = self.state.write().unwrap_or_else(|p| p.into_inner());
+        self.version.fetch_add(1, Ordering::Release);
+        self.views.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        set_groups(&mut s, version, groups);
+        Ok(true)
+    }
+
+    /// Reloads groups and heartbeats because a send met a group or an executor this admin did
+    /// not know at `met` — one created, or registered, through another admin a moment ago —
+    /// before the run is failed for it. One reload at a time, and at most one every
+    /// [`UNKNOWN_RELOAD_GAP`]: a caller that waited for another's reload returns without one
+    /// when `known` now holds (that reload found what it needed), or when that reload started
+    /// after `met` (it read whatever was committed before). A flood of unknown ids is a few
+    /// reloads, not a flood of queries.
+    pub async fn reload_for_unknown(&self, met: Instant, known: impl Fn(&Directory) -> bool) {
+        let mut last = self.unknown.lock().await;
+        if known(self) {
+            return;
+        }
+        if let Some(started) = *last {
+            if started >= met {
+                return;
+            }
+            tokio::time::sleep_until((started + UNKNOWN_RELOAD_GAP).into()).await;
+        }
+        *last = Some(Instant::now());
+        self.unknown_reloads.fetch_add(1, Ordering::Relaxed);
+        if let Err(e) = self.refresh().await {
+            tracing::warn!(error = %e, "reloading groups and executors for a send failed");
+        }
+    }
+
+    /// How many reloads [`Directory::reload_for_unknown`] made.
+    pub fn unknown_reloads(&self) -> u64 {
+        self.unknown_reloads.load(Ordering::Relaxed)
+    }
+
+    /// A group by id, reloaded from the database first ([`Directory::reload_for_unknown`]) if
+    /// this admin does not know it.
+    pub async fn group_or_reload(&self, id: i64) -> Option<Group> {
+        let met = Instant::now();
+        if let Some(g) = self.group(id) {
+            return Some(g);
+        }
+        self.reload_for_unknown(met, |d| d.group(id).is_some()).await;
+        self.group(id)
     }
 
     /// A group and its current addresses.
