@@ -145,6 +145,7 @@ async fn main() {
                     code: 200,
                     msg: None,
                     retry: true,
+                    lost: false,
                 })
                 .collect();
             if together {

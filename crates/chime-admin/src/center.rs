@@ -199,6 +199,7 @@ impl Admin {
             code: 500,
             msg: Some(msg),
             retry: false,
+            lost: false,
         }])
         .await
         .map_err(OpError::Conflict)

@@ -771,6 +771,9 @@ pub struct Run {
     pub retry_of: Option<i64>,
     /// The retry made for this run's failure, if there is one.
     pub retried_by: Option<i64>,
+    /// When the lost-run sweep failed the run as lost (epoch ms); kept when the executor's
+    /// success, reported afterwards, replaced that failure (`None`: never failed as lost).
+    pub lost_at: Option<i64>,
     /// What became of the run's alarm (XXL-JOB's `alarm_status`, named).
     pub alarm: AlarmState,
     /// Why the alarm was not delivered (empty unless `alarm` is `failed`); never holds a URL

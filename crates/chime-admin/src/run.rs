@@ -193,6 +193,9 @@ pub struct HandleOutcome {
     pub msg: Option<String>,
     /// Whether a failure may be retried (false for a run killed by a user).
     pub retry: bool,
+    /// The lost-run sweep's verdict that the run's result will never come (recorded with the
+    /// run's `lost_at`): the one failure a success reported afterwards may still replace.
+    pub lost: bool,
 }
 
 /// What the scheduler decided for one due job.
@@ -224,6 +227,9 @@ pub struct Recorded {
     pub follow_ups: Vec<RunTicket>,
     /// Runs whose failure it recorded and that no retry follows: their alarms are due.
     pub failed_for_good: Vec<i64>,
+    /// Retries withdrawn before they were sent, because the run they retry succeeded after all
+    /// (`results::plan::plan_late_success`): this admin's dispatcher must not send them.
+    pub withdrawn: Vec<i64>,
     /// Results that ended their runs (a code other than 0), written and seen written: each run
     /// had none before (every row of the guarded statement was updated), so this is how the
     /// run ended, as the database now says. The workflow loop moves instances on from these

@@ -364,6 +364,7 @@ fn wire(config: AdminConfig, store: Store, local_addr: SocketAddr, cluster_secre
             queue: results.clone(),
             inflight: inflight.clone(),
             killing: killing.clone(),
+            withdrawn: withdrawn.clone(),
             wheel: wheel.clone(),
             alarms,
             executor_timeout: config.executor_timeout,

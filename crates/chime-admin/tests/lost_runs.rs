@@ -1,8 +1,8 @@
 //! The lost-run sweep: it looks at every running run, however many there are, and fails runs
 //! whose result will never come — their executor is gone, restarted since it took the run, or
-//! alive but dropped the result — and only those. A result that arrives after all is not
-//! counted a second time. (With real executor processes killed and restarted:
-//! `restarted_executors.rs`.)
+//! alive but dropped the result — and only those, and none as gone before the admin has been up
+//! for a dead timeout. A success that arrives after all replaces the loss, once. (With real
+//! executor processes killed and restarted: `restarted_executors.rs`.)
 
 mod common;
 
@@ -71,9 +71,18 @@ async fn the_sweep_looks_past_the_first_page_of_running_runs() {
     let alive = "http://127.0.0.1:4";
     let long = running_runs(&handle, job, alive, SWEEP_PAGE as usize + 50).await;
     let lost = running_runs(&handle, job, "http://127.0.0.1:5", 3).await;
+    // An admin that has just started has not been up for a dead timeout: an executor it has
+    // not heard of yet may still be heard, so no run is failed as gone before then.
+    assert_eq!(sweep_lost_runs(handle.sweeper()).await.unwrap(), 0);
+    let directory = handle.admin.directory.clone();
+    let dead_timeout = handle.admin.config.dead_timeout;
+    common::eventually(30, "the admin up for a dead timeout", || async {
+        let up = directory.up_time();
+        up.settled_for(dead_timeout).then_some(()).ok_or(format!("{up:?}"))
+    })
+    .await;
     register(&base, "long", &format!("{alive}/")).await;
     api.wait_executors("long", 1).await;
-
     assert_eq!(sweep_lost_runs(handle.sweeper()).await.unwrap(), lost.len());
     for id in &lost {
         let r = run(&api, *id).await;
@@ -379,9 +388,11 @@ async fn callback(base: &str, run_id: i64, code: i64) -> Value {
 }
 
 /// An executor (without process id: XXL-JOB's kind) says twice, `--lost-idle-confirm` apart,
-/// that it does not have the run's job: the run is failed as lost and retried once. Its result
-/// arriving afterwards changes nothing — not the run, and no second retry.
-async fn a_late_result_is_not_counted_twice(kind: Db) {
+/// that it does not have the run's job: the run is failed as lost and retried once. Its success
+/// arriving afterwards — the executor had it after all — makes it a success: the retry, already
+/// running, runs on but its failure makes no second retry, and the run's child job is fired
+/// once, however often the success is reported.
+async fn a_late_success_replaces_the_loss(kind: Db) {
     let db = TestDb::new(kind).await;
     let mut config = common::config(&db.url);
     config.lost_idle_confirm = Duration::from_secs(2);
@@ -392,8 +403,14 @@ async fn a_late_result_is_not_counted_twice(kind: Db) {
     let (address, stop) = silent_executor(busy.clone()).await;
     api.ok("/v1/groups", json!({"app_name": "late", "addresses": [address]}))
         .await;
+    let child = api.ok("/v1/jobs", json!({"group": "late", "handler": "child"})).await["id"]
+        .as_i64()
+        .unwrap();
     let job = api
-        .ok("/v1/jobs", json!({"group": "late", "handler": "h", "retry_count": 1}))
+        .ok(
+            "/v1/jobs",
+            json!({"group": "late", "handler": "h", "retry_count": 1, "child_job_ids": [child]}),
+        )
         .await["id"]
         .as_i64()
         .unwrap();
@@ -415,44 +432,57 @@ async fn a_late_result_is_not_counted_twice(kind: Db) {
     let retry = runs.iter().find(|r| r["trigger_type"] == "RETRY").expect("a retry")["id"]
         .as_i64()
         .unwrap();
-
-    // The lost run's result after all: a success, then a failure (an executor re-sending).
-    for code in [200, 500] {
-        let reply = callback(&base, lost, code).await;
-        assert_eq!(reply["code"], 200, "accepted and ignored, not refused: {reply}");
-    }
-    let r = run(&api, lost).await;
-    assert_eq!(
-        (r["status"].as_str(), r["handle_msg"].as_str(), r["handled_at"].as_i64()),
-        (Some("failed"), Some(msg), failed["handled_at"].as_i64()),
-        "the first result recorded is kept"
-    );
-    // Long enough for a retry to have been written by now, had the late failure made one.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(api.runs(job).await.len(), 2, "no second retry");
-    // The retry's own result counts.
-    assert_eq!(callback(&base, retry, 200).await["code"], 200);
-    common::eventually(10, "the retry's result recorded", || async {
+    common::eventually(10, "the retry sent", || async {
         let r = run(&api, retry).await;
-        (r["status"] == "success").then_some(()).ok_or(format!("{r:#}"))
+        (r["status"] == "running").then_some(()).ok_or(format!("{r:#}"))
     })
     .await;
+
+    // The lost run's result after all: a success, reported twice (an executor re-sending).
+    for _ in 0..2 {
+        let reply = callback(&base, lost, 200).await;
+        assert_eq!(reply["code"], 200, "accepted: {reply}");
+    }
+    let r = run(&api, lost).await;
+    let msg = r["handle_msg"].as_str().unwrap_or_default();
+    assert_eq!(
+        r["status"], "success",
+        "{kind:?}: the executor's success replaces the loss: {r:#}"
+    );
+    assert!(
+        msg.starts_with("late<br>Reported after this run had been failed as lost")
+            && msg.contains(&format!("Retry run {retry} was sent already")),
+        "{msg}"
+    );
+    let children = api.wait_runs(child, 10, "the child job fired", |r| !r.is_empty()).await;
+    assert_eq!(children[0]["trigger_type"], "PARENT");
+    // The retry's own failure makes no second retry.
+    assert_eq!(callback(&base, retry, 500).await["code"], 200);
+    common::eventually(10, "the retry's result recorded", || async {
+        let r = run(&api, retry).await;
+        (r["status"] == "failed").then_some(()).ok_or(format!("{r:#}"))
+    })
+    .await;
+    // Long enough for a retry or a second child to have been written by now, had one been made.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(api.runs(job).await.len(), 2, "{kind:?}: no second retry");
+    assert_eq!(api.runs(child).await.len(), 1, "{kind:?}: the child fired once");
     stop.cancel();
     handle.shutdown().await;
     db.drop_db().await;
 }
 
 #[tokio::test]
-async fn a_late_result_is_not_counted_twice_sqlite() {
-    a_late_result_is_not_counted_twice(Db::Sqlite).await;
+async fn a_late_success_replaces_the_loss_sqlite() {
+    a_late_success_replaces_the_loss(Db::Sqlite).await;
 }
 
 #[tokio::test]
-async fn a_late_result_is_not_counted_twice_mariadb() {
-    a_late_result_is_not_counted_twice(Db::MySql).await;
+async fn a_late_success_replaces_the_loss_mariadb() {
+    a_late_success_replaces_the_loss(Db::MySql).await;
 }
 
 #[tokio::test]
-async fn a_late_result_is_not_counted_twice_postgres() {
-    a_late_result_is_not_counted_twice(Db::Postgres).await;
+async fn a_late_success_replaces_the_loss_postgres() {
+    a_late_success_replaces_the_loss(Db::Postgres).await;
 }

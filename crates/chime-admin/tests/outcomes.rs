@@ -31,6 +31,7 @@ fn result(run_id: i64, code: i64, msg: &str) -> HandleOutcome {
         code,
         msg: Some(msg.into()),
         retry: true,
+        lost: false,
     }
 }
 

@@ -260,6 +260,7 @@ async fn batch_links(kind: Db) {
         code,
         msg: Some("done".into()),
         retry: true,
+        lost: false,
     };
     let follow_ups = store
         .record_outcomes(

@@ -146,6 +146,22 @@ pub struct ExecutorArgs {
     /// half) below the limit on open files, which is raised to the hard limit at start.
     #[arg(long, env = "CHIME_MAX_CONNECTIONS", default_value_t = 0)]
     max_connections: usize,
+
+    /// How often to register with every admin (the heartbeat), as XXL-JOB's executors do every
+    /// 30 s. Keep it well below the admins' `--dead-timeout` (90 s): an admin counts an executor
+    /// it has not heard for that long as gone.
+    #[arg(long, env = "CHIME_BEAT_INTERVAL", default_value = "30s", value_parser = parse_beat_interval)]
+    beat_interval: Duration,
+}
+
+/// `--beat-interval`: a duration as the admin's settings take it (`30s`, `500ms`, `2`), at
+/// least 100 ms (a heartbeat is a database write at every admin).
+fn parse_beat_interval(text: &str) -> Result<Duration, String> {
+    let d = chime_admin::config::parse_duration(text)?;
+    if d < Duration::from_millis(100) {
+        return Err(format!("'{text}' is below 100ms"));
+    }
+    Ok(d)
 }
 
 /// Runs `chime executor` until SIGTERM or SIGINT.
@@ -187,7 +203,8 @@ pub fn run(args: ExecutorArgs) -> ExitCode {
         .shutdown_grace(Duration::from_secs(args.shutdown_grace_secs))
         .http_header_timeout(Duration::from_secs(args.http_header_timeout_secs))
         .http_idle_timeout(Duration::from_secs(args.http_idle_timeout_secs))
-        .max_connections(args.max_connections);
+        .max_connections(args.max_connections)
+        .registry_interval(args.beat_interval);
     if args.demo_handlers {
         builder = chime_executor::demo::register_demo_handlers(builder);
     }
@@ -259,6 +276,16 @@ mod tests {
         let cli = Cli::try_parse_from(["chime", "--link", "--link-id", "pod-7"]).unwrap();
         assert!(cli.args.link);
         assert_eq!(cli.args.link_id.as_deref(), Some("pod-7"));
+    }
+
+    #[test]
+    fn the_heartbeat_is_xxl_jobs_unless_set() {
+        let cli = Cli::try_parse_from(["chime"]).unwrap();
+        assert_eq!(cli.args.beat_interval, Duration::from_secs(30));
+        let cli = Cli::try_parse_from(["chime", "--beat-interval", "3s"]).unwrap();
+        assert_eq!(cli.args.beat_interval, Duration::from_secs(3));
+        assert!(Cli::try_parse_from(["chime", "--beat-interval", "10ms"]).is_err());
+        assert!(Cli::try_parse_from(["chime", "--beat-interval", "soon"]).is_err());
     }
 
     #[test]

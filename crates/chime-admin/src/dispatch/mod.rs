@@ -58,7 +58,8 @@ pub struct Dispatcher {
     pub(crate) partitions: Arc<Partitions>,
     /// Runs in flight: broadcast shards join them, runs left unsent leave them.
     pub(crate) inflight: Arc<RunIds>,
-    /// Runs withdrawn before their send (a stopped workflow instance's): not sent.
+    /// Runs withdrawn before their send (a stopped workflow instance's, a retry whose failed
+    /// run succeeded after all): not sent.
     pub(crate) withdrawn: Arc<RunIds>,
     /// Where trigger results go.
     pub(crate) results: ResultsQueue,
@@ -91,7 +92,7 @@ async fn dispatch(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
     if scheduled && let_go_unless_held(dispatcher, job.partition, ticket.id) {
         return;
     }
-    let Some(view) = dispatcher.directory.view(job.group_id) else {
+    let Some(view) = view_for(dispatcher, job.group_id, address.as_deref()).await else {
         fail(
             dispatcher,
             &ticket,
@@ -200,8 +201,10 @@ async fn dispatch(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
     if scheduled && let_go_unless_held(dispatcher, job.partition, ticket.id) {
         return;
     }
-    // Checked last, just before the send: the run's result is recorded already.
-    if ticket.trigger_type == TriggerType::Workflow && dispatcher.withdrawn.remove(ticket.id) {
+    // Checked last, just before the send: the run's result is recorded already. (Where admins
+    // share a database, the mark below refuses a withdrawn run too, whichever admin holds it.)
+    let withdrawable = matches!(ticket.trigger_type, TriggerType::Workflow | TriggerType::Retry);
+    if withdrawable && dispatcher.withdrawn.remove(ticket.id) {
         dispatcher.inflight.remove(ticket.id);
         return;
     }
@@ -278,6 +281,32 @@ fn upstream_results(stored: &str) -> std::collections::BTreeMap<String, String> 
         return Default::default();
     }
     serde_json::from_str(stored).unwrap_or_default()
+}
+
+/// The view of group `group_id` for a send (to `requested`, if the run names its executor). When
+/// this admin does not know the group, or knows no executor the run could go to, the group or
+/// the executor may have been created or registered through another admin a moment ago: the
+/// directory is reloaded from the database (one reload shared by every send that waits, at
+/// most one a second: [`Directory::reload_for_unknown`]) before the run is failed for it.
+async fn view_for(
+    dispatcher: &Dispatcher,
+    group_id: i64,
+    requested: Option<&str>,
+) -> Option<Arc<crate::registry::GroupView>> {
+    let usable = |view: &Option<Arc<crate::registry::GroupView>>| {
+        view.as_ref().is_some_and(|v| match requested {
+            Some(a) => v.addresses.iter().any(|r| normalize_address(r) == normalize_address(a)),
+            None => !v.addresses.is_empty(),
+        })
+    };
+    let met = std::time::Instant::now();
+    let view = dispatcher.directory.view(group_id);
+    if usable(&view) {
+        return view;
+    }
+    let directory = &dispatcher.directory;
+    directory.reload_for_unknown(met, |d| usable(&d.view(group_id))).await;
+    directory.view(group_id)
 }
 
 /// Lets a scheduled run go (out of the in-flight set, pending in the database) if this admin

@@ -242,6 +242,7 @@ pub(crate) async fn serve(
                     code: i64::from(c.handle_code),
                     msg: c.handle_msg,
                     retry: true,
+                    lost: false,
                 })
                 .collect();
             if outcomes.is_empty() {

@@ -592,6 +592,7 @@ pub fn document<'a>(operations: impl IntoIterator<Item = (&'a str, &'a str, Valu
                     "trigger_code": int(), "trigger_msg": string(), "handled_at": int(), "handle_code": int(), "handle_msg": string(),
                     "status": run_statuses(), "lineage": string(), "created_at": int(),
                     "killed_by": nullable(string()), "retry_of": nullable(int()), "retried_by": nullable(int()),
+                    "lost_at": nullable(int()),
                     "alarm": string_enum(crate::model::AlarmState::ALL), "alarm_msg": string() }))
             }
         }

@@ -18,17 +18,48 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// Reloads groups and heartbeats every `every` (`--registry-refresh`) until `shutdown`.
+/// Reloads groups and heartbeats every `every` (`--registry-refresh`) until `shutdown`; meanwhile
+/// ticks the directory's up-clock every [`crate::registry::clock::TICK`], and reloads the groups
+/// when their version moved ([`crate::registry::GROUP_CHANGE_POLL`]) — in the same task, so that
+/// a refresh waiting for a slow database holds neither up.
 pub async fn run_registry_refresh(directory: Arc<Directory>, every: Duration, shutdown: CancellationToken) {
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = tokio::time::sleep(every) => {}
+    let up_clock = async {
+        let mut ticks = tokio::time::interval(crate::registry::clock::TICK);
+        // A tick missed (a pause, a stalled process) is not made up for: the next one measures
+        // the gap, which is what tells the pause.
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = ticks.tick() => directory.tick(),
+            }
         }
-        if let Err(e) = directory.refresh().await {
-            tracing::warn!(error = %e, "registry refresh failed");
+    };
+    let refresh = async {
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(every) => {}
+            }
+            if let Err(e) = directory.refresh().await {
+                tracing::warn!(error = %e, "registry refresh failed");
+            }
         }
-    }
+    };
+    // A group created or changed through another admin is loaded within this, not at the next
+    // refresh (see `store::groups`).
+    let group_changes = async {
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(crate::registry::GROUP_CHANGE_POLL) => {}
+            }
+            if let Err(e) = directory.reload_groups_if_changed().await {
+                tracing::debug!(error = %e, "reading the version of the groups failed");
+            }
+        }
+    };
+    tokio::join!(up_clock, refresh, group_changes);
 }
 
 /// Running runs the lost-run sweep reads per query; it pages through all of them by id.
@@ -158,7 +189,7 @@ pub async fn sweep_lost_runs(sweeper: &Sweeper) -> crate::store::StoreResult<usi
 /// The lost-run sweep, with what it remembers from one sweep to the next.
 #[derive(Debug, Default)]
 pub struct LostRunSweep {
-    /// Run id → when its executor first said it is idle for the run's job (epoch ms), with no
+    /// Run id → when its executor first said it is idle for the run's job (up-clock ms), with no
     /// busy answer since. Only runs still running and old enough to be swept, not sent to the
     /// Chime executor process serving now: an entry is dropped on a busy answer, and at the
     /// end of each complete sweep for runs it did not keep.
@@ -169,9 +200,11 @@ impl LostRunSweep {
     /// Fails runs still waiting for a result that will never come, and returns how many.
     /// Running runs sent at least [`sweep_min_age`] ago are looked at, 1,000 per query:
     ///
-    /// * their executor is gone: for groups that register, an address without heartbeat for
-    ///   the dead timeout; for manual groups, an address that does not answer `/beat`. XXL-JOB
-    ///   waits ten minutes; here it is the dead timeout plus at most one sweep.
+    /// * their executor is gone: for groups that register, an address not heard for the dead
+    ///   timeout of this admin's up time (and none before this admin has been up for a dead
+    ///   timeout since its last disruption: see [`crate::registry::clock`]); for manual groups,
+    ///   an address that does not answer `/beat`. XXL-JOB waits ten minutes; here it is the dead
+    ///   timeout plus at most one sweep.
     /// * their executor restarted: a Chime executor says in each registration which process it
     ///   is and how long it has been serving, so a run sent before the process now at its
     ///   address started (less a margin for the time the call took) was accepted by an earlier
@@ -194,8 +227,9 @@ impl LostRunSweep {
     /// A run queued behind others of a SERIAL_EXECUTION job is still waiting in its executor,
     /// which answers busy, so it is left alone however long it takes; an executor that cannot
     /// be asked counts as busy (whether it is gone is the first rule's business). Every kind
-    /// is failed with a retry, as XXL-JOB's fail monitor does. A result that arrives after all
-    /// is not recorded: a run's first result is the one kept.
+    /// is failed with a retry, as XXL-JOB's fail monitor does, and marked as lost: a success
+    /// that arrives after all replaces the failure and stops the retry
+    /// (`results::plan::plan_late_success`); a late failure changes nothing.
     pub async fn sweep(&mut self, sweeper: &Sweeper) -> crate::store::StoreResult<usize> {
         let now = now_ms();
         let min_age = sweep_min_age(sweeper.dead_timeout, sweeper.lost_result_after);
@@ -203,6 +237,12 @@ impl LostRunSweep {
         let confirm = sweeper.lost_idle_confirm;
         let margin = restart_margin(sweeper);
         let grace = RESTART_REPLAY_GRACE.as_millis() as i64;
+        // Every wait below is measured in this admin's up time ([`crate::registry::clock`]),
+        // counted from its last disruption at the earliest: an executor is never judged over
+        // time in which this admin could not hear it (down, paused, without its database) or
+        // in which its wall clock stepped.
+        let up = sweeper.directory.up_time();
+        let stepped_at = sweeper.directory.wall_stepped_at();
         let alive = sweeper.directory.alive_addresses();
         let mut probes = Probes::default();
         // Looked up once per sweep: there may be many more running runs than groups.
@@ -230,18 +270,29 @@ impl LostRunSweep {
                 };
                 let target = Target::of(group, &run.address);
                 let gone = match group.address_type {
-                    AddressType::Auto => !alive.contains(normalize_address(&run.address)),
+                    // `None`: not up long enough since a disruption to call any executor gone.
+                    AddressType::Auto => alive
+                        .as_ref()
+                        .is_some_and(|alive| !alive.contains(normalize_address(&run.address))),
                     AddressType::Manual => !beat(sweeper, &mut probes, target).await,
                 };
                 let process = sweeper.directory.executor_process(&group.app_name, &run.address);
                 let wait = result_wait(sweeper, run.timeout_secs);
-                let overdue = now > run.triggered_at.saturating_add(wait.as_millis() as i64);
+                // By the wall clock (the run's stamp is one), and only once this admin has been
+                // up for the dead timeout — the time an executor gets to deliver — since its last
+                // disruption: a result finished while this admin could not take it comes first.
+                let overdue = now > run.triggered_at.saturating_add(wait.as_millis() as i64)
+                    && up.settled_for(sweeper.dead_timeout);
                 let msg = if gone {
                     kinds.gone += 1;
                     JOB_RESULT_LOST.to_owned()
-                } else if process
-                    .is_some_and(|p| run.triggered_at < p.started_at - margin && now >= p.first_seen + grace)
-                {
+                } else if process.is_some_and(|p| {
+                    // Start estimates and run stamps are compared only on one side of a step
+                    // of the wall clock (the estimates are learnt anew after one).
+                    run.triggered_at >= stepped_at
+                        && run.triggered_at < p.started_at - margin
+                        && up.now >= p.first_seen.max(up.disrupted) + grace
+                }) {
                     kinds.restarted += 1;
                     restarted_message(&run.address)
                 } else if overdue && idle(sweeper, &mut probes, target, run.job_id).await.is_some() {
@@ -254,8 +305,10 @@ impl LostRunSweep {
                     continue;
                 } else if let Some(answered) = idle(sweeper, &mut probes, target, run.job_id).await {
                     // Timed by the answers, not by the sweeps: probes late in one sweep and
-                    // early in the next are closer together than the sweeps' starts.
-                    let first = *self.first_idle.entry(run.id).or_insert(answered);
+                    // early in the next are closer together than the sweeps' starts. In up
+                    // time, from the last disruption at the earliest: an answer before it
+                    // says nothing of the time the executor had to deliver since.
+                    let first = (*self.first_idle.entry(run.id).or_insert(answered)).max(up.disrupted);
                     let apart = Duration::from_millis((answered - first).max(0) as u64);
                     if apart < confirm {
                         watched.insert(run.id);
@@ -273,6 +326,7 @@ impl LostRunSweep {
                     code: 500,
                     msg: Some(msg),
                     retry: true,
+                    lost: true,
                 });
             }
             let n = lost.len();
@@ -322,8 +376,8 @@ async fn beat(sweeper: &Sweeper, probes: &mut Probes, target: Target<'_>) -> boo
     ok
 }
 
-/// Does the executor say `job_id` is neither running nor queued there? `Some(when it said so)`
-/// if it does. An executor that cannot be asked counts as busy: the run is left to the
+/// Does the executor say `job_id` is neither running nor queued there? `Some(when it said so,
+/// up-clock ms)` if it does. An executor that cannot be asked counts as busy: the run is left to the
 /// dead-executor check.
 async fn idle(sweeper: &Sweeper, probes: &mut Probes, target: Target<'_>, job_id: i64) -> Option<i64> {
     let key = (target.address.to_owned(), job_id);
@@ -333,7 +387,7 @@ async fn idle(sweeper: &Sweeper, probes: &mut Probes, target: Target<'_>, job_id
     let idle = match sweeper.probe_gate.enter(target.address).await {
         Some(_pass) => {
             let reply = sweeper.client.idle_beat(target, job_id).await;
-            reply.is_success().then(now_ms)
+            reply.is_success().then(|| sweeper.directory.up_time().now)
         }
         None => None,
     };

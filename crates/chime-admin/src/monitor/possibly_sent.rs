@@ -105,7 +105,7 @@ async fn settle(check: &PossiblySentCheck, batch: PossiblySent) {
         let Some(job) = jobs.get(&run.ticket.job_id) else {
             continue;
         };
-        let Some(group) = check.directory.group(job.group_id) else {
+        let Some(group) = check.directory.group_or_reload(job.group_id).await else {
             continue;
         };
         if has_arrived(check, Target::of(&group, &run.address), &run).await {

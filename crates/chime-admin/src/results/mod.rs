@@ -50,6 +50,9 @@ pub struct WriterLoop {
     pub(crate) inflight: Arc<RunIds>,
     /// Runs a user is killing: their results start no retry.
     pub(crate) killing: Arc<RunIds>,
+    /// Runs the dispatcher must not send: a batch adds the retries it withdrew (on SQLite, where
+    /// no send is marked in the database first, this is what stops them).
+    pub(crate) withdrawn: Arc<RunIds>,
     /// Where the retries and child runs a batch creates go.
     pub(crate) wheel: WheelQueue,
     /// Where the runs that failed for good go.
@@ -146,6 +149,13 @@ pub async fn run(writer: WriterLoop, mut rx: mpsc::Receiver<ResultMsg>) {
                     recorded.written,
                 );
                 crate::alarm::after_commit(&writer.alarms, recorded.failed_for_good);
+                // Elsewhere the send's mark refuses a withdrawn run, whichever admin holds it;
+                // remembered there, the ids of runs other admins hold would never be let go.
+                if writer.store.backend() == crate::store::Backend::Sqlite {
+                    for id in recorded.withdrawn {
+                        writer.withdrawn.insert(id);
+                    }
+                }
                 let tickets = recorded.follow_ups;
                 for a in acks {
                     let _ = a.send(Ok(()));

@@ -5,8 +5,23 @@
 //! not be retried (a run killed by a user). A successful run of a job with children fires each
 //! child (as XXL-JOB does, the lines saying so are appended to the run's message), except a
 //! child already in the run's parent chain. A run that already has a result keeps it: a repeated
-//! report changes nothing. A failure that no retry follows is a failure for good, which is what
-//! alarms are sent for.
+//! report changes nothing — with one exception, below. A failure that no retry follows is a
+//! failure for good, which is what alarms are sent for.
+//!
+//! **A late success.** The lost-run sweep fails a run whose result it believes will never come
+//! (recorded with `lost_at`). If the executor reports a success for it after all, the run becomes
+//! a success ([`plan_late_success`]): the sweep was wrong, and the executor's report is the truth.
+//! Only a failure the sweep recorded is replaced — never one the executor reported, a failed send,
+//! or a run a user killed — and only by a success (a late failure changes nothing). What the loss
+//! set going is settled as a success would have: the retry chain it started (the retry, its own
+//! retries) is stopped — a retry not sent yet is withdrawn (recorded as skipped, never sent), one
+//! already sent runs on but what it reports causes nothing more (no retry, no child jobs, no
+//! alarm) — and the run's child jobs are fired, unless a run of that chain succeeded already and
+//! fired them. An alarm already sent for the loss is not taken back. Runs of workflow nodes are
+//! left out: the loss already decided the node (failed, or handed to its retry), and the instance
+//! moved on from there; their late report is ignored as before (an operator can mark the node
+//! succeeded). When the sweep's verdict and a success for the same run are in one batch, the
+//! success is recorded and the verdict dropped.
 //!
 //! `Store::record_batch` reads the facts these rules need (in a few batched queries), asks
 //! [`plan_send`] and [`plan_results`], and writes what they return. Follow-up runs are created
@@ -54,6 +69,8 @@ pub struct RunState<'a> {
     pub job_id: i64,
     /// Its result code now: 0 = no result yet.
     pub handle_code: i64,
+    /// When the lost-run sweep recorded its result (epoch ms), 0 if it did not.
+    pub lost_at: i64,
     /// The rest, read only when [`needs_facts`] says the outcome may need it.
     pub facts: Option<&'a RunFacts>,
 }
@@ -80,6 +97,8 @@ pub struct ResultPlan {
     pub msg: String,
     /// The run's status once the result is written.
     pub status: RunStatus,
+    /// The lost-run sweep's verdict: recorded with the time (`lost_at`).
+    pub lost: bool,
     /// What follows, if the result is written.
     pub then: Consequence,
 }
@@ -133,6 +152,7 @@ pub fn plan_result(
             code: outcome.code,
             msg: result_msg(outcome),
             status,
+            lost: false,
             then: Consequence::default(),
         });
     }
@@ -163,14 +183,17 @@ pub fn plan_result(
         code: outcome.code,
         msg: truncate(msg),
         status,
+        lost: outcome.lost && outcome.code != 200,
         then,
     })
 }
 
 /// [`plan_result`] for each outcome of a batch, in order, for the runs `state` knows (the
 /// others do not exist). Only the first report of a run counts: a later one in the same batch
-/// is ignored, as a report on a run that already has a result is. `parents`: the jobs among
-/// the runs' jobs that have children.
+/// is ignored, as a report on a run that already has a result is — except that the lost-run
+/// sweep's verdict on a run counts for nothing when a success for it is in the batch too (the
+/// success is the truth, whichever came first). `parents`: the jobs among the runs' jobs that
+/// have children.
 pub fn plan_results<'f>(
     outcomes: &[&HandleOutcome],
     state: impl Fn(i64) -> Option<RunState<'f>>,
@@ -178,9 +201,13 @@ pub fn plan_results<'f>(
     children: &HashMap<i64, Job>,
     now: i64,
 ) -> Vec<ResultPlan> {
+    let succeeded: HashSet<i64> = outcomes.iter().filter(|h| h.code == 200).map(|h| h.run_id).collect();
     let mut seen = HashSet::with_capacity(outcomes.len());
     let mut plans = Vec::with_capacity(outcomes.len());
     for h in outcomes {
+        if h.lost && succeeded.contains(&h.run_id) {
+            continue;
+        }
         let Some(run) = state(h.run_id) else { continue };
         if run.handle_code != 0 || !seen.insert(h.run_id) {
             continue;
@@ -190,6 +217,114 @@ pub fn plan_results<'f>(
         }
     }
     plans
+}
+
+/// Whether `outcome`, for a run in state `run`, is the late success of a run the lost-run sweep
+/// failed: the one result that replaces another ([`plan_late_success`]).
+pub fn is_late_success(run: RunState<'_>, outcome: &HandleOutcome) -> bool {
+    outcome.code == 200 && run.lost_at != 0 && run.handle_code != 0 && run.handle_code != 200
+}
+
+/// A run of the retry chain that a loss started (the retry of the lost run, its own retry, …),
+/// as far as a late success of the lost run needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChainRun {
+    /// The run.
+    pub id: i64,
+    /// Its trigger result code: 0 not sent (yet), 200 accepted, -1 skipped, else a failed send.
+    pub trigger_code: i64,
+    /// Its result code: 0 none yet.
+    pub handle_code: i64,
+    /// Whether an admin marked it as being sent (`send_token` set): it may be on its way.
+    pub marked: bool,
+}
+
+impl ChainRun {
+    /// Not sent and not being sent: it can still be withdrawn.
+    fn unsent(&self) -> bool {
+        self.trigger_code == 0 && self.handle_code == 0 && !self.marked
+    }
+
+    /// Sent (or being sent) and without a result yet.
+    fn in_flight(&self) -> bool {
+        self.handle_code == 0 && (self.trigger_code == 200 || (self.trigger_code == 0 && self.marked))
+    }
+}
+
+/// How to record a late success ([`plan_late_success`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LatePlan {
+    /// The run that succeeded after all.
+    pub run_id: i64,
+    /// Its message: the reported one, a note of what the late success did, and the child-job
+    /// lines if it fires children.
+    pub msg: String,
+    /// Runs of the chain to withdraw: recorded as skipped, never sent.
+    pub withdraw: Vec<i64>,
+    /// Runs of the chain on their way or running: what they report causes nothing more.
+    pub supersede: Vec<i64>,
+    /// The child runs to fire.
+    pub children: Vec<NewRun>,
+}
+
+/// The message that [`LatePlan::withdraw`] records on a withdrawn retry (as its trigger message).
+pub fn withdrawn_msg(lost_run: i64) -> String {
+    format!("Not sent: run {lost_run}, which this run retries, reported a success after it had been failed as lost")
+}
+
+/// The plan for the late success `outcome` of the lost run `run` ([`is_late_success`]), whose
+/// loss started the retry chain `chain` (in order, the direct retry first). `parent`: its job
+/// if that job has children; `children`: the child jobs that exist, by id. `None` for a run of
+/// a workflow node (`in_workflow`): its late report is ignored, as the module says.
+pub fn plan_late_success(
+    run: &RunFacts,
+    chain: &[ChainRun],
+    in_workflow: bool,
+    outcome: &HandleOutcome,
+    parent: Option<&Job>,
+    children: &HashMap<i64, Job>,
+    now: i64,
+) -> Option<LatePlan> {
+    if in_workflow || outcome.code != 200 {
+        return None;
+    }
+    let mut msg = outcome.msg.clone().unwrap_or_default();
+    if !msg.is_empty() {
+        msg.push_str("<br>");
+    }
+    msg.push_str("Reported after this run had been failed as lost: recorded as its result.");
+    let withdraw: Vec<i64> = chain.iter().filter(|c| c.unsent()).map(|c| c.id).collect();
+    let supersede: Vec<i64> = chain.iter().filter(|c| c.in_flight()).map(|c| c.id).collect();
+    for id in &withdraw {
+        msg.push_str(&format!(" Retry run {id} withdrawn, not sent."));
+    }
+    for id in &supersede {
+        msg.push_str(&format!(
+            " Retry run {id} was sent already: it runs on, and its result causes nothing more."
+        ));
+    }
+    let succeeded = chain.iter().find(|c| c.handle_code == 200);
+    let mut fired = Vec::new();
+    match (succeeded, with_children(parent)) {
+        (Some(retry), Some(_)) => msg.push_str(&format!(
+            " Child jobs not fired again: retry run {} succeeded and fired them.",
+            retry.id
+        )),
+        (None, Some(parent)) => {
+            let (lines, runs) = child_runs(run, parent, children, now);
+            msg.push_str("<br>");
+            msg.push_str(&lines);
+            fired = runs;
+        }
+        (_, None) => {}
+    }
+    Some(LatePlan {
+        run_id: outcome.run_id,
+        msg: truncate(msg),
+        withdraw,
+        supersede,
+        children: fired,
+    })
 }
 
 /// A retry of `run` if `may_retry` and it has retries left; otherwise it failed for good.
@@ -324,6 +459,7 @@ mod tests {
         RunState {
             job_id: f.job_id,
             handle_code: 0,
+            lost_at: 0,
             facts: Some(f),
         }
     }
@@ -334,6 +470,15 @@ mod tests {
             code,
             msg: Some(msg.into()),
             retry,
+            lost: false,
+        }
+    }
+
+    /// The lost-run sweep's verdict on run 100.
+    fn lost() -> HandleOutcome {
+        HandleOutcome {
+            lost: true,
+            ..result(500, "Job result lost, marked as failure", true)
         }
     }
 
@@ -437,6 +582,7 @@ mod tests {
         let brief = RunState {
             job_id: 1,
             handle_code: 0,
+            lost_at: 0,
             facts: None,
         };
         let ok = result(200, "done", true);
@@ -545,6 +691,7 @@ mod tests {
         let brief = RunState {
             job_id: 1,
             handle_code: 0,
+            lost_at: 0,
             facts: None,
         };
         assert_eq!(
@@ -569,5 +716,181 @@ mod tests {
         let p = plan_result(open(&f), &result(0, "", true), None, &HashMap::new(), NOW).unwrap();
         assert_eq!(p.status, RunStatus::Running);
         assert!(!p.then.failed_for_good);
+    }
+
+    #[test]
+    fn only_the_sweeps_verdict_gives_way_and_only_to_a_success() {
+        let f = facts(1, "");
+        let lost_run = RunState {
+            handle_code: 500,
+            lost_at: NOW,
+            ..open(&f)
+        };
+        assert!(is_late_success(lost_run, &result(200, "done", true)));
+        assert!(
+            !is_late_success(lost_run, &result(500, "failed too", true)),
+            "a late failure changes nothing"
+        );
+        let reported = RunState { lost_at: 0, ..lost_run };
+        assert!(
+            !is_late_success(reported, &result(200, "done", true)),
+            "a failure the executor reported, a failed send or a kill stays"
+        );
+        let succeeded = RunState {
+            handle_code: 200,
+            ..lost_run
+        };
+        assert!(!is_late_success(succeeded, &result(200, "again", true)), "a repeat");
+        let running = RunState {
+            handle_code: 0,
+            ..lost_run
+        };
+        assert!(
+            !is_late_success(running, &result(200, "done", true)),
+            "an ordinary result"
+        );
+    }
+
+    #[test]
+    fn the_sweep_s_verdict_is_recorded_as_a_loss() {
+        let f = facts(0, "");
+        let p = plan_result(open(&f), &lost(), None, &HashMap::new(), NOW).unwrap();
+        assert!(p.lost);
+        assert!(p.then.failed_for_good);
+        let p = plan_result(open(&f), &result(500, "boom", true), None, &HashMap::new(), NOW).unwrap();
+        assert!(!p.lost, "a reported failure is no loss");
+    }
+
+    #[test]
+    fn a_late_success_withdraws_the_retry_not_sent_and_fires_the_children() {
+        let f = facts(2, "");
+        let parent = job(1, vec![2]);
+        let children: HashMap<i64, Job> = [(2, job(2, vec![]))].into_iter().collect();
+        let chain = [ChainRun {
+            id: 101,
+            trigger_code: 0,
+            handle_code: 0,
+            marked: false,
+        }];
+        let p = plan_late_success(
+            &f,
+            &chain,
+            false,
+            &result(200, "done", true),
+            Some(&parent),
+            &children,
+            NOW,
+        )
+        .unwrap();
+        assert_eq!(
+            (p.run_id, p.withdraw.as_slice(), p.supersede.as_slice()),
+            (100, &[101][..], &[][..])
+        );
+        assert!(
+            p.msg
+                .starts_with("done<br>Reported after this run had been failed as lost")
+                && p.msg.contains("Retry run 101 withdrawn"),
+            "{}",
+            p.msg
+        );
+        assert!(p.msg.contains("1/1 [Job ID=2], Trigger success"), "{}", p.msg);
+        assert_eq!(p.children.len(), 1);
+        assert_eq!((p.children[0].job_id, p.children[0].lineage.as_str()), (2, "1"));
+    }
+
+    #[test]
+    fn a_retry_on_its_way_is_superseded_and_one_that_ended_is_kept() {
+        let f = facts(3, "");
+        let chain = [
+            // The retry failed (its own retry follows).
+            ChainRun {
+                id: 101,
+                trigger_code: 200,
+                handle_code: 500,
+                marked: true,
+            },
+            // Marked by an admin, no trigger result yet: it may be on the wire.
+            ChainRun {
+                id: 102,
+                trigger_code: 0,
+                handle_code: 0,
+                marked: true,
+            },
+        ];
+        let p = plan_late_success(&f, &chain, false, &result(200, "", true), None, &HashMap::new(), NOW).unwrap();
+        assert_eq!((p.withdraw.as_slice(), p.supersede.as_slice()), (&[][..], &[102][..]));
+        assert!(p.msg.starts_with("Reported after"), "no empty line first: {}", p.msg);
+        let running = [ChainRun {
+            id: 101,
+            trigger_code: 200,
+            handle_code: 0,
+            marked: true,
+        }];
+        let p = plan_late_success(
+            &f,
+            &running,
+            false,
+            &result(200, "ok", true),
+            None,
+            &HashMap::new(),
+            NOW,
+        )
+        .unwrap();
+        assert_eq!(p.supersede, [101]);
+        assert!(p.children.is_empty(), "a job without children");
+    }
+
+    #[test]
+    fn children_are_not_fired_twice_when_a_retry_succeeded() {
+        let f = facts(1, "");
+        let parent = job(1, vec![2]);
+        let children: HashMap<i64, Job> = [(2, job(2, vec![]))].into_iter().collect();
+        let chain = [ChainRun {
+            id: 101,
+            trigger_code: 200,
+            handle_code: 200,
+            marked: false,
+        }];
+        let p = plan_late_success(
+            &f,
+            &chain,
+            false,
+            &result(200, "ok", true),
+            Some(&parent),
+            &children,
+            NOW,
+        )
+        .unwrap();
+        assert!(p.children.is_empty());
+        assert!(p.msg.contains("retry run 101 succeeded and fired them"), "{}", p.msg);
+        assert!(p.withdraw.is_empty() && p.supersede.is_empty());
+    }
+
+    #[test]
+    fn a_workflow_node_run_is_left_as_the_loss_decided() {
+        let f = facts(1, "");
+        let chain = [ChainRun {
+            id: 101,
+            trigger_code: 0,
+            handle_code: 0,
+            marked: false,
+        }];
+        assert_eq!(
+            plan_late_success(&f, &chain, true, &result(200, "ok", true), None, &HashMap::new(), NOW),
+            None
+        );
+    }
+
+    #[test]
+    fn a_success_in_the_same_batch_outweighs_the_sweep_s_verdict() {
+        let f = facts(1, "");
+        let ok = result(200, "done", true);
+        let verdict = lost();
+        for batch in [[&verdict, &ok], [&ok, &verdict]] {
+            let plans = plan_results(&batch, |_| Some(open(&f)), &HashMap::new(), &HashMap::new(), NOW);
+            assert_eq!(plans.len(), 1);
+            assert_eq!((plans[0].code, plans[0].lost), (200, false));
+            assert!(plans[0].then.follow_ups.is_empty(), "no retry");
+        }
     }
 }

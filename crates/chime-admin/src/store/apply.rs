@@ -559,7 +559,7 @@ impl Store {
             match base {
                 None => {
                     // `validate` without a base sets no access token: apply never sets one.
-                    let row = self.insert_group_row(&mut **tx, &draft, now).await?;
+                    let row = self.insert_group_row(tx, &draft, now).await?;
                     group_ids.insert(app.to_owned(), rows::int(&row, 0)?);
                     plan.create.push(entry("group", app, None, Vec::new()));
                 }
@@ -567,7 +567,7 @@ impl Store {
                     let fields = group_fields(g, &draft);
                     if !fields.is_empty() {
                         // The draft keeps the group's app name and its own access token.
-                        self.update_group_row(&mut **tx, g.id, &draft, now).await?;
+                        self.update_group_row(tx, g.id, &draft, now).await?;
                         plan.update.push(entry("group", app, None, fields));
                     }
                 }

@@ -1,70 +1,96 @@
 //! Executor groups.
+//!
+//! Every change to a group raises the version in the one-row `group_change` table, in the
+//! change's transaction ([`Store::group_change_version`]): each admin reads that version every
+//! 500 ms and reloads its groups when it moved, so a group created or changed through one admin
+//! is known to the others within about half a second, not at their next full refresh. A counter
+//! polled through the database the admins share works on every backend alike; PostgreSQL's
+//! LISTEN/NOTIFY would need a connection held open per admin outside the pools (and MariaDB has
+//! nothing like it), and a notification missed while that connection is down would be missed
+//! for good, where the counter is simply read again.
 
 use super::rows::{self, GROUP_COLUMNS};
 use super::{Store, StoreError, StoreResult};
 use crate::model::{now_ms, Group, GroupDraft, Invalid};
+use sqlx::AnyConnection;
 use std::collections::HashMap;
 
 fn is_unique_violation(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
 }
 
+/// A failed write of `draft`: 400 naming the app name when another group has it.
+fn name_taken(e: sqlx::Error, draft: &GroupDraft) -> StoreError {
+    if is_unique_violation(&e) {
+        StoreError::Invalid(Invalid::new(
+            "app_name",
+            format!("a group '{}' already exists", draft.app_name),
+        ))
+    } else {
+        e.into()
+    }
+}
+
 impl Store {
     /// Creates a group; the app name must be new.
     pub async fn insert_group(&self, draft: &GroupDraft) -> StoreResult<Group> {
         let now = now_ms();
-        let row = self.insert_group_row(&self.write, draft, now).await.map_err(|e| {
-            if is_unique_violation(&e) {
-                StoreError::Invalid(Invalid::new(
-                    "app_name",
-                    format!("a group '{}' already exists", draft.app_name),
-                ))
-            } else {
-                e.into()
-            }
-        })?;
+        let mut tx = self.write.begin().await?;
+        let row = self
+            .insert_group_row(&mut tx, draft, now)
+            .await
+            .map_err(|e| name_taken(e, draft))?;
+        tx.commit().await?;
         let id = rows::int(&row, 0)?;
         self.group(id).await
     }
 
     /// Replaces a group's fields.
     pub async fn update_group(&self, id: i64, draft: &GroupDraft) -> StoreResult<Group> {
+        let mut tx = self.write.begin().await?;
         let done = self
-            .update_group_row(&self.write, id, draft, now_ms())
+            .update_group_row(&mut tx, id, draft, now_ms())
             .await
-            .map_err(|e| {
-                if is_unique_violation(&e) {
-                    StoreError::Invalid(Invalid::new(
-                        "app_name",
-                        format!("a group '{}' already exists", draft.app_name),
-                    ))
-                } else {
-                    e.into()
-                }
-            })?;
+            .map_err(|e| name_taken(e, draft))?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound(format!("group {id}")));
         }
+        tx.commit().await?;
         self.group(id).await
     }
 
-    /// Inserts a group's row, on the pool or inside a transaction (jobs as code); returns the
-    /// row holding the new id.
-    pub(super) async fn insert_group_row<'e, E>(
+    /// The version of the groups: raised by every change to a group, in its transaction.
+    pub async fn group_change_version(&self) -> StoreResult<i64> {
+        let row = sqlx::query("SELECT version FROM group_change WHERE id = 1")
+            .fetch_one(&self.read)
+            .await?;
+        Ok(rows::int(&row, "version")?)
+    }
+
+    /// Raises the version of the groups ([`Store::group_change_version`]), on `conn`: in the
+    /// transaction that changes a group, so that an admin that sees the new version reads the
+    /// change.
+    async fn group_changed(&self, conn: &mut AnyConnection) -> Result<(), sqlx::Error> {
+        sqlx::query("UPDATE group_change SET version = version + 1 WHERE id = 1")
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+
+    /// Inserts a group's row in a transaction (`conn`: the REST API's, or that of jobs as code or
+    /// of an import) and raises the version of the groups; returns the row holding the new id.
+    pub(super) async fn insert_group_row(
         &self,
-        db: E,
+        conn: &mut AnyConnection,
         draft: &GroupDraft,
         now: i64,
-    ) -> Result<sqlx::any::AnyRow, sqlx::Error>
-    where
-        E: sqlx::Executor<'e, Database = sqlx::Any>,
-    {
+    ) -> Result<sqlx::any::AnyRow, sqlx::Error> {
         let q = self.sql(
             "INSERT INTO executor_group (app_name, title, address_type, address_list, protocol, access_token, \
              insecure_no_token, keep_logs, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
              RETURNING id",
         );
-        sqlx::query(&q)
+        let row = sqlx::query(&q)
             .bind(&draft.app_name)
             .bind(&draft.title)
             .bind(draft.address_type.code())
@@ -75,26 +101,26 @@ impl Store {
             .bind(i64::from(draft.keep_logs))
             .bind(now)
             .bind(now)
-            .fetch_one(db)
-            .await
+            .fetch_one(&mut *conn)
+            .await?;
+        self.group_changed(conn).await?;
+        Ok(row)
     }
 
-    /// Replaces the fields of group `id` with `draft`'s, on the pool or inside a transaction.
-    pub(super) async fn update_group_row<'e, E>(
+    /// Replaces the fields of group `id` with `draft`'s in a transaction (`conn`) and raises the
+    /// version of the groups.
+    pub(super) async fn update_group_row(
         &self,
-        db: E,
+        conn: &mut AnyConnection,
         id: i64,
         draft: &GroupDraft,
         now: i64,
-    ) -> Result<sqlx::any::AnyQueryResult, sqlx::Error>
-    where
-        E: sqlx::Executor<'e, Database = sqlx::Any>,
-    {
+    ) -> Result<sqlx::any::AnyQueryResult, sqlx::Error> {
         let q = self.sql(
             "UPDATE executor_group SET app_name = ?, title = ?, address_type = ?, address_list = ?, protocol = ?, \
              access_token = ?, insecure_no_token = ?, keep_logs = ?, updated_at = ? WHERE id = ?",
         );
-        sqlx::query(&q)
+        let done = sqlx::query(&q)
             .bind(&draft.app_name)
             .bind(&draft.title)
             .bind(draft.address_type.code())
@@ -105,8 +131,10 @@ impl Store {
             .bind(i64::from(draft.keep_logs))
             .bind(now)
             .bind(id)
-            .execute(db)
-            .await
+            .execute(&mut *conn)
+            .await?;
+        self.group_changed(conn).await?;
+        Ok(done)
     }
 
     /// Deletes a group that no job uses.
@@ -124,6 +152,7 @@ impl Store {
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound(format!("group {id}")));
         }
+        self.group_changed(&mut tx).await?;
         tx.commit().await?;
         Ok(())
     }

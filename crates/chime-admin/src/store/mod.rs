@@ -111,6 +111,28 @@ impl StoreError {
             _ => false,
         }
     }
+
+    /// A failure to reach the database at all: the network, a pool closed or out of time, a
+    /// connection the server ended or refused (SQLSTATE class 08, PostgreSQL's 57P0x: shutting
+    /// down, starting up). While it lasts the admin cannot record what executors tell it, so
+    /// the directory's up-clock stops (`registry::clock`); a statement the database answered
+    /// with an error (a row it could not decode, a constraint) says the database is there.
+    pub fn is_unreachable(&self) -> bool {
+        match self {
+            StoreError::Db(
+                sqlx::Error::Io(_)
+                | sqlx::Error::Tls(_)
+                | sqlx::Error::Protocol(_)
+                | sqlx::Error::PoolTimedOut
+                | sqlx::Error::PoolClosed
+                | sqlx::Error::WorkerCrashed,
+            ) => true,
+            StoreError::Db(sqlx::Error::Database(e)) => e
+                .code()
+                .is_some_and(|code| code.starts_with("08") || code.starts_with("57P0")),
+            _ => false,
+        }
+    }
 }
 
 /// Result of store operations.
@@ -341,6 +363,19 @@ pub fn redact_url(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::StoreError;
+
+    #[test]
+    fn only_a_database_out_of_reach_is_unreachable() {
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert!(StoreError::Db(sqlx::Error::Io(refused)).is_unreachable());
+        assert!(StoreError::Db(sqlx::Error::PoolTimedOut).is_unreachable());
+        // The database answered: it is there.
+        assert!(!StoreError::Db(sqlx::Error::RowNotFound).is_unreachable());
+        assert!(!StoreError::Db(sqlx::Error::ColumnNotFound("x".into())).is_unreachable());
+        assert!(!StoreError::NotFound("run 1".into()).is_unreachable());
+    }
+
     #[test]
     fn passwords_are_redacted() {
         assert_eq!(super::redact_url("mysql://u:secret@h/db"), "mysql://u:***@h/db");

@@ -57,9 +57,17 @@ impl Store {
             .collect()
     }
 
-    /// Deletes heartbeats older than `before` (dead executors).
-    pub async fn delete_dead_registry(&self, before: i64) -> StoreResult<u64> {
-        let q = self.sql("DELETE FROM registry WHERE updated_at < ?");
-        Ok(sqlx::query(&q).bind(before).execute(&self.write).await?.rows_affected())
+    /// Deletes the row of `address` in `app_name` if its last heartbeat is still `updated_at`
+    /// (an executor judged dead as read): a heartbeat written since, by any admin, keeps it.
+    /// True when deleted.
+    pub async fn delete_registry_row(&self, app_name: &str, address: &str, updated_at: i64) -> StoreResult<bool> {
+        let q = self.sql("DELETE FROM registry WHERE app_name = ? AND address = ? AND updated_at = ?");
+        let done = sqlx::query(&q)
+            .bind(app_name)
+            .bind(address)
+            .bind(updated_at)
+            .execute(&self.write)
+            .await?;
+        Ok(done.rows_affected() == 1)
     }
 }

@@ -119,7 +119,7 @@ pub(super) fn job(row: &AnyRow) -> Result<Job, sqlx::Error> {
 pub(super) const RUN_COLUMNS: &str =
     "id, job_id, group_id, scheduled_at, trigger_type, triggered_at, executor_address, \
      handler, param, shard_index, shard_total, retry_count, lineage, trigger_code, trigger_msg, handled_at, \
-     handle_code, handle_msg, created_at, killed_by, retry_of, alarm_status, alarm_msg, \
+     handle_code, handle_msg, created_at, killed_by, retry_of, alarm_status, alarm_msg, lost_at, \
      (SELECT MIN(later.id) FROM run later WHERE later.retry_of = run.id) AS retried_by";
 
 pub(super) fn run(row: &AnyRow) -> Result<Run, sqlx::Error> {
@@ -151,6 +151,7 @@ pub(super) fn run(row: &AnyRow) -> Result<Run, sqlx::Error> {
         killed_by: Some(killed_by).filter(|k| !k.is_empty()),
         retry_of: positive(int(row, "retry_of")?),
         retried_by: positive(int(row, "retried_by")?),
+        lost_at: positive(int(row, "lost_at")?),
         alarm: AlarmState::of(int(row, "alarm_status")?),
         alarm_msg: text(row, "alarm_msg")?,
     })

@@ -2,11 +2,13 @@
 //! MariaDB and PostgreSQL, an in-process admin, a REST client, Chime's demo executor as a real
 //! process, child processes that die with the test, a small in-test XXL-JOB G2 executor
 //! for what a real one cannot be made to do on cue, several admin processes sharing one
-//! database (`cluster`), executors in link mode, behind NAT too (`linked`), and pyxxl
-//! (`pyxxl_executor`).
+//! database (`cluster`), executors in link mode, behind NAT too (`linked`), pyxxl
+//! (`pyxxl_executor`), and one admin process started, stopped and frozen at will, under
+//! libfaketime too (`admin_process`).
 
 #![allow(dead_code)]
 
+pub mod admin_process;
 pub mod caller;
 pub mod cluster;
 pub mod demo_executor;

@@ -9,12 +9,14 @@
 //! only for the few outcomes that may cause a follow-up.
 
 use super::UPDATE_ROWS;
-use crate::model::{now_ms, Job};
-use crate::results::plan::{self, RunFacts, RunState};
+use crate::model::{now_ms, Job, SKIPPED_CODE};
+use crate::results::plan::{self, ChainRun, RunFacts, RunState};
 use crate::run::{capped, HandleOutcome, NewRun, Recorded, RunTicket, TriggerOutcome, WrittenResult};
+use crate::store::alarm_status;
 use crate::store::bulk::sized_query;
 use crate::store::rows;
 use crate::store::{Store, StoreResult};
+use chime_protocol::TriggerType;
 use sqlx::any::{Any, AnyArguments};
 use sqlx::query::Query;
 use sqlx::AnyConnection;
@@ -47,7 +49,9 @@ impl Store {
     /// shard, one retry fewer), child jobs for a success. A result for a run that already has
     /// one changes nothing (the update is guarded by `handle_code = 0`), and follow-ups are
     /// guarded by `alarm_status`, so a repeated callback never retries or fires children twice.
-    /// Returns the runs created and the runs that failed for good.
+    /// The exception is a success for a run the lost-run sweep failed: see
+    /// [`Store::record_late_successes`]. Returns the runs created, the runs that failed for good
+    /// and the retries withdrawn.
     pub async fn record_batch(&self, triggers: &[TriggerOutcome], handles: &[HandleOutcome]) -> StoreResult<Recorded> {
         if triggers.is_empty() && handles.is_empty() {
             return Ok(Recorded::default());
@@ -99,14 +103,30 @@ impl Store {
         // still without one has none to append to. The exception is a callback reporting code 0,
         // which no XXL-JOB executor sends: the next result replaces its message.)
         let q = format!(
-            "SELECT id, job_id, handle_code FROM run WHERE id IN ({{in}}){}",
+            "SELECT id, job_id, handle_code, lost_at FROM run WHERE id IN ({{in}}){}",
             self.backend.for_update()
         );
-        let brief: HashMap<i64, (i64, i64)> = self
-            .int_rows_in(&mut tx, &q, ["id", "job_id", "handle_code"], &handle_ids)
+        let brief: HashMap<i64, RunState<'_>> = self
+            .int_rows_in(&mut tx, &q, ["id", "job_id", "handle_code", "lost_at"], &handle_ids)
             .await?
             .into_iter()
-            .map(|[id, job_id, handle_code]| (id, (job_id, handle_code)))
+            .map(|[id, job_id, handle_code, lost_at]| {
+                let state = RunState {
+                    job_id,
+                    handle_code,
+                    lost_at,
+                    facts: None,
+                };
+                (id, state)
+            })
+            .collect();
+        // Successes reported for runs the lost-run sweep failed, the first of each run.
+        let mut late_ids = HashSet::new();
+        let late: Vec<&HandleOutcome> = handles
+            .iter()
+            .copied()
+            .filter(|h| brief.get(&h.run_id).is_some_and(|b| plan::is_late_success(*b, h)))
+            .filter(|h| late_ids.insert(h.run_id))
             .collect();
         // Children of jobs whose runs succeeded now. Only jobs that have children matter here;
         // reading just those keeps the common case (no children) to one cheap query.
@@ -114,7 +134,7 @@ impl Store {
             .iter()
             .filter(|h| h.code == 200)
             .filter_map(|h| brief.get(&h.run_id))
-            .map(|b| b.0)
+            .map(|b| b.job_id)
             .collect();
         let parents = self
             .jobs_with_children(&mut tx, &success_jobs.into_iter().collect::<Vec<_>>())
@@ -124,9 +144,10 @@ impl Store {
         // Facts: of failed sends and failed runs (retries), of successes with children.
         let mut ids: Vec<i64> = triggers.iter().filter(|t| t.code != 200).map(|t| t.run_id).collect();
         ids.extend(handles.iter().filter_map(|h| {
-            let (job_id, handle_code) = *brief.get(&h.run_id)?;
-            (handle_code == 0 && plan::needs_facts(h, parents.get(&job_id))).then_some(h.run_id)
+            let b = brief.get(&h.run_id)?;
+            (b.handle_code == 0 && plan::needs_facts(h, parents.get(&b.job_id))).then_some(h.run_id)
         }));
+        ids.extend(late.iter().map(|h| h.run_id));
         ids.sort_unstable();
         ids.dedup();
         let facts = self.run_facts(&mut tx, &ids).await?;
@@ -148,10 +169,9 @@ impl Store {
         let plans = plan::plan_results(
             &handles,
             |id| {
-                brief.get(&id).map(|&(job_id, handle_code)| RunState {
-                    job_id,
-                    handle_code,
+                brief.get(&id).map(|b| RunState {
                     facts: facts.get(&id),
+                    ..*b
                 })
             },
             &parents,
@@ -159,15 +179,18 @@ impl Store {
             now,
         );
         // Results that cause nothing: written together, several per statement. A result with
-        // follow-ups is written on its own, to see whether it was written.
+        // follow-ups is written on its own, to see whether it was written, and so is the lost-run
+        // sweep's verdict, with the time it was recorded (`lost_at`: the mark of a failure a late
+        // success may replace).
         let mut plain: Vec<(i64, i64, String)> = Vec::with_capacity(plans.len());
-        let q =
-            self.sql("UPDATE run SET handled_at = ?, handle_code = ?, handle_msg = ? WHERE id = ? AND handle_code = 0");
+        let q = self.sql(
+            "UPDATE run SET handled_at = ?, handle_code = ?, handle_msg = ?, lost_at = ? WHERE id = ? AND handle_code = 0",
+        );
         for p in plans {
             if p.then.failed_for_good {
                 failed_for_good.push(p.run_id);
             }
-            if p.then.follow_ups.is_empty() {
+            if p.then.follow_ups.is_empty() && !p.lost {
                 plain.push((p.run_id, p.code, p.msg));
                 continue;
             }
@@ -175,10 +198,11 @@ impl Store {
                 .bind(now)
                 .bind(p.code)
                 .bind(&p.msg)
+                .bind(if p.lost { now } else { 0 })
                 .bind(p.run_id)
                 .execute(&mut *tx)
                 .await?;
-            if done.rows_affected() == 1 {
+            if done.rows_affected() == 1 && !p.then.follow_ups.is_empty() {
                 if p.code == 200 {
                     child_runs.push((p.run_id, p.then.follow_ups));
                 } else {
@@ -228,6 +252,11 @@ impl Store {
                 follow_ups.extend(runs);
             }
         }
+        let settled = self
+            .record_late_successes(&mut tx, &late, &facts, &parents, &children, now)
+            .await?;
+        retry_of.extend(std::iter::repeat_n(0, settled.children.len()));
+        follow_ups.extend(settled.children);
         let tickets = self.insert_linked_runs_tx(&mut tx, &follow_ups, &retry_of).await?;
         tx.commit().await?;
         failed_for_good.sort_unstable();
@@ -235,8 +264,168 @@ impl Store {
         Ok(Recorded {
             follow_ups: tickets,
             failed_for_good,
+            withdrawn: settled.withdrawn,
             written,
         })
+    }
+
+    /// Records the late successes `late` (`results::plan::is_late_success`: runs the lost-run
+    /// sweep failed, reported successful after all) as `results::plan::plan_late_success`
+    /// decides, in `tx`: the run becomes a success, unless a user killed it meanwhile — the
+    /// guard of its write, which also makes a repeated report change nothing more; the retry
+    /// chain its loss started is stopped: a retry not sent yet is withdrawn (skipped, its
+    /// `alarm_status` set so that it causes nothing even if this admin's dispatcher sends it in
+    /// the same instant), a retry on its way keeps running with its `alarm_status` set, so that
+    /// its result makes no retry, fires no child and sends no alarm. Returns the child runs to
+    /// create and the retries withdrawn.
+    async fn record_late_successes(
+        &self,
+        tx: &mut AnyConnection,
+        late: &[&HandleOutcome],
+        facts: &HashMap<i64, RunFacts>,
+        parents: &HashMap<i64, Job>,
+        children: &HashMap<i64, Job>,
+        now: i64,
+    ) -> StoreResult<LateSettled> {
+        let mut settled = LateSettled::default();
+        if late.is_empty() {
+            return Ok(settled);
+        }
+        let ids: Vec<i64> = late.iter().map(|h| h.run_id).collect();
+        let in_workflow = self.in_workflow_chains(tx, &ids).await?;
+        let chains = self.retry_chains(tx, &ids).await?;
+        let won = self.sql(
+            "UPDATE run SET handled_at = ?, handle_code = 200, handle_msg = ? \
+             WHERE id = ? AND lost_at <> 0 AND handle_code <> 0 AND handle_code <> 200 AND killed_by = ''",
+        );
+        let withdraw = self.sql(
+            "UPDATE run SET trigger_code = ?, trigger_msg = ?, alarm_status = ? \
+             WHERE id = ? AND trigger_code = 0 AND send_token = 0 AND handle_code = 0",
+        );
+        let supersede = self.sql("UPDATE run SET alarm_status = ? WHERE id = ? AND alarm_status = ?");
+        for h in late {
+            let Some(run) = facts.get(&h.run_id) else { continue };
+            let chain = chains.get(&h.run_id).map(Vec::as_slice).unwrap_or_default();
+            let parent = parents.get(&run.job_id);
+            let workflow = in_workflow.contains(&h.run_id);
+            let Some(p) = plan::plan_late_success(run, chain, workflow, h, parent, children, now) else {
+                continue;
+            };
+            let done = sqlx::query(&won)
+                .bind(now)
+                .bind(&p.msg)
+                .bind(p.run_id)
+                .execute(&mut *tx)
+                .await?;
+            if done.rows_affected() != 1 {
+                continue;
+            }
+            let mut on_their_way = p.supersede;
+            for id in p.withdraw {
+                let done = sqlx::query(&withdraw)
+                    .bind(SKIPPED_CODE)
+                    .bind(plan::withdrawn_msg(p.run_id))
+                    .bind(alarm_status::NOT_NEEDED)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                if done.rows_affected() == 1 {
+                    settled.withdrawn.push(id);
+                } else {
+                    on_their_way.push(id);
+                }
+            }
+            for id in on_their_way {
+                sqlx::query(&supersede)
+                    .bind(alarm_status::NOT_NEEDED)
+                    .bind(id)
+                    .bind(alarm_status::NONE)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tracing::info!(
+                run_id = p.run_id,
+                "a run failed as lost was reported successful after all: recorded as a success"
+            );
+            settled.children.extend(p.children);
+        }
+        Ok(settled)
+    }
+
+    /// Which of `ids` are runs of a workflow node: of type `WORKFLOW`, or retries descending
+    /// from one (followed up `retry_of`, at most [`RETRY_CHAIN_MAX`] steps).
+    async fn in_workflow_chains(&self, conn: &mut AnyConnection, ids: &[i64]) -> StoreResult<HashSet<i64>> {
+        let mut found = HashSet::new();
+        // Each run asked about → the run of its chain looked at now.
+        let mut at: HashMap<i64, i64> = ids.iter().map(|id| (*id, *id)).collect();
+        for _ in 0..=RETRY_CHAIN_MAX {
+            if at.is_empty() {
+                break;
+            }
+            let mut current: Vec<i64> = at.values().copied().collect();
+            current.sort_unstable();
+            current.dedup();
+            let mut kind: HashMap<i64, (String, i64)> = HashMap::new();
+            for r in self
+                .fetch_in(
+                    conn,
+                    "SELECT id, trigger_type, retry_of FROM run WHERE id IN ({in})",
+                    &current,
+                    &[],
+                )
+                .await?
+            {
+                kind.insert(
+                    rows::int(&r, "id")?,
+                    (rows::text(&r, "trigger_type")?, rows::int(&r, "retry_of")?),
+                );
+            }
+            at.retain(|asked, now_at| match kind.get(now_at) {
+                Some((t, _)) if t == TriggerType::Workflow.as_str() => {
+                    found.insert(*asked);
+                    false
+                }
+                Some((t, of)) if t == TriggerType::Retry.as_str() && *of > 0 => {
+                    *now_at = *of;
+                    true
+                }
+                _ => false,
+            });
+        }
+        Ok(found)
+    }
+
+    /// The retry chain after each of `ids` (its retry, that retry's retry, …, at most
+    /// [`RETRY_CHAIN_MAX`] long), in order, locked for the batch.
+    async fn retry_chains(&self, conn: &mut AnyConnection, ids: &[i64]) -> StoreResult<HashMap<i64, Vec<ChainRun>>> {
+        let mut chains: HashMap<i64, Vec<ChainRun>> = HashMap::new();
+        // The last run of each chain so far → the run the chain follows.
+        let mut tips: HashMap<i64, i64> = ids.iter().map(|id| (*id, *id)).collect();
+        let q = format!(
+            "SELECT id, retry_of, trigger_code, handle_code, send_token FROM run WHERE retry_of IN ({{in}}) ORDER BY id{}",
+            self.backend.for_update()
+        );
+        let cols = ["id", "retry_of", "trigger_code", "handle_code", "send_token"];
+        for _ in 0..RETRY_CHAIN_MAX {
+            if tips.is_empty() {
+                break;
+            }
+            let mut from: Vec<i64> = tips.keys().copied().collect();
+            from.sort_unstable();
+            let mut next = HashMap::new();
+            for [id, of, trigger_code, handle_code, send_token] in self.int_rows_in(conn, &q, cols, &from).await? {
+                let Some(origin) = tips.get(&of) else { continue };
+                chains.entry(*origin).or_default().push(ChainRun {
+                    id,
+                    trigger_code,
+                    handle_code,
+                    marked: send_token != 0,
+                });
+                next.insert(id, *origin);
+            }
+            tips = next;
+        }
+        Ok(chains)
     }
 
     /// Writes trigger results, one multi-row UPDATE per chunk: per-row statements made the
@@ -328,6 +517,19 @@ impl Store {
         }
         Ok(out)
     }
+}
+
+/// The longest retry chain followed: a run has at most 100 retries (`JobSpec::validate`), and
+/// one more step finds the run that started the chain.
+const RETRY_CHAIN_MAX: usize = 101;
+
+/// What [`Store::record_late_successes`] leaves to create and to tell the dispatcher.
+#[derive(Debug, Default)]
+struct LateSettled {
+    /// Child runs of the runs that succeeded late.
+    children: Vec<NewRun>,
+    /// Retries withdrawn.
+    withdrawn: Vec<i64>,
 }
 
 /// The columns a trigger result sets, in the order `bind_trigger_result` binds them (after the
