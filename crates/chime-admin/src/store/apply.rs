@@ -490,7 +490,7 @@ impl Store {
                 protocol: Some(g.protocol.as_str().to_owned()),
                 keep_logs: Some(g.keep_logs),
                 access_token_set: Some(g.access_token.is_some()),
-                insecure_no_token: g.insecure_no_token.then_some(true),
+                insecure_no_token: Some(g.insecure_no_token),
             })
             .collect();
         // Workflows span groups: in the whole document of an admin only.
