@@ -92,7 +92,15 @@ pub(crate) fn init_logging() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(colours_on_stderr())
         .try_init();
+}
+
+/// Whether log lines may carry ANSI colours: only for a person at a terminal. A file, a pipe
+/// or journald would keep the escape codes as noise; `NO_COLOR` (no-color.org) turns them off.
+pub(crate) fn colours_on_stderr() -> bool {
+    use std::io::IsTerminal;
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal()
 }
 
 /// Runs `chime admin`.
@@ -129,6 +137,13 @@ pub fn run(mut args: AdminArgs, matches: &ArgMatches) -> ExitCode {
             announce_new_token(token);
         }
         eprintln!("chime admin: listening on http://{}", handle.local_addr);
+        if handle.admin.config.api_token.as_deref().is_none_or(str::is_empty) {
+            // Otherwise a script with a forgotten token meets only "401" and no reason here.
+            eprintln!(
+                "chime admin: no --api-token (CHIME_API_TOKEN): the REST API takes console sessions only; \
+                 tools and `chime job …` commands need a token"
+            );
+        }
         let shutdown = handle.admin.shutdown.clone();
         tokio::spawn(async move {
             wait_for_signal().await;

@@ -37,6 +37,11 @@ pub struct DemoArgs {
     /// across restarts].
     #[arg(long, env = "CHIME_API_TOKEN", hide_env_values = true)]
     pub api_token: Option<String>,
+    /// Let the demo executor run script jobs (GLUE_SHELL, GLUE_PYTHON, …): code typed in the
+    /// console runs on this host. Off by default, as on `chime executor`; the demo's executor
+    /// always has a generated access token, which script jobs require.
+    #[arg(long)]
+    pub enable_scripts: bool,
 }
 
 /// Runs `chime demo`.
@@ -103,7 +108,8 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
         .app_name(DEMO_APP)
         .access_token(access_token)
         .listen(listen)
-        .log_dir(args.logdir.clone());
+        .log_dir(args.logdir.clone())
+        .enable_scripts(args.enable_scripts);
     let executor = chime_executor::demo::register_demo_handlers(builder)
         .build()
         .map_err(|e| e.to_string())?
@@ -193,6 +199,11 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
     outln!("  console:   {admin_url}/  (user admin; {password_hint})");
     outln!("  executor:  {} (app name {DEMO_APP})", executor.advertised_address());
     outln!("  job:       demoJobHandler every 5 seconds");
+    if args.enable_scripts {
+        outln!("  scripts:   on (GLUE_SHELL, GLUE_PYTHON, … jobs run on this host)");
+    } else {
+        outln!("  scripts:   off (script jobs need `chime demo --enable-scripts`)");
+    }
     if let Some(path) = token_file(&args.db).filter(|_| args.api_token.is_none()) {
         outln!("  API token: kept in {} (the same at every start)", path.display());
     }

@@ -176,6 +176,7 @@ pub fn run(args: ExecutorArgs) -> ExitCode {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(crate::admin_cmd::colours_on_stderr())
         .try_init();
 
     let runs_code = args.enable_scripts || args.enable_shell_handler;

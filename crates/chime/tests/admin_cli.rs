@@ -85,20 +85,30 @@ fn admin_listening_openly_without_a_token_makes_one() {
     let stderr = BufReader::new(child.stderr.take().unwrap());
     let mut told = false;
     let mut token = None;
-    for line in stderr.lines() {
+    let mut lines = stderr.lines();
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
         let line = line.unwrap();
         told |= line.contains("no --access-token was given");
         let trimmed = line.trim();
         if told && trimmed.len() == 64 && trimmed.bytes().all(|b| b.is_ascii_hexdigit()) {
             token = Some(trimmed.to_owned());
         }
-        if line.contains("listening on") {
+        let listening = line.contains("listening on");
+        seen.push(line);
+        if listening {
             break;
         }
     }
+    // Without an API token the admin says why tools will meet 401.
+    let next = lines.next().map(Result::unwrap).unwrap_or_default();
+    seen.push(next.clone());
     let _ = child.kill();
     let _ = child.wait();
     assert!(told && token.is_some(), "the start made and printed a token");
+    assert!(next.contains("no --api-token"), "{seen:#?}");
+    // Written to a pipe, the log has no terminal colour codes.
+    assert!(seen.iter().all(|l| !l.contains('\u{1b}')), "{seen:#?}");
 }
 
 #[test]

@@ -176,3 +176,76 @@ fn a_restarted_demo_keeps_its_token_and_fails_no_run() {
     stop(demo);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Adds a shell-script job to the demo group, triggers it once and returns its run when it ended.
+fn run_a_shell_job(url: &str, token: &str, dir: &std::path::Path) -> serde_json::Value {
+    let script = dir.join("hello.sh");
+    std::fs::write(&script, "echo \"shell says hello from $0\"\n").unwrap();
+    let out = cli(
+        url,
+        token,
+        &[
+            "job",
+            "add",
+            "--group",
+            "chime-demo",
+            "--desc",
+            "a script",
+            "--glue-type",
+            "GLUE_SHELL",
+            "--glue-file",
+            &script.display().to_string(),
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let job: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = job["id"].as_i64().expect("the new job's id").to_string();
+    let out = cli(url, token, &["job", "trigger", &id]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = cli(url, token, &["run", "list", "--job", &id, "--json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let runs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        if let Some(run) = runs
+            .iter()
+            .find(|r| r["status"] == "success" || r["status"] == "failed")
+        {
+            return run.clone();
+        }
+        assert!(Instant::now() < deadline, "the script job's run did not end: {runs:?}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+#[test]
+fn a_demo_with_enable_scripts_runs_script_jobs_and_one_without_refuses_them() {
+    for scripts in [true, false] {
+        let (admin_port, executor_port) = (free_port(), free_port());
+        let dir = std::env::temp_dir().join(format!("chime-demo-glue-{}-{admin_port}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let extra: &[&str] = if scripts { &["--enable-scripts"] } else { &[] };
+        let (demo, url, token) = common::start_demo_with(&dir, admin_port, executor_port, extra);
+        let run = run_a_shell_job(&url, &token, &dir);
+        let id = run["id"].as_i64().unwrap().to_string();
+        if scripts {
+            assert_eq!(run["status"], "success", "{run}");
+            let log = cli(&url, &token, &["run", "log", &id]);
+            let text = String::from_utf8_lossy(&log.stdout);
+            assert!(
+                text.contains("shell says hello"),
+                "the script's output in its log: {text}"
+            );
+        } else {
+            assert_eq!(run["status"], "failed", "{run}");
+            let why = run.to_string();
+            assert!(
+                why.contains("--enable-scripts"),
+                "the failure says how to allow scripts: {why}"
+            );
+        }
+        stop(demo);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

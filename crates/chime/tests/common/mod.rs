@@ -79,11 +79,17 @@ pub fn demo(tag: &str) -> Demo {
 /// Starts `chime demo` on `dir` (its SQLite database and run logs) and returns it with the URL
 /// and API token its "export CHIME_ADMIN_URL=… CHIME_API_TOKEN=…" hint prints.
 pub fn start_demo(dir: &Path, admin_port: u16, executor_port: u16) -> (Guard, String, String) {
+    start_demo_with(dir, admin_port, executor_port, &[])
+}
+
+/// [`start_demo`] with more arguments for `chime demo`.
+pub fn start_demo_with(dir: &Path, admin_port: u16, executor_port: u16, extra: &[&str]) -> (Guard, String, String) {
     let mut child = Command::new(BIN)
         .args(["demo", "--db", &format!("sqlite://{}/demo.db", dir.display())])
         .args(["--listen", &format!("127.0.0.1:{admin_port}")])
         .args(["--executor-listen", &format!("127.0.0.1:{executor_port}")])
         .args(["--logdir", &dir.join("logs").display().to_string()])
+        .args(extra)
         .env_remove("CHIME_API_TOKEN")
         .env("CHIME_ADMIN_PASSWORD", "demo-test")
         .stdin(Stdio::null())
