@@ -38,10 +38,11 @@ pub enum ExecutorAction {
 pub struct ExecutorArgs {
     /// Admin base addresses, comma-separated, as XXL-JOB's `xxl.job.admin.addresses`
     /// (e.g. `http://admin:8080/xxl-job-admin`, or `http://admin:8080` for Chime). Results and
-    /// heartbeats go to `<base>/api/...`.
+    /// heartbeats go to `<base>/api/...`. The variable is the client commands' too: the
+    /// admin's address has one name (`CHIME_ADMIN`, its old name, is read for this release).
     #[arg(
         long,
-        env = "CHIME_ADMIN",
+        env = "CHIME_ADMIN_URL",
         value_delimiter = ',',
         default_value = "http://127.0.0.1:8080"
     )]
@@ -67,8 +68,9 @@ pub struct ExecutorArgs {
     /// Address to listen on. The default, 127.0.0.1:9999, is reachable only from this host:
     /// use 0.0.0.0:9999 (with --access-token and usually --advertise) for an admin on another host.
     /// Ignored with --link, which opens no port.
-    #[arg(long, env = "CHIME_LISTEN", default_value = "127.0.0.1:9999")]
-    listen: SocketAddr,
+    /// [default: 127.0.0.1:9999]
+    #[arg(long, env = "CHIME_EXECUTOR_LISTEN")]
+    listen: Option<SocketAddr>,
 
     /// Address the admin should call, e.g. http://10.0.0.5:9999 or exec.internal:9999. Set it
     /// in containers and behind NAT; by default the listen IP (or, for 0.0.0.0, the first
@@ -164,6 +166,29 @@ fn parse_beat_interval(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// The executor's default listen address.
+const DEFAULT_LISTEN: &str = "127.0.0.1:9999";
+
+/// The listen address, read under its name of the previous release when the new one is not
+/// set, with a warning: the executor's `CHIME_LISTEN` became `CHIME_EXECUTOR_LISTEN`, because
+/// the admin reads `CHIME_LISTEN` and one environment could not set both. The old name is read
+/// for this release only (`CHIME_ADMIN` is carried over to `CHIME_ADMIN_URL` in `main`).
+fn listen_address(args: &ExecutorArgs) -> Result<SocketAddr, String> {
+    if let Some(listen) = args.listen {
+        return Ok(listen);
+    }
+    let text = match std::env::var("CHIME_LISTEN").ok().filter(|v| !v.trim().is_empty()) {
+        Some(old) => {
+            eprintln!("chime executor: CHIME_LISTEN is read for this release only; rename it CHIME_EXECUTOR_LISTEN");
+            old
+        }
+        None => DEFAULT_LISTEN.to_owned(),
+    };
+    text.trim()
+        .parse()
+        .map_err(|e| format!("the listen address '{text}': {e}"))
+}
+
 /// Runs `chime executor` until SIGTERM or SIGINT.
 pub fn run(args: ExecutorArgs) -> ExitCode {
     use tracing_subscriber::EnvFilter;
@@ -172,6 +197,13 @@ pub fn run(args: ExecutorArgs) -> ExitCode {
         eprintln!("chime executor: CHIME_TOKEN is no longer read: set CHIME_ACCESS_TOKEN (as for chime admin)");
         return ExitCode::from(2);
     }
+    let listen = match listen_address(&args) {
+        Ok(listen) => listen,
+        Err(e) => {
+            eprintln!("chime executor: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -191,7 +223,7 @@ pub fn run(args: ExecutorArgs) -> ExitCode {
         .admin_addresses(&args.admin)
         .app_name(args.appname)
         .access_token(access_token)
-        .listen(args.listen)
+        .listen(listen)
         .advertise(args.advertise.unwrap_or_default())
         .link(args.link)
         .link_id(args.link_id.unwrap_or_default())

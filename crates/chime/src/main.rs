@@ -73,6 +73,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    carry_over_old_variable_names();
     // Matches are kept: `chime admin` tells a setting given by flag or variable from a default
     // that its settings file may replace.
     let matches = command().get_matches();
@@ -154,6 +155,22 @@ fn misplaced_client_flag(matches: &clap::ArgMatches) -> Option<String> {
         "chime {name}: --{} is an option of the REST API clients (group, job, run, executor list), not of this command",
         id.replace('_', "-")
     ))
+}
+
+/// Variables renamed in this release, still read under their old name when the new one is not
+/// set, with a warning: the executor's `CHIME_ADMIN` is now `CHIME_ADMIN_URL`, the name the
+/// client commands already used for the same address. Runs before the arguments are parsed
+/// (clap reads the variables), while the process has one thread.
+fn carry_over_old_variable_names() {
+    const RENAMED: &[(&str, &str)] = &[("CHIME_ADMIN", "CHIME_ADMIN_URL")];
+    for (old, new) in RENAMED {
+        if std::env::var_os(new).is_none() {
+            if let Some(value) = std::env::var_os(old).filter(|v| !v.is_empty()) {
+                eprintln!("chime: {old} is read for this release only; rename it {new}");
+                std::env::set_var(new, value);
+            }
+        }
+    }
 }
 
 /// The writer behind [`out!`] and [`outln!`]. Any other write error is reported once on

@@ -180,3 +180,80 @@ fn enable_scripts_without_a_token_prints_a_generated_one_and_refuses_calls_witho
     let mentions = output.iter().filter(|l| l.contains(&token)).count();
     assert_eq!(mentions, 1, "{output:#?}");
 }
+
+/// Starts `chime executor` with these environment variables (and no other CHIME_ ones), waits
+/// until its port answers or it exits, and returns whether the port answered and its stderr.
+fn executor_with_env(port: u16, env: &[(&str, String)]) -> (bool, String) {
+    let dir = std::env::temp_dir().join(format!("chime-exec-env-{}-{port}", std::process::id()));
+    let mut command = Command::new(BIN);
+    command
+        .arg("executor")
+        .args(["--logdir", &dir.display().to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (name, _) in std::env::vars() {
+        if name.starts_with("CHIME_") {
+            command.env_remove(name);
+        }
+    }
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = Guard(command.spawn().unwrap());
+    let deadline = Instant::now() + WAIT;
+    let listening = loop {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break true;
+        }
+        if child.0.try_wait().unwrap().is_some() || Instant::now() > deadline {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let _ = child.0.kill();
+    let _ = child.0.wait();
+    let mut stderr = String::new();
+    child.0.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    (listening, stderr)
+}
+
+#[test]
+fn the_executor_reads_the_new_variable_names_and_the_old_ones_with_a_warning() {
+    // New names: the admin address as the client commands name it, a listen variable of its own.
+    let port = free_port();
+    let (listening, stderr) = executor_with_env(
+        port,
+        &[
+            ("CHIME_ADMIN_URL", "http://127.0.0.1:1".into()),
+            ("CHIME_EXECUTOR_LISTEN", format!("127.0.0.1:{port}")),
+            // The admin's listen variable in the same environment does not move the executor.
+            ("CHIME_LISTEN", "127.0.0.1:1".into()),
+        ],
+    );
+    assert!(listening, "{stderr}");
+    assert!(!stderr.contains("read for this release only"), "{stderr}");
+
+    // Old names: still read, each with a warning naming the new one.
+    let port = free_port();
+    let (listening, stderr) = executor_with_env(
+        port,
+        &[
+            ("CHIME_ADMIN", "http://127.0.0.1:1".into()),
+            ("CHIME_LISTEN", format!("127.0.0.1:{port}")),
+        ],
+    );
+    assert!(listening, "{stderr}");
+    assert!(
+        stderr.contains("chime: CHIME_ADMIN is read for this release only; rename it CHIME_ADMIN_URL"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("CHIME_LISTEN is read for this release only; rename it CHIME_EXECUTOR_LISTEN"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("127.0.0.1:1"),
+        "the old admin variable was used: {stderr}"
+    );
+}
