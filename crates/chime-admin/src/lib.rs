@@ -12,6 +12,7 @@
 #![recursion_limit = "512"]
 pub mod address_policy;
 pub mod alarm;
+pub mod api;
 pub mod calendar;
 mod center;
 pub mod config;

@@ -4,9 +4,11 @@
 //! a document twice changes nothing the second time.
 
 use super::apply_workflows::{DocWorkflow, WorkflowChange};
-use super::rows::{self, GROUP_COLUMNS, JOB_COLUMNS};
+use super::job_columns::JOB_COLUMNS;
+use super::rows::{self, GROUP_COLUMNS};
 use super::{Store, StoreError, StoreResult};
 use crate::address_policy::ExecutorNetworks;
+use crate::api::JobInfoPatch;
 use crate::model::{
     now_ms, validate_job_key, AddressType, Group, GroupDraft, GroupSpec, Invalid, Job, JobDraft, JobSpec,
 };
@@ -78,12 +80,9 @@ pub struct DocJob {
     /// Description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// Owner.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owner: Option<String>,
-    /// Alarm contacts.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub alarm_contacts: Option<String>,
+    /// Descriptive fields (owner, alarm contacts, …).
+    #[serde(flatten)]
+    pub info: JobInfoPatch,
     /// `CRON`, `FIX_RATE` or `NONE`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule_type: Option<String>,
@@ -248,8 +247,9 @@ fn changed_fields(
         }
     };
     diff("description", job.description != draft.description);
-    diff("owner", job.owner != draft.owner);
-    diff("alarm_contacts", job.alarm_contacts != draft.alarm_contacts);
+    for name in job.info.differing(&draft.info) {
+        diff(name, true);
+    }
     diff("schedule_type", job.schedule_type != draft.schedule_type);
     diff("schedule_expr", job.schedule_expr != draft.schedule_expr);
     diff("time_zone", job.time_zone != draft.time_zone);
@@ -363,8 +363,7 @@ pub(super) fn validate_document(doc: &JobsDocument, opts: &ApplyOptions<'_>) -> 
             let spec = JobSpec {
                 key: Some(key.clone()),
                 description: j.description.clone(),
-                owner: j.owner.clone(),
-                alarm_contacts: j.alarm_contacts.clone(),
+                info: j.info.clone(),
                 schedule_type: j.schedule_type.clone(),
                 schedule_expr: j.schedule_expr.clone(),
                 time_zone: j.time_zone.clone(),
@@ -466,8 +465,7 @@ impl Store {
                         ),
                         key: j.key,
                         description: Some(j.description),
-                        owner: Some(j.owner),
-                        alarm_contacts: Some(j.alarm_contacts),
+                        info: JobInfoPatch::of(&j.info),
                         schedule_type: Some(j.schedule_type.as_str().to_owned()),
                         schedule_expr: Some(j.schedule_expr),
                         time_zone: Some(j.time_zone),
