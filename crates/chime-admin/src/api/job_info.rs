@@ -99,10 +99,12 @@ mod tests {
     use super::*;
 
     #[test]
+    #[allow(clippy::needless_update)] // a field added to the list takes its default
     fn left_out_keeps_given_replaces_and_long_is_refused() {
         let base = JobInfo {
             owner: "ann".into(),
             alarm_contacts: "ops@example.com".into(),
+            ..Default::default()
         };
         let patch = JobInfoPatch {
             owner: Some("bob".into()),

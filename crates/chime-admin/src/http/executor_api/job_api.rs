@@ -293,9 +293,12 @@ fn spec_of(fields: &JobFields, on_add: bool) -> Result<JobSpec, Failure> {
     let upper = |v: &Option<String>| v.as_deref().map(|s| s.trim().to_owned());
     Ok(JobSpec {
         description: fields.name.clone(),
+        // Descriptive fields added later are left out (`..`): they take their default.
+        #[allow(clippy::needless_update)]
         info: JobInfoPatch {
             owner: fields.author.clone(),
             alarm_contacts: fields.alarm_email.clone(),
+            ..Default::default()
         },
         schedule_type: upper(&fields.schedule_type),
         schedule_expr: fields.schedule_conf.clone(),
