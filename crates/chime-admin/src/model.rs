@@ -513,7 +513,8 @@ impl RunStatus {
 pub const SKIPPED_CODE: i64 = -1;
 
 /// One fire of a job (one shard of it, for broadcast jobs): XXL-JOB's `xxl_job_log` row.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+#[schemars(transform = crate::api::schema::exact)]
 pub struct Run {
     /// Run id: the `logId` on the wire.
     pub id: i64,
@@ -526,6 +527,7 @@ pub struct Run {
     /// When it was sent to an executor (0 = not yet), epoch ms.
     pub triggered_at: i64,
     /// Why it ran.
+    #[schemars(schema_with = "crate::api::schema::schema_of_names::<TriggerType>")]
     pub trigger_type: TriggerType,
     /// The executor it was sent to.
     pub executor_address: String,
@@ -550,6 +552,7 @@ pub struct Run {
     /// Result message(s).
     pub handle_msg: String,
     /// Derived state.
+    #[schemars(schema_with = "run_statuses")]
     pub status: RunStatus,
     /// Job ids of the parent chain (cycle guard for child jobs), comma-separated.
     pub lineage: String,
@@ -565,10 +568,19 @@ pub struct Run {
     /// success, reported afterwards, replaced that failure (`None`: never failed as lost).
     pub lost_at: Option<i64>,
     /// What became of the run's alarm (XXL-JOB's `alarm_status`, named).
+    #[schemars(schema_with = "alarm_states")]
     pub alarm: AlarmState,
     /// Why the alarm was not delivered (empty unless `alarm` is `failed`); never holds a URL
     /// or a password.
     pub alarm_msg: String,
+}
+
+fn run_statuses(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": "string", "enum": RunStatus::ALL })
+}
+
+fn alarm_states(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": "string", "enum": AlarmState::ALL })
 }
 
 /// What became of a run's alarm: the run's `alarm_status` column (XXL-JOB's values) by name.

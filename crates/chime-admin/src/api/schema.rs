@@ -80,12 +80,14 @@ fn generator(contract: Contract) -> SchemaGenerator {
     settings.into_generator()
 }
 
-/// The component schemas of the wire types: answers under their type's name (`Job`, `Group`),
+/// The component schemas of the wire types: answers under their type's name (`Job`, `Group`,
+/// `Run`),
 /// bodies likewise (`JobSpec`, `GroupSpec`), with everything they refer to.
 pub fn components() -> Map<String, Value> {
     let mut answers = generator(Contract::Serialize);
     answers.subschema_for::<super::Job>();
     answers.subschema_for::<super::Group>();
+    answers.subschema_for::<crate::model::Run>();
     let mut bodies = generator(Contract::Deserialize);
     bodies.subschema_for::<super::JobSpec>();
     bodies.subschema_for::<super::GroupSpec>();
@@ -112,6 +114,11 @@ mod tests {
         assert!(required.iter().any(|k| k == "alarm_contacts"), "{job}");
         assert!(required.iter().any(|k| k == "glue_updated_at"), "{job}");
         assert_eq!(c["Group"]["properties"]["access_token_set"]["type"], "boolean");
+        let run = &c["Run"];
+        assert_eq!(run["additionalProperties"], false);
+        assert!(run["required"].as_array().unwrap().iter().any(|k| k == "killed_by"), "{run}");
+        assert_eq!(run["properties"]["killed_by"]["type"], serde_json::json!(["string", "null"]));
+        assert!(run["properties"]["status"]["enum"].to_string().contains("killed"), "{run}");
         let spec = &c["JobSpec"];
         assert_eq!(spec["additionalProperties"], false, "{spec}");
         assert!(spec.get("required").is_none(), "{spec}");

@@ -563,16 +563,8 @@ fn component_schemas() -> serde_json::Map<String, Value> {
                     "version": { "type": "integer", "format": "int64", "description": "the version of the workflow's graph it was fired from" },
                     "nodes": arr(exact(json!({
                         "node": string(), "state": string_enum(&["running", "succeeded", "failed", "skipped", "not_run", "stopped"]),
-                        "run_id": int(), "result": string(), "started_at": int(), "finished_at": int() }))) })),
-                "Run": exact(json!({
-                    "id": int(), "job_id": int(), "group_id": int(), "scheduled_at": int(), "triggered_at": int(),
-                    "trigger_type": names_of(TriggerType::ALL, |v| v.as_str()), "executor_address": string(),
-                    "handler": string(), "param": string(), "shard_index": int(), "shard_total": int(), "retry_count": int(),
-                    "trigger_code": int(), "trigger_msg": string(), "handled_at": int(), "handle_code": int(), "handle_msg": string(),
-                    "status": run_statuses(), "lineage": string(), "created_at": int(),
-                    "killed_by": nullable(string()), "retry_of": nullable(int()), "retried_by": nullable(int()),
-                    "lost_at": nullable(int()),
-                    "alarm": string_enum(crate::model::AlarmState::ALL), "alarm_msg": string() }))
+                        "run_id": int(), "result": string(), "started_at": int(), "finished_at": int() }))) }))
+
     });
     if let Value::Object(written) = written {
         schemas.extend(written);
