@@ -1,8 +1,9 @@
 //! What the scheduling center stores: executor groups, jobs, runs, registry entries.
 //!
-//! These are plain data with serde (the REST API returns them as they are). Input for
-//! creating and changing groups and jobs arrives as [`GroupSpec`] / [`JobSpec`] and is checked
-//! by their `validate` methods, which name the offending field, before anything is written.
+//! Groups and jobs, and the bodies that create and change them ([`GroupSpec`] / [`JobSpec`]),
+//! are the REST API's wire types, declared in [`crate::api`] and used here as they are. The
+//! bodies are checked by their `validate` methods (here), which name the offending field,
+//! before anything is written.
 
 use crate::address_policy::ExecutorNetworks;
 pub use crate::api::{AddressType, Group, GroupSpec, Job, JobInfo, JobSpec};

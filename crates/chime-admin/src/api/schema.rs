@@ -116,9 +116,18 @@ mod tests {
         assert_eq!(c["Group"]["properties"]["access_token_set"]["type"], "boolean");
         let run = &c["Run"];
         assert_eq!(run["additionalProperties"], false);
-        assert!(run["required"].as_array().unwrap().iter().any(|k| k == "killed_by"), "{run}");
-        assert_eq!(run["properties"]["killed_by"]["type"], serde_json::json!(["string", "null"]));
-        assert!(run["properties"]["status"]["enum"].to_string().contains("killed"), "{run}");
+        assert!(
+            run["required"].as_array().unwrap().iter().any(|k| k == "killed_by"),
+            "{run}"
+        );
+        assert_eq!(
+            run["properties"]["killed_by"]["type"],
+            serde_json::json!(["string", "null"])
+        );
+        assert!(
+            run["properties"]["status"]["enum"].to_string().contains("killed"),
+            "{run}"
+        );
         let spec = &c["JobSpec"];
         assert_eq!(spec["additionalProperties"], false, "{spec}");
         assert!(spec.get("required").is_none(), "{spec}");
