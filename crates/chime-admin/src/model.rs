@@ -6,31 +6,11 @@
 //! before anything is written.
 
 use crate::address_policy::ExecutorNetworks;
-pub use crate::api::{AddressType, Group, GroupSpec, Job, JobInfo, JobSpec};
+pub use crate::api::{AddressType, Group, GroupSpec, Invalid, Job, JobInfo, JobSpec};
 use chime_protocol::{
     BlockStrategy, GlueType, MisfireStrategy, ProtocolGeneration, RouteStrategy, ScheduleType, TriggerType,
 };
 use serde::{Deserialize, Serialize};
-
-/// A value the user gave that cannot be accepted, with the field it came from.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {message}")]
-pub struct Invalid {
-    /// The input field (JSON key of the REST API).
-    pub field: String,
-    /// Why it was rejected, in words a user can act on.
-    pub message: String,
-}
-
-impl Invalid {
-    /// A rejection of `field`.
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Invalid {
-        Invalid {
-            field: field.into(),
-            message: message.into(),
-        }
-    }
-}
 
 impl Group {
     /// The token its executors use: its own, else the admin's `global` one; `None` = none (a

@@ -4,7 +4,7 @@
 //! CLI and the console form all follow that list, so a new such field is this one line plus
 //! the migration that adds its column (named as the field, `TEXT`/`VARCHAR`, default `''`).
 
-use crate::model::Invalid;
+use super::Invalid;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

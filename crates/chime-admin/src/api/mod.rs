@@ -6,10 +6,12 @@
 //! fields are declared once, in [`job_info`].
 
 mod groups;
+mod invalid;
 pub mod job_info;
 mod jobs;
 pub mod schema;
 
 pub use groups::{AddressType, Group, GroupSpec};
+pub use invalid::Invalid;
 pub use job_info::{JobInfo, JobInfoPatch};
 pub use jobs::{Job, JobSpec};

@@ -80,20 +80,26 @@ fn generator(contract: Contract) -> SchemaGenerator {
     settings.into_generator()
 }
 
-/// The component schemas of the wire types: answers under their type's name (`Job`, `Group`,
-/// `Run`),
+/// The component schemas of the wire types: answers under their type's name (`Job`, `Group`),
 /// bodies likewise (`JobSpec`, `GroupSpec`), with everything they refer to.
 pub fn components() -> Map<String, Value> {
     let mut answers = generator(Contract::Serialize);
     answers.subschema_for::<super::Job>();
     answers.subschema_for::<super::Group>();
-    answers.subschema_for::<crate::model::Run>();
     let mut bodies = generator(Contract::Deserialize);
     bodies.subschema_for::<super::JobSpec>();
     bodies.subschema_for::<super::GroupSpec>();
     let mut all = answers.take_definitions(true);
     all.extend(bodies.take_definitions(true));
     all
+}
+
+/// The schemas of answer type `T` and of what it refers to, by name (for answers declared
+/// outside this module, such as a run).
+pub fn answer_components<T: JsonSchema>() -> Map<String, Value> {
+    let mut answers = generator(Contract::Serialize);
+    answers.subschema_for::<T>();
+    answers.take_definitions(true)
 }
 
 /// The schema of `T` as a body, inline (for the few places the document builds on it).
@@ -107,7 +113,8 @@ mod tests {
 
     #[test]
     fn answers_are_exact_and_bodies_take_null_for_left_out() {
-        let c = components();
+        let mut c = components();
+        c.extend(answer_components::<crate::model::Run>());
         let job = &c["Job"];
         assert_eq!(job["additionalProperties"], false);
         let required = job["required"].as_array().unwrap();

@@ -546,6 +546,7 @@ pub fn document<'a>(operations: impl IntoIterator<Item = (&'a str, &'a str, Valu
 fn component_schemas() -> serde_json::Map<String, Value> {
     use chime_protocol::TriggerType;
     let mut schemas = crate::api::schema::components();
+    schemas.extend(crate::api::schema::answer_components::<crate::model::Run>());
     let written = json!({
                 "Error": { "type": "object", "additionalProperties": false, "required": ["error"], "properties": { "error": string(), "field": string() } },
                 "Workflow": exact(json!({

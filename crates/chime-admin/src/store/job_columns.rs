@@ -113,17 +113,6 @@ impl fmt::Display for JobColumns {
     }
 }
 
-/// Reads the descriptive fields of a job row.
-pub(super) fn read_info(row: &sqlx::any::AnyRow) -> Result<JobInfo, sqlx::Error> {
-    let mut info = JobInfo::default();
-    for (name, _) in JobInfo::FIELDS {
-        if let Some(slot) = info.field_mut(name) {
-            *slot = rows::text(row, *name)?;
-        }
-    }
-    Ok(info)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

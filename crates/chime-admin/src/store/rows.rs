@@ -3,7 +3,7 @@
 //! MySQL reports `TEXT` columns as blobs through `sqlx::Any`, which refuses to decode them as
 //! `String`; [`text`] accepts either. Integers are all `BIGINT` in the schema and read as `i64`.
 
-use crate::model::{AddressType, AlarmState, Group, Job, Run, RunStatus};
+use crate::model::{AddressType, AlarmState, Group, Job, JobInfo, Run, RunStatus};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
@@ -83,7 +83,7 @@ pub(super) fn job(row: &AnyRow) -> Result<Job, sqlx::Error> {
         group_id: int(row, "group_id")?,
         partition: int(row, "partition_no")?,
         description: text(row, "description")?,
-        info: super::job_columns::read_info(row)?,
+        info: job_info(row)?,
         schedule_type: parsed(row, "schedule_type")?,
         schedule_expr: text(row, "schedule_expr")?,
         time_zone: text(row, "time_zone")?,
@@ -105,6 +105,17 @@ pub(super) fn job(row: &AnyRow) -> Result<Job, sqlx::Error> {
         created_at: int(row, "created_at")?,
         updated_at: int(row, "updated_at")?,
     })
+}
+
+/// Reads the descriptive fields of a job row.
+fn job_info(row: &AnyRow) -> Result<JobInfo, sqlx::Error> {
+    let mut info = JobInfo::default();
+    for (name, _) in JobInfo::FIELDS {
+        if let Some(slot) = info.field_mut(name) {
+            *slot = text(row, *name)?;
+        }
+    }
+    Ok(info)
 }
 
 /// The columns [`run`] reads, for `SELECT … FROM run`. `retried_by` is looked up through the
