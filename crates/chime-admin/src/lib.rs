@@ -12,6 +12,7 @@
 #![recursion_limit = "512"]
 pub mod address_policy;
 pub mod alarm;
+pub mod api;
 mod audit_diff;
 pub mod calendar;
 mod center;

@@ -19,6 +19,7 @@ mod console_queries;
 mod dialect;
 mod groups;
 mod import;
+mod job_columns;
 mod jobs;
 mod leases;
 mod nodes;
