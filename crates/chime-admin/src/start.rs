@@ -2,7 +2,7 @@
 //! recovery of pending runs, then every loop and the HTTP server. The one module that knows all
 //! the others: nothing imports it but the crate root, so wiring never closes an import cycle.
 
-use crate::alarm::{AlarmLoop, AlarmQueue};
+use crate::alarm::AlarmLoop;
 use crate::center::Admin;
 use crate::config::AdminConfig;
 use crate::dispatch::client::ExecutorClient;
@@ -14,17 +14,21 @@ use crate::link::LinkHub;
 use crate::metrics::Metrics;
 use crate::monitor::possibly_sent::PossiblySentCheck;
 use crate::monitor::Sweeper;
+use crate::pipeline::alarm_queue::AlarmQueue;
+use crate::pipeline::partitions::Partitions;
+use crate::pipeline::results_queue::ResultMsg;
+use crate::pipeline::results_queue::ResultsQueue;
+use crate::pipeline::run_ids::RunIds;
+use crate::pipeline::wheel_queue::WheelQueue;
+use crate::pipeline::workflow_wake::WorkflowWake;
 use crate::registry::Directory;
-use crate::results::queue::ResultsQueue;
-use crate::results::run_ids::RunIds;
-use crate::results::{ResultMsg, WriterLoop};
+use crate::results::WriterLoop;
 use crate::retention::Retention;
 use crate::schedule::lease::{LeaseHolder, LeaseLoop};
-use crate::schedule::partitions::Partitions;
-use crate::schedule::wheel::{WheelEntry, WheelLoop, WheelQueue};
+use crate::schedule::wheel::{WheelEntry, WheelLoop};
+use crate::schedule::workflows::WorkflowLoop;
 use crate::schedule::{ClaimLoop, MisfireRules, PossiblySent, Recovery};
 use crate::store::{Backend, Store, StoreError, CLUSTER_SECRET, EXECUTOR_ACCESS_TOKEN};
-use crate::workflow::{WorkflowLoop, WorkflowWake};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -176,7 +180,7 @@ pub async fn start(mut config: AdminConfig) -> Result<AdminHandle, StartError> {
         shutdown: shutdown.clone(),
     }));
     tasks.spawn(crate::schedule::run_claims(claims));
-    tasks.spawn(crate::workflow::run(workflows));
+    tasks.spawn(crate::schedule::workflows::run(workflows));
     tasks.spawn(crate::monitor::run_registry_refresh(
         admin.directory.clone(),
         registry_refresh,

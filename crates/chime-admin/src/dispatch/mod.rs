@@ -19,12 +19,12 @@ pub mod route;
 
 use crate::metrics::Metrics;
 use crate::model::{now_ms, Job};
+use crate::pipeline::partitions::Partitions;
+use crate::pipeline::results_queue::ResultMsg;
+use crate::pipeline::results_queue::ResultsQueue;
+use crate::pipeline::run_ids::RunIds;
 use crate::registry::Directory;
-use crate::results::msg::ResultMsg;
-use crate::results::queue::ResultsQueue;
-use crate::results::run_ids::RunIds;
 use crate::run::WheelEntry;
-use crate::schedule::partitions::Partitions;
 use crate::store::{NewRun, RunTicket, Store, TriggerOutcome};
 use chime_protocol::paths::normalize_address;
 use chime_protocol::{RouteStrategy, TriggerParam, TriggerType};

@@ -8,18 +8,11 @@
 //! [`plan`], without a database. One database round trip per batch, not per run, is what lets the admin keep up with
 //! tens of thousands of fires per second on SQLite.
 
-pub mod msg;
-pub mod plan;
-pub mod queue;
-pub mod run_ids;
-
-pub use msg::ResultMsg;
-
-use crate::alarm::AlarmQueue;
-use crate::schedule::wheel::WheelQueue;
+use crate::pipeline::alarm_queue::AlarmQueue;
+use crate::pipeline::results_queue::{ResultMsg, ResultsQueue};
+use crate::pipeline::run_ids::RunIds;
+use crate::pipeline::wheel_queue::WheelQueue;
 use crate::store::Store;
-use queue::ResultsQueue;
-use run_ids::RunIds;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -60,7 +53,7 @@ pub struct WriterLoop {
     /// `--executor-timeout`: how long a send still under way at shutdown may take.
     pub(crate) executor_timeout: Duration,
     /// Told after each batch: a workflow node's run may have finished.
-    pub(crate) workflows: Arc<crate::workflow::WorkflowWake>,
+    pub(crate) workflows: Arc<crate::pipeline::workflow_wake::WorkflowWake>,
     /// Cancelled to stop.
     pub(crate) shutdown: CancellationToken,
 }
@@ -148,7 +141,7 @@ pub async fn run(writer: WriterLoop, mut rx: mpsc::Receiver<ResultMsg>) {
                         .chain(triggers.iter().filter(|t| t.code != 200).map(|t| t.run_id)),
                     recorded.written,
                 );
-                crate::alarm::after_commit(&writer.alarms, recorded.failed_for_good);
+                writer.alarms.after_commit(recorded.failed_for_good);
                 // Elsewhere the send's mark refuses a withdrawn run, whichever admin holds it;
                 // remembered there, the ids of runs other admins hold would never be let go.
                 if writer.store.backend() == crate::store::Backend::Sqlite {

@@ -7,23 +7,23 @@
 //! [`recover`] loads the pending run rows and applies the misfire policy to the late ones.
 
 pub mod lease;
-pub mod partitions;
 pub mod wheel;
+pub mod workflows;
 
 use crate::calendar::Calendar;
 use crate::metrics::Metrics;
 use crate::model::{now_ms, Job, SKIPPED_CODE};
-use crate::results::queue::ResultsQueue;
-use crate::results::run_ids::RunIds;
+use crate::pipeline::partitions::Partitions;
+use crate::pipeline::results_queue::ResultsQueue;
+use crate::pipeline::run_ids::RunIds;
+use crate::pipeline::wheel_queue::WheelQueue;
 use crate::store::{FirePlan, MarkedRun, NewRun, RunTicket, Store, StoreResult};
 use chime_protocol::{MisfireStrategy, TriggerType};
-use partitions::Partitions;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use wheel::WheelQueue;
 
 /// At most this many fires of one job are claimed per round (a `100ms` fixed rate would
 /// otherwise flood one transaction).

@@ -1,5 +1,5 @@
 //! Recording trigger results and run results, and creating the runs they cause, in one
-//! transaction per batch. What an outcome causes is decided by `crate::results::plan`; this
+//! transaction per batch. What an outcome causes is decided by `crate::follow_up`; this
 //! reads the facts it needs and writes what it decides.
 //!
 //! This is the admin's busiest writer (a result and a trigger result per fire, tens of
@@ -9,8 +9,8 @@
 //! only for the few outcomes that may cause a follow-up.
 
 use super::UPDATE_ROWS;
+use crate::follow_up::{self as plan, ChainRun, RunFacts, RunState};
 use crate::model::{now_ms, Job, SKIPPED_CODE};
-use crate::results::plan::{self, ChainRun, RunFacts, RunState};
 use crate::run::{capped, HandleOutcome, NewRun, Recorded, RunTicket, TriggerOutcome, WrittenResult};
 use crate::store::alarm_status;
 use crate::store::bulk::sized_query;
@@ -45,7 +45,7 @@ impl Store {
     }
 
     /// Records trigger results and run results in one transaction, and creates the runs they
-    /// cause as `results::plan` decides: a retry for a failure while retries remain (same
+    /// cause as `follow_up` decides: a retry for a failure while retries remain (same
     /// shard, one retry fewer), child jobs for a success. A result for a run that already has
     /// one changes nothing (the update is guarded by `handle_code = 0`), and follow-ups are
     /// guarded by `alarm_status`, so a repeated callback never retries or fires children twice.
@@ -269,8 +269,8 @@ impl Store {
         })
     }
 
-    /// Records the late successes `late` (`results::plan::is_late_success`: runs the lost-run
-    /// sweep failed, reported successful after all) as `results::plan::plan_late_success`
+    /// Records the late successes `late` (`follow_up::is_late_success`: runs the lost-run
+    /// sweep failed, reported successful after all) as `follow_up::plan_late_success`
     /// decides, in `tx`: the run becomes a success, unless a user killed it meanwhile — the
     /// guard of its write, which also makes a repeated report change nothing more; the retry
     /// chain its loss started is stopped: a retry not sent yet is withdrawn (skipped, its
