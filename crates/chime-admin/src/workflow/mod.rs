@@ -9,6 +9,7 @@
 pub mod dag;
 pub mod live;
 pub mod spec;
+pub mod step;
 
 use crate::run::WrittenResult;
 use rustc_hash::FxHashMap;
