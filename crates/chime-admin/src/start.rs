@@ -302,12 +302,39 @@ async fn warn_of_upgrade_without_token(store: &Store) -> Result<(), StoreError> 
     Ok(())
 }
 
-/// Builds the parts the loops and the HTTP server share, and hands each what it uses.
-fn wire(config: AdminConfig, store: Store, local_addr: SocketAddr, cluster_secret: String) -> (Arc<Admin>, Loops) {
-    let shutdown = CancellationToken::new();
+/// The parts the loops and the HTTP server share, made once by [`wire`].
+struct Shared {
+    config: AdminConfig,
+    store: Store,
+    shutdown: CancellationToken,
+    links: Arc<LinkHub>,
+    directory: Arc<Directory>,
+    metrics: Arc<Metrics>,
+    client: ExecutorClient,
+    probe_gate: Arc<Gate>,
+    partitions: Arc<Partitions>,
+    inflight: Arc<RunIds>,
+    killing: Arc<RunIds>,
+    withdrawn: Arc<RunIds>,
+    results: ResultsQueue,
+    wheel: WheelQueue,
+    rules: MisfireRules,
+    workflow_wake: Arc<WorkflowWake>,
+    /// Runs are marked before they are sent where several admins may share the database.
+    marks_runs: bool,
+}
+
+/// The receiving ends of the inboxes, each for its loop.
+struct Inboxes {
+    results: mpsc::Receiver<ResultMsg>,
+    wheel: mpsc::UnboundedReceiver<WheelEntry>,
+    alarms: mpsc::UnboundedReceiver<Vec<i64>>,
+}
+
+/// Makes the shared parts and the inboxes (the alarm queue's sending end goes to the results
+/// writer alone).
+fn shared_parts(config: AdminConfig, store: Store, cluster_secret: &str) -> (Shared, Inboxes, AlarmQueue) {
     let links = Arc::new(LinkHub::default());
-    let directory = Arc::new(Directory::new(store.clone(), config.dead_timeout));
-    let metrics = Arc::new(Metrics::new());
     // Sends and probes each have `per_executor_concurrency` permits per executor.
     let client = ExecutorClient::new(
         config.executor_timeout,
@@ -315,161 +342,232 @@ fn wire(config: AdminConfig, store: Store, local_addr: SocketAddr, cluster_secre
         config.per_executor_concurrency.saturating_mul(2),
         config.executor_networks.clone(),
         links.clone(),
-        Some(cluster_secret.clone()),
+        Some(cluster_secret.to_owned()),
     );
-    let probe_gate = Arc::new(Gate::new(config.dispatch_concurrency, config.per_executor_concurrency));
-    let partitions = Arc::new(Partitions::default());
     let inflight = Arc::new(RunIds::default());
-    let killing = Arc::new(RunIds::default());
-    let withdrawn = Arc::new(RunIds::default());
     let (results, results_rx) = ResultsQueue::new();
     let (wheel, wheel_rx) = WheelQueue::new(inflight.clone(), config.catch_up_rate);
     let (alarms, alarms_rx) = AlarmQueue::new();
-    let rules = MisfireRules::new(config.misfire_threshold, config.catch_up_max);
-    let workflow_wake = Arc::new(WorkflowWake::default());
-    // Runs are marked before they are sent where several admins may share the database.
-    let marks_runs = store.backend() != Backend::Sqlite;
-    let (possibly_sent_tx, possibly_sent) = if marks_runs {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let check = PossiblySentCheck {
-            store: store.clone(),
-            directory: directory.clone(),
-            client: client.clone(),
-            probe_gate: probe_gate.clone(),
-            partitions: partitions.clone(),
-            wheel: wheel.clone(),
-            wait: crate::monitor::possibly_sent::wait_after_recovery(config.executor_timeout),
-            shutdown: shutdown.clone(),
-        };
-        (Some(tx), Some((check, rx)))
-    } else {
-        (None, None)
-    };
-
-    let dispatcher = Arc::new(Dispatcher {
-        store: store.clone(),
-        directory: directory.clone(),
-        metrics: metrics.clone(),
-        client: client.clone(),
-        router: Router::default(),
-        gate: Gate::new(config.dispatch_concurrency, config.per_executor_concurrency),
-        probe_gate: probe_gate.clone(),
-        partitions: partitions.clone(),
-        inflight: inflight.clone(),
-        withdrawn: withdrawn.clone(),
-        results: results.clone(),
-        fence: marks_runs.then(|| SendFence::start(store.clone(), shutdown.clone())),
-        node_id: config.node_id.clone(),
-        shutdown: shutdown.clone(),
-    });
-    let loops = Loops {
-        writer: WriterLoop {
-            store: store.clone(),
-            queue: results.clone(),
-            inflight: inflight.clone(),
-            killing: killing.clone(),
-            withdrawn: withdrawn.clone(),
-            wheel: wheel.clone(),
-            alarms,
-            executor_timeout: config.executor_timeout,
-            workflows: workflow_wake.clone(),
-            shutdown: shutdown.clone(),
-        },
-        writer_inbox: results_rx,
-        wheel: WheelLoop {
-            dispatcher,
-            inflight: inflight.clone(),
-            shutdown: shutdown.clone(),
-        },
-        wheel_inbox: wheel_rx,
-        holder: LeaseHolder {
-            store: store.clone(),
-            node_id: config.node_id.clone(),
-            ttl: config.lease_ttl,
-            partitions: partitions.clone(),
-            url: config.advertised_url(local_addr),
-            links: links.clone(),
-        },
-        recovery: Recovery {
-            store: store.clone(),
-            partitions: partitions.clone(),
-            inflight,
-            wheel: wheel.clone(),
-            rules,
-            metrics: metrics.clone(),
-            possibly_sent: possibly_sent_tx,
-        },
-        workflows: WorkflowLoop {
-            store: store.clone(),
-            partitions: partitions.clone(),
-            wheel: wheel.clone(),
-            rules,
-            lookahead: config.lookahead,
-            tick: config.tick,
-            metrics: metrics.clone(),
-            wake: workflow_wake.clone(),
-            shutdown: shutdown.clone(),
-        },
-        claims: ClaimLoop {
-            store: store.clone(),
-            node_id: config.node_id.clone(),
-            tick: config.tick,
-            lookahead: config.lookahead,
-            claim_batch: config.claim_batch,
-            round_timeout: (store.backend() != Backend::Sqlite).then_some(config.lease_ttl),
-            rules,
-            partitions: partitions.clone(),
-            wheel: wheel.clone(),
-            results: results.clone(),
-            metrics: metrics.clone(),
-            shutdown: shutdown.clone(),
-        },
-        registry_refresh: config.registry_refresh,
-        sweeper: Sweeper {
-            store: store.clone(),
-            directory: directory.clone(),
-            client: client.clone(),
-            probe_gate,
-            results: results.clone(),
-            executor_timeout: config.executor_timeout,
-            dead_timeout: config.dead_timeout,
-            lost_result_after: config.lost_result_after,
-            lost_idle_confirm: config.lost_idle_confirm,
-        },
-        lost_sweep: config.lost_sweep,
-        possibly_sent,
-        alarm: AlarmLoop {
-            store: store.clone(),
-            smtp_url: config.smtp_url.clone(),
-            from: config.alarm_from.clone(),
-            webhook: config.alarm_webhook.clone(),
-            shutdown: shutdown.clone(),
-        },
-        alarm_inbox: alarms_rx,
-        retention: Retention {
-            store: store.clone(),
-            run_days: config.run_retention_days,
-            audit_days: config.audit_retention_days,
-        },
-    };
-    let admin = Arc::new(Admin {
+    let shared = Shared {
+        shutdown: CancellationToken::new(),
+        directory: Arc::new(Directory::new(store.clone(), config.dead_timeout)),
+        metrics: Arc::new(Metrics::new()),
+        probe_gate: Arc::new(Gate::new(config.dispatch_concurrency, config.per_executor_concurrency)),
+        partitions: Arc::new(Partitions::default()),
+        killing: Arc::new(RunIds::default()),
+        withdrawn: Arc::new(RunIds::default()),
+        rules: MisfireRules::new(config.misfire_threshold, config.catch_up_max),
+        workflow_wake: Arc::new(WorkflowWake::default()),
+        marks_runs: store.backend() != Backend::Sqlite,
+        links,
+        client,
+        inflight,
+        results,
+        wheel,
         config,
         store,
-        directory,
-        metrics,
-        client,
-        links,
+    };
+    let inboxes = Inboxes {
+        results: results_rx,
+        wheel: wheel_rx,
+        alarms: alarms_rx,
+    };
+    (shared, inboxes, alarms)
+}
+
+/// Builds the parts the loops and the HTTP server share, and hands each what it uses.
+fn wire(config: AdminConfig, store: Store, local_addr: SocketAddr, cluster_secret: String) -> (Arc<Admin>, Loops) {
+    let (s, inboxes, alarms) = shared_parts(config, store, &cluster_secret);
+    let (possibly_sent_tx, possibly_sent) = possibly_sent_check(&s);
+    let (holder, recovery) = lease_parts(&s, local_addr, possibly_sent_tx);
+    let loops = Loops {
+        writer: writer_loop(&s, alarms),
+        writer_inbox: inboxes.results,
+        wheel: WheelLoop {
+            dispatcher: dispatcher(&s),
+            inflight: s.inflight.clone(),
+            shutdown: s.shutdown.clone(),
+        },
+        wheel_inbox: inboxes.wheel,
+        holder,
+        recovery,
+        workflows: workflow_loop(&s),
+        claims: claim_loop(&s),
+        registry_refresh: s.config.registry_refresh,
+        sweeper: sweeper(&s),
+        lost_sweep: s.config.lost_sweep,
+        possibly_sent,
+        alarm: AlarmLoop {
+            store: s.store.clone(),
+            smtp_url: s.config.smtp_url.clone(),
+            from: s.config.alarm_from.clone(),
+            webhook: s.config.alarm_webhook.clone(),
+            shutdown: s.shutdown.clone(),
+        },
+        alarm_inbox: inboxes.alarms,
+        retention: Retention {
+            store: s.store.clone(),
+            run_days: s.config.run_retention_days,
+            audit_days: s.config.audit_retention_days,
+        },
+    };
+    (admin(s, cluster_secret), loops)
+}
+
+/// The check of possibly sent runs and recovery's way to it, where runs are marked before
+/// they are sent (not SQLite).
+fn possibly_sent_check(s: &Shared) -> PossiblySentParts {
+    if !s.marks_runs {
+        return (None, None);
+    }
+    let (tx, rx) = mpsc::unbounded_channel();
+    let check = PossiblySentCheck {
+        store: s.store.clone(),
+        directory: s.directory.clone(),
+        client: s.client.clone(),
+        probe_gate: s.probe_gate.clone(),
+        partitions: s.partitions.clone(),
+        wheel: s.wheel.clone(),
+        wait: crate::monitor::possibly_sent::wait_after_recovery(s.config.executor_timeout),
+        shutdown: s.shutdown.clone(),
+    };
+    (Some(tx), Some((check, rx)))
+}
+
+/// Recovery's sending end of the possibly-sent inbox, and the check with its receiving end.
+type PossiblySentParts = (
+    Option<mpsc::UnboundedSender<PossiblySent>>,
+    Option<(PossiblySentCheck, mpsc::UnboundedReceiver<PossiblySent>)>,
+);
+
+fn dispatcher(s: &Shared) -> Arc<Dispatcher> {
+    let c = &s.config;
+    Arc::new(Dispatcher {
+        store: s.store.clone(),
+        directory: s.directory.clone(),
+        metrics: s.metrics.clone(),
+        client: s.client.clone(),
+        router: Router::default(),
+        gate: Gate::new(c.dispatch_concurrency, c.per_executor_concurrency),
+        probe_gate: s.probe_gate.clone(),
+        partitions: s.partitions.clone(),
+        inflight: s.inflight.clone(),
+        withdrawn: s.withdrawn.clone(),
+        results: s.results.clone(),
+        fence: s
+            .marks_runs
+            .then(|| SendFence::start(s.store.clone(), s.shutdown.clone())),
+        node_id: c.node_id.clone(),
+        shutdown: s.shutdown.clone(),
+    })
+}
+
+fn writer_loop(s: &Shared, alarms: AlarmQueue) -> WriterLoop {
+    WriterLoop {
+        store: s.store.clone(),
+        queue: s.results.clone(),
+        inflight: s.inflight.clone(),
+        killing: s.killing.clone(),
+        withdrawn: s.withdrawn.clone(),
+        wheel: s.wheel.clone(),
+        alarms,
+        executor_timeout: s.config.executor_timeout,
+        workflows: s.workflow_wake.clone(),
+        shutdown: s.shutdown.clone(),
+    }
+}
+
+fn lease_parts(
+    s: &Shared,
+    local_addr: SocketAddr,
+    possibly_sent: Option<mpsc::UnboundedSender<PossiblySent>>,
+) -> (LeaseHolder, Recovery) {
+    let holder = LeaseHolder {
+        store: s.store.clone(),
+        node_id: s.config.node_id.clone(),
+        ttl: s.config.lease_ttl,
+        partitions: s.partitions.clone(),
+        url: s.config.advertised_url(local_addr),
+        links: s.links.clone(),
+    };
+    let recovery = Recovery {
+        store: s.store.clone(),
+        partitions: s.partitions.clone(),
+        inflight: s.inflight.clone(),
+        wheel: s.wheel.clone(),
+        rules: s.rules,
+        metrics: s.metrics.clone(),
+        possibly_sent,
+    };
+    (holder, recovery)
+}
+
+fn workflow_loop(s: &Shared) -> WorkflowLoop {
+    WorkflowLoop {
+        store: s.store.clone(),
+        partitions: s.partitions.clone(),
+        wheel: s.wheel.clone(),
+        rules: s.rules,
+        lookahead: s.config.lookahead,
+        tick: s.config.tick,
+        metrics: s.metrics.clone(),
+        wake: s.workflow_wake.clone(),
+        shutdown: s.shutdown.clone(),
+    }
+}
+
+fn claim_loop(s: &Shared) -> ClaimLoop {
+    let c = &s.config;
+    ClaimLoop {
+        store: s.store.clone(),
+        node_id: c.node_id.clone(),
+        tick: c.tick,
+        lookahead: c.lookahead,
+        claim_batch: c.claim_batch,
+        round_timeout: (s.store.backend() != Backend::Sqlite).then_some(c.lease_ttl),
+        rules: s.rules,
+        partitions: s.partitions.clone(),
+        wheel: s.wheel.clone(),
+        results: s.results.clone(),
+        metrics: s.metrics.clone(),
+        shutdown: s.shutdown.clone(),
+    }
+}
+
+fn sweeper(s: &Shared) -> Sweeper {
+    let c = &s.config;
+    Sweeper {
+        store: s.store.clone(),
+        directory: s.directory.clone(),
+        client: s.client.clone(),
+        probe_gate: s.probe_gate.clone(),
+        results: s.results.clone(),
+        executor_timeout: c.executor_timeout,
+        dead_timeout: c.dead_timeout,
+        lost_result_after: c.lost_result_after,
+        lost_idle_confirm: c.lost_idle_confirm,
+    }
+}
+
+/// The HTTP server's state, which takes the shared parts it uses.
+fn admin(s: Shared, cluster_secret: String) -> Arc<Admin> {
+    Arc::new(Admin {
+        config: s.config,
+        store: s.store,
+        directory: s.directory,
+        metrics: s.metrics,
+        client: s.client,
+        links: s.links,
         cluster_secret,
-        partitions,
-        wheel,
-        results,
-        killing,
-        withdrawn,
-        workflows: workflow_wake,
+        partitions: s.partitions,
+        wheel: s.wheel,
+        results: s.results,
+        killing: s.killing,
+        withdrawn: s.withdrawn,
+        workflows: s.workflow_wake,
         job_api_permits: crate::rate_limit::KeyedBuckets::new(JOB_API_PERMITS, JOB_API_PERIOD, JOB_API_GROUPS),
-        shutdown,
-    });
-    (admin, loops)
+        shutdown: s.shutdown,
+    })
 }
 
 /// Groups whose job API calls are counted at once at most (beyond, the fullest bucket goes).
