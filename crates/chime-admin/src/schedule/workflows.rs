@@ -100,26 +100,16 @@ pub fn enqueue(wheel: &WheelQueue, tickets: NodeTickets) {
 /// node runs finished that were not reported here (recorded by another admin, or by the
 /// lost-run sweep); then wait for the next tick or a wake-up.
 pub async fn run(l: WorkflowLoop) {
-    let lookahead = l.lookahead.as_millis() as i64;
-    let mut counted = Instant::now() - COUNTS_EVERY;
-    let mut counted_all = Instant::now() - ALL_COUNTS_EVERY;
+    let mut counts = Counts {
+        open: Instant::now() - COUNTS_EVERY,
+        all: Instant::now() - ALL_COUNTS_EVERY,
+    };
     let mut looked = Instant::now() - l.tick;
     let mut live = LiveInstances::default();
     let mut calendars = Calendars::default();
     let mut held_before: Vec<(i64, i64)> = Vec::new();
     loop {
-        let held_now = l.partitions.held_epochs();
-        if held_now != held_before {
-            // What is kept of a partition held throughout, in one lease epoch, is still true.
-            let kept: Vec<i64> = held_now
-                .iter()
-                .filter(|p| held_before.contains(p))
-                .map(|(p, _)| *p)
-                .collect();
-            live.keep_partitions(&kept);
-            held_before = held_now.clone();
-        }
-        let held: Vec<i64> = held_now.iter().map(|(p, _)| *p).collect();
+        let held = l.held_partitions(&mut held_before, &mut live);
         // The database is looked in (for due workflows, and for nodes finished where the
         // results writer did not see them) once a tick, or at once when told; a round woken by
         // results only moves on the instances they name. Fires are made up to the lookahead
@@ -127,95 +117,21 @@ pub async fn run(l: WorkflowLoop) {
         // a tick fires every due workflow, a batch at a time, where one batch (200) a round
         // left the rest of a larger second to the next ticks.
         let look = looked.elapsed() >= l.tick || l.wake.look.swap(false, Ordering::Relaxed);
-        let rules = l.rules;
         let mut busy = false;
         if look {
-            // A full batch may have left more due.
-            for _ in 0..50 {
-                let now = now_ms();
-                let horizon = now + lookahead;
-                match l
-                    .store
-                    .fire_workflows(&held, horizon, &mut live, |w| {
-                        calendars.plan(&schedule_of(w), now, horizon, rules)
-                    })
-                    .await
-                {
-                    Ok(a) => {
-                        let more = a.more;
-                        busy |= l.after_step(a);
-                        if !more {
-                            break;
-                        }
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "firing workflows failed; trying again next round");
-                        break;
-                    }
-                }
-            }
+            busy |= l.fire_due(&held, &mut live, &mut calendars).await;
         }
-        let finished = l.wake.take_finished();
-        if !finished.is_empty() {
-            let mut ids: Vec<i64> = finished.keys().filter_map(|r| live.instance_of_run(*r)).collect();
-            ids.sort_unstable();
-            ids.dedup();
-            // A batch at a time, each batch's runs on the timer before the next is stepped.
-            for batch in ids.chunks(ADVANCE_BATCH) {
-                match l.store.advance_reported(batch, &finished, &mut live).await {
-                    Ok(a) => busy |= l.after_step(a),
-                    Err(e) => {
-                        // Looked for in the database instead, right away.
-                        tracing::warn!(error = %e, "moving workflow instances on failed; trying again");
-                        l.wake.look.store(true, Ordering::Relaxed);
-                    }
-                }
-            }
-        }
+        busy |= l.advance_reported(&mut live).await;
         if look {
             looked = Instant::now();
-            // Every batch moves its instances on; a full one may have left more.
-            for _ in 0..50 {
-                match l.store.advance_found(&held, &mut live).await {
-                    Ok(a) => {
-                        let more = l.after_step(a);
-                        busy |= more;
-                        if !more {
-                            break;
-                        }
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "moving workflow instances on failed; trying again next round");
-                        break;
-                    }
-                }
-            }
+            busy |= l.advance_found(&held, &mut live).await;
             // What the loop waits for, rebuilt from what it keeps.
             l.wake.watch_only(live.running_runs());
         }
         // A busy round leaves nodes running; an idle one asks whether any still are.
         let active = busy || !live.is_empty() || l.store.has_running_nodes().await.unwrap_or(true);
         l.wake.active.store(active, Ordering::Relaxed);
-        if counted.elapsed() >= COUNTS_EVERY {
-            counted = Instant::now();
-            let all = counted_all.elapsed() >= ALL_COUNTS_EVERY;
-            if let Ok(counts) = l.store.instance_counts(!all).await {
-                if all {
-                    counted_all = counted;
-                }
-                // A state not counted this time keeps its gauge; one counted but not listed has
-                // no instance.
-                for state in dag::InstanceState::ALL.into_iter().filter(|s| all || !s.is_final()) {
-                    let n = counts.iter().find(|(s, _)| *s == state).map_or(0, |(_, n)| *n);
-                    l.metrics
-                        .workflow_instances
-                        .get_or_create(&StateLabel {
-                            state: state.as_str().to_owned(),
-                        })
-                        .set(n);
-                }
-            }
-        }
+        l.count_instances(&mut counts).await;
         tokio::select! {
             _ = l.shutdown.cancelled() => return,
             _ = tokio::time::sleep(l.tick.saturating_sub(looked.elapsed())) => {}
@@ -228,7 +144,133 @@ pub async fn run(l: WorkflowLoop) {
     }
 }
 
+/// When the instances were last counted: the open ones, and those in every state.
+struct Counts {
+    open: Instant,
+    all: Instant,
+}
+
 impl WorkflowLoop {
+    /// The partitions held now. What is kept of a partition no longer held, or held in another
+    /// lease epoch than at the last round, is let go.
+    fn held_partitions(&self, held_before: &mut Vec<(i64, i64)>, live: &mut LiveInstances) -> Vec<i64> {
+        let held_now = self.partitions.held_epochs();
+        if held_now != *held_before {
+            // What is kept of a partition held throughout, in one lease epoch, is still true.
+            let kept: Vec<i64> = held_now
+                .iter()
+                .filter(|p| held_before.contains(p))
+                .map(|(p, _)| *p)
+                .collect();
+            live.keep_partitions(&kept);
+            held_before.clone_from(&held_now);
+        }
+        held_now.iter().map(|(p, _)| *p).collect()
+    }
+
+    /// Fires the due workflows of `held`, batch after batch (a full batch may have left more
+    /// due). Returns whether it did anything.
+    async fn fire_due(&self, held: &[i64], live: &mut LiveInstances, calendars: &mut Calendars) -> bool {
+        let lookahead = self.lookahead.as_millis() as i64;
+        let rules = self.rules;
+        let mut busy = false;
+        for _ in 0..50 {
+            let now = now_ms();
+            let horizon = now + lookahead;
+            let fired = self
+                .store
+                .fire_workflows(held, horizon, live, |w| {
+                    calendars.plan(&schedule_of(w), now, horizon, rules)
+                })
+                .await;
+            match fired {
+                Ok(a) => {
+                    let more = a.more;
+                    busy |= self.after_step(a);
+                    if !more {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "firing workflows failed; trying again next round");
+                    break;
+                }
+            }
+        }
+        busy
+    }
+
+    /// Moves on the instances whose node runs the results writer reported finished, a batch at
+    /// a time, each batch's runs on the timer before the next is stepped.
+    async fn advance_reported(&self, live: &mut LiveInstances) -> bool {
+        let finished = self.wake.take_finished();
+        if finished.is_empty() {
+            return false;
+        }
+        let mut ids: Vec<i64> = finished.keys().filter_map(|r| live.instance_of_run(*r)).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut busy = false;
+        for batch in ids.chunks(ADVANCE_BATCH) {
+            match self.store.advance_reported(batch, &finished, live).await {
+                Ok(a) => busy |= self.after_step(a),
+                Err(e) => {
+                    // Looked for in the database instead, right away.
+                    tracing::warn!(error = %e, "moving workflow instances on failed; trying again");
+                    self.wake.look.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+        busy
+    }
+
+    /// Looks in the database for instances of `held`'s workflows with a finished node, and moves
+    /// them on, batch after batch (a full one may have left more).
+    async fn advance_found(&self, held: &[i64], live: &mut LiveInstances) -> bool {
+        let mut busy = false;
+        for _ in 0..50 {
+            match self.store.advance_found(held, live).await {
+                Ok(a) => {
+                    let more = self.after_step(a);
+                    busy |= more;
+                    if !more {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "moving workflow instances on failed; trying again next round");
+                    break;
+                }
+            }
+        }
+        busy
+    }
+
+    /// Counts the instances for `chime_workflow_instances`: the open ones every
+    /// [`COUNTS_EVERY`], those in every state every [`ALL_COUNTS_EVERY`].
+    async fn count_instances(&self, counts: &mut Counts) {
+        if counts.open.elapsed() < COUNTS_EVERY {
+            return;
+        }
+        counts.open = Instant::now();
+        let all = counts.all.elapsed() >= ALL_COUNTS_EVERY;
+        let Ok(found) = self.store.instance_counts(!all).await else {
+            return;
+        };
+        if all {
+            counts.all = counts.open;
+        }
+        // A state not counted this time keeps its gauge; one counted but not listed has no
+        // instance.
+        for state in dag::InstanceState::ALL.into_iter().filter(|s| all || !s.is_final()) {
+            let n = found.iter().find(|(s, _)| *s == state).map_or(0, |(_, n)| *n);
+            let label = StateLabel {
+                state: state.as_str().to_owned(),
+            };
+            self.metrics.workflow_instances.get_or_create(&label).set(n);
+        }
+    }
+
     /// Watches the runs a step made or adopted, then puts the new ones on the timer (in that
     /// order: a run cannot finish before it is sent). Returns whether the step did anything.
     fn after_step(&self, a: Advanced) -> bool {

@@ -116,7 +116,7 @@ impl Store {
         partitions: &[i64],
         horizon: i64,
         live: &mut LiveInstances,
-        mut plan: impl FnMut(&Workflow) -> FirePlan,
+        plan: impl FnMut(&Workflow) -> FirePlan,
     ) -> StoreResult<Advanced> {
         let mut out = Advanced::default();
         if partitions.is_empty() {
@@ -124,99 +124,14 @@ impl Store {
         }
         let now = now_ms();
         let mut tx = self.write.begin().await?;
-        // Only the fire times, as the claim reads jobs: the rest of each workflow is kept in
-        // `live` while its `updated_at` holds, and read again when it moved.
-        let q = format!(
-            "SELECT id, updated_at, anchor_at, next_fire_at, last_fire_at FROM workflow \
-             WHERE running = 1 AND next_fire_at > 0 AND next_fire_at <= ? \
-             AND partition_no IN ({}) ORDER BY next_fire_at LIMIT {FIRE_BATCH}{}",
-            super::placeholders(partitions.len()),
-            self.backend.for_update()
-        );
-        let q = self.sql(&q).into_owned();
-        let binds: Vec<i64> = std::iter::once(horizon).chain(partitions.iter().copied()).collect();
-        let cols = ["id", "updated_at", "anchor_at", "next_fire_at", "last_fire_at"];
-        let times = self.int_rows(&mut tx, &q, cols, &binds).await?;
-        out.more = times.len() as i64 == FIRE_BATCH;
-        let kept: Vec<Option<Workflow>> = times
-            .iter()
-            .map(|[id, updated_at, ..]| live.workflow(*id, *updated_at).cloned())
-            .collect();
-        let changed: Vec<i64> = times
-            .iter()
-            .zip(&kept)
-            .filter(|(_, k)| k.is_none())
-            .map(|([id, ..], _)| *id)
-            .collect();
-        let q = format!("SELECT {WORKFLOW_FIELDS} FROM workflow WHERE id IN ({{in}})");
-        let mut read: HashMap<i64, Workflow> = HashMap::with_capacity(changed.len());
-        for row in self.fetch_in(&mut tx, &q, &changed, &[]).await? {
-            let w = workflow_row_with(&row, dag::Definition::default())?;
-            live.keep_workflow(w.clone());
-            read.insert(w.id, w);
-        }
-        let mut due_rows = Vec::with_capacity(times.len());
-        for ([id, _, anchor_at, next_fire_at, last_fire_at], kept) in times.into_iter().zip(kept) {
-            let Some(w) = kept.or_else(|| read.remove(&id)) else {
-                return Err(StoreError::Conflict(format!(
-                    "workflow {id} was deleted while it was fired"
-                )));
-            };
-            due_rows.push(Workflow {
-                running: true,
-                anchor_at,
-                next_fire_at,
-                last_fire_at,
-                ..w
-            });
-        }
-        // Each graph read and parsed once per version (`live`), not once per fire.
-        let versions: Vec<i64> = due_rows.iter().map(|w| w.version).collect();
-        let graphs = self.graphs(&mut tx, &versions, live).await?;
-        let due: Vec<(Workflow, Arc<dag::Graph>)> = due_rows
-            .into_iter()
-            .map(|w| {
-                let graph = graphs[&w.version].clone();
-                (w, graph)
-            })
-            .collect();
+        let (due, more) = self.due_workflows(&mut tx, partitions, horizon, live).await?;
+        out.more = more;
         if due.is_empty() {
             tx.rollback().await?;
             return Ok(out);
         }
+        let (starts, next) = self.make_fires(&mut tx, &due, plan, now).await?;
         let mut fresh = LiveInstances::default();
-        let mut starts = Vec::new();
-        let mut next = Vec::with_capacity(due.len());
-        // Fires of workflows without a concurrency limit are made together, several per
-        // statement; a limit is counted against the instances running, one fire at a time.
-        let mut unlimited: Vec<NewInstance> = Vec::new();
-        for (k, (w, _)) in due.iter().enumerate() {
-            let fires = plan(w);
-            for f in &fires.runs {
-                if f.trigger_code == SKIPPED_CODE {
-                    continue;
-                }
-                if let (0, Some(fire_key)) = (w.max_instances, f.fire_key) {
-                    unlimited.push(NewInstance {
-                        due: k,
-                        fire_key,
-                        scheduled_at: f.scheduled_at,
-                        trigger_type: f.trigger_type,
-                    });
-                    continue;
-                }
-                let made = self
-                    .create_instance(&mut tx, w, f.fire_key, f.scheduled_at, f.trigger_type, now)
-                    .await?;
-                if made.started {
-                    starts.push((made.id, f.scheduled_at.max(now), k));
-                }
-            }
-            next.push((w.id, fires.next_fire_at, fires.last_fire_at));
-        }
-        for (id, made) in self.create_instances(&mut tx, &due, &unlimited, now).await? {
-            starts.push((id, made.scheduled_at.max(now), made.due));
-        }
         for (id, _, k) in &starts {
             let (w, graph) = &due[*k];
             // New, so nothing to read of it: its graph is the workflow's.
@@ -229,16 +144,7 @@ impl Store {
             });
         }
         let starts: Vec<(i64, i64)> = starts.into_iter().map(|(id, at, _)| (id, at)).collect();
-        for chunk in next.chunks(UPDATE_ROWS) {
-            let q = self
-                .backend
-                .update_by_id("workflow", &["next_fire_at", "last_fire_at"], chunk.len(), "");
-            let mut query = sqlx::query(&q);
-            for (id, next_fire_at, last_fire_at) in self.backend.padded(chunk) {
-                query = query.bind(*id).bind(*next_fire_at).bind(*last_fire_at);
-            }
-            query.execute(&mut *tx).await?;
-        }
+        self.write_next_fires(&mut tx, &next).await?;
         let mut progress = Progress::default();
         for chunk in starts.chunks(ADVANCE_BATCH) {
             let p = self.step_instances(&mut tx, chunk, now, &mut fresh, Look::All).await?;
@@ -249,6 +155,145 @@ impl Store {
         tx.commit().await?;
         out.absorb(progress, live);
         Ok(out)
+    }
+
+    /// The due workflows of `partitions` up to `horizon` (a batch, their rows locked), each with
+    /// its graph, and whether the batch was full (more may be due).
+    async fn due_workflows(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        partitions: &[i64],
+        horizon: i64,
+        live: &mut LiveInstances,
+    ) -> StoreResult<(Vec<(Workflow, Arc<dag::Graph>)>, bool)> {
+        // Only the fire times, as the claim reads jobs: the rest of each workflow is kept in
+        // `live` while its `updated_at` holds, and read again when it moved.
+        let q = format!(
+            "SELECT id, updated_at, anchor_at, next_fire_at, last_fire_at FROM workflow \
+             WHERE running = 1 AND next_fire_at > 0 AND next_fire_at <= ? \
+             AND partition_no IN ({}) ORDER BY next_fire_at LIMIT {FIRE_BATCH}{}",
+            super::placeholders(partitions.len()),
+            self.backend.for_update()
+        );
+        let q = self.sql(&q).into_owned();
+        let binds: Vec<i64> = std::iter::once(horizon).chain(partitions.iter().copied()).collect();
+        let cols = ["id", "updated_at", "anchor_at", "next_fire_at", "last_fire_at"];
+        let times = self.int_rows(tx, &q, cols, &binds).await?;
+        let more = times.len() as i64 == FIRE_BATCH;
+        let due_rows = self.workflows_of(tx, times, live).await?;
+        // Each graph read and parsed once per version (`live`), not once per fire.
+        let versions: Vec<i64> = due_rows.iter().map(|w| w.version).collect();
+        let graphs = self.graphs(tx, &versions, live).await?;
+        let due = due_rows
+            .into_iter()
+            .map(|w| {
+                let graph = graphs[&w.version].clone();
+                (w, graph)
+            })
+            .collect();
+        Ok((due, more))
+    }
+
+    /// The workflows of the fire times `times` (`id, updated_at, anchor_at, next_fire_at,
+    /// last_fire_at`): kept in `live` while their `updated_at` holds, read (and kept) when not.
+    async fn workflows_of(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        times: Vec<[i64; 5]>,
+        live: &mut LiveInstances,
+    ) -> StoreResult<Vec<Workflow>> {
+        let kept: Vec<Option<Workflow>> = times
+            .iter()
+            .map(|[id, updated_at, ..]| live.workflow(*id, *updated_at).cloned())
+            .collect();
+        let changed: Vec<i64> = times
+            .iter()
+            .zip(&kept)
+            .filter(|(_, k)| k.is_none())
+            .map(|([id, ..], _)| *id)
+            .collect();
+        let q = format!("SELECT {WORKFLOW_FIELDS} FROM workflow WHERE id IN ({{in}})");
+        let mut read: HashMap<i64, Workflow> = HashMap::with_capacity(changed.len());
+        for row in self.fetch_in(tx, &q, &changed, &[]).await? {
+            let w = workflow_row_with(&row, dag::Definition::default())?;
+            live.keep_workflow(w.clone());
+            read.insert(w.id, w);
+        }
+        let mut due_rows = Vec::with_capacity(times.len());
+        for ([id, _, anchor_at, next_fire_at, last_fire_at], kept) in times.into_iter().zip(kept) {
+            let Some(w) = kept.or_else(|| read.remove(&id)) else {
+                return Err(StoreError::Conflict(format!(
+                    "workflow {id} was deleted while it was fired"
+                )));
+            };
+            let running = true;
+            due_rows.push(Workflow {
+                running,
+                anchor_at,
+                next_fire_at,
+                last_fire_at,
+                ..w
+            });
+        }
+        Ok(due_rows)
+    }
+
+    /// Makes the instances of the fires `plan` decides for each of `due`. Returns the
+    /// instances that start now (`id`, when their first runs are due, index in `due`) and
+    /// each workflow's next and last fire times.
+    async fn make_fires(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        due: &[(Workflow, Arc<dag::Graph>)],
+        mut plan: impl FnMut(&Workflow) -> FirePlan,
+        now: i64,
+    ) -> StoreResult<(Vec<(i64, i64, usize)>, Vec<(i64, i64, i64)>)> {
+        let mut starts = Vec::new();
+        let mut next = Vec::with_capacity(due.len());
+        // Fires of workflows without a concurrency limit are made together, several per
+        // statement; a limit is counted against the instances running, one fire at a time.
+        let mut unlimited: Vec<NewInstance> = Vec::new();
+        for (k, (w, _)) in due.iter().enumerate() {
+            let fires = plan(w);
+            for f in fires.runs.iter().filter(|f| f.trigger_code != SKIPPED_CODE) {
+                if let (0, Some(fire_key)) = (w.max_instances, f.fire_key) {
+                    let (scheduled_at, trigger_type) = (f.scheduled_at, f.trigger_type);
+                    unlimited.push(NewInstance {
+                        due: k,
+                        fire_key,
+                        scheduled_at,
+                        trigger_type,
+                    });
+                    continue;
+                }
+                let made = self
+                    .create_instance(tx, w, f.fire_key, f.scheduled_at, f.trigger_type, now)
+                    .await?;
+                if made.started {
+                    starts.push((made.id, f.scheduled_at.max(now), k));
+                }
+            }
+            next.push((w.id, fires.next_fire_at, fires.last_fire_at));
+        }
+        for (id, made) in self.create_instances(tx, due, &unlimited, now).await? {
+            starts.push((id, made.scheduled_at.max(now), made.due));
+        }
+        Ok((starts, next))
+    }
+
+    /// Writes the workflows' next and last fire times (`id, next_fire_at, last_fire_at`).
+    async fn write_next_fires(&self, tx: &mut Transaction<'static, Any>, next: &[(i64, i64, i64)]) -> StoreResult<()> {
+        for chunk in next.chunks(UPDATE_ROWS) {
+            let q = self
+                .backend
+                .update_by_id("workflow", &["next_fire_at", "last_fire_at"], chunk.len(), "");
+            let mut query = sqlx::query(&q);
+            for (id, next_fire_at, last_fire_at) in self.backend.padded(chunk) {
+                query = query.bind(*id).bind(*next_fire_at).bind(*last_fire_at);
+            }
+            query.execute(&mut **tx).await?;
+        }
+        Ok(())
     }
 
     /// Fires a workflow now (manual or API). Returns the instance's id and its first runs.

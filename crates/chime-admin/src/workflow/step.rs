@@ -311,43 +311,130 @@ pub fn node_run(
     Ok(run)
 }
 
+/// An operator's change to a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeChange {
+    /// Run a failed or stopped node again.
+    Retry,
+    /// Do not run it; its children go on as after a success.
+    Skip,
+    /// Count a failed or stopped node as succeeded.
+    MarkSucceeded,
+}
+
+impl NodeChange {
+    /// How the API names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeChange::Retry => "retry",
+            NodeChange::Skip => "skip",
+            NodeChange::MarkSucceeded => "mark succeeded",
+        }
+    }
+}
+
+/// What an operator's change to a node does, for the store to write (then the instance runs
+/// again and is stepped).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangePlan {
+    /// Rows of nodes downstream that the node's old state decided not to run: deleted, so that
+    /// they are decided again.
+    pub undecided: Vec<String>,
+    /// What becomes of the node itself.
+    pub action: ChangeAction,
+}
+
+/// What becomes of the changed node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeAction {
+    /// It runs again: a new run of job `job_id`.
+    Retry {
+        /// Its job.
+        job_id: i64,
+    },
+    /// It takes `state`; `has_row` says whether it has a row to update (else one is inserted).
+    Set {
+        /// Its new state.
+        state: NodeState,
+        /// Whether it has a row already.
+        has_row: bool,
+    },
+}
+
+/// Why a change is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChangeRefused {
+    /// The instance or the node is not in a state the change applies to (409).
+    Conflict(String),
+    /// The instance's graph has no such node (404).
+    NotFound(String),
+}
+
+/// Decides an operator's `change` to node `node` of instance `id` (in `state`, of graph `def`,
+/// with node rows `nodes`): retry a failed or stopped node, skip one that has not started or
+/// failed, mark a failed or stopped one succeeded; a stopped, skipped or queued instance takes
+/// no change.
+pub fn plan_change(
+    id: i64,
+    state: InstanceState,
+    def: &dag::Definition,
+    nodes: &[NodeRun],
+    node: &str,
+    change: NodeChange,
+) -> Result<ChangePlan, ChangeRefused> {
+    if matches!(
+        state,
+        InstanceState::Stopped | InstanceState::Skipped | InstanceState::Queued
+    ) {
+        return Err(ChangeRefused::Conflict(format!("instance {id} is {}", state.as_str())));
+    }
+    let Some(spec) = def.node(node) else {
+        return Err(ChangeRefused::NotFound(format!("node '{node}' in instance {id}")));
+    };
+    let current = nodes.iter().find(|n| n.node == node).map(|n| n.state);
+    let allowed = match change {
+        NodeChange::Retry | NodeChange::MarkSucceeded => {
+            matches!(current, Some(NodeState::Failed | NodeState::Stopped))
+        }
+        NodeChange::Skip => matches!(current, None | Some(NodeState::Failed | NodeState::NotRun)),
+    };
+    if !allowed {
+        let now = current.map_or("waiting", NodeState::as_str);
+        let why = format!("node '{node}' is {now}: cannot {}", change.as_str());
+        return Err(ChangeRefused::Conflict(why));
+    }
+    // What the old state decided downstream is decided again.
+    let downstream = def.downstream(node);
+    let undecided = nodes
+        .iter()
+        .filter(|n| n.state == NodeState::NotRun && downstream.contains(n.node.as_str()))
+        .map(|n| n.node.clone())
+        .collect();
+    let action = match change {
+        NodeChange::Retry => ChangeAction::Retry { job_id: spec.job_id },
+        NodeChange::Skip => ChangeAction::Set {
+            state: NodeState::Skipped,
+            has_row: current.is_some(),
+        },
+        NodeChange::MarkSucceeded => ChangeAction::Set {
+            state: NodeState::Succeeded,
+            has_row: current.is_some(),
+        },
+    };
+    Ok(ChangePlan { undecided, action })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chime_protocol::{BlockStrategy, GlueType, MisfireStrategy, RouteStrategy, ScheduleType};
 
     const NOW: i64 = 1_700_000_000_000;
 
     fn job(id: i64, param: &str) -> Arc<Job> {
-        Arc::new(Job {
-            id,
-            key: String::new(),
-            group_id: 7,
-            partition: id % 16,
-            description: String::new(),
-            owner: String::new(),
-            alarm_contacts: String::new(),
-            schedule_type: ScheduleType::None,
-            schedule_expr: String::new(),
-            time_zone: "UTC".into(),
-            misfire_strategy: MisfireStrategy::DoNothing,
-            route_strategy: RouteStrategy::First,
-            handler: format!("handler{id}"),
-            param: param.into(),
-            block_strategy: BlockStrategy::SerialExecution,
-            timeout_secs: 0,
-            retry_count: 0,
-            child_job_ids: Vec::new(),
-            glue_type: GlueType::Bean,
-            glue_source: String::new(),
-            glue_updated_at: 0,
-            running: true,
-            anchor_at: 0,
-            next_fire_at: 0,
-            last_fire_at: 0,
-            created_at: 0,
-            updated_at: 0,
-        })
+        let mut job = crate::follow_up::tests::job(id, Vec::new());
+        job.param = param.into();
+        job.retry_count = 0;
+        Arc::new(job)
     }
 
     /// An instance of the graph `json`, with node rows `(key, state, run_id, result)`.
@@ -404,6 +491,13 @@ mod tests {
             .filter(|k| s.nodes[*k].1.state == NodeState::Running)
             .map(|k| (0, k))
             .collect()
+    }
+
+    /// One step of an instance of `json` whose node `a` runs run 100, its run ended as `runs` say.
+    fn step_a(json: &str, runs: RunFacts, all: &HashMap<i64, Arc<Job>>) -> (Vec<LiveInstance>, StepPlan) {
+        let mut s = vec![instance(json, &[("a", NodeState::Running, 100, "")])];
+        let plan = plan_step(&mut s, &[(0, 0)], &runs, all, &[NOW], NOW);
+        (s, plan)
     }
 
     fn new_keys(plan: &StepPlan) -> Vec<(&str, NodeState)> {
@@ -471,15 +565,7 @@ mod tests {
             {"key":"d","job_id":4}],
             "edges":[{"from":"a","to":"b"},{"from":"a","to":"c"},{"from":"b","to":"d"},{"from":"c","to":"d"}]}"#;
         let all = jobs(&[job(1, ""), job(2, ""), job(3, ""), job(4, "")]);
-        let mut s = vec![instance(json, &[("a", NodeState::Running, 100, "")])];
-        let plan = plan_step(
-            &mut s,
-            &[(0, 0)],
-            &facts(vec![ended(100, 200, "")], &[]),
-            &all,
-            &[NOW],
-            NOW,
-        );
+        let (_, plan) = step_a(json, facts(vec![ended(100, 200, "")], &[]), &all);
         let mut started = new_keys(&plan);
         started.sort_by_key(|(k, _)| *k);
         assert_eq!(started, vec![("b", NodeState::Running), ("c", NodeState::Running)]);
@@ -509,15 +595,7 @@ mod tests {
     #[test]
     fn a_failure_ends_the_instance_unless_a_failure_edge_handles_it() {
         let all = jobs(&[job(1, ""), job(2, ""), job(3, ""), job(9, "")]);
-        let mut s = vec![instance(CHAIN, &[("a", NodeState::Running, 100, "")])];
-        let plan = plan_step(
-            &mut s,
-            &[(0, 0)],
-            &facts(vec![ended(100, 500, "boom")], &[]),
-            &all,
-            &[NOW],
-            NOW,
-        );
+        let (s, plan) = step_a(CHAIN, facts(vec![ended(100, 500, "boom")], &[]), &all);
         assert_eq!(s[0].nodes[0].1.state, NodeState::Failed);
         assert_eq!(s[0].nodes[0].1.result, "boom");
         assert!(plan.new_runs.is_empty());
@@ -526,15 +604,7 @@ mod tests {
 
         let handled = r#"{"nodes":[{"key":"a","job_id":1},{"key":"b","job_id":2},{"key":"cleanup","job_id":9}],
             "edges":[{"from":"a","to":"b"},{"from":"a","to":"cleanup","when":"failure"}]}"#;
-        let mut s = vec![instance(handled, &[("a", NodeState::Running, 100, "")])];
-        let plan = plan_step(
-            &mut s,
-            &[(0, 0)],
-            &facts(vec![ended(100, 500, "boom")], &[]),
-            &all,
-            &[NOW],
-            NOW,
-        );
+        let (_, plan) = step_a(handled, facts(vec![ended(100, 500, "boom")], &[]), &all);
         let mut keys = new_keys(&plan);
         keys.sort_by_key(|(k, _)| *k);
         assert_eq!(keys, vec![("b", NodeState::NotRun), ("cleanup", NodeState::Running)]);
@@ -568,8 +638,7 @@ mod tests {
         assert_eq!(s[0].nodes[0].1.result, "third time");
         assert_eq!(new_keys(&plan), vec![("b", NodeState::Running)]);
         // A run that is gone fails its node.
-        let mut s = vec![instance(CHAIN, &[("a", NodeState::Running, 100, "")])];
-        let plan = plan_step(&mut s, &[(0, 0)], &RunFacts::default(), &all, &[NOW], NOW);
+        let (s, plan) = step_a(CHAIN, RunFacts::default(), &all);
         assert_eq!(s[0].nodes[0].1.state, NodeState::Failed);
         assert_eq!(s[0].nodes[0].1.result, "run 100 no longer exists");
         assert_eq!(plan.ended, vec![(0, InstanceState::Failed)]);
@@ -580,15 +649,7 @@ mod tests {
         let json = r#"{"nodes":[{"key":"a","job_id":1},{"key":"b","job_id":2,"param":"got {{a.result}}"}],
             "edges":[{"from":"a","to":"b"}]}"#;
         let all = jobs(&[job(1, ""), job(2, "unused")]);
-        let mut s = vec![instance(json, &[("a", NodeState::Running, 100, "")])];
-        let plan = plan_step(
-            &mut s,
-            &[(0, 0)],
-            &facts(vec![ended(100, 200, "42")], &[]),
-            &all,
-            &[NOW],
-            NOW,
-        );
+        let (_, plan) = step_a(json, facts(vec![ended(100, 200, "42")], &[]), &all);
         assert_eq!(plan.new_runs.len(), 1);
         assert_eq!(plan.new_runs[0].param, "got 42");
         assert_eq!(plan.new_runs[0].upstream, r#"{"a":"42"}"#);
@@ -597,19 +658,66 @@ mod tests {
     #[test]
     fn a_node_whose_job_is_gone_fails_at_once() {
         let all = jobs(&[job(1, "")]);
-        let mut s = vec![instance(CHAIN, &[("a", NodeState::Running, 100, "")])];
-        let plan = plan_step(
-            &mut s,
-            &[(0, 0)],
-            &facts(vec![ended(100, 200, "")], &[]),
-            &all,
-            &[NOW],
-            NOW,
-        );
+        let (_, plan) = step_a(CHAIN, facts(vec![ended(100, 200, "")], &[]), &all);
         assert_eq!(plan.new_nodes[0].key, "b");
         assert_eq!(plan.new_nodes[0].state, NodeState::Failed);
         assert_eq!(plan.new_nodes[0].result, "job 2 no longer exists");
         assert!(plan.new_runs.is_empty());
         assert_eq!(plan.ended, vec![(0, InstanceState::Failed)]);
+    }
+
+    fn row(key: &str, state: NodeState) -> NodeRun {
+        NodeRun {
+            node: key.into(),
+            state,
+            run_id: 0,
+            result: String::new(),
+            started_at: 0,
+            finished_at: 0,
+        }
+    }
+
+    #[test]
+    fn an_operators_change_is_planned_or_refused() {
+        let def: dag::Definition = serde_json::from_str(CHAIN).unwrap();
+        let failed = [
+            row("a", NodeState::Failed),
+            row("b", NodeState::NotRun),
+            row("c", NodeState::NotRun),
+        ];
+        let plan = plan_change(1, InstanceState::Failed, &def, &failed, "a", NodeChange::Retry).unwrap();
+        assert_eq!(plan.undecided, vec!["b".to_owned(), "c".to_owned()]);
+        assert_eq!(plan.action, ChangeAction::Retry { job_id: 1 });
+        let plan = plan_change(1, InstanceState::Failed, &def, &failed, "a", NodeChange::MarkSucceeded).unwrap();
+        let set = ChangeAction::Set {
+            state: NodeState::Succeeded,
+            has_row: true,
+        };
+        assert_eq!(plan.action, set);
+        // A node not started yet may be skipped (a row is made for it), not retried.
+        let running = [row("a", NodeState::Running)];
+        let plan = plan_change(1, InstanceState::Running, &def, &running, "b", NodeChange::Skip).unwrap();
+        let skip = ChangeAction::Set {
+            state: NodeState::Skipped,
+            has_row: false,
+        };
+        assert_eq!(plan.action, skip);
+        assert!(plan.undecided.is_empty());
+        assert_eq!(
+            plan_change(1, InstanceState::Running, &def, &running, "a", NodeChange::Retry),
+            Err(ChangeRefused::Conflict("node 'a' is running: cannot retry".into()))
+        );
+        assert_eq!(
+            plan_change(1, InstanceState::Running, &def, &running, "b", NodeChange::Retry),
+            Err(ChangeRefused::Conflict("node 'b' is waiting: cannot retry".into()))
+        );
+        assert_eq!(
+            plan_change(7, InstanceState::Stopped, &def, &failed, "a", NodeChange::Retry),
+            Err(ChangeRefused::Conflict("instance 7 is stopped".into()))
+        );
+        assert_eq!(
+            plan_change(7, InstanceState::Failed, &def, &failed, "x", NodeChange::Retry),
+            Err(ChangeRefused::NotFound("node 'x' in instance 7".into()))
+        );
     }
 }
