@@ -99,36 +99,14 @@ impl AdminHandle {
 /// Starts the scheduling center: database and migrations, first user, partition leases,
 /// recovery of pending runs, then the loops and the HTTP server.
 pub async fn start(mut config: AdminConfig) -> Result<AdminHandle, StartError> {
-    if let Some(cp) = &config.context_path {
-        if !cp.starts_with('/') || cp.len() < 2 || cp.ends_with('/') || cp.contains("//") {
-            return Err(StartError::Config(format!(
-                "context path '{cp}' must look like /xxl-job-admin"
-            )));
-        }
-    }
-    if config.default_time_zone.parse::<chrono_tz::Tz>().is_err() {
-        return Err(StartError::Config(format!(
-            "unknown default time zone '{}'",
-            config.default_time_zone
-        )));
-    }
+    check_config(&config)?;
     let open_files = chime_serve::raise_descriptor_limit();
     tracing::info!(
         open_files,
         max_connections = config.serve_limits().connection_cap(),
         "limits on open files and connections"
     );
-    let store = Store::connect(&config.db_url).await?;
-    if config.admin_password.is_some() && store.count_users().await? > 0 {
-        // The variable only chooses the first user's password; saying so spares an operator
-        // who set it to regain access a silent failure at the login form.
-        tracing::warn!(
-            "CHIME_ADMIN_PASSWORD is ignored: console users already exist (it sets the password of \
-             the first user only, at the first start); to set a password now run \
-             `chime admin reset-password USER` with the same --db"
-        );
-    }
-    crate::http::auth::ensure_first_user(&store, config.admin_password.as_deref()).await?;
+    let store = open_store(&config).await?;
     let secrets = kept_secrets(&mut config, &store).await?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -148,54 +126,9 @@ pub async fn start(mut config: AdminConfig) -> Result<AdminHandle, StartError> {
         warn_of_upgrade_without_token(&admin.store).await?;
     }
 
-    let Loops {
-        writer,
-        writer_inbox,
-        wheel,
-        wheel_inbox,
-        holder,
-        recovery,
-        claims,
-        registry_refresh,
-        sweeper,
-        lost_sweep,
-        possibly_sent,
-        alarm,
-        alarm_inbox,
-        retention,
-        workflows,
-    } = loops;
-    let shutdown = admin.shutdown.clone();
     let mut tasks = tokio::task::JoinSet::new();
-    tasks.spawn(crate::results::run(writer, writer_inbox));
-    tasks.spawn(crate::schedule::wheel::run(wheel, wheel_inbox));
-    if let Some((check, inbox)) = possibly_sent {
-        tasks.spawn(crate::monitor::possibly_sent::run(check, inbox));
-    }
-    let acquired = crate::schedule::lease::balance(&holder, true).await?;
-    crate::schedule::recover(&recovery, &acquired).await?;
-    tasks.spawn(crate::schedule::lease::run(LeaseLoop {
-        holder,
-        recovery,
-        shutdown: shutdown.clone(),
-    }));
-    tasks.spawn(crate::schedule::run_claims(claims));
-    tasks.spawn(crate::schedule::workflows::run(workflows));
-    tasks.spawn(crate::monitor::run_registry_refresh(
-        admin.directory.clone(),
-        registry_refresh,
-        shutdown.clone(),
-    ));
-    tasks.spawn(crate::monitor::run_lost_sweep(
-        sweeper.clone(),
-        lost_sweep,
-        shutdown.clone(),
-    ));
-    tasks.spawn(crate::alarm::run(alarm, alarm_inbox));
-    tasks.spawn(crate::retention::run(retention.clone(), shutdown.clone()));
-    if admin.store.backend() == crate::store::Backend::Sqlite {
-        tasks.spawn(run_wal_checkpoints(admin.store.clone(), shutdown.clone()));
-    }
+    let (sweeper, retention) = spawn_loops(&admin, loops, &mut tasks).await?;
+    let shutdown = admin.shutdown.clone();
     let app = crate::http::router(admin.clone());
     let limits = admin.config.serve_limits();
     tasks.spawn(async move {
@@ -232,6 +165,97 @@ struct Loops {
     alarm_inbox: mpsc::UnboundedReceiver<Vec<i64>>,
     retention: Retention,
     workflows: WorkflowLoop,
+}
+
+/// Refuses settings that cannot work before anything is opened.
+fn check_config(config: &AdminConfig) -> Result<(), StartError> {
+    if let Some(cp) = &config.context_path {
+        if !cp.starts_with('/') || cp.len() < 2 || cp.ends_with('/') || cp.contains("//") {
+            return Err(StartError::Config(format!(
+                "context path '{cp}' must look like /xxl-job-admin"
+            )));
+        }
+    }
+    if config.default_time_zone.parse::<chrono_tz::Tz>().is_err() {
+        return Err(StartError::Config(format!(
+            "unknown default time zone '{}'",
+            config.default_time_zone
+        )));
+    }
+    Ok(())
+}
+
+/// Connects to the database (migrating it) and makes the first console user if there is none.
+async fn open_store(config: &AdminConfig) -> Result<Store, StartError> {
+    let store = Store::connect(&config.db_url).await?;
+    if config.admin_password.is_some() && store.count_users().await? > 0 {
+        // The variable only chooses the first user's password; saying so spares an operator
+        // who set it to regain access a silent failure at the login form.
+        tracing::warn!(
+            "CHIME_ADMIN_PASSWORD is ignored: console users already exist (it sets the password of \
+             the first user only, at the first start); to set a password now run \
+             `chime admin reset-password USER` with the same --db"
+        );
+    }
+    crate::http::auth::ensure_first_user(&store, config.admin_password.as_deref()).await?;
+    Ok(store)
+}
+
+/// Starts the loops (first balancing the leases and recovering the partitions acquired) on
+/// `tasks`. Returns the parts the handle keeps.
+async fn spawn_loops(
+    admin: &Arc<Admin>,
+    loops: Loops,
+    tasks: &mut tokio::task::JoinSet<()>,
+) -> Result<(Sweeper, Retention), StartError> {
+    let Loops {
+        writer,
+        writer_inbox,
+        wheel,
+        wheel_inbox,
+        holder,
+        recovery,
+        claims,
+        registry_refresh,
+        sweeper,
+        lost_sweep,
+        possibly_sent,
+        alarm,
+        alarm_inbox,
+        retention,
+        workflows,
+    } = loops;
+    let shutdown = admin.shutdown.clone();
+    tasks.spawn(crate::results::run(writer, writer_inbox));
+    tasks.spawn(crate::schedule::wheel::run(wheel, wheel_inbox));
+    if let Some((check, inbox)) = possibly_sent {
+        tasks.spawn(crate::monitor::possibly_sent::run(check, inbox));
+    }
+    let acquired = crate::schedule::lease::balance(&holder, true).await?;
+    crate::schedule::recover(&recovery, &acquired).await?;
+    tasks.spawn(crate::schedule::lease::run(LeaseLoop {
+        holder,
+        recovery,
+        shutdown: shutdown.clone(),
+    }));
+    tasks.spawn(crate::schedule::run_claims(claims));
+    tasks.spawn(crate::schedule::workflows::run(workflows));
+    tasks.spawn(crate::monitor::run_registry_refresh(
+        admin.directory.clone(),
+        registry_refresh,
+        shutdown.clone(),
+    ));
+    tasks.spawn(crate::monitor::run_lost_sweep(
+        sweeper.clone(),
+        lost_sweep,
+        shutdown.clone(),
+    ));
+    tasks.spawn(crate::alarm::run(alarm, alarm_inbox));
+    tasks.spawn(crate::retention::run(retention.clone(), shutdown.clone()));
+    if admin.store.backend() == crate::store::Backend::Sqlite {
+        tasks.spawn(run_wal_checkpoints(admin.store.clone(), shutdown.clone()));
+    }
+    Ok((sweeper, retention))
 }
 
 /// The secrets [`start`] found or made.
