@@ -15,7 +15,8 @@ use crate::workflow::dag::{self, InstanceState, NodeState};
 use crate::workflow::spec::{Instance, NodeRun, Workflow, WorkflowDraft};
 pub use crate::workflow::step::NodeChange;
 use crate::workflow::step::{self, node_run, ChangeAction, ChangeRefused};
-use sqlx::any::Any;
+use sqlx::any::{Any, AnyRow};
+use sqlx::AnyConnection;
 use sqlx::Transaction;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -223,26 +224,34 @@ impl Store {
 
     /// A workflow.
     pub async fn workflow(&self, id: i64) -> StoreResult<Workflow> {
-        let q = self
-            .sql(&format!("SELECT {WORKFLOW_COLUMNS} FROM workflow WHERE id = ?"))
-            .into_owned();
-        let row = sqlx::query(&q).bind(id).fetch_optional(&self.read).await?;
-        row.map(|r| workflow_row(&r))
-            .transpose()?
-            .ok_or_else(|| StoreError::NotFound(format!("workflow {id}")))
+        let q = format!("SELECT {WORKFLOW_COLUMNS} FROM workflow WHERE id = ?");
+        let mut conn = self.read.acquire().await?;
+        self.row_by_id(&mut conn, &q, id, "workflow", workflow_row).await
     }
 
     pub(super) async fn workflow_tx(&self, tx: &mut Transaction<'static, Any>, id: i64) -> StoreResult<Workflow> {
-        let q = self
-            .sql(&format!(
-                "SELECT {WORKFLOW_COLUMNS} FROM workflow WHERE id = ?{}",
-                self.backend.for_update()
-            ))
-            .into_owned();
-        let row = sqlx::query(&q).bind(id).fetch_optional(&mut **tx).await?;
-        row.map(|r| workflow_row(&r))
+        let q = format!(
+            "SELECT {WORKFLOW_COLUMNS} FROM workflow WHERE id = ?{}",
+            self.backend.for_update()
+        );
+        self.row_by_id(tx, &q, id, "workflow", workflow_row).await
+    }
+
+    /// The row that `select` (`… WHERE id = ?`) finds for `id`, decoded by `decode`:
+    /// `NotFound("{what} {id}")` when there is none.
+    async fn row_by_id<T>(
+        &self,
+        conn: &mut AnyConnection,
+        select: &str,
+        id: i64,
+        what: &str,
+        decode: fn(&AnyRow) -> Result<T, sqlx::Error>,
+    ) -> StoreResult<T> {
+        let q = self.sql(select).into_owned();
+        let row = sqlx::query(&q).bind(id).fetch_optional(&mut *conn).await?;
+        row.map(|r| decode(&r))
             .transpose()?
-            .ok_or_else(|| StoreError::NotFound(format!("workflow {id}")))
+            .ok_or_else(|| StoreError::NotFound(format!("{what} {id}")))
     }
 
     /// Every workflow, by id.
@@ -634,16 +643,11 @@ impl Store {
     }
 
     async fn lock_instance(&self, tx: &mut Transaction<'static, Any>, id: i64) -> StoreResult<Instance> {
-        let q = self
-            .sql(&format!(
-                "SELECT {INSTANCE_COLUMNS} FROM {INSTANCE_FROM} WHERE i.id = ?{}",
-                self.backend.for_update()
-            ))
-            .into_owned();
-        let row = sqlx::query(&q).bind(id).fetch_optional(&mut **tx).await?;
-        row.map(|r| instance_row(&r))
-            .transpose()?
-            .ok_or_else(|| StoreError::NotFound(format!("workflow instance {id}")))
+        let q = format!(
+            "SELECT {INSTANCE_COLUMNS} FROM {INSTANCE_FROM} WHERE i.id = ?{}",
+            self.backend.for_update()
+        );
+        self.row_by_id(tx, &q, id, "workflow instance", instance_row).await
     }
 }
 
