@@ -401,14 +401,15 @@ fn child_runs(run: &RunFacts, parent: &Job, children: &HashMap<i64, Job>, now: i
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::run::HANDLE_MSG_MAX;
     use chime_protocol::{BlockStrategy, GlueType, MisfireStrategy, RouteStrategy, ScheduleType};
 
     const NOW: i64 = 1_700_000_000_000;
 
-    fn job(id: i64, children: Vec<i64>) -> Job {
+    /// A job for tests: `handler{id}`, `param{id}`, `id` retries, children `children`.
+    pub(crate) fn job(id: i64, children: Vec<i64>) -> Job {
         Job {
             id,
             key: String::new(),
