@@ -121,8 +121,8 @@ pub(super) async fn trigger_workflow(
     };
     let trigger_type = requested_trigger_type(body.trigger_type.as_deref())?;
     let (instance, tickets) = admin.store.trigger_workflow(id, trigger_type).await?;
+    admin.workflows.sent_by_api(tickets.iter().map(|(_, t)| t.id));
     crate::schedule::workflows::enqueue(&admin.wheel, tickets);
-    admin.workflows.now();
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({ "instance_id": instance, "workflow_id": id })),
@@ -179,11 +179,9 @@ pub(super) async fn stop_instance(
             tracing::info!(run, error = %e, "run of a stopped workflow instance not killed");
         }
     }
-    crate::schedule::workflows::enqueue(
-        &admin.wheel,
-        admin.store.start_queued_instance(stopped.workflow_id).await?,
-    );
-    admin.workflows.now();
+    let tickets = admin.store.start_queued_instance(stopped.workflow_id).await?;
+    admin.workflows.sent_by_api(tickets.iter().map(|(_, t)| t.id));
+    crate::schedule::workflows::enqueue(&admin.wheel, tickets);
     Ok(Json(admin.store.instance(id).await?))
 }
 
@@ -211,7 +209,7 @@ pub(super) async fn change_node(
         ));
     }
     let tickets = admin.store.change_node(id, &node, change).await?;
+    admin.workflows.sent_by_api(tickets.iter().map(|(_, t)| t.id));
     crate::schedule::workflows::enqueue(&admin.wheel, tickets);
-    admin.workflows.now();
     Ok(Json(admin.store.instance(id).await?))
 }

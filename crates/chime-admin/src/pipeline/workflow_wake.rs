@@ -23,11 +23,20 @@ pub struct WorkflowWake {
     runs: Mutex<Watched>,
 }
 
+/// The most node runs sent by the API (not by the loop) that are watched at once. Beyond it a
+/// run's end is found by the loop's search of the database at its next tick instead.
+const MAX_SENT_BY_API: usize = 10_000;
+
 /// The node runs the loop waits for, and those of them recorded since its last round.
 #[derive(Debug, Default)]
 struct Watched {
     waiting: FxHashSet<i64>,
     finished: Reported,
+    /// Node runs the API made (a triggered instance's roots, a node an operator retried): the
+    /// loop does not know their instances, so their end asks for a search of the database at
+    /// once instead of a step of known instances. Kept apart from `waiting`, which the loop
+    /// rebuilds from what it knows.
+    sent_by_api: FxHashSet<i64>,
 }
 
 impl WorkflowWake {
@@ -44,17 +53,23 @@ impl WorkflowWake {
         }
         let mut w = self.watched();
         let before = w.finished.len();
+        let mut search = false;
         for end in written {
+            search |= w.sent_by_api.remove(&end.run_id);
             if w.waiting.remove(&end.run_id) {
                 w.finished.insert(end.run_id, Some(end));
             }
         }
         for run in runs {
+            search |= w.sent_by_api.remove(&run);
             if w.waiting.remove(&run) {
                 w.finished.insert(run, None);
             }
         }
-        if w.finished.len() > before {
+        if search {
+            self.look.store(true, Ordering::Relaxed);
+        }
+        if search || w.finished.len() > before {
             drop(w);
             self.notify.notify_one();
         }
@@ -65,6 +80,27 @@ impl WorkflowWake {
         self.active.store(true, Ordering::Relaxed);
         self.look.store(true, Ordering::Relaxed);
         self.notify.notify_one();
+    }
+
+    /// The API sent these node runs (`runs`, of instances the loop may not know yet): the end of
+    /// any of them wakes the loop to search the database at once, so the next node starts then
+    /// and not at the loop's next tick. Also [`WorkflowWake::now`].
+    pub fn sent_by_api(&self, runs: impl IntoIterator<Item = i64>) {
+        {
+            let mut w = self.watched();
+            for run in runs {
+                if w.sent_by_api.len() >= MAX_SENT_BY_API {
+                    break;
+                }
+                w.sent_by_api.insert(run);
+            }
+        }
+        self.now();
+    }
+
+    /// How many watched runs were recorded since the loop's last round.
+    pub(crate) fn pending(&self) -> usize {
+        self.watched().finished.len()
     }
 
     /// The loop waits for these runs' results.

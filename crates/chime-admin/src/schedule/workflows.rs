@@ -20,8 +20,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-/// How long a wake-up by new results waits for more before the round.
+/// How long a wake-up by new results waits for more before the round, when results are
+/// flowing: many instances then move on in one transaction instead of a few in each.
 const GATHER: Duration = Duration::from_millis(10);
+/// Results are gathered only while this many or more arrive together (pending at the wake-up,
+/// or reported in the round before): a lone chain has nothing to batch with, and its step
+/// costs no gathering.
+const GATHER_FROM: usize = 16;
 /// How often the open instances (queued, running) are counted for `chime_workflow_instances`.
 const COUNTS_EVERY: Duration = Duration::from_secs(5);
 /// How often the instances in every state are counted for it: the finished ones are all the
@@ -120,7 +125,8 @@ pub async fn run(l: WorkflowLoop) {
         if look {
             busy |= l.fire_due(&held, &mut live, &mut calendars).await;
         }
-        busy |= l.advance_reported(&mut live).await;
+        let (reported_last, stepped) = l.advance_reported(&mut live).await;
+        busy |= stepped;
         if look {
             looked = Instant::now();
             busy |= l.advance_found(&held, &mut live).await;
@@ -135,9 +141,12 @@ pub async fn run(l: WorkflowLoop) {
             _ = l.shutdown.cancelled() => return,
             _ = tokio::time::sleep(l.tick.saturating_sub(looked.elapsed())) => {}
             _ = l.wake.notify.notified() => {
-                // Results arrive in many small batches: gathering a few milliseconds of them
-                // moves many instances on in one transaction instead of a few in each.
-                tokio::time::sleep(GATHER).await;
+                // Results arrive in many small batches while many nodes run: gathering a few
+                // milliseconds of them moves many instances on in one transaction. A few
+                // results after a quiet spell have nothing to gather with.
+                if reported_last.max(l.wake.pending()) >= GATHER_FROM {
+                    tokio::time::sleep(GATHER).await;
+                }
             }
         }
     }
@@ -200,11 +209,12 @@ impl WorkflowLoop {
     }
 
     /// Moves on the instances whose node runs the results writer reported finished, a batch at
-    /// a time, each batch's runs on the timer before the next is stepped.
-    async fn advance_reported(&self, live: &mut LiveInstances) -> bool {
+    /// a time, each batch's runs on the timer before the next is stepped. Returns how many runs
+    /// were reported, and whether a step did anything.
+    async fn advance_reported(&self, live: &mut LiveInstances) -> (usize, bool) {
         let finished = self.wake.take_finished();
         if finished.is_empty() {
-            return false;
+            return (0, false);
         }
         let mut ids: Vec<i64> = finished.keys().filter_map(|r| live.instance_of_run(*r)).collect();
         ids.sort_unstable();
@@ -220,7 +230,7 @@ impl WorkflowLoop {
                 }
             }
         }
-        busy
+        (finished.len(), busy)
     }
 
     /// Looks in the database for instances of `held`'s workflows with a finished node, and moves
