@@ -126,6 +126,12 @@ pub async fn start(mut config: AdminConfig) -> Result<AdminHandle, StartError> {
     }
     crate::http::auth::ensure_first_user(&store, config.admin_password.as_deref()).await?;
     let secrets = kept_secrets(&mut config, &store).await?;
+    let server_tls = config
+        .server_tls()
+        .map_err(|e| StartError::Config(format!("tls_cert: {e}")))?;
+    let client_tls = config
+        .client_tls()
+        .map_err(|e| StartError::Config(format!("tls_ca: {e}")))?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|source| StartError::Bind {
@@ -137,7 +143,7 @@ pub async fn start(mut config: AdminConfig) -> Result<AdminHandle, StartError> {
         source,
     })?;
 
-    let (admin, loops) = wire(config, store, local_addr, secrets.cluster);
+    let (admin, loops) = wire(config, store, local_addr, secrets.cluster, client_tls);
     admin.directory.refresh().await?;
     warn_of_tokenless_groups(&admin.store).await?;
     if secrets.new_access_token.is_some() {
@@ -195,9 +201,16 @@ pub async fn start(mut config: AdminConfig) -> Result<AdminHandle, StartError> {
     let app = crate::http::router(admin.clone());
     let limits = admin.config.serve_limits();
     tasks.spawn(async move {
-        chime_serve::serve(listener, app, limits, async move { shutdown.cancelled().await }).await;
+        chime_serve::serve_with(
+            listener,
+            app,
+            limits,
+            server_tls,
+            async move { shutdown.cancelled().await },
+        )
+        .await;
     });
-    tracing::info!(%local_addr, db = %admin.store.backend().name(), node = %admin.config.node_id, "scheduling center started");
+    tracing::info!(%local_addr, tls = admin.config.tls_cert.is_some(), db = %admin.store.backend().name(), node = %admin.config.node_id, "scheduling center started");
     Ok(AdminHandle {
         local_addr,
         new_access_token: secrets.new_access_token,
@@ -299,7 +312,13 @@ async fn warn_of_upgrade_without_token(store: &Store) -> Result<(), StoreError> 
 }
 
 /// Builds the parts the loops and the HTTP server share, and hands each what it uses.
-fn wire(config: AdminConfig, store: Store, local_addr: SocketAddr, cluster_secret: String) -> (Arc<Admin>, Loops) {
+fn wire(
+    config: AdminConfig,
+    store: Store,
+    local_addr: SocketAddr,
+    cluster_secret: String,
+    client_tls: rustls::ClientConfig,
+) -> (Arc<Admin>, Loops) {
     let shutdown = CancellationToken::new();
     let links = Arc::new(LinkHub::default());
     let directory = Arc::new(Directory::new(store.clone(), config.dead_timeout));
@@ -312,6 +331,7 @@ fn wire(config: AdminConfig, store: Store, local_addr: SocketAddr, cluster_secre
         config.executor_networks.clone(),
         links.clone(),
         Some(cluster_secret.clone()),
+        client_tls,
     );
     let probe_gate = Arc::new(Gate::new(config.dispatch_concurrency, config.per_executor_concurrency));
     let partitions = Arc::new(Partitions::default());

@@ -176,7 +176,8 @@ pub async fn serve(
 
 /// [`serve`] over TLS: each connection's handshake, with the certificate `tls` holds at that
 /// moment, must end within `limits.header_timeout` (with the first request's head: the one
-/// timer runs from the accept).
+/// timer runs from the accept). While it serves, the certificate is kept current
+/// ([`ServerTls::keep_current`]: SIGHUP, or a change of its files).
 pub async fn serve_tls(
     listener: TcpListener,
     router: Router,
@@ -187,13 +188,20 @@ pub async fn serve_tls(
     serve_with(listener, router, limits, Some(tls), shutdown).await;
 }
 
-async fn serve_with(
+/// [`serve_tls`] when `tls` is given, else [`serve`]: for servers whose TLS is a setting.
+pub async fn serve_with(
     listener: TcpListener,
     router: Router,
     limits: Limits,
     tls: Option<ServerTls>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
+    let reloader = CancellationToken::new();
+    if let Some(tls) = &tls {
+        let stop = reloader.clone();
+        tokio::spawn(tls.clone().keep_current(async move { stop.cancelled().await }));
+    }
+    let _stop_reloader = reloader.drop_guard();
     let cap = limits.connection_cap();
     let permits = Arc::new(Semaphore::new(cap));
     let stopping = CancellationToken::new();
