@@ -155,6 +155,14 @@ pub struct ExecutorArgs {
     #[arg(long, env = "CHIME_BEAT_INTERVAL", default_value = "30s", value_parser = parse_beat_interval)]
     beat_interval: Duration,
 
+    /// TLS: boxed, as three paths would make this the largest command by far.
+    #[command(flatten)]
+    tls: Box<TlsArgs>,
+}
+
+/// The executor's TLS flags.
+#[derive(clap::Args, Debug, Clone)]
+struct TlsArgs {
     /// Serve HTTPS with this certificate chain (PEM), with --tls-key; the address registered
     /// is then https://. Read again on SIGHUP and when the file changes. Not with --link.
     #[arg(long, env = "CHIME_EXECUTOR_TLS_CERT", value_name = "FILE", requires = "tls_key")]
@@ -252,10 +260,15 @@ pub fn run(args: ExecutorArgs) -> ExitCode {
         .http_idle_timeout(Duration::from_secs(args.http_idle_timeout_secs))
         .max_connections(args.max_connections)
         .registry_interval(args.beat_interval);
-    if let (Some(cert), Some(key)) = (args.tls_cert, args.tls_key) {
+    let TlsArgs {
+        tls_cert,
+        tls_key,
+        tls_ca,
+    } = *args.tls;
+    if let (Some(cert), Some(key)) = (tls_cert, tls_key) {
         builder = builder.tls(cert, key);
     }
-    if let Some(ca) = args.tls_ca {
+    if let Some(ca) = tls_ca {
         builder = builder.tls_ca(ca);
     }
     if args.demo_handlers {
