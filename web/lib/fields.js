@@ -78,7 +78,8 @@ export const JOB_FIELDS = /** @type {Field[]} */ ([
   { name: 'key', kind: 'text', section: 'basics', hint: 'key_hint', parse: (v) => text(v).trim() || undefined },
   { name: 'owner', kind: 'text', section: 'basics' },
   { name: 'schedule_type', kind: 'select', section: 'schedule', options: 'schedule_types', prefix: 'sched', initial: 'CRON' },
-  { name: 'schedule_expr', kind: 'text', section: 'schedule', initial: '0 * * * * ?' },
+  // A job without a schedule keeps no expression (the field is hidden, not emptied, by the form).
+  { name: 'schedule_expr', kind: 'text', section: 'schedule', initial: '0 * * * * ?', parse: (v, values) => (values.schedule_type === 'NONE' ? '' : text(v)) },
   { name: 'time_zone', kind: 'text', section: 'schedule', attrs: { placeholder: 'UTC, Asia/Shanghai…' }, parse: cronZone },
   { name: 'misfire_strategy', kind: 'select', section: 'schedule', options: 'misfire_strategies', prefix: 'misfire', initial: 'DO_NOTHING' },
   // Suggestions: the handlers the group's executors run and its jobs use (the page fills the list).

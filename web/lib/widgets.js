@@ -19,7 +19,37 @@ export function actionMenu(items) {
     list.append(h('button', { type: 'button', 'data-action': label, onclick: () => { menu.open = false; fn(); } }, t(label)));
   }
   menu.append(list);
+  // The items float over the page (fixed to the window) rather than hang below the row: a
+  // table scrolls sideways inside the page, and would clip a menu at its bottom edge.
+  const place = () => placeMenu(menu, list);
+  menu.addEventListener('toggle', () => {
+    if (menu.open) {
+      place();
+      window.addEventListener('scroll', place, true);
+      window.addEventListener('resize', place);
+    } else {
+      window.removeEventListener('scroll', place, true);
+      window.removeEventListener('resize', place);
+    }
+  });
   return menu;
+}
+
+/**
+ * Puts an open menu's items under its button, right-aligned with it, or above it when the
+ * window has no room below; always inside the window.
+ * @param {HTMLDetailsElement} menu
+ * @param {HTMLElement} list
+ */
+function placeMenu(menu, list) {
+  const button = /** @type {HTMLElement} */ (menu.querySelector('summary')).getBoundingClientRect();
+  list.style.position = 'fixed';
+  list.style.right = 'auto';
+  const { offsetWidth: w, offsetHeight: ht } = list;
+  const below = button.bottom + 2;
+  const top = below + ht <= window.innerHeight ? below : Math.max(0, button.top - ht - 2);
+  list.style.top = `${top}px`;
+  list.style.left = `${Math.max(0, Math.min(button.right - w, window.innerWidth - w))}px`;
 }
 
 const REFRESH_MS = 10000;

@@ -27,7 +27,10 @@ export function auditSummary(a) {
   const pat = pattern.split('/').filter(Boolean);
   const kind = AUDIT_KINDS[segs[1]];
   const req = a.detail && a.detail.request && typeof a.detail.request === 'object' ? a.detail.request : null;
-  const fields = req ? Object.keys(req).map(fieldLabel) : [];
+  // An edit names the fields it changed (the admin compared the object before and after it);
+  // older entries, and other changes, name the fields of the request.
+  const changes = auditChanges(a);
+  const fields = changes ? Object.keys(changes).map(fieldLabel) : req ? Object.keys(req).map(fieldLabel) : [];
   const named = req && (req.name || req.description || req.app_name || req.username);
   let object = kind ? t(kind) : a.target;
   if (kind && segs[2] && pat[2] && pat[2].startsWith('{')) object += segs[1] === 'groups' ? ` ${segs[2]}` : ` #${segs[2]}`;
@@ -44,6 +47,48 @@ export function auditSummary(a) {
   return { what, object };
 }
 
+/**
+ * The fields an edit changed, `{field: {before, after}}`, when the entry records them.
+ * @param {{detail?: any}} a
+ * @returns {Record<string, {before: unknown, after: unknown}> | null}
+ */
+function auditChanges(a) {
+  const c = a.detail && a.detail.changes;
+  return c && typeof c === 'object' && !Array.isArray(c) ? c : null;
+}
+
+/** @param {unknown} v a field's value as the admin stores it */
+const shownValue = (v) => (typeof v === 'string' ? (v === '' ? '""' : v) : JSON.stringify(v));
+
+/**
+ * An entry's details: each changed field as `Label: before → after`, then the rest (the
+ * status, a refusal's reason; the request body when no changes are recorded).
+ * @param {{detail?: any}} a
+ * @returns {string}
+ */
+export function auditDetail(a) {
+  const changes = auditChanges(a);
+  if (!changes) return JSON.stringify(a.detail);
+  const lines = Object.entries(changes).map(([k, c]) => `${fieldLabel(k)}: ${shownValue(c.before)} → ${shownValue(c.after)}`);
+  const rest = { ...a.detail };
+  delete rest.changes;
+  delete rest.request;
+  return [...lines, JSON.stringify(rest)].join('\n');
+}
+
+/**
+ * Whether an entry's action, in words or as its route, or its object contains `words`
+ * (lower case): the filter finds what the table shows, in either language.
+ * @param {any} a @param {string} words
+ */
+const matches = (a, words) => {
+  const sum = auditSummary(a);
+  return [a.action, sum.what, sum.object].some((x) => String(x || '').toLowerCase().includes(words));
+};
+
+/** Pages of the admin's entries read at most for one page of entries that match the filter. */
+const MAX_SCANS = 20;
+
 /** @param {HTMLElement} root */
 export async function audit(root) {
   const fu = h('input', { name: 'username', type: 'search', placeholder: t('user') });
@@ -57,16 +102,33 @@ export async function audit(root) {
   /** @type {number | undefined} */
   let last;
   /** @param {number} [before] @returns {Promise<any[]>} */
-  const page = (before) => {
+  const fetchPage = (before) => {
     const q = new URLSearchParams({ limit: String(PAGE) });
     if (fu.value.trim()) q.set('username', fu.value.trim());
-    if (fa.value.trim()) q.set('action', fa.value.trim());
     const from = localMs(ff);
     const to = localMs(ft);
     if (from !== undefined) q.set('from', String(from));
     if (to !== undefined) q.set('to', String(to));
     if (before) q.set('before_id', String(before));
     return api('GET', `/v1/audit?${q}`);
+  };
+  // The action filter matches the words the table shows, which the admin does not know:
+  // the entries are read a page at a time (newest first) and those that match kept, until a
+  // page of them is found or the log ends.
+  /** @param {number} [before] @returns {Promise<{rows: any[], cursor: number | undefined, end: boolean}>} */
+  const page = async (before) => {
+    const words = fa.value.trim().toLowerCase();
+    /** @type {any[]} */
+    const rows = [];
+    let cursor = before;
+    for (let i = 0; i < MAX_SCANS; i++) {
+      const got = await fetchPage(cursor);
+      if (got.length) cursor = got[got.length - 1].id;
+      rows.push(...(words ? got.filter((a) => matches(a, words)) : got));
+      if (got.length < PAGE) return { rows, cursor, end: true };
+      if (rows.length >= PAGE) break;
+    }
+    return { rows, cursor, end: false };
   };
   /** @param {any} a */
   const row = (a) => {
@@ -75,13 +137,13 @@ export async function audit(root) {
     return h('tr', { 'data-audit': a.id }, h('td', { class: 'at' }, fmtTime(a.at)), h('td', {}, a.username),
       h('td', { class: 'action', title: a.action, 'data-action': a.action }, sum.what), h('td', { class: 'target', title: a.target }, sum.object),
       h('td', { class: status >= 400 ? 'err' : null }, status ? `${status}${status === 403 ? ` ${t('audit_refused')}` : ''}` : ''),
-      h('td', { class: 'detail' }, JSON.stringify(a.detail)));
+      h('td', { class: 'detail' }, auditDetail(a)));
   };
-  /** @param {any[]} got @param {boolean} append */
+  /** @param {{rows: any[], cursor: number | undefined, end: boolean}} got @param {boolean} append */
   const show = (got, append) => {
-    if (append) body.append(...got.map(row)); else body.replaceChildren(...got.map(row));
-    more.hidden = got.length < PAGE;
-    if (got.length) last = got[got.length - 1].id;
+    if (append) body.append(...got.rows.map(row)); else body.replaceChildren(...got.rows.map(row));
+    more.hidden = got.end;
+    last = got.cursor;
   };
   const draw = async () => {
     const seq = ++drawn;

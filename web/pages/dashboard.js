@@ -32,16 +32,16 @@ export async function dashboard(root) {
     if (seq !== drawn) return;
     /** @param {string} k @param {string | number} v */
     const card = (k, v) => h('div', { class: 'card' }, h('div', {}, t(k)), h('div', { class: 'stat', 'data-stat': k }, v));
-    /** @typedef {{day: number, success: number, failed: number, running: number, skipped: number}} Day */
+    /** @typedef {{day: number, success: number, failed: number, killed: number, running: number, skipped: number}} Day */
     /** @type {Day[]} */
     const days = s.days;
-    /** @param {'success' | 'failed' | 'running' | 'skipped'} k */
+    /** @param {'success' | 'failed' | 'killed' | 'running' | 'skipped'} k */
     const sum = (k) => days.reduce((a, d) => a + d[k], 0);
-    const max = Math.max(1, ...days.map((d) => d.success + d.failed + d.running));
+    const max = Math.max(1, ...days.map((d) => d.success + d.failed + d.killed + d.running));
     /** @param {Day} d */
-    const bar = (d) => h('div', { class: 'bar', 'data-day': new Date(d.day).toISOString().slice(0, 10), title: `${new Date(d.day).toISOString().slice(0, 10)}: ${t('success')} ${d.success}, ${t('failed')} ${d.failed}, ${t('running')} ${d.running}` },
+    const bar = (d) => h('div', { class: 'bar', 'data-day': new Date(d.day).toISOString().slice(0, 10), title: `${new Date(d.day).toISOString().slice(0, 10)}: ${t('success')} ${d.success}, ${t('failed')} ${d.failed}, ${t('killed')} ${d.killed}, ${t('running')} ${d.running}` },
       h('small', {}, new Date(d.day).getUTCDate()),
-      h('div', { class: 's', 'data-h': d.success }), h('div', { class: 'f', 'data-h': d.failed }), h('div', { class: 'r', 'data-h': d.running }));
+      h('div', { class: 's', 'data-h': d.success }), h('div', { class: 'f', 'data-h': d.failed }), h('div', { class: 'k', 'data-h': d.killed }), h('div', { class: 'r', 'data-h': d.running }));
     const bars = h('div', { class: 'bars', id: 'chart' }, days.map(bar));
     // Heights through the CSSOM (style attributes would need 'unsafe-inline' under the CSP).
     // Percentages of the bar's column, less the day label: the chart fills its card at any size.
@@ -49,11 +49,11 @@ export async function dashboard(root) {
       const bit = /** @type {HTMLElement} */ (el);
       bit.style.height = `calc((100% - 16px) * ${Number(bit.dataset.h) / max})`;
     }
-    const legend = h('div', { class: 'legend' }, h('span', { class: 'key s' }), t('success'), h('span', { class: 'key f' }), t('failed'), h('span', { class: 'key r' }), t('running'));
+    const legend = h('div', { class: 'legend' }, h('span', { class: 'key s' }), t('success'), h('span', { class: 'key f' }), t('failed'), h('span', { class: 'key k' }), t('killed'), h('span', { class: 'key r' }), t('running'));
     out.replaceChildren(
       h('div', { class: 'cards' }, card('groups', s.groups), card('jobs', s.jobs), card('running_jobs', s.running_jobs),
-        card('live_executors', s.executors), card('runs_in_range', sum('success') + sum('failed') + sum('running') + sum('skipped')),
-        card('success', sum('success')), card('failed', sum('failed')), card('running', sum('running')),
+        card('live_executors', s.executors), card('runs_in_range', sum('success') + sum('failed') + sum('killed') + sum('running') + sum('skipped')),
+        card('success', sum('success')), card('failed', sum('failed')), card('killed', sum('killed')), card('running', sum('running')),
         card('lateness_now', s.lateness.current_seconds.toFixed(1)), card('lateness', s.lateness.mean_seconds.toFixed(3))),
       h('div', { class: 'card' }, h('h3', {}, t('runs_per_day')), legend, bars));
   };

@@ -68,6 +68,15 @@ export async function instanceView(root, args) {
     return list.map(([action, label]) => h('button', { type: 'button', class: `node-${action}`, 'data-action': action,
       onclick: () => act(() => api('POST', `/v1/workflow-instances/${id}/nodes/${encodeURIComponent(key)}/${action}`)) }, t(label)));
   };
+  /**
+   * When a node started or finished, for a node that ran: one waiting or not run (its
+   * upstream failed) has no times to show, whatever its record holds.
+   * @param {string} key @param {'started_at' | 'finished_at'} which
+   */
+  const ranAt = (key, which) => {
+    const r = runOf(key);
+    return r && !['waiting', 'not_run'].includes(stateOf(key)) ? fmtTime(r[which], zone) : '';
+  };
   const nodeDetail = () => {
     const n = selected && inst.definition.nodes.find((/** @type {any} */ x) => x.key === selected);
     if (!n) return [h('p', { class: 'note' }, t('click_node'))];
@@ -79,7 +88,7 @@ export async function instanceView(root, args) {
       row('job', h('a', { href: `#jobs/edit/${n.job_id}` }, jobName(n.job_id))),
       row('status', h('span', { class: `state badge wfs-${s}`, 'data-state': s }, t(`wfs_${s}`))),
       n.param !== undefined ? row('node_param', h('span', { class: 'param' }, n.param)) : '',
-      row('started_at', r ? fmtTime(r.started_at, zone) : ''), row('finished_at', r ? fmtTime(r.finished_at, zone) : ''),
+      row('started_at', ranAt(n.key, 'started_at')), row('finished_at', ranAt(n.key, 'finished_at')),
       row('result', h('span', { class: 'result' }, lines(r ? r.result : ''))),
       row('run', r && r.run_id ? runLink(r) : '')),
     h('div', { class: 'form-actions' }, nodeActions(n.key))];
@@ -91,7 +100,7 @@ export async function instanceView(root, args) {
     return h('tr', { 'data-node': n.key, class: n.key === selected ? 'selected' : null },
       h('td', {}, h('button', { type: 'button', class: 'link', onclick: () => select(n.key) }, n.key)), h('td', {}, jobName(n.job_id)),
       h('td', { class: 'state', 'data-state': s }, h('span', { class: `badge wfs-${s}` }, t(`wfs_${s}`))),
-      h('td', {}, r ? fmtTime(r.started_at, zone) : ''), h('td', {}, r ? fmtTime(r.finished_at, zone) : ''),
+      h('td', {}, ranAt(n.key, 'started_at')), h('td', {}, ranAt(n.key, 'finished_at')),
       h('td', { class: 'result' }, lines(r ? r.result : '')), h('td', {}, r && r.run_id ? runLink(r, true) : ''));
   };
   const draw = () => {

@@ -24,7 +24,13 @@ async function runOnceDialog(j) {
   try { live = ((await api('GET', `/v1/executors?group=${j.group_id}`))[0] || { executors: [] }).executors; } catch { /* the route strategy still works */ }
   return new Promise((resolve) => {
     const param = h('textarea', { name: 'param', rows: '3', value: j.param || '' });
-    const addr = sel('address', [['', t('address_auto')], ...live.map((e) => /** @type {[string, string]} */ ([e.address, e.address]))], '');
+    // A manual address that did not answer the admin's `/beat` is offered, marked: the run
+    // would fail on it.
+    const addr = sel('address', [['', t('address_auto')], ...live.map((e) => /** @type {[string, string]} */ ([e.address, e.answers === false ? `${e.address} (${t('address_silent')})` : e.address]))], '');
+    for (const o of addr.querySelectorAll('option')) {
+      const e = live.find((x) => x.address === o.value);
+      if (e && e.answers != null) o.dataset.answers = String(e.answers);
+    }
     const dlg = h('dialog', { id: 'run-once', class: 'card' });
     /** @param {{param: string, address?: string, trigger_type: string} | null} v */
     const done = (v) => { dlg.close(); dlg.remove(); resolve(v); };
@@ -38,17 +44,34 @@ async function runOnceDialog(j) {
   });
 }
 
+/**
+ * What the user chose in the list: filters, sort and page.
+ * @typedef {{group: string, status: string, handler: string, description: string, owner: string, sort: string, desc: boolean, offset: number}} ListState
+ */
+
+/**
+ * The list's state kept in the browser's history entry: switching zone or language draws the
+ * page again, and a reload or Back returns to it, with the list as the user left it. A new
+ * visit (a link, a saved form) is a new entry, and starts afresh.
+ * @returns {Partial<ListState>}
+ */
+const keptState = () => (history.state && history.state.jobs) || {};
+
+/** @param {ListState} st */
+const keepState = (st) => history.replaceState({ ...(history.state || {}), jobs: st }, '');
+
 /** @param {HTMLElement} root */
 export async function jobList(root) {
+  const kept = keptState();
   const groups = await groupsList();
   // The enum names of the rows (a GLUE job's type) come from the admin's values.
   await options();
   const user = me();
-  const fg = sel('group', [['', `${t('group')}: ${t('all')}`], ...groups.map((g) => /** @type {[number, string]} */ ([g.id, g.app_name]))], '');
-  const fs = sel('status', [['', `${t('status')}: ${t('all')}`], ['true', t('started')], ['false', t('stopped')]], '');
-  const fh = h('input', { name: 'handler', type: 'search', placeholder: t('handler') });
-  const fd = h('input', { name: 'description', type: 'search', placeholder: t('description') });
-  const fo = h('input', { name: 'owner', type: 'search', placeholder: t('owner') });
+  const fg = sel('group', [['', `${t('group')}: ${t('all')}`], ...groups.map((g) => /** @type {[number, string]} */ ([g.id, g.app_name]))], kept.group || '');
+  const fs = sel('status', [['', `${t('status')}: ${t('all')}`], ['true', t('started')], ['false', t('stopped')]], kept.status || '');
+  const fh = h('input', { name: 'handler', type: 'search', placeholder: t('handler'), value: kept.handler || '' });
+  const fd = h('input', { name: 'description', type: 'search', placeholder: t('description'), value: kept.description || '' });
+  const fo = h('input', { name: 'owner', type: 'search', placeholder: t('owner'), value: kept.owner || '' });
   const body = h('tbody');
   const msg = h('div');
   const pageNo = h('span', { id: 'job-page' });
@@ -56,9 +79,9 @@ export async function jobList(root) {
   const next = h('button', { type: 'button', id: 'jobs-next' }, t('next'));
   /** @param {number} id */
   const gname = (id) => (groups.find((g) => g.id === id) || {}).app_name || id;
-  let offset = 0;
-  let sort = 'id';
-  let desc = false;
+  let offset = kept.offset || 0;
+  let sort = kept.sort || 'id';
+  let desc = !!kept.desc;
   let drawn = 0;
   /** @param {() => Promise<unknown>} fn */
   const act = (fn) => async () => { try { await fn(); draw(true); } catch (e) { msg.replaceChildren(errorBox(e)); } };
@@ -69,7 +92,8 @@ export async function jobList(root) {
     h('td', {}, j.glue_type === 'BEAN' ? j.handler : optName('glue', j.glue_type)), h('td', { class: j.running ? 'status ok' : 'status' }, j.running ? `▶ ${t('started')}` : `■ ${t('stopped')}`),
     h('td', { class: 'next-fire' }, j.running && j.next_fire_at > 0 ? fmtTime(j.next_fire_at, j.time_zone) : ''),
     h('td', { class: 'row-actions' }, h('a', { href: `#runs/job/${j.id}`, class: 'job-runs', title: t('job_runs') }, t('runs')), ' ', user.can_write && mayOperate(j.group_id) ? actionMenu([
-      j.running ? ['stop', act(() => api('POST', `/v1/jobs/${j.id}/stop`))] : ['start', act(() => api('POST', `/v1/jobs/${j.id}/start`))],
+      // A job without a schedule never fires by itself: there is nothing to start.
+      j.running ? ['stop', act(() => api('POST', `/v1/jobs/${j.id}/stop`))] : j.schedule_type === 'NONE' ? null : ['start', act(() => api('POST', `/v1/jobs/${j.id}/start`))],
       ['run_once', act(async () => { const b = await runOnceDialog(j); if (b) { const r = await api('POST', `/v1/jobs/${j.id}/trigger`, b); go(`#runs/${r.run_id}`); } })],
       ['edit', () => go(`#jobs/edit/${j.id}`)],
       ['copy', () => go(`#jobs/copy/${j.id}`)],
@@ -89,6 +113,9 @@ export async function jobList(root) {
     let got;
     try { got = await api('GET', `/v1/jobs?${q}`); } catch (e) { if (seq === drawn) msg.replaceChildren(errorBox(e)); return; }
     if (seq !== drawn) return;
+    // A kept page past the end (jobs were removed since): the first page instead.
+    if (!got.length && offset > 0) { offset = 0; return draw(true); }
+    keepState({ group: fg.value, status: fs.value, handler: fh.value, description: fd.value, owner: fo.value, sort, desc, offset });
     msg.replaceChildren();
     body.replaceChildren(...got.slice(0, JOB_PAGE).map(row));
     prev.disabled = offset === 0; next.disabled = got.length <= JOB_PAGE;
@@ -120,6 +147,6 @@ export async function jobList(root) {
     h('span', { class: 'note' }, t('auto_refresh'))), msg,
   h('table', { id: 'jobs' }, h('thead', {}, head), body),
   h('div', { class: 'pager' }, prev, pageNo, next));
-  await draw(false);
+  await draw(true);
   autoRefresh(root, draw);
 }

@@ -60,18 +60,21 @@ export async function runDetail(root, args) {
   } }, t('kill')) : undefined;
   const jobName = job ? `#${run.job_id} ${job.description}` : `#${run.job_id}`;
   const logState = h('small', { id: 'log-state' }, '');
+  // The log is what a run's page is opened for: it comes first, under the run's status; the
+  // trigger details (several lines from the executor) follow, and can be folded away.
   root.replaceChildren(h('h2', {}, `${t('obj_run')} #${run.id} — ${jobName}`),
-    h('div', { class: 'card' }, h('table', { id: 'run-detail' },
-      row('job', h('td', { id: 'run-job' }, h('a', { href: `#jobs/edit/${run.job_id}` }, jobName))), row('status', h('td', {}, status, killer)),
+    h('p', { class: 'run-head' }, h('strong', {}, `${t('status')}: `), status, killer, ' ', kill || '',
+      h('button', { type: 'button', onclick: () => go(`#runs/job/${run.job_id}`) }, t('job_runs'))), msg,
+    h('h3', {}, t('log'), ' ', logState), note, log,
+    h('details', { class: 'card run-info', id: 'run-info', open: true }, h('summary', {}, t('details')), h('table', { id: 'run-detail' },
+      row('job', h('td', { id: 'run-job' }, h('a', { href: `#jobs/edit/${run.job_id}` }, jobName))),
       linksRow,
       row('trigger_type', t(run.trigger_type)),
       row('scheduled', fmtTime(run.scheduled_at, zone)), row('triggered', triggered), row('address', address),
       row('handler', run.handler), row('param', run.param, { id: 'run-param' }),
       run.shard_total > 1 ? row('shard', `${run.shard_index + 1} / ${run.shard_total}`) : '',
       row('trigger_msg', trigger),
-      row('handled', handled), row('handle_msg', handle), row('alarm', alarm))),
-    kill || '', h('button', { type: 'button', onclick: () => go(`#runs/job/${run.job_id}`) }, t('job_runs')), msg,
-    h('h3', {}, t('log'), ' ', logState), note, log);
+      row('handled', handled), row('handle_msg', handle), row('alarm', alarm))));
   // Poll while the page is open: the run's state first, then, once it reached an executor, its
   // log from where the last answer ended (the log rolls as the job writes it). Polling stops
   // when the run never reached an executor (there is no log to wait for), and when the run

@@ -6,11 +6,11 @@ use crate::dispatch::client::{ExecutorClient, Target};
 use crate::link::LinkHub;
 use crate::metrics::Metrics;
 use crate::model::{now_ms, Group, Job, Run, RunStatus};
+use crate::pipeline::partitions::Partitions;
+use crate::pipeline::results_queue::ResultsQueue;
+use crate::pipeline::run_ids::RunIds;
+use crate::pipeline::wheel_queue::WheelQueue;
 use crate::registry::Directory;
-use crate::results::queue::ResultsQueue;
-use crate::results::run_ids::RunIds;
-use crate::schedule::partitions::Partitions;
-use crate::schedule::wheel::WheelQueue;
 use crate::store::{HandleOutcome, NewRun, Store, StoreError, StoredLog};
 use chime_protocol::{LogParam, LogResult, RunLogParam, TriggerType, MAX_RUN_LOG_BYTES};
 use std::sync::Arc;
@@ -68,7 +68,7 @@ pub struct Admin {
     /// them (see [`RunIds`]).
     pub(crate) withdrawn: Arc<RunIds>,
     /// Wakes the workflow loop after an operation on a workflow.
-    pub(crate) workflows: Arc<crate::workflow::WorkflowWake>,
+    pub(crate) workflows: Arc<crate::pipeline::workflow_wake::WorkflowWake>,
     /// Permits of the XXL-JOB 3.5 job API (`/api/addJob`, …): 100 calls per 30 s per executor
     /// group (by id).
     pub(crate) job_api_permits: crate::rate_limit::KeyedBuckets<i64>,

@@ -12,16 +12,20 @@
 #![recursion_limit = "512"]
 pub mod address_policy;
 pub mod alarm;
+pub mod api;
+mod audit_diff;
 pub mod calendar;
 mod center;
 pub mod config;
 pub mod dispatch;
+pub mod follow_up;
 pub mod http;
 pub mod link;
 pub mod metrics;
 pub mod model;
 pub mod monitor;
 pub mod password;
+pub mod pipeline;
 mod rate_limit;
 pub mod registry;
 pub mod results;

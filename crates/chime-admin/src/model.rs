@@ -1,104 +1,16 @@
 //! What the scheduling center stores: executor groups, jobs, runs, registry entries.
 //!
-//! These are plain data with serde (the REST API returns them as they are). Input for
-//! creating and changing groups and jobs arrives as [`GroupSpec`] / [`JobSpec`] and is checked
-//! by their `validate` methods, which name the offending field, before anything is written.
+//! Groups and jobs, and the bodies that create and change them ([`GroupSpec`] / [`JobSpec`]),
+//! are the REST API's wire types, declared in [`crate::api`] and used here as they are. The
+//! bodies are checked by their `validate` methods (here), which name the offending field,
+//! before anything is written.
 
 use crate::address_policy::ExecutorNetworks;
+pub use crate::api::{AddressType, Group, GroupSpec, Invalid, Job, JobInfo, JobSpec};
 use chime_protocol::{
     BlockStrategy, GlueType, MisfireStrategy, ProtocolGeneration, RouteStrategy, ScheduleType, TriggerType,
 };
 use serde::{Deserialize, Serialize};
-
-/// A value the user gave that cannot be accepted, with the field it came from.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {message}")]
-pub struct Invalid {
-    /// The input field (JSON key of the REST API).
-    pub field: String,
-    /// Why it was rejected, in words a user can act on.
-    pub message: String,
-}
-
-impl Invalid {
-    /// A rejection of `field`.
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Invalid {
-        Invalid {
-            field: field.into(),
-            message: message.into(),
-        }
-    }
-}
-
-/// How a group learns its executor addresses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum AddressType {
-    /// Executors register themselves through `/api/registry` (XXL-JOB's address_type 0).
-    #[default]
-    Auto,
-    /// An operator lists the addresses (address_type 1).
-    Manual,
-}
-
-impl AddressType {
-    /// The database value (XXL-JOB's numbering).
-    pub fn code(self) -> i64 {
-        match self {
-            AddressType::Auto => 0,
-            AddressType::Manual => 1,
-        }
-    }
-
-    /// From the database value; unknown values read as automatic.
-    pub fn from_code(code: i64) -> AddressType {
-        if code == 1 {
-            AddressType::Manual
-        } else {
-            AddressType::Auto
-        }
-    }
-}
-
-/// An executor group (XXL-JOB's 执行器): executors sharing an app name.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Group {
-    /// Group id.
-    pub id: i64,
-    /// The app name executors register under (`registryKey`).
-    pub app_name: String,
-    /// Display name.
-    pub title: String,
-    /// Automatic registration or a manual list.
-    pub address_type: AddressType,
-    /// The configured addresses of a manual group (empty for automatic groups).
-    pub addresses: Vec<String>,
-    /// How Chime calls this group's executors.
-    pub protocol: ProtocolGeneration,
-    /// The group's own executor access token (as XXL-JOB 3.5 keeps one per group), sent to its
-    /// executors and expected from them instead of the admin's `--access-token`; `None` = the
-    /// admin's. A secret: the JSON of a group only says whether one is set
-    /// (`access_token_set`).
-    #[serde(rename(serialize = "access_token_set"), serialize_with = "is_set", default)]
-    pub access_token: Option<String>,
-    /// The group's executors call the admin without any access token and are called without
-    /// one: XXL-JOB's "no token" setup, for legacy executors that cannot be given one, and only
-    /// when an operator asked for it. Anyone who reaches the admin can then register as such an
-    /// executor and receive the group's jobs, so the admin warns of every such group at each
-    /// start, and refuses links and relays for it.
-    pub insecure_no_token: bool,
-    /// Whether the admin keeps its executors' run logs (sent by Chime executors once a run
-    /// ended), so a run's log outlives its executor.
-    pub keep_logs: bool,
-    /// Creation time, epoch ms.
-    pub created_at: i64,
-    /// Last change, epoch ms.
-    pub updated_at: i64,
-}
-
-fn is_set<S: serde::Serializer>(token: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_bool(token.is_some())
-}
 
 impl Group {
     /// The token its executors use: its own, else the admin's `global` one; `None` = none (a
@@ -109,29 +21,6 @@ impl Group {
         }
         self.access_token.as_deref().or(global)
     }
-}
-
-/// Input to create or replace a group.
-#[derive(Debug, Clone, Deserialize, Serialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct GroupSpec {
-    /// App name, 1–64 characters without whitespace or commas.
-    pub app_name: Option<String>,
-    /// Display name (defaults to the app name).
-    pub title: Option<String>,
-    /// `auto` (default) or `manual`; giving addresses implies `manual`.
-    pub address_type: Option<AddressType>,
-    /// Manual addresses (`http://host:port`).
-    pub addresses: Option<Vec<String>>,
-    /// `G2` (default), `G3` or `G4`.
-    pub protocol: Option<String>,
-    /// The group's own executor access token; `""` removes it (the admin's token applies).
-    pub access_token: Option<String>,
-    /// Let the group's executors work without any access token (default false; see
-    /// [`Group::insecure_no_token`]). Not with a token of the group's own.
-    pub insecure_no_token: Option<bool>,
-    /// Keep the group's run logs in the admin (default true).
-    pub keep_logs: Option<bool>,
 }
 
 /// A validated group ready to store.
@@ -282,114 +171,6 @@ pub fn validate_manual_address(address: &str, networks: &ExecutorNetworks) -> Re
     validate_address(address, networks)
 }
 
-/// A job definition.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Job {
-    /// Job id.
-    pub id: i64,
-    /// The job's stable name within its group (`job-<id>` unless one was given): what a jobs
-    /// document (`/v1/export`, `/v1/apply`) knows it by.
-    pub key: String,
-    /// Executor group id.
-    pub group_id: i64,
-    /// Partition (`id % PARTITIONS`) whose lease holder schedules this job.
-    pub partition: i64,
-    /// What the job does, for people.
-    pub description: String,
-    /// Who to ask about it.
-    pub owner: String,
-    /// Comma-separated alarm contacts.
-    pub alarm_contacts: String,
-    /// CRON, FIX_RATE or NONE.
-    pub schedule_type: ScheduleType,
-    /// Cron expression, or fixed-rate seconds (`30`, `1500ms`); empty for NONE.
-    pub schedule_expr: String,
-    /// IANA time zone the cron expression is read in.
-    pub time_zone: String,
-    /// What to do with missed fires.
-    pub misfire_strategy: MisfireStrategy,
-    /// How an executor is picked.
-    pub route_strategy: RouteStrategy,
-    /// BEAN handler name.
-    pub handler: String,
-    /// Parameter sent with each run.
-    pub param: String,
-    /// What the executor does when the job is already running there.
-    pub block_strategy: BlockStrategy,
-    /// Seconds the executor lets a run take (0 = no limit).
-    pub timeout_secs: i64,
-    /// Retries after a failure.
-    pub retry_count: i64,
-    /// Jobs triggered after each successful run.
-    pub child_job_ids: Vec<i64>,
-    /// BEAN or a script type.
-    pub glue_type: GlueType,
-    /// Script source (GLUE types).
-    pub glue_source: String,
-    /// Version stamp of the script source, epoch ms.
-    pub glue_updated_at: i64,
-    /// Scheduled (true) or stopped.
-    pub running: bool,
-    /// Start of the fixed-rate grid, epoch ms.
-    pub anchor_at: i64,
-    /// The next fire time not yet claimed, epoch ms (0 when stopped).
-    pub next_fire_at: i64,
-    /// The last fire time claimed, epoch ms.
-    pub last_fire_at: i64,
-    /// Creation time, epoch ms.
-    pub created_at: i64,
-    /// Last change, epoch ms.
-    pub updated_at: i64,
-}
-
-/// Input to create or update a job. Fields left out keep their value on update and take the
-/// documented default on create.
-#[derive(Debug, Clone, Deserialize, Serialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct JobSpec {
-    /// The job's stable name within its group, 1–64 of `A-Z a-z 0-9 . _ -` (on create without
-    /// one: `job-<id>`; on update without one: unchanged).
-    pub key: Option<String>,
-    /// Group id, or its app name (`group`).
-    pub group_id: Option<i64>,
-    /// The group's app name (alternative to `group_id`).
-    pub group: Option<String>,
-    /// Description (defaults to the handler name).
-    pub description: Option<String>,
-    /// Owner.
-    pub owner: Option<String>,
-    /// Alarm contacts.
-    pub alarm_contacts: Option<String>,
-    /// `CRON`, `FIX_RATE` or `NONE`.
-    pub schedule_type: Option<String>,
-    /// Cron expression or fixed-rate seconds.
-    pub schedule_expr: Option<String>,
-    /// IANA zone (defaults to the admin's).
-    pub time_zone: Option<String>,
-    /// `DO_NOTHING` (default), `FIRE_ONCE_NOW`, `CATCH_UP`.
-    pub misfire_strategy: Option<String>,
-    /// Route strategy (default `FIRST`).
-    pub route_strategy: Option<String>,
-    /// BEAN handler name (required for BEAN jobs).
-    pub handler: Option<String>,
-    /// Parameter.
-    pub param: Option<String>,
-    /// Block strategy (default `SERIAL_EXECUTION`).
-    pub block_strategy: Option<String>,
-    /// Timeout in seconds (≥ 0).
-    pub timeout_secs: Option<i64>,
-    /// Retries (0–100).
-    pub retry_count: Option<i64>,
-    /// Child job ids.
-    pub child_job_ids: Option<Vec<i64>>,
-    /// Glue type (default `BEAN`).
-    pub glue_type: Option<String>,
-    /// Script source.
-    pub glue_source: Option<String>,
-    /// Start scheduling right away (create only).
-    pub running: Option<bool>,
-}
-
 /// Longest job key.
 pub const MAX_JOB_KEY_CHARS: usize = 64;
 
@@ -435,10 +216,8 @@ pub struct JobDraft {
     pub key: Option<String>,
     /// Description.
     pub description: String,
-    /// Owner.
-    pub owner: String,
-    /// Alarm contacts.
-    pub alarm_contacts: String,
+    /// Descriptive fields.
+    pub info: JobInfo,
     /// Schedule type.
     pub schedule_type: ScheduleType,
     /// Schedule expression.
@@ -562,14 +341,7 @@ impl JobSpec {
         if description.chars().count() > 255 {
             return Err(Invalid::new("description", "must be at most 255 characters"));
         }
-        let owner = pick(&self.owner, base.map(|j| &j.owner), String::new());
-        if owner.chars().count() > 64 {
-            return Err(Invalid::new("owner", "must be at most 64 characters"));
-        }
-        let alarm_contacts = pick(&self.alarm_contacts, base.map(|j| &j.alarm_contacts), String::new());
-        if alarm_contacts.chars().count() > 255 {
-            return Err(Invalid::new("alarm_contacts", "must be at most 255 characters"));
-        }
+        let info = self.info.apply_to(base.map(|j| &j.info))?;
         let timeout_secs = pick(&self.timeout_secs, base.map(|j| &j.timeout_secs), 0);
         if !(0..=i32::MAX as i64).contains(&timeout_secs) {
             return Err(Invalid::new(
@@ -616,8 +388,7 @@ impl JobSpec {
             group_id,
             key,
             description,
-            owner,
-            alarm_contacts,
+            info,
             schedule_type,
             schedule_expr,
             time_zone,
@@ -723,7 +494,8 @@ impl RunStatus {
 pub const SKIPPED_CODE: i64 = -1;
 
 /// One fire of a job (one shard of it, for broadcast jobs): XXL-JOB's `xxl_job_log` row.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+#[schemars(transform = crate::api::schema::exact)]
 pub struct Run {
     /// Run id: the `logId` on the wire.
     pub id: i64,
@@ -736,6 +508,7 @@ pub struct Run {
     /// When it was sent to an executor (0 = not yet), epoch ms.
     pub triggered_at: i64,
     /// Why it ran.
+    #[schemars(schema_with = "crate::api::schema::schema_of_names::<TriggerType>")]
     pub trigger_type: TriggerType,
     /// The executor it was sent to.
     pub executor_address: String,
@@ -760,6 +533,7 @@ pub struct Run {
     /// Result message(s).
     pub handle_msg: String,
     /// Derived state.
+    #[schemars(schema_with = "run_statuses")]
     pub status: RunStatus,
     /// Job ids of the parent chain (cycle guard for child jobs), comma-separated.
     pub lineage: String,
@@ -775,10 +549,19 @@ pub struct Run {
     /// success, reported afterwards, replaced that failure (`None`: never failed as lost).
     pub lost_at: Option<i64>,
     /// What became of the run's alarm (XXL-JOB's `alarm_status`, named).
+    #[schemars(schema_with = "alarm_states")]
     pub alarm: AlarmState,
     /// Why the alarm was not delivered (empty unless `alarm` is `failed`); never holds a URL
     /// or a password.
     pub alarm_msg: String,
+}
+
+fn run_statuses(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": "string", "enum": RunStatus::ALL })
+}
+
+fn alarm_states(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": "string", "enum": AlarmState::ALL })
 }
 
 /// What became of a run's alarm: the run's `alarm_status` column (XXL-JOB's values) by name.

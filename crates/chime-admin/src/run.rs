@@ -2,11 +2,15 @@
 //! runs to create, runs to send, and what sending and running them produced.
 //!
 //! Plain data, no SQL: the store reads and writes them (`store/runs/`), and the follow-up rules
-//! (`results::plan`) reason about them without a database. `crate::store` re-exports them.
+//! (`follow_up`) reason about them without a database. `crate::store` re-exports them.
 
 use crate::model::Job;
 use chime_protocol::TriggerType;
 use std::sync::Arc;
+
+/// Number of scheduling partitions: a job belongs to partition `id % PARTITIONS`. Fixed, because
+/// the `partition_lease` rows are created by the first migration.
+pub const PARTITIONS: i64 = 16;
 
 /// XXL-JOB keeps at most this many characters of a run's result message; Chime keeps as many of
 /// its trigger message too (see [`capped`]).
@@ -228,7 +232,7 @@ pub struct Recorded {
     /// Runs whose failure it recorded and that no retry follows: their alarms are due.
     pub failed_for_good: Vec<i64>,
     /// Retries withdrawn before they were sent, because the run they retry succeeded after all
-    /// (`results::plan::plan_late_success`): this admin's dispatcher must not send them.
+    /// (`follow_up::plan_late_success`): this admin's dispatcher must not send them.
     pub withdrawn: Vec<i64>,
     /// Results that ended their runs (a code other than 0), written and seen written: each run
     /// had none before (every row of the guarded statement was updated), so this is how the

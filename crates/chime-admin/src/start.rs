@@ -2,7 +2,7 @@
 //! recovery of pending runs, then every loop and the HTTP server. The one module that knows all
 //! the others: nothing imports it but the crate root, so wiring never closes an import cycle.
 
-use crate::alarm::{AlarmLoop, AlarmQueue};
+use crate::alarm::AlarmLoop;
 use crate::center::Admin;
 use crate::config::AdminConfig;
 use crate::dispatch::client::ExecutorClient;
@@ -14,17 +14,21 @@ use crate::link::LinkHub;
 use crate::metrics::Metrics;
 use crate::monitor::possibly_sent::PossiblySentCheck;
 use crate::monitor::Sweeper;
+use crate::pipeline::alarm_queue::AlarmQueue;
+use crate::pipeline::partitions::Partitions;
+use crate::pipeline::results_queue::ResultMsg;
+use crate::pipeline::results_queue::ResultsQueue;
+use crate::pipeline::run_ids::RunIds;
+use crate::pipeline::wheel_queue::WheelQueue;
+use crate::pipeline::workflow_wake::WorkflowWake;
 use crate::registry::Directory;
-use crate::results::queue::ResultsQueue;
-use crate::results::run_ids::RunIds;
-use crate::results::{ResultMsg, WriterLoop};
+use crate::results::WriterLoop;
 use crate::retention::Retention;
 use crate::schedule::lease::{LeaseHolder, LeaseLoop};
-use crate::schedule::partitions::Partitions;
-use crate::schedule::wheel::{WheelEntry, WheelLoop, WheelQueue};
+use crate::schedule::wheel::{WheelEntry, WheelLoop};
+use crate::schedule::workflows::WorkflowLoop;
 use crate::schedule::{ClaimLoop, MisfireRules, PossiblySent, Recovery};
 use crate::store::{Backend, Store, StoreError, CLUSTER_SECRET, EXECUTOR_ACCESS_TOKEN};
-use crate::workflow::{WorkflowLoop, WorkflowWake};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -95,36 +99,14 @@ impl AdminHandle {
 /// Starts the scheduling center: database and migrations, first user, partition leases,
 /// recovery of pending runs, then the loops and the HTTP server.
 pub async fn start(mut config: AdminConfig) -> Result<AdminHandle, StartError> {
-    if let Some(cp) = &config.context_path {
-        if !cp.starts_with('/') || cp.len() < 2 || cp.ends_with('/') || cp.contains("//") {
-            return Err(StartError::Config(format!(
-                "context path '{cp}' must look like /xxl-job-admin"
-            )));
-        }
-    }
-    if config.default_time_zone.parse::<chrono_tz::Tz>().is_err() {
-        return Err(StartError::Config(format!(
-            "unknown default time zone '{}'",
-            config.default_time_zone
-        )));
-    }
+    check_config(&config)?;
     let open_files = chime_serve::raise_descriptor_limit();
     tracing::info!(
         open_files,
         max_connections = config.serve_limits().connection_cap(),
         "limits on open files and connections"
     );
-    let store = Store::connect(&config.db_url).await?;
-    if config.admin_password.is_some() && store.count_users().await? > 0 {
-        // The variable only chooses the first user's password; saying so spares an operator
-        // who set it to regain access a silent failure at the login form.
-        tracing::warn!(
-            "CHIME_ADMIN_PASSWORD is ignored: console users already exist (it sets the password of \
-             the first user only, at the first start); to set a password now run \
-             `chime admin reset-password USER` with the same --db"
-        );
-    }
-    crate::http::auth::ensure_first_user(&store, config.admin_password.as_deref()).await?;
+    let store = open_store(&config).await?;
     let secrets = kept_secrets(&mut config, &store).await?;
     let server_tls = config
         .server_tls()
@@ -150,54 +132,9 @@ pub async fn start(mut config: AdminConfig) -> Result<AdminHandle, StartError> {
         warn_of_upgrade_without_token(&admin.store).await?;
     }
 
-    let Loops {
-        writer,
-        writer_inbox,
-        wheel,
-        wheel_inbox,
-        holder,
-        recovery,
-        claims,
-        registry_refresh,
-        sweeper,
-        lost_sweep,
-        possibly_sent,
-        alarm,
-        alarm_inbox,
-        retention,
-        workflows,
-    } = loops;
-    let shutdown = admin.shutdown.clone();
     let mut tasks = tokio::task::JoinSet::new();
-    tasks.spawn(crate::results::run(writer, writer_inbox));
-    tasks.spawn(crate::schedule::wheel::run(wheel, wheel_inbox));
-    if let Some((check, inbox)) = possibly_sent {
-        tasks.spawn(crate::monitor::possibly_sent::run(check, inbox));
-    }
-    let acquired = crate::schedule::lease::balance(&holder, true).await?;
-    crate::schedule::recover(&recovery, &acquired).await?;
-    tasks.spawn(crate::schedule::lease::run(LeaseLoop {
-        holder,
-        recovery,
-        shutdown: shutdown.clone(),
-    }));
-    tasks.spawn(crate::schedule::run_claims(claims));
-    tasks.spawn(crate::workflow::run(workflows));
-    tasks.spawn(crate::monitor::run_registry_refresh(
-        admin.directory.clone(),
-        registry_refresh,
-        shutdown.clone(),
-    ));
-    tasks.spawn(crate::monitor::run_lost_sweep(
-        sweeper.clone(),
-        lost_sweep,
-        shutdown.clone(),
-    ));
-    tasks.spawn(crate::alarm::run(alarm, alarm_inbox));
-    tasks.spawn(crate::retention::run(retention.clone(), shutdown.clone()));
-    if admin.store.backend() == crate::store::Backend::Sqlite {
-        tasks.spawn(run_wal_checkpoints(admin.store.clone(), shutdown.clone()));
-    }
+    let (sweeper, retention) = spawn_loops(&admin, loops, &mut tasks).await?;
+    let shutdown = admin.shutdown.clone();
     let app = crate::http::router(admin.clone());
     let limits = admin.config.serve_limits();
     tasks.spawn(async move {
@@ -241,6 +178,97 @@ struct Loops {
     alarm_inbox: mpsc::UnboundedReceiver<Vec<i64>>,
     retention: Retention,
     workflows: WorkflowLoop,
+}
+
+/// Refuses settings that cannot work before anything is opened.
+fn check_config(config: &AdminConfig) -> Result<(), StartError> {
+    if let Some(cp) = &config.context_path {
+        if !cp.starts_with('/') || cp.len() < 2 || cp.ends_with('/') || cp.contains("//") {
+            return Err(StartError::Config(format!(
+                "context path '{cp}' must look like /xxl-job-admin"
+            )));
+        }
+    }
+    if config.default_time_zone.parse::<chrono_tz::Tz>().is_err() {
+        return Err(StartError::Config(format!(
+            "unknown default time zone '{}'",
+            config.default_time_zone
+        )));
+    }
+    Ok(())
+}
+
+/// Connects to the database (migrating it) and makes the first console user if there is none.
+async fn open_store(config: &AdminConfig) -> Result<Store, StartError> {
+    let store = Store::connect(&config.db_url).await?;
+    if config.admin_password.is_some() && store.count_users().await? > 0 {
+        // The variable only chooses the first user's password; saying so spares an operator
+        // who set it to regain access a silent failure at the login form.
+        tracing::warn!(
+            "CHIME_ADMIN_PASSWORD is ignored: console users already exist (it sets the password of \
+             the first user only, at the first start); to set a password now run \
+             `chime admin reset-password USER` with the same --db"
+        );
+    }
+    crate::http::auth::ensure_first_user(&store, config.admin_password.as_deref()).await?;
+    Ok(store)
+}
+
+/// Starts the loops (first balancing the leases and recovering the partitions acquired) on
+/// `tasks`. Returns the parts the handle keeps.
+async fn spawn_loops(
+    admin: &Arc<Admin>,
+    loops: Loops,
+    tasks: &mut tokio::task::JoinSet<()>,
+) -> Result<(Sweeper, Retention), StartError> {
+    let Loops {
+        writer,
+        writer_inbox,
+        wheel,
+        wheel_inbox,
+        holder,
+        recovery,
+        claims,
+        registry_refresh,
+        sweeper,
+        lost_sweep,
+        possibly_sent,
+        alarm,
+        alarm_inbox,
+        retention,
+        workflows,
+    } = loops;
+    let shutdown = admin.shutdown.clone();
+    tasks.spawn(crate::results::run(writer, writer_inbox));
+    tasks.spawn(crate::schedule::wheel::run(wheel, wheel_inbox));
+    if let Some((check, inbox)) = possibly_sent {
+        tasks.spawn(crate::monitor::possibly_sent::run(check, inbox));
+    }
+    let acquired = crate::schedule::lease::balance(&holder, true).await?;
+    crate::schedule::recover(&recovery, &acquired).await?;
+    tasks.spawn(crate::schedule::lease::run(LeaseLoop {
+        holder,
+        recovery,
+        shutdown: shutdown.clone(),
+    }));
+    tasks.spawn(crate::schedule::run_claims(claims));
+    tasks.spawn(crate::schedule::workflows::run(workflows));
+    tasks.spawn(crate::monitor::run_registry_refresh(
+        admin.directory.clone(),
+        registry_refresh,
+        shutdown.clone(),
+    ));
+    tasks.spawn(crate::monitor::run_lost_sweep(
+        sweeper.clone(),
+        lost_sweep,
+        shutdown.clone(),
+    ));
+    tasks.spawn(crate::alarm::run(alarm, alarm_inbox));
+    tasks.spawn(crate::retention::run(retention.clone(), shutdown.clone()));
+    if admin.store.backend() == crate::store::Backend::Sqlite {
+        tasks.spawn(run_wal_checkpoints(admin.store.clone(), shutdown.clone()));
+    }
+    Ok((sweeper, retention))
 }
 
 /// The secrets [`start`] found or made.
@@ -311,6 +339,85 @@ async fn warn_of_upgrade_without_token(store: &Store) -> Result<(), StoreError> 
     Ok(())
 }
 
+/// The parts the loops and the HTTP server share, made once by [`wire`].
+struct Shared {
+    config: AdminConfig,
+    store: Store,
+    shutdown: CancellationToken,
+    links: Arc<LinkHub>,
+    directory: Arc<Directory>,
+    metrics: Arc<Metrics>,
+    client: ExecutorClient,
+    probe_gate: Arc<Gate>,
+    partitions: Arc<Partitions>,
+    inflight: Arc<RunIds>,
+    killing: Arc<RunIds>,
+    withdrawn: Arc<RunIds>,
+    results: ResultsQueue,
+    wheel: WheelQueue,
+    rules: MisfireRules,
+    workflow_wake: Arc<WorkflowWake>,
+    /// Runs are marked before they are sent where several admins may share the database.
+    marks_runs: bool,
+}
+
+/// The receiving ends of the inboxes, each for its loop.
+struct Inboxes {
+    results: mpsc::Receiver<ResultMsg>,
+    wheel: mpsc::UnboundedReceiver<WheelEntry>,
+    alarms: mpsc::UnboundedReceiver<Vec<i64>>,
+}
+
+/// Makes the shared parts and the inboxes (the alarm queue's sending end goes to the results
+/// writer alone).
+fn shared_parts(
+    config: AdminConfig,
+    store: Store,
+    cluster_secret: &str,
+    client_tls: rustls::ClientConfig,
+) -> (Shared, Inboxes, AlarmQueue) {
+    let links = Arc::new(LinkHub::default());
+    // Sends and probes each have `per_executor_concurrency` permits per executor.
+    let client = ExecutorClient::new(
+        config.executor_timeout,
+        config.access_token.clone(),
+        config.per_executor_concurrency.saturating_mul(2),
+        config.executor_networks.clone(),
+        links.clone(),
+        Some(cluster_secret.to_owned()),
+        client_tls,
+    );
+    let inflight = Arc::new(RunIds::default());
+    let (results, results_rx) = ResultsQueue::new();
+    let (wheel, wheel_rx) = WheelQueue::new(inflight.clone(), config.catch_up_rate);
+    let (alarms, alarms_rx) = AlarmQueue::new();
+    let shared = Shared {
+        shutdown: CancellationToken::new(),
+        directory: Arc::new(Directory::new(store.clone(), config.dead_timeout)),
+        metrics: Arc::new(Metrics::new()),
+        probe_gate: Arc::new(Gate::new(config.dispatch_concurrency, config.per_executor_concurrency)),
+        partitions: Arc::new(Partitions::default()),
+        killing: Arc::new(RunIds::default()),
+        withdrawn: Arc::new(RunIds::default()),
+        rules: MisfireRules::new(config.misfire_threshold, config.catch_up_max),
+        workflow_wake: Arc::new(WorkflowWake::default()),
+        marks_runs: store.backend() != Backend::Sqlite,
+        links,
+        client,
+        inflight,
+        results,
+        wheel,
+        config,
+        store,
+    };
+    let inboxes = Inboxes {
+        results: results_rx,
+        wheel: wheel_rx,
+        alarms: alarms_rx,
+    };
+    (shared, inboxes, alarms)
+}
+
 /// Builds the parts the loops and the HTTP server share, and hands each what it uses.
 fn wire(
     config: AdminConfig,
@@ -319,173 +426,197 @@ fn wire(
     cluster_secret: String,
     client_tls: rustls::ClientConfig,
 ) -> (Arc<Admin>, Loops) {
-    let shutdown = CancellationToken::new();
-    let links = Arc::new(LinkHub::default());
-    let directory = Arc::new(Directory::new(store.clone(), config.dead_timeout));
-    let metrics = Arc::new(Metrics::new());
-    // Sends and probes each have `per_executor_concurrency` permits per executor.
-    let client = ExecutorClient::new(
-        config.executor_timeout,
-        config.access_token.clone(),
-        config.per_executor_concurrency.saturating_mul(2),
-        config.executor_networks.clone(),
-        links.clone(),
-        Some(cluster_secret.clone()),
-        client_tls,
-    );
-    let probe_gate = Arc::new(Gate::new(config.dispatch_concurrency, config.per_executor_concurrency));
-    let partitions = Arc::new(Partitions::default());
-    let inflight = Arc::new(RunIds::default());
-    let killing = Arc::new(RunIds::default());
-    let withdrawn = Arc::new(RunIds::default());
-    let (results, results_rx) = ResultsQueue::new();
-    let (wheel, wheel_rx) = WheelQueue::new(inflight.clone(), config.catch_up_rate);
-    let (alarms, alarms_rx) = AlarmQueue::new();
-    let rules = MisfireRules::new(config.misfire_threshold, config.catch_up_max);
-    let workflow_wake = Arc::new(WorkflowWake::default());
-    // Runs are marked before they are sent where several admins may share the database.
-    let marks_runs = store.backend() != Backend::Sqlite;
-    let (possibly_sent_tx, possibly_sent) = if marks_runs {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let check = PossiblySentCheck {
-            store: store.clone(),
-            directory: directory.clone(),
-            client: client.clone(),
-            probe_gate: probe_gate.clone(),
-            partitions: partitions.clone(),
-            wheel: wheel.clone(),
-            wait: crate::monitor::possibly_sent::wait_after_recovery(config.executor_timeout),
-            shutdown: shutdown.clone(),
-        };
-        (Some(tx), Some((check, rx)))
-    } else {
-        (None, None)
-    };
-
-    let dispatcher = Arc::new(Dispatcher {
-        store: store.clone(),
-        directory: directory.clone(),
-        metrics: metrics.clone(),
-        client: client.clone(),
-        router: Router::default(),
-        gate: Gate::new(config.dispatch_concurrency, config.per_executor_concurrency),
-        probe_gate: probe_gate.clone(),
-        partitions: partitions.clone(),
-        inflight: inflight.clone(),
-        withdrawn: withdrawn.clone(),
-        results: results.clone(),
-        fence: marks_runs.then(|| SendFence::start(store.clone(), shutdown.clone())),
-        node_id: config.node_id.clone(),
-        shutdown: shutdown.clone(),
-    });
+    let (s, inboxes, alarms) = shared_parts(config, store, &cluster_secret, client_tls);
+    let (possibly_sent_tx, possibly_sent) = possibly_sent_check(&s);
+    let (holder, recovery) = lease_parts(&s, local_addr, possibly_sent_tx);
     let loops = Loops {
-        writer: WriterLoop {
-            store: store.clone(),
-            queue: results.clone(),
-            inflight: inflight.clone(),
-            killing: killing.clone(),
-            withdrawn: withdrawn.clone(),
-            wheel: wheel.clone(),
-            alarms,
-            executor_timeout: config.executor_timeout,
-            workflows: workflow_wake.clone(),
-            shutdown: shutdown.clone(),
-        },
-        writer_inbox: results_rx,
+        writer: writer_loop(&s, alarms),
+        writer_inbox: inboxes.results,
         wheel: WheelLoop {
-            dispatcher,
-            inflight: inflight.clone(),
-            shutdown: shutdown.clone(),
+            dispatcher: dispatcher(&s),
+            inflight: s.inflight.clone(),
+            shutdown: s.shutdown.clone(),
         },
-        wheel_inbox: wheel_rx,
-        holder: LeaseHolder {
-            store: store.clone(),
-            node_id: config.node_id.clone(),
-            ttl: config.lease_ttl,
-            partitions: partitions.clone(),
-            url: config.advertised_url(local_addr),
-            links: links.clone(),
-        },
-        recovery: Recovery {
-            store: store.clone(),
-            partitions: partitions.clone(),
-            inflight,
-            wheel: wheel.clone(),
-            rules,
-            metrics: metrics.clone(),
-            possibly_sent: possibly_sent_tx,
-        },
-        workflows: WorkflowLoop {
-            store: store.clone(),
-            partitions: partitions.clone(),
-            wheel: wheel.clone(),
-            rules,
-            lookahead: config.lookahead,
-            tick: config.tick,
-            metrics: metrics.clone(),
-            wake: workflow_wake.clone(),
-            shutdown: shutdown.clone(),
-        },
-        claims: ClaimLoop {
-            store: store.clone(),
-            node_id: config.node_id.clone(),
-            tick: config.tick,
-            lookahead: config.lookahead,
-            claim_batch: config.claim_batch,
-            round_timeout: (store.backend() != Backend::Sqlite).then_some(config.lease_ttl),
-            rules,
-            partitions: partitions.clone(),
-            wheel: wheel.clone(),
-            results: results.clone(),
-            metrics: metrics.clone(),
-            shutdown: shutdown.clone(),
-        },
-        registry_refresh: config.registry_refresh,
-        sweeper: Sweeper {
-            store: store.clone(),
-            directory: directory.clone(),
-            client: client.clone(),
-            probe_gate,
-            results: results.clone(),
-            executor_timeout: config.executor_timeout,
-            dead_timeout: config.dead_timeout,
-            lost_result_after: config.lost_result_after,
-            lost_idle_confirm: config.lost_idle_confirm,
-        },
-        lost_sweep: config.lost_sweep,
+        wheel_inbox: inboxes.wheel,
+        holder,
+        recovery,
+        workflows: workflow_loop(&s),
+        claims: claim_loop(&s),
+        registry_refresh: s.config.registry_refresh,
+        sweeper: sweeper(&s),
+        lost_sweep: s.config.lost_sweep,
         possibly_sent,
         alarm: AlarmLoop {
-            store: store.clone(),
-            smtp_url: config.smtp_url.clone(),
-            from: config.alarm_from.clone(),
-            webhook: config.alarm_webhook.clone(),
-            shutdown: shutdown.clone(),
+            store: s.store.clone(),
+            smtp_url: s.config.smtp_url.clone(),
+            from: s.config.alarm_from.clone(),
+            webhook: s.config.alarm_webhook.clone(),
+            shutdown: s.shutdown.clone(),
         },
-        alarm_inbox: alarms_rx,
+        alarm_inbox: inboxes.alarms,
         retention: Retention {
-            store: store.clone(),
-            run_days: config.run_retention_days,
-            audit_days: config.audit_retention_days,
+            store: s.store.clone(),
+            run_days: s.config.run_retention_days,
+            audit_days: s.config.audit_retention_days,
         },
     };
-    let admin = Arc::new(Admin {
-        config,
-        store,
-        directory,
-        metrics,
-        client,
-        links,
+    (admin(s, cluster_secret), loops)
+}
+
+/// The check of possibly sent runs and recovery's way to it, where runs are marked before
+/// they are sent (not SQLite).
+fn possibly_sent_check(s: &Shared) -> PossiblySentParts {
+    if !s.marks_runs {
+        return (None, None);
+    }
+    let (tx, rx) = mpsc::unbounded_channel();
+    let check = PossiblySentCheck {
+        store: s.store.clone(),
+        directory: s.directory.clone(),
+        client: s.client.clone(),
+        probe_gate: s.probe_gate.clone(),
+        partitions: s.partitions.clone(),
+        wheel: s.wheel.clone(),
+        wait: crate::monitor::possibly_sent::wait_after_recovery(s.config.executor_timeout),
+        shutdown: s.shutdown.clone(),
+    };
+    (Some(tx), Some((check, rx)))
+}
+
+/// Recovery's sending end of the possibly-sent inbox, and the check with its receiving end.
+type PossiblySentParts = (
+    Option<mpsc::UnboundedSender<PossiblySent>>,
+    Option<(PossiblySentCheck, mpsc::UnboundedReceiver<PossiblySent>)>,
+);
+
+fn dispatcher(s: &Shared) -> Arc<Dispatcher> {
+    let c = &s.config;
+    Arc::new(Dispatcher {
+        store: s.store.clone(),
+        directory: s.directory.clone(),
+        metrics: s.metrics.clone(),
+        client: s.client.clone(),
+        router: Router::default(),
+        gate: Gate::new(c.dispatch_concurrency, c.per_executor_concurrency),
+        probe_gate: s.probe_gate.clone(),
+        partitions: s.partitions.clone(),
+        inflight: s.inflight.clone(),
+        withdrawn: s.withdrawn.clone(),
+        results: s.results.clone(),
+        fence: s
+            .marks_runs
+            .then(|| SendFence::start(s.store.clone(), s.shutdown.clone())),
+        node_id: c.node_id.clone(),
+        shutdown: s.shutdown.clone(),
+    })
+}
+
+fn writer_loop(s: &Shared, alarms: AlarmQueue) -> WriterLoop {
+    WriterLoop {
+        store: s.store.clone(),
+        queue: s.results.clone(),
+        inflight: s.inflight.clone(),
+        killing: s.killing.clone(),
+        withdrawn: s.withdrawn.clone(),
+        wheel: s.wheel.clone(),
+        alarms,
+        executor_timeout: s.config.executor_timeout,
+        workflows: s.workflow_wake.clone(),
+        shutdown: s.shutdown.clone(),
+    }
+}
+
+fn lease_parts(
+    s: &Shared,
+    local_addr: SocketAddr,
+    possibly_sent: Option<mpsc::UnboundedSender<PossiblySent>>,
+) -> (LeaseHolder, Recovery) {
+    let holder = LeaseHolder {
+        store: s.store.clone(),
+        node_id: s.config.node_id.clone(),
+        ttl: s.config.lease_ttl,
+        partitions: s.partitions.clone(),
+        url: s.config.advertised_url(local_addr),
+        links: s.links.clone(),
+    };
+    let recovery = Recovery {
+        store: s.store.clone(),
+        partitions: s.partitions.clone(),
+        inflight: s.inflight.clone(),
+        wheel: s.wheel.clone(),
+        rules: s.rules,
+        metrics: s.metrics.clone(),
+        possibly_sent,
+    };
+    (holder, recovery)
+}
+
+fn workflow_loop(s: &Shared) -> WorkflowLoop {
+    WorkflowLoop {
+        store: s.store.clone(),
+        partitions: s.partitions.clone(),
+        wheel: s.wheel.clone(),
+        rules: s.rules,
+        lookahead: s.config.lookahead,
+        tick: s.config.tick,
+        metrics: s.metrics.clone(),
+        wake: s.workflow_wake.clone(),
+        shutdown: s.shutdown.clone(),
+    }
+}
+
+fn claim_loop(s: &Shared) -> ClaimLoop {
+    let c = &s.config;
+    ClaimLoop {
+        store: s.store.clone(),
+        node_id: c.node_id.clone(),
+        tick: c.tick,
+        lookahead: c.lookahead,
+        claim_batch: c.claim_batch,
+        round_timeout: (s.store.backend() != Backend::Sqlite).then_some(c.lease_ttl),
+        rules: s.rules,
+        partitions: s.partitions.clone(),
+        wheel: s.wheel.clone(),
+        results: s.results.clone(),
+        metrics: s.metrics.clone(),
+        shutdown: s.shutdown.clone(),
+    }
+}
+
+fn sweeper(s: &Shared) -> Sweeper {
+    let c = &s.config;
+    Sweeper {
+        store: s.store.clone(),
+        directory: s.directory.clone(),
+        client: s.client.clone(),
+        probe_gate: s.probe_gate.clone(),
+        results: s.results.clone(),
+        executor_timeout: c.executor_timeout,
+        dead_timeout: c.dead_timeout,
+        lost_result_after: c.lost_result_after,
+        lost_idle_confirm: c.lost_idle_confirm,
+    }
+}
+
+/// The HTTP server's state, which takes the shared parts it uses.
+fn admin(s: Shared, cluster_secret: String) -> Arc<Admin> {
+    Arc::new(Admin {
+        config: s.config,
+        store: s.store,
+        directory: s.directory,
+        metrics: s.metrics,
+        client: s.client,
+        links: s.links,
         cluster_secret,
-        partitions,
-        wheel,
-        results,
-        killing,
-        withdrawn,
-        workflows: workflow_wake,
+        partitions: s.partitions,
+        wheel: s.wheel,
+        results: s.results,
+        killing: s.killing,
+        withdrawn: s.withdrawn,
+        workflows: s.workflow_wake,
         job_api_permits: crate::rate_limit::KeyedBuckets::new(JOB_API_PERMITS, JOB_API_PERIOD, JOB_API_GROUPS),
-        shutdown,
-    });
-    (admin, loops)
+        shutdown: s.shutdown,
+    })
 }
 
 /// Groups whose job API calls are counted at once at most (beyond, the fullest bucket goes).

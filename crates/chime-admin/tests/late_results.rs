@@ -7,8 +7,8 @@
 
 mod common;
 
+use chime_admin::follow_up::withdrawn_msg;
 use chime_admin::model::{Job, JobSpec, RunStatus};
-use chime_admin::results::plan::withdrawn_msg;
 use chime_admin::store::{alarm_status, HandleOutcome, NewRun, Recorded, SendMark, Store, TriggerOutcome};
 use chime_protocol::messages::JOB_RESULT_LOST;
 use chime_protocol::TriggerType;

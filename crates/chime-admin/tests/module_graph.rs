@@ -7,6 +7,11 @@
 //! `#[cfg(test)]` module left out), resolved to the longest path that is a module file. A
 //! parent module's relative paths to its own children (`pub use jobs::JobDue` in
 //! `store/mod.rs`) are how Rust re-exports and are not counted; a child's use of its parent is.
+//!
+//! The same holds one level up, for the crate's top-level modules (its folders and top-level
+//! files): no two of them import each other, with no exception. Two folders that import each
+//! other are one layer cut in two, and a loop that imports a peer loop to hand it work is how
+//! the layers end up pointing back up; what loops hand each other lives in `pipeline/`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -280,6 +285,36 @@ fn name(m: &Module) -> String {
     }
 }
 
+/// The top-level module a module belongs to: `store` for `store::runs::claim`.
+fn top(m: &Module) -> &str {
+    m.first().map_or("crate", |s| s.as_str())
+}
+
+/// Pairs of top-level modules that import each other, each with the module edges that tie
+/// them (both directions).
+fn folder_pairs(edges: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<(String, String, Vec<String>)> {
+    let mut ties: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for (from, targets) in edges {
+        for to in targets {
+            let (a, b) = (top(from), top(to));
+            if a != b {
+                ties.entry((a.to_owned(), b.to_owned()))
+                    .or_default()
+                    .push(format!("{} -> {}", name(from), name(to)));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for ((a, b), forward) in &ties {
+        if a < b {
+            if let Some(back) = ties.get(&(b.clone(), a.clone())) {
+                out.push((a.clone(), b.clone(), forward.iter().chain(back).cloned().collect()));
+            }
+        }
+    }
+    out
+}
+
 #[test]
 fn the_checker_sees_paths_groups_and_super() {
     let module: Module = vec!["store".into(), "jobs".into()];
@@ -308,7 +343,23 @@ fn the_checker_sees_paths_groups_and_super() {
     edges.entry(a.clone()).or_default().insert(b.clone());
     edges.entry(b.clone()).or_default().insert(a.clone());
     edges.entry(b.clone()).or_default().insert(c.clone());
-    assert_eq!(cycles(&edges), vec![vec![a, b]]);
+    assert_eq!(cycles(&edges), vec![vec![a.clone(), b.clone()]]);
+    // Folders: `x::one -> y` and `y::two -> x::three` tie `x` and `y`; `x -> z` alone does not.
+    let m = |s: &str| -> Module { s.split("::").map(str::to_owned).collect() };
+    let mut edges: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
+    edges.entry(m("x::one")).or_default().insert(m("y"));
+    edges.entry(m("y::two")).or_default().insert(m("x::three"));
+    edges.entry(m("x::one")).or_default().insert(m("z"));
+    edges.entry(m("x::one")).or_default().insert(m("x::three"));
+    let pairs = folder_pairs(&edges);
+    assert_eq!(
+        pairs,
+        vec![(
+            "x".to_owned(),
+            "y".to_owned(),
+            vec!["x::one -> y".to_owned(), "y::two -> x::three".to_owned()]
+        )]
+    );
 }
 
 #[test]
@@ -336,6 +387,39 @@ fn no_import_cycle_between_modules() {
     assert!(
         report.is_empty(),
         "import cycles in chime-admin:\n{}",
+        report.join("\n")
+    );
+}
+
+#[test]
+fn no_two_top_level_modules_import_each_other() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let modules = module_files(&src);
+    let edges = graph(&src);
+    let file_of = |m: &str| -> String {
+        let module: Module = m.split("::").map(str::to_owned).collect();
+        modules
+            .get(&module)
+            .and_then(|f| f.strip_prefix(&src).ok())
+            .map_or_else(|| m.to_owned(), |f| format!("src/{}", f.display()))
+    };
+    let report: Vec<String> = folder_pairs(&edges)
+        .iter()
+        .map(|(a, b, ties)| {
+            let ties: Vec<String> = ties
+                .iter()
+                .map(|t| match t.split_once(" -> ") {
+                    Some((from, to)) => format!("  {} ({}) imports {}", from, file_of(from), to),
+                    None => format!("  {t}"),
+                })
+                .collect();
+            format!("`{a}` and `{b}` import each other:\n{}", ties.join("\n"))
+        })
+        .collect();
+    assert!(
+        report.is_empty(),
+        "top-level modules of chime-admin that import each other (move what they share below \
+         both, e.g. into `pipeline/` or a pure module the store uses):\n{}",
         report.join("\n")
     );
 }

@@ -542,8 +542,13 @@ fn job_of(j: &XxlJob, version: Version, rules: &Rules<'_>) -> (DocJob, Vec<Strin
         DocJob {
             key: job_key(j.id),
             description: Some(j.job_desc.clone()),
-            owner: Some(j.author.clone()),
-            alarm_contacts: Some(j.alarm_email.clone()),
+            // Descriptive fields added later are left out (`..`): they take their default.
+            #[allow(clippy::needless_update)]
+            info: chime_admin::api::JobInfoPatch {
+                owner: Some(j.author.clone()),
+                alarm_contacts: Some(j.alarm_email.clone()),
+                ..Default::default()
+            },
             schedule_type: Some(schedule_type),
             schedule_expr: Some(j.schedule_conf.trim().to_owned()),
             time_zone: Some(rules.zone.name().to_owned()),

@@ -203,7 +203,8 @@ impl Sender {
     /// The job's alarm contacts that are e-mail addresses (XXL-JOB: comma-separated).
     fn recipients(&self, alarm: &Alarm) -> Vec<Mailbox> {
         let Some(job) = &alarm.job else { return Vec::new() };
-        job.alarm_contacts
+        job.info
+            .alarm_contacts
             .split([',', ';'])
             .map(str::trim)
             .filter(|s| !s.is_empty())

@@ -133,7 +133,7 @@ impl Alarm {
             "trigger_msg": lines(&r.trigger_msg),
             "handle_code": r.handle_code,
             "handle_msg": lines(&r.handle_msg),
-            "alarm_contacts": self.job.as_ref().map(|j| j.alarm_contacts.clone()).unwrap_or_default(),
+            "alarm_contacts": self.job.as_ref().map(|j| j.info.alarm_contacts.clone()).unwrap_or_default(),
         })
     }
 }

@@ -14,11 +14,9 @@
 
 pub mod deliver;
 mod message;
-pub mod queue;
 
 pub use deliver::{check_mailbox, check_smtp_url, check_webhook_url};
 pub use message::{escape_html, Alarm};
-pub use queue::AlarmQueue;
 
 use crate::store::{alarm_status, Store};
 use std::sync::Arc;
@@ -32,15 +30,6 @@ const SWEEP_EVERY: Duration = Duration::from_secs(300);
 const SWEEP_WINDOW_MS: i64 = 24 * 3600 * 1000;
 /// Alarms delivered at once.
 const CONCURRENT_DELIVERIES: usize = 8;
-
-/// Called by the results writer after a batch is committed: passes on the ids of runs that
-/// failed for good (`results::plan` decides which; the claim still checks each). Returns at once.
-pub fn after_commit(alarms: &AlarmQueue, failed: Vec<i64>) {
-    if !failed.is_empty() {
-        // Closed only at shutdown; the start-up sweep of the next start covers these.
-        let _ = alarms.tx.send(failed);
-    }
-}
 
 /// What the alarm task works with.
 #[derive(Debug)]

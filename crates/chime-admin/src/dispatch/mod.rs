@@ -19,18 +19,18 @@ pub mod route;
 
 use crate::metrics::Metrics;
 use crate::model::{now_ms, Job};
-use crate::registry::Directory;
-use crate::results::msg::ResultMsg;
-use crate::results::queue::ResultsQueue;
-use crate::results::run_ids::RunIds;
+use crate::pipeline::partitions::Partitions;
+use crate::pipeline::results_queue::ResultMsg;
+use crate::pipeline::results_queue::ResultsQueue;
+use crate::pipeline::run_ids::RunIds;
+use crate::registry::{Directory, GroupView};
 use crate::run::WheelEntry;
-use crate::schedule::partitions::Partitions;
 use crate::store::{NewRun, RunTicket, Store, TriggerOutcome};
 use chime_protocol::paths::normalize_address;
 use chime_protocol::{RouteStrategy, TriggerParam, TriggerType};
 use client::{ExecutorClient, Target};
 use fence::{Mark, SendFence};
-use gate::Gate;
+use gate::{Gate, Pass};
 use route::Router;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -72,6 +72,16 @@ pub struct Dispatcher {
     pub(crate) shutdown: CancellationToken,
 }
 
+impl Dispatcher {
+    /// Counts a send (a failed one also as a failure).
+    fn counted(&self, trigger_type: TriggerType, success: bool) {
+        self.metrics.fired(trigger_type);
+        if !success {
+            self.metrics.dispatch_failures.inc();
+        }
+    }
+}
+
 /// Sends a run from its own task.
 pub fn spawn(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
     let dispatcher = dispatcher.clone();
@@ -80,6 +90,9 @@ pub fn spawn(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
     tokio::spawn(async move { Box::pin(dispatch(&dispatcher, entry)).await });
 }
 
+/// Sends one run: checks it is still this admin's to send, finds its group's executors,
+/// chooses the executor (`choose_executor`), waits for a permit and the send's mark
+/// (`clear_to_send`), sends it and hands the trigger result to the results writer (`send`).
 async fn dispatch(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
     let WheelEntry {
         job, ticket, address, ..
@@ -93,18 +106,41 @@ async fn dispatch(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
         return;
     }
     let Some(view) = view_for(dispatcher, job.group_id, address.as_deref()).await else {
-        fail(
-            dispatcher,
-            &ticket,
-            ticket.shard_total,
-            String::new(),
-            format!("executor group {} not found", job.group_id),
-        );
+        let why = format!("executor group {} not found", job.group_id);
+        fail(dispatcher, &ticket, ticket.shard_total, String::new(), why);
         return;
     };
-    let now = now_ms();
+    let Some(chosen) = choose_executor(dispatcher, &job, &ticket, address, &view).await else {
+        return;
+    };
+    let cleared = match clear_to_send(dispatcher, &job, &ticket, scheduled, &chosen.address).await {
+        Cleared::Send(cleared) => cleared,
+        Cleared::Drop => return,
+        Cleared::HoldBack(token) => return hold_back(dispatcher, job, ticket, requested, token).await,
+    };
+    send(dispatcher, &job, ticket, &view, chosen, cleared).await;
+}
 
-    // Sharding broadcast fans out at send time over the executors alive now.
+/// The executor a run goes to.
+struct Chosen {
+    /// Its address without a trailing slash: for the call, the run row and the permits.
+    address: String,
+    /// How many shards the run has (a broadcast fans out over the executors alive now).
+    shard_total: i64,
+    /// What routing reported (for the trigger message).
+    report: String,
+}
+
+/// Chooses the executor for `ticket`: the one it names (`address`), its shard's for a sharding
+/// broadcast (creating the other shards the first time), or the route strategy's pick. `None`
+/// when there is none: the run was failed.
+async fn choose_executor(
+    dispatcher: &Arc<Dispatcher>,
+    job: &Arc<Job>,
+    ticket: &RunTicket,
+    address: Option<String>,
+    view: &GroupView,
+) -> Option<Chosen> {
     let mut shard_total = ticket.shard_total;
     let mut report = String::new();
     let chosen: Option<String> = if let Some(a) = address {
@@ -112,70 +148,13 @@ async fn dispatch(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
         view.addresses.iter().find(|r| normalize_address(r) == wanted).cloned()
     } else if job.route_strategy == RouteStrategy::ShardingBroadcast {
         if ticket.shard_total <= 1 && view.addresses.len() > 1 {
-            shard_total = view.addresses.len() as i64;
-            let extra: Vec<NewRun> = (1..shard_total)
-                .map(|i| NewRun {
-                    job_id: ticket.job_id,
-                    group_id: job.group_id,
-                    fire_key: None,
-                    scheduled_at: ticket.scheduled_at,
-                    trigger_type: ticket.trigger_type,
-                    handler: ticket.handler.clone(),
-                    param: ticket.param.clone(),
-                    upstream: ticket.upstream.clone(),
-                    shard_index: i,
-                    shard_total,
-                    retry_count: ticket.retry_count,
-                    lineage: ticket.lineage.clone(),
-                    trigger_code: 0,
-                    trigger_msg: String::new(),
-                })
-                .collect();
-            match dispatcher.store.insert_runs(&extra).await {
-                Ok(tickets) => {
-                    // Each shard is sent to its own address by index.
-                    for t in tickets {
-                        dispatcher.inflight.insert(t.id);
-                        let due = now;
-                        spawn(
-                            dispatcher,
-                            WheelEntry {
-                                due,
-                                job: job.clone(),
-                                ticket: t,
-                                address: None,
-                            },
-                        );
-                    }
-                }
-                Err(e) => {
-                    fail(
-                        dispatcher,
-                        &ticket,
-                        1,
-                        String::new(),
-                        format!("could not create broadcast shards: {e}"),
-                    );
-                    return;
-                }
-            }
+            shard_total = fan_out_shards(dispatcher, job, ticket, view.addresses.len() as i64).await?;
         }
         route::sharding_broadcast::shard_address(&view.addresses, ticket.shard_index).cloned()
     } else {
-        let routed = dispatcher
-            .router
-            .pick(
-                job.route_strategy,
-                job.id,
-                &view.addresses,
-                &dispatcher.client,
-                &dispatcher.probe_gate,
-                &view.group,
-                now,
-            )
-            .await;
-        report = routed.report;
-        routed.address
+        let (address, routed) = route_pick(dispatcher, job, view).await;
+        report = routed;
+        address
     };
     let Some(registered) = chosen else {
         let why = if report.is_empty() {
@@ -183,53 +162,201 @@ async fn dispatch(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
         } else {
             report
         };
-        fail(dispatcher, &ticket, shard_total, String::new(), why);
-        return;
+        fail(dispatcher, ticket, shard_total, String::new(), why);
+        return None;
     };
-
     // Routes work on the addresses as registered (XXL-JOB hashes and sorts those strings); the
     // call, the run row and the permits use the address without a trailing slash.
     let address = normalize_address(&registered).to_owned();
-    let pass = dispatcher.gate.enter(&address).await;
-    // Waiting for a permit can take a while. A run that did not go out before the admin began
-    // to stop stays pending for the next start; one whose partition was given up meanwhile
-    // belongs to the new owner.
-    if pass.is_none() || dispatcher.shutdown.is_cancelled() {
-        dispatcher.inflight.remove(ticket.id);
-        return;
+    Some(Chosen {
+        address,
+        shard_total,
+        report,
+    })
+}
+
+/// The route strategy's pick among `view`'s executors, and what it reported.
+async fn route_pick(dispatcher: &Dispatcher, job: &Job, view: &GroupView) -> (Option<String>, String) {
+    let routed = dispatcher
+        .router
+        .pick(
+            job.route_strategy,
+            job.id,
+            &view.addresses,
+            &dispatcher.client,
+            &dispatcher.probe_gate,
+            &view.group,
+            now_ms(),
+        )
+        .await;
+    (routed.address, routed.report)
+}
+
+/// A sharding broadcast's first send: creates shards 1.. of `shard_total` and sends each to
+/// its own address by index; this run is shard 0. Returns the shard count, or `None` when the
+/// shards could not be created (the run was failed).
+async fn fan_out_shards(
+    dispatcher: &Arc<Dispatcher>,
+    job: &Arc<Job>,
+    ticket: &RunTicket,
+    shard_total: i64,
+) -> Option<i64> {
+    let extra = shard_runs(job, ticket, shard_total);
+    match dispatcher.store.insert_runs(&extra).await {
+        Ok(tickets) => {
+            let due = now_ms();
+            for t in tickets {
+                dispatcher.inflight.insert(t.id);
+                let job = job.clone();
+                spawn(
+                    dispatcher,
+                    WheelEntry {
+                        due,
+                        job,
+                        ticket: t,
+                        address: None,
+                    },
+                );
+            }
+            Some(shard_total)
+        }
+        Err(e) => {
+            let why = format!("could not create broadcast shards: {e}");
+            fail(dispatcher, ticket, 1, String::new(), why);
+            None
+        }
     }
+}
+
+/// Shards 1.. of `shard_total` of a broadcast whose shard 0 is `ticket`.
+fn shard_runs(job: &Job, ticket: &RunTicket, shard_total: i64) -> Vec<NewRun> {
+    (1..shard_total)
+        .map(|i| NewRun {
+            job_id: ticket.job_id,
+            group_id: job.group_id,
+            fire_key: None,
+            scheduled_at: ticket.scheduled_at,
+            trigger_type: ticket.trigger_type,
+            handler: ticket.handler.clone(),
+            param: ticket.param.clone(),
+            upstream: ticket.upstream.clone(),
+            shard_index: i,
+            shard_total,
+            retry_count: ticket.retry_count,
+            lineage: ticket.lineage.clone(),
+            trigger_code: 0,
+            trigger_msg: String::new(),
+        })
+        .collect()
+}
+
+/// A run cleared to go out: its executor's permit, and its mark's stamp (with a send fence).
+struct Clear {
+    pass: Pass,
+    marked_at: Option<i64>,
+    /// A scheduled run (cron, misfire): its lateness is observed.
+    scheduled: bool,
+}
+
+/// Whether a run may go out now.
+enum Cleared {
+    /// Yes.
+    Send(Clear),
+    /// No, and it is not this admin's to settle (it stays pending, or was withdrawn).
+    Drop,
+    /// Marked under the lease token given, which this admin no longer holds: held back.
+    HoldBack(i64),
+}
+
+/// Whether a run cleared to go out is still this admin's to send: its partition still held
+/// (a scheduled run), and not withdrawn. A run that is not leaves the runs in flight.
+fn still_to_send(dispatcher: &Dispatcher, job: &Job, ticket: &RunTicket, scheduled: bool) -> bool {
     if scheduled && let_go_unless_held(dispatcher, job.partition, ticket.id) {
-        return;
+        return false;
     }
     // Checked last, just before the send: the run's result is recorded already. (Where admins
-    // share a database, the mark below refuses a withdrawn run too, whichever admin holds it.)
+    // share a database, the send's mark, `fenced`, refuses a withdrawn run too, whichever
+    // admin holds it.)
     let withdrawable = matches!(ticket.trigger_type, TriggerType::Workflow | TriggerType::Retry);
     if withdrawable && dispatcher.withdrawn.remove(ticket.id) {
         dispatcher.inflight.remove(ticket.id);
-        return;
+        return false;
+    }
+    true
+}
+
+/// Waits for a permit to send to `address`, then checks, in this order, that the run is still
+/// to be sent by this admin and marks it as being sent (with a send fence).
+async fn clear_to_send(
+    dispatcher: &Dispatcher,
+    job: &Job,
+    ticket: &RunTicket,
+    scheduled: bool,
+    address: &str,
+) -> Cleared {
+    let pass = dispatcher.gate.enter(address).await;
+    // Waiting for a permit can take a while. A run that did not go out before the admin began
+    // to stop stays pending for the next start; one whose partition was given up meanwhile
+    // belongs to the new owner.
+    let Some(pass) = pass.filter(|_| !dispatcher.shutdown.is_cancelled()) else {
+        dispatcher.inflight.remove(ticket.id);
+        return Cleared::Drop;
+    };
+    if !still_to_send(dispatcher, job, ticket, scheduled) {
+        return Cleared::Drop;
     }
     let mut marked_at = None;
     if let Some(fence) = &dispatcher.fence {
-        let Some(mark) = fenced(dispatcher, fence, job.partition, ticket.id, scheduled, &address).await else {
+        let Some(mark) = fenced(dispatcher, fence, job.partition, ticket.id, scheduled, address).await else {
             dispatcher.inflight.remove(ticket.id);
-            return;
+            return Cleared::Drop;
         };
         // Sent only while this admin's deadline for the mark's lease holds: the next holder
         // asks the executor about runs marked before it took over, once those sends ended.
         if scheduled && dispatcher.partitions.token(job.partition) != Some(mark.token) {
-            hold_back(dispatcher, job, ticket, requested, mark.token).await;
-            return;
+            return Cleared::HoldBack(mark.token);
         }
         marked_at = Some(mark.at);
     }
+    let clear = Clear {
+        pass,
+        marked_at,
+        scheduled,
+    };
+    Cleared::Send(clear)
+}
+
+/// Sends the run to its chosen executor and hands the trigger result to the results writer.
+async fn send(dispatcher: &Dispatcher, job: &Job, ticket: RunTicket, view: &GroupView, chosen: Chosen, clear: Clear) {
     let sent_at = now_ms();
     // A marked run's trigger time is its mark's: the time its executor files its log under.
-    let triggered_at = marked_at.unwrap_or(sent_at);
-    let lateness = (sent_at - ticket.scheduled_at).max(0) as f64 / 1000.0;
-    if scheduled {
-        dispatcher.metrics.lateness.observe(lateness);
+    let triggered_at = clear.marked_at.unwrap_or(sent_at);
+    if clear.scheduled {
+        (dispatcher.metrics.lateness).observe((sent_at - ticket.scheduled_at).max(0) as f64 / 1000.0);
     }
-    let param = TriggerParam {
+    let param = trigger_param(job, &ticket, triggered_at, chosen.shard_total);
+    let target = Target::of(&view.group, &chosen.address);
+    let reply = dispatcher.client.run(target, &param).await;
+    drop(clear.pass);
+    dispatcher.counted(ticket.trigger_type, reply.is_success());
+    let (code, reply_msg) = (reply.code, reply.msg.as_deref());
+    let msg = trigger_msg(dispatcher, job, &ticket, &view.addresses, &chosen, code, reply_msg);
+    let outcome = TriggerOutcome {
+        run_id: ticket.id,
+        job_id: ticket.job_id,
+        triggered_at,
+        address: chosen.address,
+        code: i64::from(code),
+        msg,
+        shard_total: chosen.shard_total,
+        trigger_type: ticket.trigger_type,
+    };
+    dispatcher.results.send(ResultMsg::Trigger(outcome));
+}
+
+/// The `/run` call's body for `ticket`, sent at `triggered_at` as one of `shard_total` shards.
+fn trigger_param(job: &Job, ticket: &RunTicket, triggered_at: i64, shard_total: i64) -> TriggerParam {
+    TriggerParam {
         job_id: job.id,
         executor_handler: ticket.handler.clone(),
         executor_params: ticket.param.clone(),
@@ -243,34 +370,7 @@ async fn dispatch(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
         broadcast_index: ticket.shard_index as i32,
         broadcast_total: shard_total as i32,
         upstream_results: upstream_results(&ticket.upstream),
-    };
-    let reply = dispatcher.client.run(Target::of(&view.group, &address), &param).await;
-    drop(pass);
-    dispatcher.metrics.fired(ticket.trigger_type);
-    if !reply.is_success() {
-        dispatcher.metrics.dispatch_failures.inc();
     }
-    let msg = trigger_msg(
-        dispatcher,
-        &job,
-        &ticket,
-        shard_total,
-        &view.addresses,
-        &address,
-        reply.code,
-        reply.msg.as_deref(),
-        &report,
-    );
-    dispatcher.results.send(ResultMsg::Trigger(TriggerOutcome {
-        run_id: ticket.id,
-        job_id: ticket.job_id,
-        triggered_at,
-        address,
-        code: i64::from(reply.code),
-        msg,
-        shard_total,
-        trigger_type: ticket.trigger_type,
-    }));
 }
 
 /// A node run's upstream results as sent: the run row holds them as JSON (empty for other
@@ -414,8 +514,7 @@ async fn hold_back(
 }
 
 fn fail(dispatcher: &Dispatcher, ticket: &crate::store::RunTicket, shard_total: i64, address: String, why: String) {
-    dispatcher.metrics.dispatch_failures.inc();
-    dispatcher.metrics.fired(ticket.trigger_type);
+    dispatcher.counted(ticket.trigger_type, false);
     dispatcher.results.send(ResultMsg::Trigger(TriggerOutcome {
         run_id: ticket.id,
         job_id: ticket.job_id,
@@ -432,15 +531,14 @@ fn fail(dispatcher: &Dispatcher, ticket: &crate::store::RunTicket, shard_total: 
 #[allow(clippy::too_many_arguments)]
 fn trigger_msg(
     dispatcher: &Dispatcher,
-    job: &crate::model::Job,
-    ticket: &crate::store::RunTicket,
-    shard_total: i64,
+    job: &Job,
+    ticket: &RunTicket,
     addresses: &[String],
-    address: &str,
+    chosen: &Chosen,
     code: i32,
     msg: Option<&str>,
-    report: &str,
 ) -> String {
+    let shard_total = chosen.shard_total;
     let mut route = job.route_strategy.title().to_owned();
     if shard_total > 1 {
         route.push_str(&format!("({}/{})", ticket.shard_index, shard_total));
@@ -456,8 +554,8 @@ fn trigger_msg(
         job.block_strategy.title(),
         job.timeout_secs,
         ticket.retry_count,
-        report,
-        address,
+        chosen.report,
+        chosen.address,
         code,
         msg.unwrap_or("null"),
     )

@@ -269,6 +269,12 @@ async fn guard_inner(admin: Arc<Admin>, req: Request, next: Next) -> Result<Resp
     if let Err(e) = authorise(&admin, &principal, rule, param.as_deref(), &parts.uri, &body).await {
         return Err(refused(body, e).await);
     }
+    // The object an edit acts on, before it: the audit entry names the fields that changed.
+    let before = if writes {
+        crate::audit_diff::snapshot(&admin, &action, param.as_deref()).await
+    } else {
+        None
+    };
     let mut req = Request::from_parts(parts, Body::from(body.clone()));
     req.extensions_mut().insert(principal.clone());
     let resp = next.run(req).await;
@@ -282,7 +288,19 @@ async fn guard_inner(admin: Arc<Admin>, req: Request, next: Next) -> Result<Resp
     // A handler's own refusal (e.g. clearing runs of a group the caller may not write) is
     // audited like the middleware's.
     if writes && (status.is_success() || status == StatusCode::FORBIDDEN) && pattern != "/console/api/logout" {
-        audit(&admin, &principal.username, &action, &path, status, None, &body).await;
+        let changes = match before {
+            Some(before) if status.is_success() => crate::audit_diff::snapshot(&admin, &action, param.as_deref())
+                .await
+                .map(|after| crate::audit_diff::changes(&before, &after)),
+            _ => None,
+        };
+        let entry = AuditEntry {
+            username: &principal.username,
+            action: &action,
+            target: &path,
+            status,
+        };
+        audit_changes(&admin, entry, &body, changes).await;
     }
     Ok(resp)
 }
@@ -551,6 +569,31 @@ pub async fn audit(
     error: Option<&str>,
     body: &[u8],
 ) {
+    let detail = audit_detail(status, error, body);
+    write_audit(admin, username, action, target, detail).await;
+}
+
+/// Who did what to which object, and how it ended: an audit entry's head.
+struct AuditEntry<'a> {
+    username: &'a str,
+    action: &'a str,
+    target: &'a str,
+    status: StatusCode,
+}
+
+/// Writes the audit entry of a successful edit with the fields it changed (before and after,
+/// from [`crate::audit_diff`]) next to the request body.
+async fn audit_changes(admin: &Admin, e: AuditEntry<'_>, body: &[u8], changes: Option<Value>) {
+    let mut detail = audit_detail(e.status, None, body);
+    if let Some(changes) = changes {
+        detail["changes"] = changes;
+    }
+    write_audit(admin, e.username, e.action, e.target, detail).await;
+}
+
+/// An audit entry's detail: the response status, the refusal's reason, the request body with
+/// secrets removed.
+fn audit_detail(status: StatusCode, error: Option<&str>, body: &[u8]) -> Value {
     let request = if body.is_empty() {
         Value::Null
     } else {
@@ -562,6 +605,11 @@ pub async fn audit(
     if let Some(e) = error {
         detail["error"] = json!(e);
     }
+    detail
+}
+
+/// Appends one entry to the audit log; a failure is logged, not returned.
+async fn write_audit(admin: &Admin, username: &str, action: &str, target: &str, detail: Value) {
     let detail = detail.to_string();
     if let Err(e) = admin
         .store

@@ -624,12 +624,17 @@ pub(super) async fn stats(
     let scope = p.group_scope();
     let (groups, jobs, running_jobs) = admin.store.console_counts(scope).await?;
     let days: Vec<DayCounts> = admin.store.runs_per_day(from, to, scope).await?;
-    let executors: usize = admin
+    // Live executors: a manual address counts only when it answers (it has no heartbeat).
+    let mut listing: Vec<_> = admin
         .directory
         .executors(None)
         .into_iter()
         .filter(|(g, _)| p.sees_group(g.id))
-        .map(|(_, e)| e.len())
+        .collect();
+    super::rest::ask_manual_addresses(&admin, &mut listing).await;
+    let executors: usize = listing
+        .iter()
+        .map(|(_, e)| e.iter().filter(|x| x.answers != Some(false)).count())
         .sum();
     // How late the most overdue started job is right now (0 when none is overdue).
     let current_lateness = admin

@@ -469,7 +469,7 @@ const MANUAL_BEATS_AT_ONCE: usize = 16;
 /// Asks each manual address of `listing` whether it answers `/beat`, and notes the answer on
 /// its entry: a manual address has no heartbeat, so without this a mistyped or dead address
 /// shows up only as runs that fail on it.
-async fn ask_manual_addresses(admin: &Admin, listing: &mut [(Group, Vec<ExecutorEntry>)]) {
+pub(super) async fn ask_manual_addresses(admin: &Admin, listing: &mut [(Group, Vec<ExecutorEntry>)]) {
     use futures::StreamExt;
     let asks: Vec<(usize, usize)> = listing
         .iter()

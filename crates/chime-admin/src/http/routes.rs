@@ -784,7 +784,7 @@ pub const ROUTES: &[Route] = &[
             query("to", int_range(0, LATEST), "end of the range (exclusive), epoch ms; later than `from`; default the end of today (UTC)")
         ]), None, (200, Some(exact(json!({
             "groups": int(), "jobs": int(), "running_jobs": int(), "executors": int(),
-            "days": arr(exact(json!({ "day": int(), "success": int(), "failed": int(), "running": int(), "skipped": int() }))),
+            "days": arr(exact(json!({ "day": int(), "success": int(), "failed": int(), "killed": int(), "running": int(), "skipped": int() }))),
             "lateness": exact(json!({ "count": { "type": "number" }, "mean_seconds": { "type": "number" }, "current_seconds": { "type": "number" },
                 "buckets": arr(exact(json!({ "le": string(), "count": { "type": "number" } }))) }))
         })))), &[400])

@@ -121,7 +121,7 @@ pub(super) async fn trigger_workflow(
     };
     let trigger_type = requested_trigger_type(body.trigger_type.as_deref())?;
     let (instance, tickets) = admin.store.trigger_workflow(id, trigger_type).await?;
-    crate::workflow::enqueue(&admin.wheel, tickets);
+    crate::schedule::workflows::enqueue(&admin.wheel, tickets);
     admin.workflows.now();
     Ok((
         StatusCode::ACCEPTED,
@@ -179,7 +179,7 @@ pub(super) async fn stop_instance(
             tracing::info!(run, error = %e, "run of a stopped workflow instance not killed");
         }
     }
-    crate::workflow::enqueue(
+    crate::schedule::workflows::enqueue(
         &admin.wheel,
         admin.store.start_queued_instance(stopped.workflow_id).await?,
     );
@@ -211,7 +211,7 @@ pub(super) async fn change_node(
         ));
     }
     let tickets = admin.store.change_node(id, &node, change).await?;
-    crate::workflow::enqueue(&admin.wheel, tickets);
+    crate::schedule::workflows::enqueue(&admin.wheel, tickets);
     admin.workflows.now();
     Ok(Json(admin.store.instance(id).await?))
 }

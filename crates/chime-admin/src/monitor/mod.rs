@@ -7,9 +7,9 @@ pub mod possibly_sent;
 use crate::dispatch::client::{ExecutorClient, Target};
 use crate::dispatch::gate::Gate;
 use crate::model::{now_ms, AddressType, Group};
+use crate::pipeline::results_queue::ResultMsg;
+use crate::pipeline::results_queue::ResultsQueue;
 use crate::registry::Directory;
-use crate::results::msg::ResultMsg;
-use crate::results::queue::ResultsQueue;
 use crate::store::{HandleOutcome, Store};
 use chime_protocol::messages::JOB_RESULT_LOST;
 use chime_protocol::paths::normalize_address;
@@ -229,7 +229,7 @@ impl LostRunSweep {
     /// be asked counts as busy (whether it is gone is the first rule's business). Every kind
     /// is failed with a retry, as XXL-JOB's fail monitor does, and marked as lost: a success
     /// that arrives after all replaces the failure and stops the retry
-    /// (`results::plan::plan_late_success`); a late failure changes nothing.
+    /// (`follow_up::plan_late_success`); a late failure changes nothing.
     pub async fn sweep(&mut self, sweeper: &Sweeper) -> crate::store::StoreResult<usize> {
         let now = now_ms();
         let min_age = sweep_min_age(sweeper.dead_timeout, sweeper.lost_result_after);

@@ -13,10 +13,10 @@
 
 use crate::dispatch::client::{ExecutorClient, Target};
 use crate::dispatch::gate::Gate;
+use crate::pipeline::partitions::Partitions;
+use crate::pipeline::wheel_queue::WheelQueue;
 use crate::registry::Directory;
 use crate::run::MarkedRun;
-use crate::schedule::partitions::Partitions;
-use crate::schedule::wheel::WheelQueue;
 use crate::schedule::PossiblySent;
 use crate::store::Store;
 use chime_protocol::messages::LOG_FILE_NOT_EXISTS;

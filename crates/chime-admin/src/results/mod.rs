@@ -5,25 +5,20 @@
 //! everything queued (up to a batch limit), commits it with `Store::record_batch`, answers
 //! the waiting callbacks, hands the runs that failed for good to the alarms, and puts the runs
 //! the batch caused (retries, child jobs) on the timer. What an outcome causes is decided by
-//! [`plan`], without a database. One database round trip per batch, not per run, is what lets the admin keep up with
-//! tens of thousands of fires per second on SQLite.
+//! `crate::follow_up`, without a database. One database round trip per batch, not per run, is
+//! what lets the admin keep up with tens of thousands of fires per second on SQLite.
 
-pub mod msg;
-pub mod plan;
-pub mod queue;
-pub mod run_ids;
-
-pub use msg::ResultMsg;
-
-use crate::alarm::AlarmQueue;
-use crate::schedule::wheel::WheelQueue;
-use crate::store::Store;
-use queue::ResultsQueue;
-use run_ids::RunIds;
+use crate::model::Job;
+use crate::pipeline::alarm_queue::AlarmQueue;
+use crate::pipeline::results_queue::{ResultMsg, ResultsQueue};
+use crate::pipeline::run_ids::RunIds;
+use crate::pipeline::wheel_queue::WheelQueue;
+use crate::run::{HandleOutcome, Recorded, RunTicket, TriggerOutcome};
+use crate::store::{Backend, Store, StoreResult};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 /// Most messages taken into one transaction: in practice everything queued. When the writer
@@ -60,7 +55,7 @@ pub struct WriterLoop {
     /// `--executor-timeout`: how long a send still under way at shutdown may take.
     pub(crate) executor_timeout: Duration,
     /// Told after each batch: a workflow node's run may have finished.
-    pub(crate) workflows: Arc<crate::workflow::WorkflowWake>,
+    pub(crate) workflows: Arc<crate::pipeline::workflow_wake::WorkflowWake>,
     /// Cancelled to stop.
     pub(crate) shutdown: CancellationToken,
 }
@@ -93,99 +88,130 @@ pub async fn run(writer: WriterLoop, mut rx: mpsc::Receiver<ResultMsg>) {
         if got == 0 {
             return;
         }
-        let mut triggers = Vec::new();
-        let mut handles = Vec::new();
-        let mut acks = Vec::new();
-        let taken: usize = buf.iter().map(ResultMsg::outcomes).sum();
+        let batch = Batch::take(&writer, &mut buf);
+        let recorded = record_with_retries(&writer, &batch, drain_until).await;
+        for t in &batch.triggers {
+            writer.inflight.remove(t.run_id);
+        }
+        writer.queue.done(batch.taken);
+        match recorded {
+            Ok(recorded) => after_batch(&writer, batch, recorded).await,
+            Err(e) => {
+                let (triggers, results) = (batch.triggers.len(), batch.handles.len());
+                tracing::error!(error = %e, triggers, results, "recording results failed");
+                for a in batch.acks {
+                    let _ = a.send(Err(e.to_string()));
+                }
+            }
+        }
+    }
+}
+
+/// The messages taken into one transaction.
+struct Batch {
+    triggers: Vec<TriggerOutcome>,
+    handles: Vec<HandleOutcome>,
+    /// The senders waiting to learn that their results are committed.
+    acks: Vec<oneshot::Sender<Result<(), String>>>,
+    /// Outcomes taken from the inbox (for its count).
+    taken: usize,
+}
+
+impl Batch {
+    /// Takes everything in `buf`. The result of a run a user is killing starts no retry.
+    fn take(writer: &WriterLoop, buf: &mut Vec<ResultMsg>) -> Batch {
+        let mut batch = Batch {
+            triggers: Vec::new(),
+            handles: Vec::new(),
+            acks: Vec::new(),
+            taken: buf.iter().map(ResultMsg::outcomes).sum(),
+        };
         for m in buf.drain(..) {
             match m {
-                ResultMsg::Trigger(t) => triggers.push(t),
+                ResultMsg::Trigger(t) => batch.triggers.push(t),
                 ResultMsg::Handle(h, ack) => {
-                    handles.extend(h.into_iter().map(|mut h| {
+                    batch.handles.extend(h.into_iter().map(|mut h| {
                         if h.retry && writer.killing.contains(h.run_id) {
                             h.retry = false;
                         }
                         h
                     }));
-                    if let Some(a) = ack {
-                        acks.push(a);
-                    }
+                    batch.acks.extend(ack);
                 }
             }
         }
-        let mut attempt = 0;
-        let started = std::time::Instant::now();
-        let follow_ups = loop {
-            match writer.store.record_batch(&triggers, &handles).await {
-                Ok(f) => break Ok(f),
-                // Stopping: no longer than the drain allows.
-                Err(e)
-                    if started.elapsed() < RETRY_FOR && drain_until.is_none_or(|d| tokio::time::Instant::now() < d) =>
-                {
-                    attempt += 1;
-                    tracing::warn!(error = %e, attempt, "recording results failed; retrying");
-                    tokio::time::sleep(Duration::from_millis(200 * attempt).min(Duration::from_secs(2))).await;
-                }
-                Err(e) => break Err(e),
+        batch
+    }
+}
+
+/// Records `batch`, trying again for [`RETRY_FOR`] while the database refuses it (when
+/// stopping, no longer than the drain allows).
+async fn record_with_retries(
+    writer: &WriterLoop,
+    batch: &Batch,
+    drain_until: Option<tokio::time::Instant>,
+) -> StoreResult<Recorded> {
+    let mut attempt = 0;
+    let started = std::time::Instant::now();
+    let recorded = loop {
+        match writer.store.record_batch(&batch.triggers, &batch.handles).await {
+            Ok(f) => break Ok(f),
+            Err(e) if started.elapsed() < RETRY_FOR && drain_until.is_none_or(|d| tokio::time::Instant::now() < d) => {
+                attempt += 1;
+                tracing::warn!(error = %e, attempt, "recording results failed; retrying");
+                tokio::time::sleep(Duration::from_millis(200 * attempt).min(Duration::from_secs(2))).await;
             }
-        };
-        tracing::debug!(
-            triggers = triggers.len(),
-            results = handles.len(),
-            took_ms = started.elapsed().as_millis() as u64,
-            "results batch written"
-        );
-        for t in &triggers {
-            writer.inflight.remove(t.run_id);
+            Err(e) => break Err(e),
         }
-        writer.queue.done(taken);
-        match follow_ups {
-            Ok(recorded) => {
-                writer.workflows.results_written(
-                    handles
-                        .iter()
-                        .map(|h| h.run_id)
-                        .chain(triggers.iter().filter(|t| t.code != 200).map(|t| t.run_id)),
-                    recorded.written,
-                );
-                crate::alarm::after_commit(&writer.alarms, recorded.failed_for_good);
-                // Elsewhere the send's mark refuses a withdrawn run, whichever admin holds it;
-                // remembered there, the ids of runs other admins hold would never be let go.
-                if writer.store.backend() == crate::store::Backend::Sqlite {
-                    for id in recorded.withdrawn {
-                        writer.withdrawn.insert(id);
-                    }
-                }
-                let tickets = recorded.follow_ups;
-                for a in acks {
-                    let _ = a.send(Ok(()));
-                }
-                if !tickets.is_empty() {
-                    let mut ids: Vec<i64> = tickets.iter().map(|t| t.job_id).collect();
-                    ids.sort_unstable();
-                    ids.dedup();
-                    match writer.store.jobs_by_ids(&ids).await {
-                        Ok(jobs) => {
-                            let jobs: HashMap<i64, Arc<crate::model::Job>> =
-                                jobs.into_iter().map(|j| (j.id, Arc::new(j))).collect();
-                            for t in tickets {
-                                if let Some(j) = jobs.get(&t.job_id) {
-                                    writer.wheel.enqueue(j.clone(), vec![t], None);
-                                }
-                            }
-                        }
-                        Err(e) => {
-                            tracing::warn!(error = %e, "loading jobs of follow-up runs failed; they stay pending until restart")
-                        }
-                    }
-                }
-            }
-            Err(e) => {
-                tracing::error!(error = %e, triggers = triggers.len(), results = handles.len(), "recording results failed");
-                for a in acks {
-                    let _ = a.send(Err(e.to_string()));
+    };
+    tracing::debug!(
+        triggers = batch.triggers.len(),
+        results = batch.handles.len(),
+        took_ms = started.elapsed().as_millis() as u64,
+        "results batch written"
+    );
+    recorded
+}
+
+/// After a committed batch: tells the workflow loop and the alarm task, remembers withdrawn
+/// retries (SQLite), answers the waiting callbacks and puts the follow-up runs on the timer.
+async fn after_batch(writer: &WriterLoop, batch: Batch, recorded: Recorded) {
+    let failed_sends = batch.triggers.iter().filter(|t| t.code != 200).map(|t| t.run_id);
+    let runs = batch.handles.iter().map(|h| h.run_id).chain(failed_sends);
+    writer.workflows.results_written(runs, recorded.written);
+    writer.alarms.after_commit(recorded.failed_for_good);
+    // Elsewhere the send's mark refuses a withdrawn run, whichever admin holds it; remembered
+    // there, the ids of runs other admins hold would never be let go.
+    if writer.store.backend() == Backend::Sqlite {
+        for id in recorded.withdrawn {
+            writer.withdrawn.insert(id);
+        }
+    }
+    for a in batch.acks {
+        let _ = a.send(Ok(()));
+    }
+    enqueue_follow_ups(writer, recorded.follow_ups).await;
+}
+
+/// Puts the runs a batch caused on the timer, with their jobs.
+async fn enqueue_follow_ups(writer: &WriterLoop, tickets: Vec<RunTicket>) {
+    if tickets.is_empty() {
+        return;
+    }
+    let mut ids: Vec<i64> = tickets.iter().map(|t| t.job_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    match writer.store.jobs_by_ids(&ids).await {
+        Ok(jobs) => {
+            let jobs: HashMap<i64, Arc<Job>> = jobs.into_iter().map(|j| (j.id, Arc::new(j))).collect();
+            for t in tickets {
+                if let Some(j) = jobs.get(&t.job_id) {
+                    writer.wheel.enqueue(j.clone(), vec![t], None);
                 }
             }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "loading jobs of follow-up runs failed; they stay pending until restart")
         }
     }
 }

@@ -4,9 +4,9 @@
 //! restarted with the same `--node-id` — so every such partition goes through recovery first,
 //! and is scheduled only after it (see [`super::recover`]).
 
-use super::partitions::Partitions;
 use super::Recovery;
 use crate::link::LinkHub;
+use crate::pipeline::partitions::Partitions;
 use crate::store::{Backend, Lease, LeaseTable, Store, PARTITIONS};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;

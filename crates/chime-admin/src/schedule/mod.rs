@@ -7,23 +7,23 @@
 //! [`recover`] loads the pending run rows and applies the misfire policy to the late ones.
 
 pub mod lease;
-pub mod partitions;
 pub mod wheel;
+pub mod workflows;
 
 use crate::calendar::Calendar;
 use crate::metrics::Metrics;
 use crate::model::{now_ms, Job, SKIPPED_CODE};
-use crate::results::queue::ResultsQueue;
-use crate::results::run_ids::RunIds;
+use crate::pipeline::partitions::Partitions;
+use crate::pipeline::results_queue::ResultsQueue;
+use crate::pipeline::run_ids::RunIds;
+use crate::pipeline::wheel_queue::WheelQueue;
 use crate::store::{FirePlan, MarkedRun, NewRun, RunTicket, Store, StoreResult};
 use chime_protocol::{MisfireStrategy, TriggerType};
-use partitions::Partitions;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use wheel::WheelQueue;
 
 /// At most this many fires of one job are claimed per round (a `100ms` fixed rate would
 /// otherwise flood one transaction).
@@ -393,55 +393,75 @@ pub async fn recover(recovery: &Recovery, partitions: &[i64]) -> StoreResult<()>
     let (mut resumed, mut skipped_total) = (0usize, 0usize);
     for (job_id, tickets) in by_job {
         let Some(job) = jobs.get(&job_id) else { continue };
-        let (late, on_time): (Vec<RunTicket>, Vec<RunTicket>) = tickets.into_iter().partition(|t| {
-            matches!(t.trigger_type, TriggerType::Cron | TriggerType::Misfire) && t.scheduled_at < late_limit
-        });
-        resumed += on_time.len();
-        recovery.wheel.enqueue(job.clone(), on_time, None);
-        if late.is_empty() {
-            continue;
-        }
-        // Fires the planner will replay are newer than every pending row.
-        let planned = missed_to_be_claimed(job, late_limit, recovery.rules.catch_up_max);
-        let (run, skip): (Vec<RunTicket>, Vec<RunTicket>) = match job.misfire_strategy {
-            MisfireStrategy::CatchUp => {
-                let budget = recovery.rules.catch_up_max.saturating_sub(planned);
-                let mut late = late;
-                let run = late.split_off(late.len().saturating_sub(budget));
-                (run, late)
-            }
-            MisfireStrategy::FireOnceNow if planned > 0 => (Vec::new(), late),
-            MisfireStrategy::FireOnceNow => {
-                let mut late = late;
-                let newest = late.pop().into_iter().collect();
-                (newest, late)
-            }
-            MisfireStrategy::DoNothing => (Vec::new(), late),
-        };
-        let run: Vec<RunTicket> = run
-            .into_iter()
-            .map(|mut t| {
-                t.trigger_type = TriggerType::Misfire;
-                t
-            })
-            .collect();
-        resumed += run.len();
-        recovery.wheel.enqueue(job.clone(), run, None);
-        if !skip.is_empty() {
-            skipped_total += skip.len();
-            let ids: Vec<i64> = skip.iter().map(|t| t.id).collect();
-            recovery
-                .store
-                .mark_skipped(
-                    &ids,
-                    &format!("Misfire: skipped by {} after the admin restarted", job.misfire_strategy),
-                )
-                .await?;
-            recovery.metrics.misfires_skipped.inc_by(skip.len() as u64);
-        }
+        let (r, s) = resume_job(recovery, job, tickets, late_limit).await?;
+        resumed += r;
+        skipped_total += s;
     }
     tracing::info!(resumed, skipped = skipped_total, "recovered pending runs");
     Ok(())
+}
+
+/// Puts a job's pending runs back on the timer: those on time as they are, the late scheduled
+/// ones as its misfire policy says (the rest marked skipped). Returns how many were resumed and
+/// skipped.
+async fn resume_job(
+    recovery: &Recovery,
+    job: &Arc<Job>,
+    tickets: Vec<RunTicket>,
+    late_limit: i64,
+) -> StoreResult<(usize, usize)> {
+    let (late, on_time): (Vec<RunTicket>, Vec<RunTicket>) = tickets.into_iter().partition(|t| {
+        matches!(t.trigger_type, TriggerType::Cron | TriggerType::Misfire) && t.scheduled_at < late_limit
+    });
+    let mut resumed = on_time.len();
+    recovery.wheel.enqueue(job.clone(), on_time, None);
+    if late.is_empty() {
+        return Ok((resumed, 0));
+    }
+    // Fires the planner will replay are newer than every pending row.
+    let planned = missed_to_be_claimed(job, late_limit, recovery.rules.catch_up_max);
+    let (run, skip) = split_late(job.misfire_strategy, late, planned, recovery.rules.catch_up_max);
+    resumed += run.len();
+    recovery.wheel.enqueue(job.clone(), run, None);
+    if !skip.is_empty() {
+        let ids: Vec<i64> = skip.iter().map(|t| t.id).collect();
+        let why = format!("Misfire: skipped by {} after the admin restarted", job.misfire_strategy);
+        recovery.store.mark_skipped(&ids, &why).await?;
+        recovery.metrics.misfires_skipped.inc_by(skip.len() as u64);
+    }
+    Ok((resumed, skip.len()))
+}
+
+/// A job's late pending runs (oldest first), split by its misfire policy into those to run
+/// (as misfires) and those to skip, given the `planned` missed fires the claim loop will
+/// replay itself.
+fn split_late(
+    strategy: MisfireStrategy,
+    mut late: Vec<RunTicket>,
+    planned: usize,
+    catch_up_max: usize,
+) -> (Vec<RunTicket>, Vec<RunTicket>) {
+    let (run, skip): (Vec<RunTicket>, Vec<RunTicket>) = match strategy {
+        MisfireStrategy::CatchUp => {
+            let budget = catch_up_max.saturating_sub(planned);
+            let run = late.split_off(late.len().saturating_sub(budget));
+            (run, late)
+        }
+        MisfireStrategy::FireOnceNow if planned > 0 => (Vec::new(), late),
+        MisfireStrategy::FireOnceNow => {
+            let newest = late.pop().into_iter().collect();
+            (newest, late)
+        }
+        MisfireStrategy::DoNothing => (Vec::new(), late),
+    };
+    let run = run
+        .into_iter()
+        .map(|mut t| {
+            t.trigger_type = TriggerType::Misfire;
+            t
+        })
+        .collect();
+    (run, skip)
 }
 
 #[cfg(test)]
@@ -456,8 +476,7 @@ mod tests {
             group_id: 1,
             partition: 1,
             description: String::new(),
-            owner: String::new(),
-            alarm_contacts: String::new(),
+            info: crate::model::JobInfo::default(),
             schedule_type: ScheduleType::FixRate,
             schedule_expr: "1".into(),
             time_zone: "UTC".into(),

@@ -1,5 +1,5 @@
 //! The millisecond timer: claimed runs wait here until their scheduled time, then go to the
-//! dispatcher. They come in through its inbox, [`WheelQueue`].
+//! dispatcher. They come in through its inbox, `pipeline::wheel_queue::WheelQueue`.
 //!
 //! A binary heap keyed by due time (ms) and one `sleep_until` for the earliest entry: O(log n)
 //! per run, 1 ms resolution from tokio's timer, and no per-entry timer allocations. (XXL-JOB's
@@ -8,63 +8,15 @@
 //! entries are never cancelled — a run that must not go out any more is skipped at dispatch.
 
 use crate::dispatch::Dispatcher;
-use crate::model::{now_ms, Job};
-use crate::results::run_ids::RunIds;
+use crate::model::now_ms;
+use crate::pipeline::run_ids::RunIds;
 pub use crate::run::WheelEntry;
-use crate::store::RunTicket;
-use chime_protocol::TriggerType;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-
-/// The timer's inbox: the claim loop, recovery, the results writer (retries, child runs) and
-/// manual triggers put runs on the timer through it. Cheap to clone.
-#[derive(Debug, Clone)]
-pub struct WheelQueue {
-    tx: mpsc::UnboundedSender<WheelEntry>,
-    /// Runs in flight: every run put on the timer joins them.
-    inflight: Arc<RunIds>,
-    /// `--catch-up-rate`: misfire replays sent per second and job.
-    catch_up_rate: u32,
-}
-
-impl WheelQueue {
-    /// A queue and the receiver [`run`] reads; runs put on it count as in flight in `inflight`.
-    pub(crate) fn new(inflight: Arc<RunIds>, catch_up_rate: u32) -> (WheelQueue, mpsc::UnboundedReceiver<WheelEntry>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let queue = WheelQueue {
-            tx,
-            inflight,
-            catch_up_rate,
-        };
-        (queue, rx)
-    }
-
-    /// Puts runs of `job` on the timer; misfire replays are paced at `catch_up_rate` per second.
-    pub(crate) fn enqueue(&self, job: Arc<Job>, tickets: Vec<RunTicket>, address: Option<String>) {
-        let now = now_ms();
-        let spacing = 1000 / i64::from(self.catch_up_rate.max(1));
-        let mut replay = 0;
-        for t in tickets {
-            let due = if t.trigger_type == TriggerType::Misfire && t.scheduled_at < now {
-                replay += 1;
-                now + (replay - 1) * spacing
-            } else {
-                t.scheduled_at
-            };
-            self.inflight.insert(t.id);
-            let _ = self.tx.send(WheelEntry {
-                due,
-                job: job.clone(),
-                ticket: t,
-                address: address.clone(),
-            });
-        }
-    }
-}
 
 /// What the timer works with.
 #[derive(Debug)]

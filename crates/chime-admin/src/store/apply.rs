@@ -4,9 +4,11 @@
 //! a document twice changes nothing the second time.
 
 use super::apply_workflows::{DocWorkflow, WorkflowChange};
-use super::rows::{self, GROUP_COLUMNS, JOB_COLUMNS};
+use super::job_columns::JOB_COLUMNS;
+use super::rows::{self, GROUP_COLUMNS};
 use super::{Store, StoreError, StoreResult};
 use crate::address_policy::ExecutorNetworks;
+use crate::api::JobInfoPatch;
 use crate::model::{
     now_ms, validate_job_key, AddressType, Group, GroupDraft, GroupSpec, Invalid, Job, JobDraft, JobSpec,
 };
@@ -78,12 +80,9 @@ pub struct DocJob {
     /// Description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// Owner.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owner: Option<String>,
-    /// Alarm contacts.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub alarm_contacts: Option<String>,
+    /// Descriptive fields (owner, alarm contacts, …).
+    #[serde(flatten)]
+    pub info: JobInfoPatch,
     /// `CRON`, `FIX_RATE` or `NONE`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule_type: Option<String>,
@@ -193,6 +192,55 @@ pub(super) struct Wanted {
     children: Vec<(String, String)>,
 }
 
+impl Wanted {
+    /// The job's name: `(app name, key)`.
+    fn name(&self) -> (String, String) {
+        (self.app.clone(), self.draft.key.clone().unwrap_or_default())
+    }
+}
+
+/// The jobs an apply knows by name: the document's groups' jobs, the jobs it creates, and the
+/// other jobs its children name.
+struct JobNames {
+    /// Ids by `(app name, key)`.
+    ids: HashMap<(String, String), i64>,
+    /// Names by id.
+    names: HashMap<i64, (String, String)>,
+}
+
+impl JobNames {
+    /// The names of `jobs`.
+    fn of(jobs: &HashMap<(String, String), Job>) -> JobNames {
+        let mut known = JobNames {
+            ids: HashMap::new(),
+            names: HashMap::new(),
+        };
+        for (name, job) in jobs {
+            known.add(name.clone(), job.id);
+        }
+        known
+    }
+
+    fn add(&mut self, name: (String, String), id: i64) {
+        self.ids.insert(name.clone(), id);
+        self.names.insert(id, name);
+    }
+}
+
+/// Refuses a job whose child the prune deletes.
+fn refuse_doomed_children(wanted: &[Wanted], doomed: &[(String, String)]) -> Result<(), Invalid> {
+    for w in wanted {
+        if let Some(c) = w.children.iter().find(|c| doomed.contains(c)) {
+            return Err(job_err(
+                &w.app,
+                w.draft.key.as_deref().unwrap_or_default(),
+                Invalid::new("children", format!("child '{}/{}' is deleted by prune", c.0, c.1)),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A document after validation: each group with its input as the group API takes it, and
 /// every job.
 pub(super) type Checked = (Vec<(DocGroup, GroupSpec)>, Vec<Wanted>);
@@ -248,8 +296,9 @@ fn changed_fields(
         }
     };
     diff("description", job.description != draft.description);
-    diff("owner", job.owner != draft.owner);
-    diff("alarm_contacts", job.alarm_contacts != draft.alarm_contacts);
+    for name in job.info.differing(&draft.info) {
+        diff(name, true);
+    }
     diff("schedule_type", job.schedule_type != draft.schedule_type);
     diff("schedule_expr", job.schedule_expr != draft.schedule_expr);
     diff("time_zone", job.time_zone != draft.time_zone);
@@ -363,8 +412,7 @@ pub(super) fn validate_document(doc: &JobsDocument, opts: &ApplyOptions<'_>) -> 
             let spec = JobSpec {
                 key: Some(key.clone()),
                 description: j.description.clone(),
-                owner: j.owner.clone(),
-                alarm_contacts: j.alarm_contacts.clone(),
+                info: j.info.clone(),
                 schedule_type: j.schedule_type.clone(),
                 schedule_expr: j.schedule_expr.clone(),
                 time_zone: j.time_zone.clone(),
@@ -466,8 +514,7 @@ impl Store {
                         ),
                         key: j.key,
                         description: Some(j.description),
-                        owner: Some(j.owner),
-                        alarm_contacts: Some(j.alarm_contacts),
+                        info: JobInfoPatch::of(&j.info),
                         schedule_type: Some(j.schedule_type.as_str().to_owned()),
                         schedule_expr: Some(j.schedule_expr),
                         time_zone: Some(j.time_zone),
@@ -531,7 +578,8 @@ impl Store {
 
     /// Works out and executes the plan of a checked document in `tx`, leaving the commit (and
     /// the audit entry) to the caller: `apply_jobs`, or an import that writes more in the same
-    /// transaction.
+    /// transaction. Groups first, then new jobs (without children, which may be new too), then
+    /// every change, the prune, and the workflows naming the jobs.
     pub(super) async fn apply_in(
         &self,
         tx: &mut Transaction<'static, Any>,
@@ -540,6 +588,63 @@ impl Store {
         opts: &ApplyOptions<'_>,
         now: i64,
     ) -> StoreResult<Applied> {
+        let mut plan = ApplyPlan::default();
+        let (group_ids, apps) = self.apply_groups(tx, &doc_groups, opts, now, &mut plan).await?;
+        let mut by_name = self.jobs_of(tx, &doc_groups, &group_ids, &apps).await?;
+        let listed: HashSet<(String, String)> = wanted.iter().map(Wanted::name).collect();
+        let doomed: Vec<(String, String)> = if opts.prune {
+            let mut d: Vec<_> = by_name.keys().filter(|n| !listed.contains(*n)).cloned().collect();
+            d.sort();
+            d
+        } else {
+            Vec::new()
+        };
+        let mut known = JobNames::of(&by_name);
+        self.resolve_children(tx, &wanted, &listed, &group_ids, &mut known)
+            .await?;
+        refuse_doomed_children(&wanted, &doomed)?;
+        let created = self
+            .create_jobs(tx, &wanted, &by_name, &group_ids, &mut known, (opts, now, &mut plan))
+            .await?;
+        for (i, w) in wanted.iter().enumerate() {
+            let child_ids: Vec<i64> = w.children.iter().map(|c| known.ids[c]).collect();
+            match created.iter().find(|(ci, _)| *ci == i) {
+                Some(&(_, id)) => self.set_children(tx, id, &child_ids).await?,
+                None => {
+                    let Some(old) = by_name.remove(&w.name()) else { continue };
+                    self.change_job(tx, w, &old, child_ids, &known, (opts, now, &mut plan))
+                        .await?;
+                }
+            }
+        }
+        self.prune(tx, &doomed, &known, &mut plan).await?;
+        self.refuse_cycles(tx, &known).await?;
+        for change in self
+            .apply_workflows_in(tx, workflows, &known.ids, opts.default_zone, now)
+            .await?
+        {
+            match change {
+                WorkflowChange::Created(name) => plan.create.push(entry("workflow", "", Some(&name), Vec::new())),
+                WorkflowChange::Updated(name, fields) => plan.update.push(entry("workflow", "", Some(&name), fields)),
+            }
+        }
+        Ok(Applied {
+            plan,
+            group_ids,
+            job_ids: known.ids,
+        })
+    }
+
+    /// Creates the document's missing groups and changes those that differ; answers every
+    /// group's id by app name, and app names by id.
+    async fn apply_groups(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        doc_groups: &[(DocGroup, GroupSpec)],
+        opts: &ApplyOptions<'_>,
+        now: i64,
+        plan: &mut ApplyPlan,
+    ) -> StoreResult<(HashMap<String, i64>, HashMap<i64, String>)> {
         let q = format!("SELECT {GROUP_COLUMNS} FROM executor_group");
         let existing_groups: Vec<Group> = sqlx::query(&q)
             .fetch_all(&mut **tx)
@@ -549,10 +654,7 @@ impl Store {
             .collect::<Result<_, _>>()?;
         let mut group_ids: HashMap<String, i64> = existing_groups.iter().map(|g| (g.app_name.clone(), g.id)).collect();
         let apps: HashMap<i64, String> = existing_groups.iter().map(|g| (g.id, g.app_name.clone())).collect();
-        let mut plan = ApplyPlan::default();
-
-        // Groups: create the missing ones, change the ones that differ.
-        for (dg, spec) in &doc_groups {
+        for (dg, spec) in doc_groups {
             let app = dg.app_name.trim();
             let base = existing_groups.iter().find(|g| g.app_name == app);
             let draft = spec.validate(base, opts.networks).map_err(|e| group_err(app, e))?;
@@ -573,8 +675,17 @@ impl Store {
                 }
             }
         }
+        Ok((group_ids, apps))
+    }
 
-        // The jobs of the document's groups as they are, locked for the change.
+    /// The jobs of the document's groups as they are, locked for the change, by name.
+    async fn jobs_of(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        doc_groups: &[(DocGroup, GroupSpec)],
+        group_ids: &HashMap<String, i64>,
+        apps: &HashMap<i64, String>,
+    ) -> StoreResult<HashMap<(String, String), Job>> {
         let doc_group_ids: Vec<i64> = doc_groups
             .iter()
             .filter_map(|(g, _)| group_ids.get(g.app_name.trim()).copied())
@@ -589,73 +700,57 @@ impl Store {
             .iter()
             .map(rows::job)
             .collect::<Result<_, _>>()?;
-        let mut by_name: HashMap<(String, String), Job> = current
+        Ok(current
             .into_iter()
             .map(|j| ((apps.get(&j.group_id).cloned().unwrap_or_default(), j.key.clone()), j))
-            .collect();
-        let listed: HashSet<(String, String)> = wanted
-            .iter()
-            .map(|w| (w.app.clone(), w.draft.key.clone().unwrap_or_default()))
-            .collect();
-        let doomed: Vec<(String, String)> = if opts.prune {
-            let mut d: Vec<_> = by_name.keys().filter(|n| !listed.contains(*n)).cloned().collect();
-            d.sort();
-            d
-        } else {
-            Vec::new()
-        };
+            .collect())
+    }
 
-        // Names → ids: the jobs of the document's groups, then any other job a child names.
-        let mut ids: HashMap<(String, String), i64> = by_name.iter().map(|(n, j)| (n.clone(), j.id)).collect();
-        let mut names: HashMap<i64, (String, String)> = ids.iter().map(|(n, id)| (*id, n.clone())).collect();
-        for w in &wanted {
+    /// Adds to `known` every job outside the document that a child names, refusing a child
+    /// that names no job.
+    async fn resolve_children(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        wanted: &[Wanted],
+        listed: &HashSet<(String, String)>,
+        group_ids: &HashMap<String, i64>,
+        known: &mut JobNames,
+    ) -> StoreResult<()> {
+        for w in wanted {
             for c in &w.children {
-                if ids.contains_key(c) || listed.contains(c) {
+                if known.ids.contains_key(c) || listed.contains(c) {
                     continue;
                 }
                 let key = w.draft.key.as_deref().unwrap_or_default();
                 let Some(gid) = group_ids.get(&c.0) else {
-                    return Err(job_err(
-                        &w.app,
-                        key,
-                        Invalid::new("children", format!("no group '{}' for child '{}'", c.0, c.1)),
-                    )
-                    .into());
+                    let message = format!("no group '{}' for child '{}'", c.0, c.1);
+                    return Err(job_err(&w.app, key, Invalid::new("children", message)).into());
                 };
                 let q = self.sql("SELECT id FROM job WHERE group_id = ? AND job_key = ?");
                 let row = sqlx::query(&q).bind(*gid).bind(&c.1).fetch_optional(&mut **tx).await?;
-                match row {
-                    Some(r) => {
-                        let id = rows::int(&r, "id")?;
-                        ids.insert(c.clone(), id);
-                        names.insert(id, c.clone());
-                    }
-                    None => {
-                        return Err(job_err(
-                            &w.app,
-                            key,
-                            Invalid::new("children", format!("no job '{}' in group '{}'", c.1, c.0)),
-                        )
-                        .into())
-                    }
-                }
+                let Some(r) = row else {
+                    let message = format!("no job '{}' in group '{}'", c.1, c.0);
+                    return Err(job_err(&w.app, key, Invalid::new("children", message)).into());
+                };
+                known.add(c.clone(), rows::int(&r, "id")?);
             }
         }
-        for w in &wanted {
-            if let Some(c) = w.children.iter().find(|c| doomed.contains(c)) {
-                return Err(job_err(
-                    &w.app,
-                    w.draft.key.as_deref().unwrap_or_default(),
-                    Invalid::new("children", format!("child '{}/{}' is deleted by prune", c.0, c.1)),
-                )
-                .into());
-            }
-        }
+        Ok(())
+    }
 
-        // New jobs first, without children (those may be new too), then every change.
-        let mut created: Vec<(usize, i64)> = Vec::new();
+    /// Creates the document's new jobs, without children; answers `(index in wanted, id)`.
+    async fn create_jobs(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        wanted: &[Wanted],
+        by_name: &HashMap<(String, String), Job>,
+        group_ids: &HashMap<String, i64>,
+        known: &mut JobNames,
+        (opts, now, plan): (&ApplyOptions<'_>, i64, &mut ApplyPlan),
+    ) -> StoreResult<Vec<(usize, i64)>> {
+        let mut created = Vec::new();
         for (i, w) in wanted.iter().enumerate() {
-            let name = (w.app.clone(), w.draft.key.clone().unwrap_or_default());
+            let name = w.name();
             if by_name.contains_key(&name) {
                 continue;
             }
@@ -664,102 +759,117 @@ impl Store {
             draft.group_id = gid;
             draft.child_job_ids = Vec::new();
             let id = self.insert_job_tx(tx, gid, &draft, opts.author, now).await?;
-            ids.insert(name.clone(), id);
-            names.insert(id, name.clone());
+            known.add(name.clone(), id);
             created.push((i, id));
             plan.create.push(entry("job", &name.0, Some(&name.1), Vec::new()));
         }
-        for (i, w) in wanted.iter().enumerate() {
-            let name = (w.app.clone(), w.draft.key.clone().unwrap_or_default());
-            let child_ids: Vec<i64> = w.children.iter().map(|c| ids[c]).collect();
-            if let Some(&(_, id)) = created.iter().find(|(ci, _)| *ci == i) {
-                if !child_ids.is_empty() {
-                    let q = self.sql("UPDATE job SET child_job_ids = ? WHERE id = ?");
-                    sqlx::query(&q)
-                        .bind(rows::join_ids(&child_ids))
-                        .bind(id)
-                        .execute(&mut **tx)
-                        .await?;
-                }
-                continue;
-            }
-            let Some(old) = by_name.remove(&name) else { continue };
-            let children_now: Vec<(String, String)> = old
-                .child_job_ids
-                .iter()
-                .map(|c| names.get(c).cloned().unwrap_or_else(|| (String::new(), c.to_string())))
-                .collect();
-            let fields = changed_fields(&old, &w.draft, &children_now, &w.children);
-            if fields.is_empty() {
-                continue;
-            }
-            let mut draft = w.draft.clone();
-            draft.group_id = old.group_id;
-            draft.child_job_ids = child_ids;
-            self.update_job_tx(tx, &old, old.group_id, &draft, opts.author, now)
-                .await
-                .map_err(|e| match e {
-                    StoreError::Invalid(i) => StoreError::Invalid(job_err(&name.0, &name.1, i)),
-                    other => other,
-                })?;
-            plan.update.push(entry("job", &name.0, Some(&name.1), fields));
-        }
+        Ok(created)
+    }
 
-        // Prune: a job another (remaining) job names as a child cannot go.
-        let doomed_ids: Vec<i64> = doomed.iter().filter_map(|n| ids.get(n).copied()).collect();
-        if !doomed_ids.is_empty() {
-            let edges = self.edges(tx).await?;
-            for (parent, children) in &edges {
-                if doomed_ids.contains(parent) {
-                    continue;
-                }
-                if let Some(c) = children.iter().find(|c| doomed_ids.contains(c)) {
-                    let (g, k) = &names[c];
-                    return Err(StoreError::Conflict(format!(
-                        "prune would delete job '{k}' of group '{g}', a child of job {parent}; remove it there first"
-                    )));
-                }
-            }
-            for table in ["run", "glue_version"] {
-                let sql = format!("DELETE FROM {table} WHERE job_id IN ({{in}})");
-                self.execute_in(tx, &sql, &doomed_ids, &[]).await?;
-            }
-            self.execute_in(tx, "DELETE FROM job WHERE id IN ({in})", &doomed_ids, &[])
+    /// Gives a job created by this apply its children.
+    async fn set_children(&self, tx: &mut Transaction<'static, Any>, id: i64, child_ids: &[i64]) -> StoreResult<()> {
+        if !child_ids.is_empty() {
+            let q = self.sql("UPDATE job SET child_job_ids = ? WHERE id = ?");
+            sqlx::query(&q)
+                .bind(rows::join_ids(child_ids))
+                .bind(id)
+                .execute(&mut **tx)
                 .await?;
-            for (g, k) in &doomed {
-                plan.delete.push(entry("job", g, Some(k), Vec::new()));
-            }
         }
+        Ok(())
+    }
 
-        // No cycle anywhere once everything is written.
+    /// Changes the existing job `old` as `w` wants it, when anything differs.
+    async fn change_job(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        w: &Wanted,
+        old: &Job,
+        child_ids: Vec<i64>,
+        known: &JobNames,
+        (opts, now, plan): (&ApplyOptions<'_>, i64, &mut ApplyPlan),
+    ) -> StoreResult<()> {
+        let name = w.name();
+        let children_now: Vec<(String, String)> = old
+            .child_job_ids
+            .iter()
+            .map(|c| {
+                known
+                    .names
+                    .get(c)
+                    .cloned()
+                    .unwrap_or_else(|| (String::new(), c.to_string()))
+            })
+            .collect();
+        let fields = changed_fields(old, &w.draft, &children_now, &w.children);
+        if fields.is_empty() {
+            return Ok(());
+        }
+        let mut draft = w.draft.clone();
+        draft.group_id = old.group_id;
+        draft.child_job_ids = child_ids;
+        self.update_job_tx(tx, old, old.group_id, &draft, opts.author, now)
+            .await
+            .map_err(|e| match e {
+                StoreError::Invalid(i) => StoreError::Invalid(job_err(&name.0, &name.1, i)),
+                other => other,
+            })?;
+        plan.update.push(entry("job", &name.0, Some(&name.1), fields));
+        Ok(())
+    }
+
+    /// Deletes the `doomed` jobs (with their runs and scripts); a job another remaining job
+    /// names as a child cannot go.
+    async fn prune(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        doomed: &[(String, String)],
+        known: &JobNames,
+        plan: &mut ApplyPlan,
+    ) -> StoreResult<()> {
+        let doomed_ids: Vec<i64> = doomed.iter().filter_map(|n| known.ids.get(n).copied()).collect();
+        if doomed_ids.is_empty() {
+            return Ok(());
+        }
         let edges = self.edges(tx).await?;
-        if let Some(id) = find_cycle(&edges) {
-            let (g, k) = names
-                .get(&id)
-                .cloned()
-                .unwrap_or_else(|| (String::new(), id.to_string()));
-            return Err(job_err(
-                &g,
-                &k,
-                Invalid::new("children", "the children form a cycle back to this job"),
-            )
-            .into());
-        }
-
-        for change in self
-            .apply_workflows_in(tx, workflows, &ids, opts.default_zone, now)
-            .await?
-        {
-            match change {
-                WorkflowChange::Created(name) => plan.create.push(entry("workflow", "", Some(&name), Vec::new())),
-                WorkflowChange::Updated(name, fields) => plan.update.push(entry("workflow", "", Some(&name), fields)),
+        for (parent, children) in &edges {
+            if doomed_ids.contains(parent) {
+                continue;
+            }
+            if let Some(c) = children.iter().find(|c| doomed_ids.contains(c)) {
+                let (g, k) = &known.names[c];
+                return Err(StoreError::Conflict(format!(
+                    "prune would delete job '{k}' of group '{g}', a child of job {parent}; remove it there first"
+                )));
             }
         }
-        Ok(Applied {
-            plan,
-            group_ids,
-            job_ids: ids,
-        })
+        for table in ["run", "glue_version"] {
+            let sql = format!("DELETE FROM {table} WHERE job_id IN ({{in}})");
+            self.execute_in(tx, &sql, &doomed_ids, &[]).await?;
+        }
+        self.execute_in(tx, "DELETE FROM job WHERE id IN ({in})", &doomed_ids, &[])
+            .await?;
+        for (g, k) in doomed {
+            plan.delete.push(entry("job", g, Some(k), Vec::new()));
+        }
+        Ok(())
+    }
+
+    /// Refuses the change when, everything written, the children form a cycle anywhere.
+    async fn refuse_cycles(&self, tx: &mut Transaction<'static, Any>, known: &JobNames) -> StoreResult<()> {
+        let edges = self.edges(tx).await?;
+        let Some(id) = find_cycle(&edges) else { return Ok(()) };
+        let (g, k) = known
+            .names
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| (String::new(), id.to_string()));
+        Err(job_err(
+            &g,
+            &k,
+            Invalid::new("children", "the children form a cycle back to this job"),
+        )
+        .into())
     }
 
     /// Every job's children, read in `tx`.

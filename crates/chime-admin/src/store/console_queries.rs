@@ -13,8 +13,10 @@ pub struct DayCounts {
     pub day: i64,
     /// Succeeded.
     pub success: i64,
-    /// Failed (including trigger failures, kills and timeouts).
+    /// Failed (including trigger failures and timeouts; not kills).
     pub failed: i64,
+    /// Killed by a user: failures asked for, counted apart from the job's own.
+    pub killed: i64,
     /// Pending or running.
     pub running: i64,
     /// Skipped misfires.
@@ -107,7 +109,8 @@ impl Store {
     /// (None: all).
     pub async fn runs_per_day(&self, from: i64, to: i64, group_ids: Option<&[i64]>) -> StoreResult<Vec<DayCounts>> {
         let mut sql = format!(
-            "SELECT scheduled_at - (scheduled_at % {DAY_MS}) AS day, trigger_code, handle_code, COUNT(*) AS n \
+            "SELECT scheduled_at - (scheduled_at % {DAY_MS}) AS day, trigger_code, handle_code, \
+             CASE WHEN killed_by <> '' THEN 1 ELSE 0 END AS killed, COUNT(*) AS n \
              FROM run WHERE scheduled_at >= ? AND scheduled_at < ?"
         );
         if let Some(ids) = group_ids {
@@ -116,7 +119,10 @@ impl Store {
             }
             sql.push_str(&format!(" AND group_id IN ({})", super::placeholders(ids.len())));
         }
-        sql.push_str(" GROUP BY scheduled_at - (scheduled_at % 86400000), trigger_code, handle_code");
+        sql.push_str(
+            " GROUP BY scheduled_at - (scheduled_at % 86400000), trigger_code, handle_code, \
+             CASE WHEN killed_by <> '' THEN 1 ELSE 0 END",
+        );
         let q = self.sql(&sql).into_owned();
         let mut query = sqlx::query(&q).bind(from).bind(to);
         for id in group_ids.unwrap_or(&[]) {
@@ -143,9 +149,11 @@ impl Store {
                 day,
                 ..Default::default()
             });
-            match RunStatus::of(rows::int(r, "trigger_code")?, rows::int(r, "handle_code")?) {
+            let killed = rows::int(r, "killed")? != 0;
+            match RunStatus::of_run(rows::int(r, "trigger_code")?, rows::int(r, "handle_code")?, killed) {
                 RunStatus::Success => e.success += n,
-                RunStatus::Failed | RunStatus::Killed => e.failed += n,
+                RunStatus::Failed => e.failed += n,
+                RunStatus::Killed => e.killed += n,
                 RunStatus::Pending | RunStatus::Running => e.running += n,
                 RunStatus::Skipped => e.skipped += n,
             }

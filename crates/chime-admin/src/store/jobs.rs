@@ -1,6 +1,7 @@
 //! Job definitions: create, change, start/stop, delete; child-job checks.
 
-use super::rows::{self, JOB_COLUMNS};
+use super::job_columns::{bind_cells, draft_columns, insert_sql, set_sql, Cell, JOB_COLUMNS};
+use super::rows;
 use super::{placeholders, Store, StoreError, StoreResult, PARTITIONS};
 use crate::calendar::Calendar;
 use crate::model::{now_ms, Invalid, Job, JobDraft};
@@ -123,6 +124,28 @@ pub(crate) fn first_fire(
         .ok_or_else(|| Invalid::new("schedule_expr", "the schedule has no fire time in the future"))
 }
 
+/// The columns of a new job: its definition, and a schedule starting at `now` with its first
+/// fire at `next` (0: not running). Its partition is set once its id is known.
+fn new_job_columns(
+    draft: &JobDraft,
+    key: Option<&str>,
+    group_id: i64,
+    now: i64,
+    next: i64,
+) -> Vec<(&'static str, Cell)> {
+    let mut cells = draft_columns(draft, key, group_id);
+    cells.extend([
+        ("partition_no", Cell::Int(0)),
+        ("glue_updated_at", Cell::Int(now)),
+        ("anchor_at", Cell::Int(now)),
+        ("next_fire_at", Cell::Int(next)),
+        ("last_fire_at", Cell::Int(0)),
+        ("created_at", Cell::Int(now)),
+        ("updated_at", Cell::Int(now)),
+    ]);
+    cells
+}
+
 /// A unique violation on the job table is a key its group already has (`(group_id, job_key)`
 /// is the only unique index on it besides the id).
 fn key_taken(e: sqlx::Error, key: Option<&str>) -> StoreError {
@@ -218,38 +241,9 @@ impl Store {
         } else {
             0
         };
-        let q = self.sql(
-            "INSERT INTO job (job_key, group_id, partition_no, description, owner, alarm_contacts, schedule_type, \
-             schedule_expr, time_zone, misfire_strategy, route_strategy, handler, param, block_strategy, timeout_secs, \
-             retry_count, child_job_ids, glue_type, glue_source, glue_updated_at, running, anchor_at, next_fire_at, \
-             last_fire_at, created_at, updated_at) \
-             VALUES (?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?) RETURNING id",
-        );
-        let row = sqlx::query(&q)
-            .bind(draft.key.as_deref())
-            .bind(group_id)
-            .bind(&draft.description)
-            .bind(&draft.owner)
-            .bind(&draft.alarm_contacts)
-            .bind(draft.schedule_type.as_str())
-            .bind(&draft.schedule_expr)
-            .bind(&draft.time_zone)
-            .bind(draft.misfire_strategy.as_str())
-            .bind(draft.route_strategy.as_str())
-            .bind(&draft.handler)
-            .bind(&draft.param)
-            .bind(draft.block_strategy.as_str())
-            .bind(draft.timeout_secs)
-            .bind(draft.retry_count)
-            .bind(rows::join_ids(&draft.child_job_ids))
-            .bind(draft.glue_type.as_str())
-            .bind(&draft.glue_source)
-            .bind(now)
-            .bind(i64::from(draft.running))
-            .bind(now)
-            .bind(next)
-            .bind(now)
-            .bind(now)
+        let cells = new_job_columns(draft, draft.key.as_deref(), group_id, now, next);
+        let q = self.sql(&format!("{} RETURNING id", insert_sql(&cells))).into_owned();
+        let row = bind_cells(sqlx::query(&q), &cells)
             .fetch_one(&mut **tx)
             .await
             .map_err(|e| key_taken(e, draft.key.as_deref()))?;
@@ -341,38 +335,19 @@ impl Store {
         let glue_changed = old.glue_type != draft.glue_type || old.glue_source != draft.glue_source;
         let glue_updated_at = if glue_changed { now } else { old.glue_updated_at };
         let key = draft.key.as_deref().unwrap_or(&old.key);
+        let mut cells = draft_columns(draft, Some(key), group_id);
+        cells.extend([
+            ("glue_updated_at", Cell::Int(glue_updated_at)),
+            ("anchor_at", Cell::Int(anchor)),
+            ("next_fire_at", Cell::Int(next)),
+        ]);
         let q = self
             .sql(&format!(
-                "UPDATE job SET job_key = ?, group_id = ?, description = ?, owner = ?, alarm_contacts = ?, \
-                 schedule_type = ?, schedule_expr = ?, time_zone = ?, misfire_strategy = ?, route_strategy = ?, \
-                 handler = ?, param = ?, block_strategy = ?, timeout_secs = ?, retry_count = ?, child_job_ids = ?, \
-                 glue_type = ?, glue_source = ?, glue_updated_at = ?, running = ?, anchor_at = ?, next_fire_at = ?, \
-                 updated_at = {BUMP_UPDATED_AT} WHERE id = ?"
+                "UPDATE job SET {}, updated_at = {BUMP_UPDATED_AT} WHERE id = ?",
+                set_sql(&cells)
             ))
             .into_owned();
-        sqlx::query(&q)
-            .bind(key)
-            .bind(group_id)
-            .bind(&draft.description)
-            .bind(&draft.owner)
-            .bind(&draft.alarm_contacts)
-            .bind(draft.schedule_type.as_str())
-            .bind(&draft.schedule_expr)
-            .bind(&draft.time_zone)
-            .bind(draft.misfire_strategy.as_str())
-            .bind(draft.route_strategy.as_str())
-            .bind(&draft.handler)
-            .bind(&draft.param)
-            .bind(draft.block_strategy.as_str())
-            .bind(draft.timeout_secs)
-            .bind(draft.retry_count)
-            .bind(rows::join_ids(&draft.child_job_ids))
-            .bind(draft.glue_type.as_str())
-            .bind(&draft.glue_source)
-            .bind(glue_updated_at)
-            .bind(i64::from(draft.running))
-            .bind(anchor)
-            .bind(next)
+        bind_cells(sqlx::query(&q), &cells)
             .bind(now)
             .bind(now)
             .bind(id)
@@ -592,46 +567,27 @@ impl Store {
         let mut ids = Vec::with_capacity(drafts.len());
         for chunk in drafts.chunks(500) {
             let mut tx = self.write.begin().await?;
-            let mut sql = String::from(
-                "INSERT INTO job (group_id, partition_no, description, owner, alarm_contacts, schedule_type, schedule_expr, \
-                 time_zone, misfire_strategy, route_strategy, handler, param, block_strategy, timeout_secs, retry_count, \
-                 child_job_ids, glue_type, glue_source, glue_updated_at, running, anchor_at, next_fire_at, last_fire_at, \
-                 created_at, updated_at) VALUES ",
-            );
-            for i in 0..chunk.len() {
-                if i > 0 {
-                    sql.push(',');
-                }
-                sql.push_str("(?, 0, ?, '', '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', 'BEAN', '', ?, ?, ?, ?, 0, ?, ?)");
-            }
-            sql.push_str(" RETURNING id");
-            let q = self.sql(&sql).into_owned();
-            let mut query = sqlx::query(&q);
+            let mut rows_cells = Vec::with_capacity(chunk.len());
             for d in chunk {
                 let next = if d.running {
                     first_fire(d.schedule_type, &d.schedule_expr, &d.time_zone, now, now)?
                 } else {
                     0
                 };
-                query = query
-                    .bind(group_id)
-                    .bind(&d.description)
-                    .bind(d.schedule_type.as_str())
-                    .bind(&d.schedule_expr)
-                    .bind(&d.time_zone)
-                    .bind(d.misfire_strategy.as_str())
-                    .bind(d.route_strategy.as_str())
-                    .bind(&d.handler)
-                    .bind(&d.param)
-                    .bind(d.block_strategy.as_str())
-                    .bind(d.timeout_secs)
-                    .bind(d.retry_count)
-                    .bind(now)
-                    .bind(i64::from(d.running))
-                    .bind(now)
-                    .bind(next)
-                    .bind(now)
-                    .bind(now);
+                rows_cells.push(new_job_columns(d, None, group_id, now, next));
+            }
+            let Some(first) = rows_cells.first() else { continue };
+            let row = format!("({})", placeholders(first.len()));
+            let mut sql = insert_sql(first);
+            for _ in 1..rows_cells.len() {
+                sql.push_str(", ");
+                sql.push_str(&row);
+            }
+            sql.push_str(" RETURNING id");
+            let q = self.sql(&sql).into_owned();
+            let mut query = sqlx::query(&q);
+            for cells in &rows_cells {
+                query = bind_cells(query, cells);
             }
             let new_ids: Vec<i64> = query
                 .fetch_all(&mut *tx)

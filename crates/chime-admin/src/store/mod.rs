@@ -19,6 +19,7 @@ mod console_queries;
 mod dialect;
 mod groups;
 mod import;
+mod job_columns;
 mod jobs;
 mod leases;
 mod nodes;
@@ -38,7 +39,7 @@ mod workflow_rows;
 mod workflow_steps;
 mod workflows;
 
-pub use crate::run::{Claimed, FirePlan, Recorded, HANDLE_MSG_MAX};
+pub use crate::run::{Claimed, FirePlan, Recorded, HANDLE_MSG_MAX, PARTITIONS};
 pub use crate::run::{HandleOutcome, MarkedRun, NewRun, RunTicket, SendMark, TriggerOutcome, UnfinishedRun};
 pub use alarms::alarm_status;
 pub use apply::check_document;
@@ -63,10 +64,6 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, Executor};
 use std::str::FromStr;
 use std::time::Duration;
-
-/// Number of scheduling partitions: a job belongs to partition `id % PARTITIONS`. Fixed, because
-/// the `partition_lease` rows are created by the first migration.
-pub const PARTITIONS: i64 = 16;
 
 /// A store operation that did not succeed.
 #[derive(Debug, thiserror::Error)]

@@ -3,7 +3,7 @@
 //! MySQL reports `TEXT` columns as blobs through `sqlx::Any`, which refuses to decode them as
 //! `String`; [`text`] accepts either. Integers are all `BIGINT` in the schema and read as `i64`.
 
-use crate::model::{AddressType, AlarmState, Group, Job, Run, RunStatus};
+use crate::model::{AddressType, AlarmState, Group, Job, JobInfo, Run, RunStatus};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
@@ -71,12 +71,6 @@ pub(super) fn group(row: &AnyRow) -> Result<Group, sqlx::Error> {
     })
 }
 
-pub(super) const JOB_COLUMNS: &str =
-    "id, job_key, group_id, partition_no, description, owner, alarm_contacts, schedule_type, \
-     schedule_expr, time_zone, misfire_strategy, route_strategy, handler, param, block_strategy, timeout_secs, \
-     retry_count, child_job_ids, glue_type, glue_source, glue_updated_at, running, anchor_at, next_fire_at, \
-     last_fire_at, created_at, updated_at";
-
 pub(super) fn job(row: &AnyRow) -> Result<Job, sqlx::Error> {
     let id = int(row, "id")?;
     // A key is NULL only inside the transaction that creates the job; read as the name it gets.
@@ -89,8 +83,7 @@ pub(super) fn job(row: &AnyRow) -> Result<Job, sqlx::Error> {
         group_id: int(row, "group_id")?,
         partition: int(row, "partition_no")?,
         description: text(row, "description")?,
-        owner: text(row, "owner")?,
-        alarm_contacts: text(row, "alarm_contacts")?,
+        info: job_info(row)?,
         schedule_type: parsed(row, "schedule_type")?,
         schedule_expr: text(row, "schedule_expr")?,
         time_zone: text(row, "time_zone")?,
@@ -112,6 +105,17 @@ pub(super) fn job(row: &AnyRow) -> Result<Job, sqlx::Error> {
         created_at: int(row, "created_at")?,
         updated_at: int(row, "updated_at")?,
     })
+}
+
+/// Reads the descriptive fields of a job row.
+fn job_info(row: &AnyRow) -> Result<JobInfo, sqlx::Error> {
+    let mut info = JobInfo::default();
+    for (name, _) in JobInfo::FIELDS {
+        if let Some(slot) = info.field_mut(name) {
+            *slot = text(row, *name)?;
+        }
+    }
+    Ok(info)
 }
 
 /// The columns [`run`] reads, for `SELECT … FROM run`. `retried_by` is looked up through the

@@ -10,7 +10,8 @@ mod outcomes;
 mod queries;
 
 use super::bulk::Arg;
-use super::rows::{self, JOB_COLUMNS};
+use super::job_columns::JOB_COLUMNS;
+use super::rows;
 use super::{Store, StoreResult};
 use crate::model::Job;
 use crate::run::RunTicket;

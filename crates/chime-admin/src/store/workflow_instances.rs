@@ -9,9 +9,9 @@
 use super::rows;
 use super::sqlite_ids::{IdCursor, KNOWN_IDS};
 use super::{Backend, Store, StoreError, StoreResult};
-use crate::run::WrittenResult;
 use crate::workflow::dag::InstanceState;
 use crate::workflow::spec::{OnLimit, Workflow};
+use crate::workflow::step::RunEnd;
 use chime_protocol::TriggerType;
 use sqlx::any::Any;
 use sqlx::Transaction;
@@ -208,45 +208,6 @@ impl Store {
             })
         })
         .await
-    }
-}
-
-/// How a node's run ended so far: the columns of `run` a step reads (in this order, which
-/// SQLite's packed rows keep).
-#[derive(Debug, serde::Deserialize)]
-pub(super) struct RunEnd {
-    pub(super) id: i64,
-    pub(super) trigger_code: i64,
-    pub(super) handle_code: i64,
-    pub(super) handle_msg: String,
-    pub(super) handled_at: i64,
-    pub(super) triggered_at: i64,
-}
-
-impl RunEnd {
-    /// How a run ended, from the result the results writer wrote and saw written (a code other
-    /// than 0, on a run that had none): the row says the same.
-    pub(super) fn written(w: &WrittenResult) -> Self {
-        Self {
-            id: w.run_id,
-            // Any code the send had: with a result, the run is no longer in flight.
-            trigger_code: 200,
-            handle_code: w.code,
-            handle_msg: w.msg.clone(),
-            handled_at: w.at,
-            // The result came after the send; only the later of the two is used.
-            triggered_at: 0,
-        }
-    }
-
-    /// Sent (or on its way) and no result yet.
-    pub(super) fn in_flight(&self) -> bool {
-        matches!(self.trigger_code, 0 | 200) && self.handle_code == 0
-    }
-
-    /// Ended, and not in success.
-    pub(super) fn failed(&self) -> bool {
-        !self.in_flight() && self.handle_code != 200
     }
 }
 

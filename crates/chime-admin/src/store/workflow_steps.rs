@@ -4,8 +4,8 @@
 //! A step writes the finished nodes' states and the next nodes' rows and runs together, for
 //! up to [`ADVANCE_BATCH`] instances, in a few multi-row statements, as a claim writes its
 //! fires. `(instance_id, node)` is unique, so a node cannot start twice. What to do next is
-//! decided by `workflow::dag::Graph::step`; this reads the states and writes its answer. The
-//! loop's [`LiveInstances`] spare a step reading again what the loop's last step wrote: an
+//! decided without I/O by `workflow::step::plan_step`; this reads the facts it needs and writes
+//! its plan. The loop's [`LiveInstances`] spare a step reading again what the loop's last step wrote: an
 //! instance is taken from there while its row's `revision` is the one kept, read from the
 //! database when not. Operators' changes raise the revision (they may move a node back, from
 //! failed to running); the engine's steps do not (they only move nodes forward, and an admin
@@ -24,16 +24,17 @@ use crate::run::{capped, FirePlan, NewRun, RunTicket};
 use crate::workflow::dag::{self, InstanceState, NodeState};
 use crate::workflow::live::{LiveInstance, LiveInstances};
 use crate::workflow::spec::{NodeRun, Workflow};
+use crate::workflow::step::{self, NewNode, RunEnd, RunFacts, StepPlan};
 use crate::workflow::Reported;
 use chime_protocol::TriggerType;
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 use sqlx::any::Any;
 use sqlx::AnyConnection;
 use sqlx::Transaction;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::workflow_instances::{NewInstance, RunEnd};
+use super::workflow_instances::NewInstance;
 use super::workflow_rows::{node_row, workflow_row_with, WORKFLOW_FIELDS};
 
 /// Node rows inserted per multi-row statement (7 values each: 2,800, under every engine's
@@ -82,7 +83,7 @@ impl Advanced {
     }
 }
 
-/// What [`Store::progress_many`] did.
+/// What [`Store::step_instances`] did.
 #[derive(Debug, Default)]
 pub(super) struct Progress {
     pub(super) tickets: NodeTickets,
@@ -115,7 +116,7 @@ impl Store {
         partitions: &[i64],
         horizon: i64,
         live: &mut LiveInstances,
-        mut plan: impl FnMut(&Workflow) -> FirePlan,
+        plan: impl FnMut(&Workflow) -> FirePlan,
     ) -> StoreResult<Advanced> {
         let mut out = Advanced::default();
         if partitions.is_empty() {
@@ -123,99 +124,14 @@ impl Store {
         }
         let now = now_ms();
         let mut tx = self.write.begin().await?;
-        // Only the fire times, as the claim reads jobs: the rest of each workflow is kept in
-        // `live` while its `updated_at` holds, and read again when it moved.
-        let q = format!(
-            "SELECT id, updated_at, anchor_at, next_fire_at, last_fire_at FROM workflow \
-             WHERE running = 1 AND next_fire_at > 0 AND next_fire_at <= ? \
-             AND partition_no IN ({}) ORDER BY next_fire_at LIMIT {FIRE_BATCH}{}",
-            super::placeholders(partitions.len()),
-            self.backend.for_update()
-        );
-        let q = self.sql(&q).into_owned();
-        let binds: Vec<i64> = std::iter::once(horizon).chain(partitions.iter().copied()).collect();
-        let cols = ["id", "updated_at", "anchor_at", "next_fire_at", "last_fire_at"];
-        let times = self.int_rows(&mut tx, &q, cols, &binds).await?;
-        out.more = times.len() as i64 == FIRE_BATCH;
-        let kept: Vec<Option<Workflow>> = times
-            .iter()
-            .map(|[id, updated_at, ..]| live.workflow(*id, *updated_at).cloned())
-            .collect();
-        let changed: Vec<i64> = times
-            .iter()
-            .zip(&kept)
-            .filter(|(_, k)| k.is_none())
-            .map(|([id, ..], _)| *id)
-            .collect();
-        let q = format!("SELECT {WORKFLOW_FIELDS} FROM workflow WHERE id IN ({{in}})");
-        let mut read: HashMap<i64, Workflow> = HashMap::with_capacity(changed.len());
-        for row in self.fetch_in(&mut tx, &q, &changed, &[]).await? {
-            let w = workflow_row_with(&row, dag::Definition::default())?;
-            live.keep_workflow(w.clone());
-            read.insert(w.id, w);
-        }
-        let mut due_rows = Vec::with_capacity(times.len());
-        for ([id, _, anchor_at, next_fire_at, last_fire_at], kept) in times.into_iter().zip(kept) {
-            let Some(w) = kept.or_else(|| read.remove(&id)) else {
-                return Err(StoreError::Conflict(format!(
-                    "workflow {id} was deleted while it was fired"
-                )));
-            };
-            due_rows.push(Workflow {
-                running: true,
-                anchor_at,
-                next_fire_at,
-                last_fire_at,
-                ..w
-            });
-        }
-        // Each graph read and parsed once per version (`live`), not once per fire.
-        let versions: Vec<i64> = due_rows.iter().map(|w| w.version).collect();
-        let graphs = self.graphs(&mut tx, &versions, live).await?;
-        let due: Vec<(Workflow, Arc<dag::Graph>)> = due_rows
-            .into_iter()
-            .map(|w| {
-                let graph = graphs[&w.version].clone();
-                (w, graph)
-            })
-            .collect();
+        let (due, more) = self.due_workflows(&mut tx, partitions, horizon, live).await?;
+        out.more = more;
         if due.is_empty() {
             tx.rollback().await?;
             return Ok(out);
         }
+        let (starts, next) = self.make_fires(&mut tx, &due, plan, now).await?;
         let mut fresh = LiveInstances::default();
-        let mut starts = Vec::new();
-        let mut next = Vec::with_capacity(due.len());
-        // Fires of workflows without a concurrency limit are made together, several per
-        // statement; a limit is counted against the instances running, one fire at a time.
-        let mut unlimited: Vec<NewInstance> = Vec::new();
-        for (k, (w, _)) in due.iter().enumerate() {
-            let fires = plan(w);
-            for f in &fires.runs {
-                if f.trigger_code == SKIPPED_CODE {
-                    continue;
-                }
-                if let (0, Some(fire_key)) = (w.max_instances, f.fire_key) {
-                    unlimited.push(NewInstance {
-                        due: k,
-                        fire_key,
-                        scheduled_at: f.scheduled_at,
-                        trigger_type: f.trigger_type,
-                    });
-                    continue;
-                }
-                let made = self
-                    .create_instance(&mut tx, w, f.fire_key, f.scheduled_at, f.trigger_type, now)
-                    .await?;
-                if made.started {
-                    starts.push((made.id, f.scheduled_at.max(now), k));
-                }
-            }
-            next.push((w.id, fires.next_fire_at, fires.last_fire_at));
-        }
-        for (id, made) in self.create_instances(&mut tx, &due, &unlimited, now).await? {
-            starts.push((id, made.scheduled_at.max(now), made.due));
-        }
         for (id, _, k) in &starts {
             let (w, graph) = &due[*k];
             // New, so nothing to read of it: its graph is the workflow's.
@@ -228,6 +144,145 @@ impl Store {
             });
         }
         let starts: Vec<(i64, i64)> = starts.into_iter().map(|(id, at, _)| (id, at)).collect();
+        self.write_next_fires(&mut tx, &next).await?;
+        let mut progress = Progress::default();
+        for chunk in starts.chunks(ADVANCE_BATCH) {
+            let p = self.step_instances(&mut tx, chunk, now, &mut fresh, Look::All).await?;
+            progress.tickets.extend(p.tickets);
+            progress.finished.extend(p.finished);
+            progress.live.extend(p.live);
+        }
+        tx.commit().await?;
+        out.absorb(progress, live);
+        Ok(out)
+    }
+
+    /// The due workflows of `partitions` up to `horizon` (a batch, their rows locked), each with
+    /// its graph, and whether the batch was full (more may be due).
+    async fn due_workflows(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        partitions: &[i64],
+        horizon: i64,
+        live: &mut LiveInstances,
+    ) -> StoreResult<(Vec<(Workflow, Arc<dag::Graph>)>, bool)> {
+        // Only the fire times, as the claim reads jobs: the rest of each workflow is kept in
+        // `live` while its `updated_at` holds, and read again when it moved.
+        let q = format!(
+            "SELECT id, updated_at, anchor_at, next_fire_at, last_fire_at FROM workflow \
+             WHERE running = 1 AND next_fire_at > 0 AND next_fire_at <= ? \
+             AND partition_no IN ({}) ORDER BY next_fire_at LIMIT {FIRE_BATCH}{}",
+            super::placeholders(partitions.len()),
+            self.backend.for_update()
+        );
+        let q = self.sql(&q).into_owned();
+        let binds: Vec<i64> = std::iter::once(horizon).chain(partitions.iter().copied()).collect();
+        let cols = ["id", "updated_at", "anchor_at", "next_fire_at", "last_fire_at"];
+        let times = self.int_rows(tx, &q, cols, &binds).await?;
+        let more = times.len() as i64 == FIRE_BATCH;
+        let due_rows = self.workflows_of(tx, times, live).await?;
+        // Each graph read and parsed once per version (`live`), not once per fire.
+        let versions: Vec<i64> = due_rows.iter().map(|w| w.version).collect();
+        let graphs = self.graphs(tx, &versions, live).await?;
+        let due = due_rows
+            .into_iter()
+            .map(|w| {
+                let graph = graphs[&w.version].clone();
+                (w, graph)
+            })
+            .collect();
+        Ok((due, more))
+    }
+
+    /// The workflows of the fire times `times` (`id, updated_at, anchor_at, next_fire_at,
+    /// last_fire_at`): kept in `live` while their `updated_at` holds, read (and kept) when not.
+    async fn workflows_of(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        times: Vec<[i64; 5]>,
+        live: &mut LiveInstances,
+    ) -> StoreResult<Vec<Workflow>> {
+        let kept: Vec<Option<Workflow>> = times
+            .iter()
+            .map(|[id, updated_at, ..]| live.workflow(*id, *updated_at).cloned())
+            .collect();
+        let changed: Vec<i64> = times
+            .iter()
+            .zip(&kept)
+            .filter(|(_, k)| k.is_none())
+            .map(|([id, ..], _)| *id)
+            .collect();
+        let q = format!("SELECT {WORKFLOW_FIELDS} FROM workflow WHERE id IN ({{in}})");
+        let mut read: HashMap<i64, Workflow> = HashMap::with_capacity(changed.len());
+        for row in self.fetch_in(tx, &q, &changed, &[]).await? {
+            let w = workflow_row_with(&row, dag::Definition::default())?;
+            live.keep_workflow(w.clone());
+            read.insert(w.id, w);
+        }
+        let mut due_rows = Vec::with_capacity(times.len());
+        for ([id, _, anchor_at, next_fire_at, last_fire_at], kept) in times.into_iter().zip(kept) {
+            let Some(w) = kept.or_else(|| read.remove(&id)) else {
+                return Err(StoreError::Conflict(format!(
+                    "workflow {id} was deleted while it was fired"
+                )));
+            };
+            let running = true;
+            due_rows.push(Workflow {
+                running,
+                anchor_at,
+                next_fire_at,
+                last_fire_at,
+                ..w
+            });
+        }
+        Ok(due_rows)
+    }
+
+    /// Makes the instances of the fires `plan` decides for each of `due`. Returns the
+    /// instances that start now (`id`, when their first runs are due, index in `due`) and
+    /// each workflow's next and last fire times.
+    async fn make_fires(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        due: &[(Workflow, Arc<dag::Graph>)],
+        mut plan: impl FnMut(&Workflow) -> FirePlan,
+        now: i64,
+    ) -> StoreResult<(Vec<(i64, i64, usize)>, Vec<(i64, i64, i64)>)> {
+        let mut starts = Vec::new();
+        let mut next = Vec::with_capacity(due.len());
+        // Fires of workflows without a concurrency limit are made together, several per
+        // statement; a limit is counted against the instances running, one fire at a time.
+        let mut unlimited: Vec<NewInstance> = Vec::new();
+        for (k, (w, _)) in due.iter().enumerate() {
+            let fires = plan(w);
+            for f in fires.runs.iter().filter(|f| f.trigger_code != SKIPPED_CODE) {
+                if let (0, Some(fire_key)) = (w.max_instances, f.fire_key) {
+                    let (scheduled_at, trigger_type) = (f.scheduled_at, f.trigger_type);
+                    unlimited.push(NewInstance {
+                        due: k,
+                        fire_key,
+                        scheduled_at,
+                        trigger_type,
+                    });
+                    continue;
+                }
+                let made = self
+                    .create_instance(tx, w, f.fire_key, f.scheduled_at, f.trigger_type, now)
+                    .await?;
+                if made.started {
+                    starts.push((made.id, f.scheduled_at.max(now), k));
+                }
+            }
+            next.push((w.id, fires.next_fire_at, fires.last_fire_at));
+        }
+        for (id, made) in self.create_instances(tx, due, &unlimited, now).await? {
+            starts.push((id, made.scheduled_at.max(now), made.due));
+        }
+        Ok((starts, next))
+    }
+
+    /// Writes the workflows' next and last fire times (`id, next_fire_at, last_fire_at`).
+    async fn write_next_fires(&self, tx: &mut Transaction<'static, Any>, next: &[(i64, i64, i64)]) -> StoreResult<()> {
         for chunk in next.chunks(UPDATE_ROWS) {
             let q = self
                 .backend
@@ -236,18 +291,9 @@ impl Store {
             for (id, next_fire_at, last_fire_at) in self.backend.padded(chunk) {
                 query = query.bind(*id).bind(*next_fire_at).bind(*last_fire_at);
             }
-            query.execute(&mut *tx).await?;
+            query.execute(&mut **tx).await?;
         }
-        let mut progress = Progress::default();
-        for chunk in starts.chunks(ADVANCE_BATCH) {
-            let p = self.progress_many(&mut tx, chunk, now, &mut fresh, Look::All).await?;
-            progress.tickets.extend(p.tickets);
-            progress.finished.extend(p.finished);
-            progress.live.extend(p.live);
-        }
-        tx.commit().await?;
-        out.absorb(progress, live);
-        Ok(out)
+        Ok(())
     }
 
     /// Fires a workflow now (manual or API). Returns the instance's id and its first runs.
@@ -331,9 +377,9 @@ impl Store {
         let now = now_ms();
         let starts: Vec<(i64, i64)> = ids.iter().map(|id| (*id, now)).collect();
         let mut tx = self.write.begin().await?;
-        let mut step = self.progress_many(&mut tx, &starts, now, live, look).await?;
+        let mut step = self.step_instances(&mut tx, &starts, now, live, look).await?;
         tx.commit().await?;
-        // Each workflow once (`progress_many` lists it once).
+        // Each workflow once (`step_instances` lists it once).
         let finished_workflows = std::mem::take(&mut step.finished_workflows);
         out.absorb(step, live);
         if finished_workflows.is_empty() {
@@ -385,7 +431,7 @@ impl Store {
     }
 
     /// Moves instance `id` on, in `tx`, from the database alone (an operator's change, a
-    /// trigger): [`Store::progress_many`] for one instance.
+    /// trigger): [`Store::step_instances`] for one instance.
     pub(super) async fn progress(
         &self,
         tx: &mut Transaction<'static, Any>,
@@ -393,16 +439,16 @@ impl Store {
         start_at: i64,
         now: i64,
     ) -> StoreResult<Progress> {
-        self.progress_many(tx, &[(id, start_at)], now, &mut LiveInstances::default(), Look::All)
+        self.step_instances(tx, &[(id, start_at)], now, &mut LiveInstances::default(), Look::All)
             .await
     }
 
     /// Moves instances on, in `tx`, holding their rows: each `(id, start_at)` one instance and
-    /// when its new runs are due. Finished runs become node states (a failed run that a retry
-    /// follows hands its node to the retry), then `Graph::step` decides for each instance, until
-    /// nothing more follows, and its answers are written together: the node rows and runs of
-    /// all instances in a few multi-row statements.
-    async fn progress_many(
+    /// when its new runs are due. The step reads the instances' facts (graphs and node rows,
+    /// how their running nodes' runs ended, followed through retries, the jobs of the nodes not
+    /// started yet), `workflow::step::plan_step` decides, and its plan is written together: the
+    /// node rows and runs of all instances in a few multi-row statements.
+    async fn step_instances(
         &self,
         tx: &mut Transaction<'static, Any>,
         starts: &[(i64, i64)],
@@ -410,19 +456,45 @@ impl Store {
         live: &mut LiveInstances,
         look: Look<'_>,
     ) -> StoreResult<Progress> {
-        let mut out = Progress::default();
-        let mut ids: Vec<i64> = starts.iter().map(|(id, _)| *id).collect();
-        // One order for every admin's locks.
-        ids.sort_unstable();
+        let (mut instances, read) = self.lock_instances(tx, starts, live).await?;
+        if instances.is_empty() {
+            return Ok(Progress::default());
+        }
+        let watched = watched_nodes(&instances, &read, look);
+        let runs = self.follow_runs(tx, &instances, &watched, look).await?;
+        let jobs: HashMap<i64, Arc<Job>> = self
+            .jobs_tx(tx, &step::unstarted_jobs(&instances))
+            .await?
+            .into_iter()
+            .map(|(id, j)| (id, Arc::new(j)))
+            .collect();
         let start_at: FxHashMap<i64, i64> = starts.iter().copied().collect();
+        let due: Vec<i64> = instances
+            .iter()
+            .map(|s| start_at.get(&s.id).copied().unwrap_or(now))
+            .collect();
+        let plan = step::plan_step(&mut instances, &watched, &runs, &jobs, &due, now);
+        self.write_plan(tx, instances, plan, &jobs, now).await
+    }
+
+    /// Locks the rows of instances `starts` (in id order, one order for every admin) and takes
+    /// each running one from `live` when kept at its row's revision, or reads it. Returns the
+    /// running instances and, for each, whether it was read in this step.
+    async fn lock_instances(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        starts: &[(i64, i64)],
+        live: &mut LiveInstances,
+    ) -> StoreResult<(Vec<LiveInstance>, Vec<bool>)> {
+        let mut ids: Vec<i64> = starts.iter().map(|(id, _)| *id).collect();
+        ids.sort_unstable();
         // Integers only, so that SQLite hands them over packed (`int_rows`).
         let q = format!(
             "SELECT id, workflow_id, CASE WHEN state = 'running' THEN 1 ELSE 0 END AS running, revision \
              FROM workflow_instance WHERE id IN ({{in}}) ORDER BY id{}",
             self.backend.for_update()
         );
-        let mut instances: Vec<Stepping> = Vec::with_capacity(ids.len());
-        let mut unknown: Vec<i64> = Vec::new();
+        let (mut instances, mut read, mut unknown) = (Vec::with_capacity(ids.len()), Vec::new(), Vec::new());
         let cols = ["id", "workflow_id", "running", "revision"];
         for [id, workflow_id, running, revision] in self.int_rows_in(tx, &q, cols, &ids).await? {
             let kept = live.take(id);
@@ -430,57 +502,52 @@ impl Store {
                 continue;
             }
             match kept {
-                Some(k) if k.revision == revision => instances.push(Stepping { live: k, read: false }),
+                Some(k) if k.revision == revision => {
+                    instances.push(k);
+                    read.push(false);
+                }
                 _ => {
                     unknown.push(id);
-                    instances.push(Stepping {
-                        live: LiveInstance {
-                            id,
-                            workflow_id,
-                            revision,
-                            definition: Arc::default(),
-                            nodes: Vec::new(),
-                        },
-                        read: true,
+                    instances.push(LiveInstance {
+                        id,
+                        workflow_id,
+                        revision,
+                        definition: Arc::default(),
+                        nodes: Vec::new(),
                     });
+                    read.push(true);
                 }
             }
         }
-        if instances.is_empty() {
-            return Ok(out);
-        }
-        let at: FxHashMap<i64, usize> = instances.iter().enumerate().map(|(k, s)| (s.live.id, k)).collect();
         if !unknown.is_empty() {
-            self.read_instances(tx, &unknown, &at, &mut instances, live).await?;
+            self.read_instances(tx, &unknown, &mut instances, live).await?;
         }
+        Ok((instances, read))
+    }
 
-        // The runs of running nodes, followed to their retries: (instance index, node index).
-        let mut asking: FxHashMap<i64, (usize, usize)> = FxHashMap::default();
-        for (i, s) in instances.iter().enumerate() {
-            for (k, (_, n)) in s.live.nodes.iter().enumerate() {
-                let looked_at = match look {
-                    Look::All => true,
-                    Look::Runs(runs) => s.read || runs.contains_key(&n.run_id),
-                };
-                if n.state == NodeState::Running && n.run_id > 0 && looked_at {
-                    asking.insert(n.run_id, (i, k));
-                }
-            }
-        }
-        // The node rows to write again.
-        let mut changed: FxHashSet<(usize, usize)> = FxHashSet::default();
-        // Runs reported with their results are not read (a written result is final).
+    /// How the runs of the `watched` nodes ended, followed through their retries: a failed run
+    /// that a retry follows hands its node to the retry, whose end is read in turn. Runs the
+    /// results writer reported with their results are not read (a written result is final).
+    async fn follow_runs(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        instances: &[LiveInstance],
+        watched: &[step::Watched],
+        look: Look<'_>,
+    ) -> StoreResult<RunFacts> {
+        let mut facts = RunFacts::default();
+        let mut asking: Vec<i64> = watched.iter().map(|(i, k)| instances[*i].nodes[*k].1.run_id).collect();
         let mut reported: FxHashMap<i64, RunEnd> = FxHashMap::default();
         if let Look::Runs(runs) = look {
             reported.extend(
                 asking
-                    .keys()
+                    .iter()
                     .filter_map(|id| runs.get(id)?.as_ref())
                     .map(|w| (w.run_id, RunEnd::written(w))),
             );
         }
         while !asking.is_empty() {
-            let run_ids: Vec<i64> = asking.keys().filter(|id| !reported.contains_key(id)).copied().collect();
+            let run_ids: Vec<i64> = asking.iter().filter(|id| !reported.contains_key(id)).copied().collect();
             let mut found: FxHashMap<i64, RunEnd> = self
                 .run_ends(tx, &run_ids)
                 .await?
@@ -490,55 +557,67 @@ impl Store {
             // Only the first round asks for reported runs; the retries asked for later are not.
             found.extend(reported.drain());
             let failed: Vec<i64> = found.values().filter(|r| r.failed()).map(|r| r.id).collect();
-            let mut retries: FxHashMap<i64, i64> = FxHashMap::default();
             let q = "SELECT id, retry_of FROM run WHERE retry_of IN ({in})";
             for [id, of] in self.int_rows_in(tx, q, ["id", "retry_of"], &failed).await? {
-                let e = retries.entry(of).or_insert(id);
+                let e = facts.retries.entry(of).or_insert(id);
                 *e = (*e).min(id);
             }
-            let mut next = FxHashMap::default();
-            for (run_id, (i, k)) in asking {
-                let n = &mut instances[i].live.nodes[k].1;
-                let Some(r) = found.get(&run_id) else {
-                    // The run was deleted (with its job): the node cannot finish by itself.
-                    n.state = NodeState::Failed;
-                    n.result = format!("run {run_id} no longer exists");
-                    n.run_id = run_id;
-                    n.finished_at = now;
-                    changed.insert((i, k));
-                    continue;
-                };
-                if r.in_flight() {
-                    if run_id != n.run_id {
-                        n.run_id = run_id;
-                        changed.insert((i, k));
-                    }
-                    continue;
-                }
-                if let Some(retry) = retries.get(&run_id) {
-                    next.insert(*retry, (i, k));
-                    continue;
-                }
-                let done_at = r.handled_at.max(r.triggered_at);
-                if done_at > 0 {
-                    out.lateness_ms.push((now - done_at).max(0));
-                }
-                n.state = if r.handle_code == 200 {
-                    NodeState::Succeeded
-                } else {
-                    NodeState::Failed
-                };
-                n.result = r.handle_msg.clone();
-                n.run_id = run_id;
-                n.finished_at = now;
-                changed.insert((i, k));
-            }
-            asking = next;
+            asking = found
+                .values()
+                .filter(|r| !r.in_flight())
+                .filter_map(|r| facts.retries.get(&r.id).copied())
+                .collect();
+            facts.ends.extend(found);
         }
+        Ok(facts)
+    }
+
+    /// Writes what a step decided for `instances`: the node rows it changed, the runs and node
+    /// rows it made, the instances that ended. Returns the runs, the ends, and the instances
+    /// still running as they are now.
+    async fn write_plan(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        mut instances: Vec<LiveInstance>,
+        plan: StepPlan,
+        jobs: &HashMap<i64, Arc<Job>>,
+        now: i64,
+    ) -> StoreResult<Progress> {
+        let mut out = Progress {
+            lateness_ms: plan.lateness_ms,
+            ..Progress::default()
+        };
+        self.update_nodes(tx, &instances, &plan.changed).await?;
+        let run_of = self
+            .insert_node_runs(tx, &plan.new_runs, &plan.run_owners, jobs, &mut out)
+            .await?;
+        self.insert_nodes(tx, &mut instances, &plan.new_nodes, &run_of, now)
+            .await?;
+        self.end_instances(tx, &instances, &plan.ended, now, &mut out).await?;
+        // The revision of an instance that goes on is left as it is: a step only moves nodes
+        // forward, which the unique `(instance_id, node)` keeps from being done twice, and an
+        // admin that may have missed another's steps dropped what it kept when it lost the
+        // partition (`LiveInstances::keep_partitions`). Operators' changes raise it.
+        let ended_at: HashSet<usize> = plan.ended.iter().map(|(i, _)| *i).collect();
+        for (i, s) in instances.into_iter().enumerate() {
+            if !ended_at.contains(&i) {
+                out.live.push(s);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Writes the node rows `changed` (instance and node indexes) of `instances` again.
+    async fn update_nodes(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        instances: &[LiveInstance],
+        changed: &[(usize, usize)],
+    ) -> StoreResult<()> {
         let updates: Vec<(i64, &'static str, i64, &str, i64)> = changed
             .iter()
             .map(|(i, k)| {
-                let (row_id, n) = &instances[*i].live.nodes[*k];
+                let (row_id, n) = &instances[*i].nodes[*k];
                 (*row_id, n.state.as_str(), n.run_id, capped(&n.result), n.finished_at)
             })
             .collect();
@@ -560,125 +639,59 @@ impl Store {
             }
             query.execute(&mut **tx).await?;
         }
+        Ok(())
+    }
 
-        // Then as far as each graph goes, all in memory: a node whose job is gone fails at
-        // once, which may decide more nodes. Only the jobs of nodes not started yet are read.
-        let mut states: Vec<Vec<Option<NodeState>>> = Vec::with_capacity(instances.len());
-        let mut job_ids: FxHashSet<i64> = FxHashSet::default();
-        for s in &instances {
-            let graph = &s.live.definition;
-            let mut of = vec![None; graph.len()];
-            for (_, n) in &s.live.nodes {
-                if let Some(k) = graph.index(&n.node) {
-                    of[k] = Some(n.state);
-                }
-            }
-            job_ids.extend(
-                graph
-                    .def
-                    .nodes
-                    .iter()
-                    .zip(&of)
-                    .filter(|(_, st)| st.is_none())
-                    .map(|(n, _)| n.job_id),
-            );
-            states.push(of);
-        }
-        let job_ids: Vec<i64> = job_ids.into_iter().collect();
-        let jobs: HashMap<i64, Arc<Job>> = self
-            .jobs_tx(tx, &job_ids)
-            .await?
-            .into_iter()
-            .map(|(id, j)| (id, Arc::new(j)))
-            .collect();
-        let no_results = HashMap::new();
-        // At most every node without a row gets one now. Sized once: grown push by push, these
-        // (thousands of runs in a wave) were copied a dozen times over, each time into memory
-        // not touched before, which cost more than filling them.
-        let room: usize = instances
-            .iter()
-            .map(|s| s.live.definition.len().saturating_sub(s.live.nodes.len()))
-            .sum();
-        // New node rows as (instance index, key, state, result); runs with their row's index.
-        let mut new_nodes: Vec<(usize, String, NodeState, String)> = Vec::with_capacity(room);
-        let mut new_runs: Vec<NewRun> = Vec::with_capacity(room);
-        let mut run_owners: Vec<usize> = Vec::with_capacity(room);
-        let mut ended: Vec<(usize, InstanceState)> = Vec::new();
-        for (i, (s, states)) in instances.iter().zip(&mut states).enumerate() {
-            let graph = s.live.definition.clone();
-            // Upstream results, gathered only for a node that has parents or names a node.
-            let mut results: Option<dag::Results<'_>> = None;
-            let due = start_at.get(&s.live.id).copied().unwrap_or(now);
-            loop {
-                let step = graph.step(states);
-                let mut again = !step.not_run.is_empty() && step.ready.is_empty() && step.finished.is_none();
-                for k in step.not_run {
-                    states[k] = Some(NodeState::NotRun);
-                    new_nodes.push((i, graph.def.nodes[k].key.clone(), NodeState::NotRun, String::new()));
-                }
-                for k in step.ready {
-                    let node = &graph.def.nodes[k];
-                    let made = match jobs.get(&node.job_id) {
-                        Some(job) => {
-                            let named = node.param.as_deref().unwrap_or(&job.param).contains("{{");
-                            let results = if named || graph.sources(k).next().is_some() {
-                                results.get_or_insert_with(|| succeeded_results(&s.live.nodes))
-                            } else {
-                                &no_results
-                            };
-                            node_run(job, &graph, k, results, due)
-                        }
-                        None => Err(format!("job {} no longer exists", node.job_id)),
-                    };
-                    match made {
-                        Ok(run) => {
-                            run_owners.push(new_nodes.len());
-                            new_runs.push(run);
-                            states[k] = Some(NodeState::Running);
-                            new_nodes.push((i, node.key.clone(), NodeState::Running, String::new()));
-                        }
-                        Err(why) => {
-                            again = true;
-                            states[k] = Some(NodeState::Failed);
-                            new_nodes.push((i, node.key.clone(), NodeState::Failed, why));
-                        }
-                    }
-                }
-                if let Some(end) = step.finished {
-                    ended.push((i, end));
-                    break;
-                }
-                if !again {
-                    break;
-                }
-            }
-        }
-
-        // The runs, then the node rows that name them, several per statement.
-        let tickets = self.insert_runs_tx(tx, &new_runs).await?;
-        if tickets.len() != new_runs.len() {
+    /// Creates a step's `runs` (each for the new node at the same place in `owners`) and adds
+    /// them to `out`'s tickets; returns each one's id by its node's index among the new nodes.
+    async fn insert_node_runs(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        runs: &[NewRun],
+        owners: &[usize],
+        jobs: &HashMap<i64, Arc<Job>>,
+        out: &mut Progress,
+    ) -> StoreResult<FxHashMap<usize, i64>> {
+        let tickets = self.insert_runs_tx(tx, runs).await?;
+        if tickets.len() != runs.len() {
             return Err(StoreError::Conflict(format!(
                 "{} of {} workflow node runs were created",
                 tickets.len(),
-                new_runs.len()
+                runs.len()
             )));
         }
         let mut run_of: FxHashMap<usize, i64> = FxHashMap::with_capacity_and_hasher(tickets.len(), Default::default());
         out.tickets.reserve(tickets.len());
-        for ((owner, run), ticket) in run_owners.iter().zip(&new_runs).zip(tickets) {
+        for ((owner, run), ticket) in owners.iter().zip(runs).zip(tickets) {
             // RETURNING gives the rows in the order of VALUES; checked, not assumed.
             if ticket.job_id != run.job_id {
                 return Err(StoreError::Conflict("workflow node runs came back out of order".into()));
             }
             run_of.insert(*owner, ticket.id);
-            let job = jobs
-                .get(&run.job_id)
-                .expect("a run is made for a job that exists")
-                .clone();
-            out.tickets.push((job, ticket));
+            let Some(job) = jobs.get(&run.job_id) else {
+                return Err(StoreError::Conflict(format!(
+                    "job {} of a node run is gone",
+                    run.job_id
+                )));
+            };
+            out.tickets.push((job.clone(), ticket));
         }
+        Ok(run_of)
+    }
+
+    /// Inserts a step's new node rows (`run_of`: the run of each, by its index), several per
+    /// statement, and adds them to their instances.
+    async fn insert_nodes(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        instances: &mut [LiveInstance],
+        new_nodes: &[NewNode],
+        run_of: &FxHashMap<usize, i64>,
+        now: i64,
+    ) -> StoreResult<()> {
+        let at: FxHashMap<i64, usize> = instances.iter().enumerate().map(|(k, s)| (s.id, k)).collect();
         let mut cursor = IdCursor::new("workflow_node_run");
-        for (offset, chunk) in self.backend.insert_slices(&new_nodes, NODE_ROWS) {
+        for (offset, chunk) in self.backend.insert_slices(new_nodes, NODE_ROWS) {
             let row = "(?, ?, ?, ?, ?, ?, ?)";
             let q =
                 format!(
@@ -690,47 +703,52 @@ impl Store {
             let q = self.sql(&q).into_owned();
             let mut query = sized_query(&q, chunk.len() * 7);
             let mut made: Vec<(i64, NodeRun)> = Vec::with_capacity(chunk.len());
-            for (k, (i, key, state, result)) in chunk.iter().enumerate() {
+            for (k, n) in chunk.iter().enumerate() {
                 let run_id = run_of.get(&(offset + k)).copied().unwrap_or(0);
-                let instance = instances[*i].live.id;
-                let finished_at = if *state == NodeState::Running { 0 } else { now };
+                let instance = instances[n.instance].id;
+                let finished_at = if n.state == NodeState::Running { 0 } else { now };
                 query = query
                     .bind(instance)
-                    .bind(key.as_str())
-                    .bind(state.as_str())
+                    .bind(n.key.as_str())
+                    .bind(n.state.as_str())
                     .bind(run_id)
-                    .bind(result.as_str())
+                    .bind(n.result.as_str())
                     .bind(now)
                     .bind(finished_at);
-                made.push((
-                    instance,
-                    NodeRun {
-                        node: key.clone(),
-                        state: *state,
-                        run_id,
-                        result: result.clone(),
-                        started_at: now,
-                        finished_at,
-                    },
-                ));
+                let node = NodeRun {
+                    node: n.key.clone(),
+                    state: n.state,
+                    run_id,
+                    result: n.result.clone(),
+                    started_at: now,
+                    finished_at,
+                };
+                made.push((instance, node));
             }
             let keys: Vec<(i64, String)> = made.iter().map(|(i, n)| (*i, n.node.clone())).collect();
-            for (id, (instance, node)) in self
-                .insert_node_rows(tx, &mut cursor, query, &keys)
-                .await?
-                .into_iter()
-                .zip(made)
-            {
-                instances[at[&instance]].live.nodes.push((id, node));
+            let ids = self.insert_node_rows(tx, &mut cursor, query, &keys).await?;
+            for (id, (instance, node)) in ids.into_iter().zip(made) {
+                instances[at[&instance]].nodes.push((id, node));
             }
         }
+        Ok(())
+    }
 
-        // The instances that ended, with their ends.
+    /// Marks the instances that `ended` (indexes into `instances`) with their ends, and adds
+    /// the ends and their workflows (each once) to `out`.
+    async fn end_instances(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        instances: &[LiveInstance],
+        ended: &[(usize, InstanceState)],
+        now: i64,
+        out: &mut Progress,
+    ) -> StoreResult<()> {
         let mut by_end: HashMap<&'static str, Vec<i64>> = HashMap::new();
-        for (i, end) in &ended {
-            by_end.entry(end.as_str()).or_default().push(instances[*i].live.id);
+        for (i, end) in ended {
+            by_end.entry(end.as_str()).or_default().push(instances[*i].id);
             out.finished.push(*end);
-            let w = instances[*i].live.workflow_id;
+            let w = instances[*i].workflow_id;
             if !out.finished_workflows.contains(&w) {
                 out.finished_workflows.push(w);
             }
@@ -744,17 +762,7 @@ impl Store {
             )
             .await?;
         }
-        // The revision of an instance that goes on is left as it is: a step only moves nodes
-        // forward, which the unique `(instance_id, node)` keeps from being done twice, and an
-        // admin that may have missed another's steps dropped what it kept when it lost the
-        // partition (`LiveInstances::keep_partitions`). Operators' changes raise it.
-        let ended_at: HashSet<usize> = ended.iter().map(|(i, _)| *i).collect();
-        for (i, s) in instances.into_iter().enumerate() {
-            if !ended_at.contains(&i) {
-                out.live.push(s.live);
-            }
-        }
-        Ok(out)
+        Ok(())
     }
 
     /// The prepared graphs of workflow versions `versions`: kept in `live`, or read, prepared
@@ -794,16 +802,15 @@ impl Store {
         Ok(out)
     }
 
-    /// Reads the graphs and node rows of instances `ids` into their places in `instances` (`at`:
-    /// each instance's index there).
+    /// Reads the graphs and node rows of instances `ids` into their places in `instances`.
     async fn read_instances(
         &self,
         tx: &mut Transaction<'static, Any>,
         ids: &[i64],
-        at: &FxHashMap<i64, usize>,
-        instances: &mut [Stepping],
+        instances: &mut [LiveInstance],
         live: &mut LiveInstances,
     ) -> StoreResult<()> {
+        let at: FxHashMap<i64, usize> = instances.iter().enumerate().map(|(k, s)| (s.id, k)).collect();
         let q = "SELECT id, version_id FROM workflow_instance WHERE id IN ({in})";
         let versions = self.int_rows_in(tx, q, ["id", "version_id"], ids).await?;
         let graphs = self
@@ -811,64 +818,34 @@ impl Store {
             .await?;
         for [id, version] in versions {
             if let Some(k) = at.get(&id) {
-                instances[*k].live.definition = graphs[&version].clone();
+                instances[*k].definition = graphs[&version].clone();
             }
         }
         let q = "SELECT id, instance_id, node, state, run_id, result, started_at, finished_at FROM workflow_node_run \
                  WHERE instance_id IN ({in}) ORDER BY id";
         for r in self.fetch_in(tx, q, ids, &[]).await? {
             if let Some(k) = at.get(&rows::int(&r, "instance_id")?) {
-                instances[*k].live.nodes.push((rows::int(&r, "id")?, node_row(&r)?));
+                instances[*k].nodes.push((rows::int(&r, "id")?, node_row(&r)?));
             }
         }
         Ok(())
     }
 }
 
-/// An instance being moved on.
-#[derive(Debug)]
-struct Stepping {
-    live: LiveInstance,
-    /// Read from the database in this step (nothing kept of it, or kept at another revision).
-    read: bool,
-}
-
-/// The results of an instance's succeeded nodes, by node (for `{{node.result}}` and the
-/// upstream results a run carries as data).
-fn succeeded_results(nodes: &[(i64, NodeRun)]) -> dag::Results<'_> {
-    nodes
-        .iter()
-        .filter(|(_, n)| n.state == NodeState::Succeeded)
-        .map(|(_, n)| (n.node.as_str(), n.result.as_str()))
-        .collect()
-}
-
-/// The run of node `k` of `graph`, due at `at`: its job's, with the node's parameter (or the
-/// job's) and the upstream results it names filled in — each as one shell-quoted word when the
-/// job runs code (`dag::runs_code`): a job may have become one since its workflow was checked
-/// — and its sources' results beside it as data. `Err`: why the node fails instead.
-pub(super) fn node_run(
-    job: &Job,
-    graph: &dag::Graph,
-    k: usize,
-    results: &dag::Results<'_>,
-    at: i64,
-) -> Result<NewRun, String> {
-    let node = &graph.def.nodes[k];
-    let paste = if dag::runs_code(job.glue_type, &job.handler) {
-        dag::Paste::ShellQuoted
-    } else {
-        dag::Paste::Plain
-    };
-    let mut run = NewRun::of_job(job, TriggerType::Workflow, at, None);
-    run.param = dag::resolve(node.param.as_deref().unwrap_or(&job.param), results, paste).map_err(|_| {
-        format!(
-            "its parameter with the upstream results quoted in is over {} bytes: job {} runs code, \
-             so a result is not cut short (read them from CHIME_UPSTREAM_RESULTS instead)",
-            dag::MAX_PARAM_BYTES,
-            job.id
-        )
-    })?;
-    run.upstream = dag::upstream_json(graph.sources(k), results);
-    Ok(run)
+/// The running nodes whose runs a step looks at: every one, or (`Look::Runs`) those whose runs
+/// were reported finished and every one of an instance read in this step (`read`).
+fn watched_nodes(instances: &[LiveInstance], read: &[bool], look: Look<'_>) -> Vec<step::Watched> {
+    let mut out = Vec::new();
+    for (i, s) in instances.iter().enumerate() {
+        for (k, (_, n)) in s.nodes.iter().enumerate() {
+            let looked_at = match look {
+                Look::All => true,
+                Look::Runs(runs) => read[i] || runs.contains_key(&n.run_id),
+            };
+            if n.state == NodeState::Running && n.run_id > 0 && looked_at {
+                out.push((i, k));
+            }
+        }
+    }
+    out
 }

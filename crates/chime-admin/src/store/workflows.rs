@@ -7,12 +7,16 @@ use super::bulk::Arg;
 use super::jobs::BUMP_UPDATED_AT;
 use super::rows;
 use super::workflow_rows::{instance_row, node_row, workflow_row, INSTANCE_COLUMNS, INSTANCE_FROM, WORKFLOW_COLUMNS};
-use super::workflow_steps::{node_run, NodeTickets};
+use super::workflow_steps::NodeTickets;
 use super::{Store, StoreError, StoreResult, PARTITIONS};
-use crate::model::now_ms;
+use crate::model::{now_ms, Job};
+use crate::run::RunTicket;
 use crate::workflow::dag::{self, InstanceState, NodeState};
 use crate::workflow::spec::{Instance, NodeRun, Workflow, WorkflowDraft};
-use sqlx::any::Any;
+pub use crate::workflow::step::NodeChange;
+use crate::workflow::step::{self, node_run, ChangeAction, ChangeRefused};
+use sqlx::any::{Any, AnyRow};
+use sqlx::AnyConnection;
 use sqlx::Transaction;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -220,26 +224,34 @@ impl Store {
 
     /// A workflow.
     pub async fn workflow(&self, id: i64) -> StoreResult<Workflow> {
-        let q = self
-            .sql(&format!("SELECT {WORKFLOW_COLUMNS} FROM workflow WHERE id = ?"))
-            .into_owned();
-        let row = sqlx::query(&q).bind(id).fetch_optional(&self.read).await?;
-        row.map(|r| workflow_row(&r))
-            .transpose()?
-            .ok_or_else(|| StoreError::NotFound(format!("workflow {id}")))
+        let q = format!("SELECT {WORKFLOW_COLUMNS} FROM workflow WHERE id = ?");
+        let mut conn = self.read.acquire().await?;
+        self.row_by_id(&mut conn, &q, id, "workflow", workflow_row).await
     }
 
     pub(super) async fn workflow_tx(&self, tx: &mut Transaction<'static, Any>, id: i64) -> StoreResult<Workflow> {
-        let q = self
-            .sql(&format!(
-                "SELECT {WORKFLOW_COLUMNS} FROM workflow WHERE id = ?{}",
-                self.backend.for_update()
-            ))
-            .into_owned();
-        let row = sqlx::query(&q).bind(id).fetch_optional(&mut **tx).await?;
-        row.map(|r| workflow_row(&r))
+        let q = format!(
+            "SELECT {WORKFLOW_COLUMNS} FROM workflow WHERE id = ?{}",
+            self.backend.for_update()
+        );
+        self.row_by_id(tx, &q, id, "workflow", workflow_row).await
+    }
+
+    /// The row that `select` (`… WHERE id = ?`) finds for `id`, decoded by `decode`:
+    /// `NotFound("{what} {id}")` when there is none.
+    async fn row_by_id<T>(
+        &self,
+        conn: &mut AnyConnection,
+        select: &str,
+        id: i64,
+        what: &str,
+        decode: fn(&AnyRow) -> Result<T, sqlx::Error>,
+    ) -> StoreResult<T> {
+        let q = self.sql(select).into_owned();
+        let row = sqlx::query(&q).bind(id).fetch_optional(&mut *conn).await?;
+        row.map(|r| decode(&r))
             .transpose()?
-            .ok_or_else(|| StoreError::NotFound(format!("workflow {id}")))
+            .ok_or_else(|| StoreError::NotFound(format!("{what} {id}")))
     }
 
     /// Every workflow, by id.
@@ -555,99 +567,30 @@ impl Store {
         let now = now_ms();
         let mut tx = self.write.begin().await?;
         let instance = self.lock_instance(&mut tx, id).await?;
-        if matches!(
-            instance.state,
-            InstanceState::Stopped | InstanceState::Skipped | InstanceState::Queued
-        ) {
-            return Err(StoreError::Conflict(format!(
-                "instance {id} is {}",
-                instance.state.as_str()
-            )));
-        }
-        let def = &instance.definition;
-        let Some(spec) = def.node(node) else {
-            return Err(StoreError::NotFound(format!("node '{node}' in instance {id}")));
-        };
         let nodes = self.node_runs(&mut tx, id).await?;
-        let current = nodes.iter().find(|n| n.node == node).map(|n| n.state);
-        let allowed = match change {
-            NodeChange::Retry | NodeChange::MarkSucceeded => {
-                matches!(current, Some(NodeState::Failed | NodeState::Stopped))
-            }
-            NodeChange::Skip => matches!(current, None | Some(NodeState::Failed | NodeState::NotRun)),
-        };
-        if !allowed {
-            return Err(StoreError::Conflict(format!(
-                "node '{node}' is {}: cannot {}",
-                current.map_or("waiting", NodeState::as_str),
-                change.as_str()
-            )));
-        }
-        // What the old state decided downstream is decided again.
-        let downstream = def.downstream(node);
-        let undecided: Vec<&str> = nodes
-            .iter()
-            .filter(|n| n.state == NodeState::NotRun && downstream.contains(n.node.as_str()))
-            .map(|n| n.node.as_str())
-            .collect();
-        for key in &undecided {
+        let plan =
+            step::plan_change(id, instance.state, &instance.definition, &nodes, node, change).map_err(|e| match e {
+                ChangeRefused::Conflict(why) => StoreError::Conflict(why),
+                ChangeRefused::NotFound(what) => StoreError::NotFound(what),
+            })?;
+        for key in &plan.undecided {
             let q = self.sql("DELETE FROM workflow_node_run WHERE instance_id = ? AND node = ?");
-            sqlx::query(&q).bind(id).bind(*key).execute(&mut *tx).await?;
+            sqlx::query(&q).bind(id).bind(key).execute(&mut *tx).await?;
         }
         let mut tickets = Vec::new();
-        match change {
-            NodeChange::Retry => {
-                let job = self
-                    .jobs_tx(&mut tx, &[spec.job_id])
-                    .await?
-                    .remove(&spec.job_id)
-                    .ok_or_else(|| StoreError::Conflict(format!("job {} no longer exists", spec.job_id)))?;
-                let results: dag::Results<'_> = nodes
-                    .iter()
-                    .filter(|n| n.state == NodeState::Succeeded)
-                    .map(|n| (n.node.as_str(), n.result.as_str()))
-                    .collect();
-                let graph = dag::Graph::new(def.clone());
-                let k = graph.index(node).unwrap_or_default();
-                let run = node_run(&job, &graph, k, &results, now).map_err(StoreError::Conflict)?;
-                let ticket = self
-                    .insert_runs_tx(&mut tx, &[run])
-                    .await?
-                    .pop()
-                    .ok_or_else(|| StoreError::Conflict(format!("the run of node '{node}' was not created")))?;
-                let q = self.sql(
-                    "UPDATE workflow_node_run SET state = 'running', run_id = ?, result = '', started_at = ?, \
-                     finished_at = 0 WHERE instance_id = ? AND node = ?",
-                );
-                sqlx::query(&q)
-                    .bind(ticket.id)
-                    .bind(now)
-                    .bind(id)
-                    .bind(node)
-                    .execute(&mut *tx)
-                    .await?;
-                tickets.push((Arc::new(job), ticket));
+        match plan.action {
+            ChangeAction::Retry { job_id } => {
+                let retry = self.retry_node(&mut tx, &instance, &nodes, node, job_id, now);
+                tickets.push(retry.await?);
             }
-            NodeChange::Skip | NodeChange::MarkSucceeded => {
-                let state = if change == NodeChange::Skip {
-                    NodeState::Skipped
-                } else {
-                    NodeState::Succeeded
-                };
-                if current.is_some() {
-                    let q = self.sql(
-                        "UPDATE workflow_node_run SET state = ?, finished_at = ? WHERE instance_id = ? AND node = ?",
-                    );
-                    sqlx::query(&q)
-                        .bind(state.as_str())
-                        .bind(now)
-                        .bind(id)
-                        .bind(node)
-                        .execute(&mut *tx)
-                        .await?;
-                } else {
-                    self.insert_node(&mut tx, id, node, state, 0, "", now).await?;
-                }
+            ChangeAction::Set { state, has_row: true } => {
+                let q = self
+                    .sql("UPDATE workflow_node_run SET state = ?, finished_at = ? WHERE instance_id = ? AND node = ?");
+                let query = sqlx::query(&q).bind(state.as_str()).bind(now).bind(id).bind(node);
+                query.execute(&mut *tx).await?;
+            }
+            ChangeAction::Set { state, has_row: false } => {
+                self.insert_node(&mut tx, id, node, state, 0, "", now).await?;
             }
         }
         // Running (again), and changed: whatever an admin kept of it is read again.
@@ -661,17 +604,50 @@ impl Store {
         Ok(tickets)
     }
 
+    /// Runs node `node` of `instance` again: a new run of job `job_id` with the node's
+    /// parameter and the upstream results of `nodes`, and the node's row running it.
+    async fn retry_node(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        instance: &Instance,
+        nodes: &[NodeRun],
+        node: &str,
+        job_id: i64,
+        now: i64,
+    ) -> StoreResult<(Arc<Job>, RunTicket)> {
+        let job = self
+            .jobs_tx(tx, &[job_id])
+            .await?
+            .remove(&job_id)
+            .ok_or_else(|| StoreError::Conflict(format!("job {job_id} no longer exists")))?;
+        let results: dag::Results<'_> = nodes
+            .iter()
+            .filter(|n| n.state == NodeState::Succeeded)
+            .map(|n| (n.node.as_str(), n.result.as_str()))
+            .collect();
+        let graph = dag::Graph::new(instance.definition.clone());
+        let k = graph.index(node).unwrap_or_default();
+        let run = node_run(&job, &graph, k, &results, now).map_err(StoreError::Conflict)?;
+        let ticket = self
+            .insert_runs_tx(tx, &[run])
+            .await?
+            .pop()
+            .ok_or_else(|| StoreError::Conflict(format!("the run of node '{node}' was not created")))?;
+        let q = self.sql(
+            "UPDATE workflow_node_run SET state = 'running', run_id = ?, result = '', started_at = ?, \
+             finished_at = 0 WHERE instance_id = ? AND node = ?",
+        );
+        let query = sqlx::query(&q).bind(ticket.id).bind(now).bind(instance.id).bind(node);
+        query.execute(&mut **tx).await?;
+        Ok((Arc::new(job), ticket))
+    }
+
     async fn lock_instance(&self, tx: &mut Transaction<'static, Any>, id: i64) -> StoreResult<Instance> {
-        let q = self
-            .sql(&format!(
-                "SELECT {INSTANCE_COLUMNS} FROM {INSTANCE_FROM} WHERE i.id = ?{}",
-                self.backend.for_update()
-            ))
-            .into_owned();
-        let row = sqlx::query(&q).bind(id).fetch_optional(&mut **tx).await?;
-        row.map(|r| instance_row(&r))
-            .transpose()?
-            .ok_or_else(|| StoreError::NotFound(format!("workflow instance {id}")))
+        let q = format!(
+            "SELECT {INSTANCE_COLUMNS} FROM {INSTANCE_FROM} WHERE i.id = ?{}",
+            self.backend.for_update()
+        );
+        self.row_by_id(tx, &q, id, "workflow instance", instance_row).await
     }
 }
 
@@ -684,28 +660,6 @@ pub struct StoppedInstance {
     pub to_kill: Vec<i64>,
     /// Runs not yet sent, recorded as killed: they must not go out.
     pub withdrawn: Vec<i64>,
-}
-
-/// An operator's change to a node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NodeChange {
-    /// Run a failed or stopped node again.
-    Retry,
-    /// Do not run it; its children go on as after a success.
-    Skip,
-    /// Count a failed or stopped node as succeeded.
-    MarkSucceeded,
-}
-
-impl NodeChange {
-    /// How the API names it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NodeChange::Retry => "retry",
-            NodeChange::Skip => "skip",
-            NodeChange::MarkSucceeded => "mark succeeded",
-        }
-    }
 }
 
 /// When a workflow started now fires first (0 when it is not started).

@@ -20,7 +20,7 @@
 
 use super::dag::{Definition, Graph};
 use super::spec::{NodeRun, Workflow};
-use crate::store::PARTITIONS;
+use crate::run::PARTITIONS;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 

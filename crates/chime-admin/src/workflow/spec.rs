@@ -136,14 +136,8 @@ pub struct WorkflowDraft {
 }
 
 impl WorkflowSpec {
-    /// Checks every field; `base` is the workflow on update, `job` says which job ids exist
-    /// (nodes must name one) and which of them run code (see `Definition::validate`).
-    pub fn validate(
-        &self,
-        base: Option<&Workflow>,
-        default_zone: &str,
-        job: impl Fn(i64) -> Option<NodeJob>,
-    ) -> Result<WorkflowDraft, Invalid> {
+    /// The name and description, as given or kept from `base`, checked.
+    fn name_and_description(&self, base: Option<&Workflow>) -> Result<(String, String), Invalid> {
         let name = match (&self.name, base) {
             (Some(n), _) => n.trim().to_owned(),
             (None, Some(b)) => b.name.clone(),
@@ -163,6 +157,12 @@ impl WorkflowSpec {
         if description.chars().count() > 255 {
             return Err(Invalid::new("description", "must be at most 255 characters"));
         }
+        Ok((name, description))
+    }
+
+    /// The schedule type, expression and zone, as given or kept from `base` (the zone
+    /// defaulting to `default_zone`), checked: the expression must parse in the zone.
+    fn schedule(&self, base: Option<&Workflow>, default_zone: &str) -> Result<(ScheduleType, String, String), Invalid> {
         let schedule_type = match &self.schedule_type {
             Some(s) => s
                 .parse()
@@ -199,6 +199,19 @@ impl WorkflowSpec {
             Calendar::parse(schedule_type, &schedule_expr, &time_zone, 0)
                 .map_err(|e| Invalid::new("schedule_expr", e))?;
         }
+        Ok((schedule_type, schedule_expr, time_zone))
+    }
+
+    /// Checks every field; `base` is the workflow on update, `job` says which job ids exist
+    /// (nodes must name one) and which of them run code (see `Definition::validate`).
+    pub fn validate(
+        &self,
+        base: Option<&Workflow>,
+        default_zone: &str,
+        job: impl Fn(i64) -> Option<NodeJob>,
+    ) -> Result<WorkflowDraft, Invalid> {
+        let (name, description) = self.name_and_description(base)?;
+        let (schedule_type, schedule_expr, time_zone) = self.schedule(base, default_zone)?;
         let misfire_strategy = match &self.misfire_strategy {
             Some(s) => s
                 .parse()

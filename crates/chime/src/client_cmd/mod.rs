@@ -2,17 +2,19 @@
 //!
 //! Every command prints an aligned table for people, or the API's JSON with `--json`.
 
+mod job_body;
 mod jobs_doc;
 mod output;
 mod workflow;
 
 pub use workflow::WorkflowArgs;
 
+use chime_admin::api::GroupSpec;
 use output::{
     br_lines, cell, print_groups, print_job_detail, print_jobs, print_run_detail, print_runs, table, time, zoned,
     GroupNames,
 };
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -169,6 +171,11 @@ struct JobFields {
     /// Start scheduling right away.
     #[arg(long)]
     start: bool,
+    /// Any job field by its API name, as FIELD=VALUE (repeatable), e.g. `--set owner=ann
+    /// --set retry_count=3`: text for a text field, JSON otherwise. Checked against the job
+    /// body's fields and types before it is sent.
+    #[arg(long = "set", value_name = "FIELD=VALUE")]
+    set: Vec<String>,
 }
 
 #[derive(clap::Subcommand, Debug)]
@@ -339,6 +346,14 @@ struct Client {
 struct Failure(String);
 
 impl Client {
+    /// Sends `body`, one of the admin's wire types ([`chime_admin::api`]). The answer is
+    /// printed from its JSON as the admin wrote it: a group's answer only says whether it has
+    /// a token, and an admin of another version may answer more or fewer fields.
+    async fn send(&self, method: reqwest::Method, path: &str, body: &impl serde::Serialize) -> Result<Value, Failure> {
+        let body = serde_json::to_value(body).map_err(|e| Failure(e.to_string()))?;
+        self.call(method, path, Some(body)).await
+    }
+
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Value, Failure> {
         let url = format!("{}{}", self.opts.admin.trim_end_matches('/'), path);
         let mut attempt = 1;
@@ -513,48 +528,6 @@ impl Client {
     }
 }
 
-fn fields_to_json(f: &JobFields, creating: bool) -> Result<Value, Failure> {
-    let mut m = Map::new();
-    let mut put = |k: &str, v: Option<Value>| {
-        if let Some(v) = v {
-            m.insert(k.to_owned(), v);
-        }
-    };
-    put("group", f.group.clone().map(Value::from));
-    put("handler", f.handler.clone().map(Value::from));
-    if let Some(c) = &f.cron {
-        put("schedule_type", Some("CRON".into()));
-        put("schedule_expr", Some(c.clone().into()));
-    } else if let Some(r) = &f.fix_rate {
-        put("schedule_type", Some("FIX_RATE".into()));
-        put("schedule_expr", Some(r.clone().into()));
-    } else if f.manual || creating {
-        put("schedule_type", Some("NONE".into()));
-    }
-    put("time_zone", f.tz.clone().map(Value::from));
-    put("description", f.desc.clone().map(Value::from));
-    put("owner", f.owner.clone().map(Value::from));
-    if let Some(emails) = &f.alarm_email {
-        put("alarm_contacts", Some(alarm_contacts(emails)?.into()));
-    }
-    put("param", f.param.clone().map(Value::from));
-    put("route_strategy", f.route.clone().map(Value::from));
-    put("block_strategy", f.block.clone().map(Value::from));
-    put("misfire_strategy", f.misfire.clone().map(Value::from));
-    put("timeout_secs", f.timeout.map(Value::from));
-    put("retry_count", f.retries.map(Value::from));
-    put("child_job_ids", f.child.clone().map(|c| json!(c)));
-    put("glue_type", f.glue_type.clone().map(Value::from));
-    if let Some(path) = &f.glue_file {
-        let src = std::fs::read_to_string(path).map_err(|e| Failure(format!("cannot read {}: {e}", path.display())))?;
-        put("glue_source", Some(src.into()));
-    }
-    if f.start {
-        put("running", Some(true.into()));
-    }
-    Ok(Value::Object(m))
-}
-
 /// The `--alarm-email` list as the job's alarm contacts: comma-separated addresses, each
 /// checked for the shape of an e-mail address, so a typo is refused here instead of being
 /// skipped when an alarm is due.
@@ -605,12 +578,12 @@ async fn dispatch(c: &Client, cmd: Cmd) -> Result<(), Failure> {
             access_token,
             insecure_no_token,
         }) => {
-            let mut body = group_body(title, addresses, protocol, access_token);
-            body["app_name"] = appname.into();
-            if insecure_no_token {
-                body["insecure_no_token"] = true.into();
-            }
-            let v = c.call(Method::POST, "/v1/groups", Some(body)).await?;
+            let body = GroupSpec {
+                app_name: Some(appname),
+                insecure_no_token: insecure_no_token.then_some(true),
+                ..job_body::group_spec(title, addresses, protocol, access_token)
+            };
+            let v = c.send(Method::POST, "/v1/groups", &body).await?;
             out(&v, &|v| print_groups(&json!([v])));
         }
         Cmd::Group(GroupCmd::Update {
@@ -622,11 +595,11 @@ async fn dispatch(c: &Client, cmd: Cmd) -> Result<(), Failure> {
             insecure_no_token,
             require_token,
         }) => {
-            let mut body = group_body(title, addresses, protocol, access_token);
-            if insecure_no_token || require_token {
-                body["insecure_no_token"] = insecure_no_token.into();
-            }
-            let v = c.call(Method::PUT, &format!("/v1/groups/{group}"), Some(body)).await?;
+            let body = GroupSpec {
+                insecure_no_token: (insecure_no_token || require_token).then_some(insecure_no_token),
+                ..job_body::group_spec(title, addresses, protocol, access_token)
+            };
+            let v = c.send(Method::PUT, &format!("/v1/groups/{group}"), &body).await?;
             out(&v, &|v| print_groups(&json!([v])));
         }
         Cmd::Export(args) => {
@@ -661,9 +634,7 @@ async fn dispatch(c: &Client, cmd: Cmd) -> Result<(), Failure> {
             out(&json!({ "deleted": group }), &|_| outln!("deleted group {group}"));
         }
         Cmd::Job(JobCmd::Add(f)) => {
-            let v = c
-                .call(Method::POST, "/v1/jobs", Some(fields_to_json(&f, true)?))
-                .await?;
+            let v = c.send(Method::POST, "/v1/jobs", &job_body::job_spec(&f, true)?).await?;
             out(&v, &print_jobs);
         }
         Cmd::Job(JobCmd::List { group, limit, after_id }) => {
@@ -700,10 +671,10 @@ async fn dispatch(c: &Client, cmd: Cmd) -> Result<(), Failure> {
         }
         Cmd::Job(JobCmd::Update { id, fields }) => {
             let v = c
-                .call(
+                .send(
                     Method::PUT,
                     &format!("/v1/jobs/{id}"),
-                    Some(fields_to_json(&fields, false)?),
+                    &job_body::job_spec(&fields, false)?,
                 )
                 .await?;
             out(&v, &print_jobs);
@@ -935,29 +906,6 @@ fn query_value(v: &str) -> String {
 /// Runs `chime executor list [--group A]`.
 pub fn run_executor_list(opts: ClientOpts, group: Option<String>) -> ExitCode {
     execute(opts, Cmd::Executors(group))
-}
-
-/// The body of a group's creation or change with the fields given (those left out stay).
-fn group_body(
-    title: Option<String>,
-    addresses: Vec<String>,
-    protocol: Option<String>,
-    access_token: Option<String>,
-) -> Value {
-    let mut body = json!({});
-    if let Some(t) = title {
-        body["title"] = t.into();
-    }
-    if !addresses.is_empty() {
-        body["addresses"] = json!(addresses);
-    }
-    if let Some(p) = protocol {
-        body["protocol"] = p.into();
-    }
-    if let Some(t) = access_token {
-        body["access_token"] = t.into();
-    }
-    body
 }
 
 #[cfg(test)]

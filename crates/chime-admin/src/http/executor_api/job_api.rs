@@ -16,6 +16,7 @@
 
 use super::{count_refusal, token_matches, Admin, Body, Bytes, HeaderMap, Response, SocketAddr, ACCESS_TOKEN_HEADER};
 use super::{APPNAME_HEADER, JOB_API_BODY_LIMIT};
+use crate::api::JobInfoPatch;
 use crate::center::OpError;
 use crate::model::{Group, Invalid, Job, JobSpec};
 use crate::store::StoreError;
@@ -292,8 +293,13 @@ fn spec_of(fields: &JobFields, on_add: bool) -> Result<JobSpec, Failure> {
     let upper = |v: &Option<String>| v.as_deref().map(|s| s.trim().to_owned());
     Ok(JobSpec {
         description: fields.name.clone(),
-        owner: fields.author.clone(),
-        alarm_contacts: fields.alarm_email.clone(),
+        // Descriptive fields added later are left out (`..`): they take their default.
+        #[allow(clippy::needless_update)]
+        info: JobInfoPatch {
+            owner: fields.author.clone(),
+            alarm_contacts: fields.alarm_email.clone(),
+            ..Default::default()
+        },
         schedule_type: upper(&fields.schedule_type),
         schedule_expr: fields.schedule_conf.clone(),
         misfire_strategy: upper(&fields.misfire_strategy),

@@ -6,6 +6,7 @@ use crate::run::{Claimed, FirePlan, RunTicket};
 use crate::store::bulk::{sized_query, Arg};
 use crate::store::rows;
 use crate::store::{Store, StoreResult, PARTITIONS};
+use sqlx::AnyConnection;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -35,14 +36,48 @@ impl Store {
         mut plan: impl FnMut(&Job) -> FirePlan,
     ) -> StoreResult<Claimed> {
         let mut tx = self.write.begin().await?;
-        // Judged by the database's clock, as the leases are stamped (`Store::lease_table`).
+        let held = self.leased_ready(&mut tx, owner, ready).await?;
+        if held.is_empty() {
+            return Ok(Claimed::default());
+        }
+        let due = self.due_fire_times(&mut tx, &held, horizon, limit).await?;
+        let more = due.len() as i64 == limit;
+        if due.is_empty() {
+            return Ok(Claimed::default());
+        }
+        let jobs = self.due_jobs(&mut tx, &due, cache).await?;
+        let mut all_runs = Vec::new();
+        let mut updates = Vec::with_capacity(jobs.len());
+        for job in &jobs {
+            let p = plan(job);
+            updates.push((job.id, p.next_fire_at, p.last_fire_at));
+            all_runs.extend(p.runs);
+        }
+        let skipped = all_runs.iter().filter(|r| r.trigger_code == SKIPPED_CODE).count();
+        let tickets = self.insert_fires_tx(&mut tx, &all_runs).await?;
+        self.write_job_fire_times(&mut tx, &updates).await?;
+        tx.commit().await?;
+        let mut by_job: HashMap<i64, Vec<RunTicket>> = HashMap::new();
+        for t in tickets {
+            by_job.entry(t.job_id).or_default().push(t);
+        }
+        let jobs = jobs
+            .into_iter()
+            .filter_map(|j| by_job.remove(&j.id).map(|t| (j, t)))
+            .collect();
+        Ok(Claimed { jobs, more, skipped })
+    }
+
+    /// The partitions among `ready` that `owner` still leases, judged by the database's clock,
+    /// as the leases are stamped (`Store::lease_table`).
+    async fn leased_ready(&self, tx: &mut AnyConnection, owner: &str, ready: &[i64]) -> StoreResult<Vec<i64>> {
         let q = self
             .sql(&format!(
                 "SELECT partition_no FROM partition_lease WHERE owner = ? AND expires_at > {}",
                 self.backend.now_ms_sql()
             ))
             .into_owned();
-        let held: Vec<i64> = sqlx::query(&q)
+        Ok(sqlx::query(&q)
             .bind(owner)
             .fetch_all(&mut *tx)
             .await?
@@ -51,10 +86,18 @@ impl Store {
             .collect::<Result<Vec<i64>, _>>()?
             .into_iter()
             .filter(|p| ready.contains(p))
-            .collect();
-        if held.is_empty() {
-            return Ok(Claimed::default());
-        }
+            .collect())
+    }
+
+    /// The fire times of the running jobs of partitions `held` due before `horizon`, at most
+    /// `limit`, their rows locked: `id, updated_at, anchor_at, next_fire_at, last_fire_at`.
+    async fn due_fire_times(
+        &self,
+        tx: &mut AnyConnection,
+        held: &[i64],
+        horizon: i64,
+        limit: i64,
+    ) -> StoreResult<Vec<[i64; 5]>> {
         let partition_filter = if held.len() as i64 == PARTITIONS {
             String::new()
         } else {
@@ -70,18 +113,18 @@ impl Store {
                 self.backend.for_update()
             ))
             .into_owned();
-        let due: Vec<[i64; 5]> = self
-            .int_rows(
-                &mut tx,
-                &q,
-                ["id", "updated_at", "anchor_at", "next_fire_at", "last_fire_at"],
-                &[horizon, limit],
-            )
-            .await?;
-        let more = due.len() as i64 == limit;
-        if due.is_empty() {
-            return Ok(Claimed::default());
-        }
+        let cols = ["id", "updated_at", "anchor_at", "next_fire_at", "last_fire_at"];
+        self.int_rows(tx, &q, cols, &[horizon, limit]).await
+    }
+
+    /// The jobs of the fire times `due`, with those times: from `cache` while their
+    /// `updated_at` and `anchor_at` hold, read (and cached, unless large) when not.
+    async fn due_jobs(
+        &self,
+        tx: &mut AnyConnection,
+        due: &[[i64; 5]],
+        cache: &mut HashMap<i64, Arc<Job>>,
+    ) -> StoreResult<Vec<Arc<Job>>> {
         let stale: Vec<i64> = due
             .iter()
             .filter(|[id, updated, anchor, _, _]| {
@@ -91,7 +134,7 @@ impl Store {
             })
             .map(|d| d[0])
             .collect();
-        let fresh = self.jobs_tx(&mut tx, &stale).await?;
+        let fresh = self.jobs_tx(tx, &stale).await?;
         let mut uncached: HashMap<i64, Arc<Job>> = HashMap::new();
         for (id, job) in fresh {
             let job = Arc::new(job);
@@ -104,7 +147,7 @@ impl Store {
             }
         }
         let mut jobs: Vec<Arc<Job>> = Vec::with_capacity(due.len());
-        for [id, _, _, next, last] in &due {
+        for [id, _, _, next, last] in due {
             // A job deleted since the due query cannot be, the row is locked (or, on SQLite,
             // this is the only writer); skip defensively rather than fail the round.
             let Some(base) = uncached.get(id).or_else(|| cache.get(id)) else {
@@ -115,15 +158,12 @@ impl Store {
             job.last_fire_at = *last;
             jobs.push(Arc::new(job));
         }
-        let mut all_runs = Vec::new();
-        let mut updates = Vec::with_capacity(jobs.len());
-        for job in &jobs {
-            let p = plan(job);
-            updates.push((job.id, p.next_fire_at, p.last_fire_at));
-            all_runs.extend(p.runs);
-        }
-        let skipped = all_runs.iter().filter(|r| r.trigger_code == SKIPPED_CODE).count();
-        let tickets = self.insert_fires_tx(&mut tx, &all_runs).await?;
+        Ok(jobs)
+    }
+
+    /// Writes the jobs' next and last fire times (`id, next_fire_at, last_fire_at`); a
+    /// schedule that never fires again stops its job, as XXL-JOB does.
+    async fn write_job_fire_times(&self, tx: &mut AnyConnection, updates: &[(i64, i64, i64)]) -> StoreResult<()> {
         for chunk in updates.chunks(UPDATE_ROWS) {
             let q = self
                 .backend
@@ -134,24 +174,14 @@ impl Store {
             }
             query.execute(&mut *tx).await?;
         }
-        // A schedule that never fires again stops its job, as XXL-JOB does.
         let ended: Vec<i64> = updates
             .iter()
             .filter(|(_, next, _)| *next == 0)
             .map(|(id, _, _)| *id)
             .collect();
-        self.execute_in(&mut tx, "UPDATE job SET running = 0 WHERE id IN ({in})", &ended, &[])
+        self.execute_in(tx, "UPDATE job SET running = 0 WHERE id IN ({in})", &ended, &[])
             .await?;
-        tx.commit().await?;
-        let mut by_job: HashMap<i64, Vec<RunTicket>> = HashMap::new();
-        for t in tickets {
-            by_job.entry(t.job_id).or_default().push(t);
-        }
-        let jobs = jobs
-            .into_iter()
-            .filter_map(|j| by_job.remove(&j.id).map(|t| (j, t)))
-            .collect();
-        Ok(Claimed { jobs, more, skipped })
+        Ok(())
     }
 
     /// Runs not yet sent (`trigger_code = 0`) of jobs in `partitions`: what a crash left behind.

@@ -1,5 +1,5 @@
 //! Recording trigger results and run results, and creating the runs they cause, in one
-//! transaction per batch. What an outcome causes is decided by `crate::results::plan`; this
+//! transaction per batch. What an outcome causes is decided by `crate::follow_up`; this
 //! reads the facts it needs and writes what it decides.
 //!
 //! This is the admin's busiest writer (a result and a trigger result per fire, tens of
@@ -9,8 +9,8 @@
 //! only for the few outcomes that may cause a follow-up.
 
 use super::UPDATE_ROWS;
+use crate::follow_up::{self as plan, ChainRun, ResultPlan, RunFacts, RunState};
 use crate::model::{now_ms, Job, SKIPPED_CODE};
-use crate::results::plan::{self, ChainRun, RunFacts, RunState};
 use crate::run::{capped, HandleOutcome, NewRun, Recorded, RunTicket, TriggerOutcome, WrittenResult};
 use crate::store::alarm_status;
 use crate::store::bulk::sized_query;
@@ -33,6 +33,67 @@ type Split<'a> = (
     Vec<&'a HandleOutcome>,
 );
 
+/// What a batch has decided and written so far, besides its reads.
+#[derive(Debug, Default)]
+struct Batch {
+    /// Results seen written (for the workflow loop).
+    written: Vec<WrittenResult>,
+    /// Runs that failed for good.
+    failed_for_good: Vec<i64>,
+    /// Retries by the run they retry, to be created once its guard is won.
+    retries: Vec<(i64, Vec<NewRun>)>,
+    /// Child runs by their parent's run, likewise (after the retries).
+    child_runs: Vec<(i64, Vec<NewRun>)>,
+}
+
+impl Batch {
+    /// Plans the failed sends among `triggers` (`follow_up::plan_send`): retries, or a failure
+    /// for good.
+    fn plan_sends(&mut self, triggers: &[&TriggerOutcome], facts: &HashMap<i64, RunFacts>, now: i64) {
+        for t in triggers.iter().filter(|t| t.code != 200) {
+            let Some(f) = facts.get(&t.run_id) else { continue };
+            let then = plan::plan_send(f, t, now);
+            if then.failed_for_good {
+                self.failed_for_good.push(t.run_id);
+            }
+            if !then.follow_ups.is_empty() {
+                self.retries.push((t.run_id, then.follow_ups));
+            }
+        }
+    }
+}
+
+/// Successes reported for runs the lost-run sweep failed, the first of each run.
+fn late_successes<'a>(handles: &[&'a HandleOutcome], brief: &HashMap<i64, RunState<'_>>) -> Vec<&'a HandleOutcome> {
+    let mut late_ids = HashSet::new();
+    handles
+        .iter()
+        .copied()
+        .filter(|h| brief.get(&h.run_id).is_some_and(|b| plan::is_late_success(*b, h)))
+        .filter(|h| late_ids.insert(h.run_id))
+        .collect()
+}
+
+/// The runs whose full facts a batch reads: of failed sends and failed runs (retries), of
+/// successes with children, of late successes.
+fn facts_needed(
+    triggers: &[&TriggerOutcome],
+    handles: &[&HandleOutcome],
+    brief: &HashMap<i64, RunState<'_>>,
+    parents: &HashMap<i64, Job>,
+    late: &[&HandleOutcome],
+) -> Vec<i64> {
+    let mut ids: Vec<i64> = triggers.iter().filter(|t| t.code != 200).map(|t| t.run_id).collect();
+    ids.extend(handles.iter().filter_map(|h| {
+        let b = brief.get(&h.run_id)?;
+        (b.handle_code == 0 && plan::needs_facts(h, parents.get(&b.job_id))).then_some(h.run_id)
+    }));
+    ids.extend(late.iter().map(|h| h.run_id));
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
 impl Store {
     /// Records trigger results and run results in one transaction, and creates the runs they
     /// cause (see [`Store::record_batch`]); returns those runs.
@@ -45,7 +106,7 @@ impl Store {
     }
 
     /// Records trigger results and run results in one transaction, and creates the runs they
-    /// cause as `results::plan` decides: a retry for a failure while retries remain (same
+    /// cause as `follow_up` decides: a retry for a failure while retries remain (same
     /// shard, one retry fewer), child jobs for a success. A result for a run that already has
     /// one changes nothing (the update is guarded by `handle_code = 0`), and follow-ups are
     /// guarded by `alarm_status`, so a repeated callback never retries or fires children twice.
@@ -63,6 +124,64 @@ impl Store {
         // its result go into the row in one write. The busier the writer, the longer results
         // wait for it and the more runs take this way.
         let (merged, triggers, handles) = self.merge_simple_successes(&mut tx, triggers, handles).await?;
+        let mut out = Batch {
+            written: self.write_merged(&mut tx, &merged, now).await?,
+            ..Batch::default()
+        };
+        self.write_trigger_results(&mut tx, &triggers).await?;
+        let brief = self.brief_states(&mut tx, &handles).await?;
+        let late = late_successes(&handles, &brief);
+        // Children of jobs whose runs succeeded now. Only jobs that have children matter here;
+        // reading just those keeps the common case (no children) to one cheap query.
+        let success_jobs: Vec<i64> = handles
+            .iter()
+            .filter(|h| h.code == 200)
+            .filter_map(|h| brief.get(&h.run_id))
+            .map(|b| b.job_id)
+            .collect::<HashSet<i64>>()
+            .into_iter()
+            .collect();
+        let parents = self.jobs_with_children(&mut tx, &success_jobs).await?;
+        let child_ids: Vec<i64> = parents.values().flat_map(|j| j.child_job_ids.iter().copied()).collect();
+        let children: HashMap<i64, Job> = self.jobs_tx(&mut tx, &child_ids).await?;
+        let ids = facts_needed(&triggers, &handles, &brief, &parents, &late);
+        let facts = self.run_facts(&mut tx, &ids).await?;
+        out.plan_sends(&triggers, &facts, now);
+        let state = |id| {
+            brief.get(&id).map(|b| RunState {
+                facts: facts.get(&id),
+                ..*b
+            })
+        };
+        let plans = plan::plan_results(&handles, state, &parents, &children, now);
+        self.write_results(&mut tx, plans, now, &mut out).await?;
+        let (mut follow_ups, mut retry_of) = self.guard_follow_ups(&mut tx, out.retries, out.child_runs).await?;
+        let settled = self
+            .record_late_successes(&mut tx, &late, &facts, &parents, &children, now)
+            .await?;
+        retry_of.extend(std::iter::repeat_n(0, settled.children.len()));
+        follow_ups.extend(settled.children);
+        let tickets = self.insert_linked_runs_tx(&mut tx, &follow_ups, &retry_of).await?;
+        tx.commit().await?;
+        out.failed_for_good.sort_unstable();
+        out.failed_for_good.dedup();
+        Ok(Recorded {
+            follow_ups: tickets,
+            failed_for_good: out.failed_for_good,
+            withdrawn: settled.withdrawn,
+            written: out.written,
+        })
+    }
+
+    /// Writes the trigger results and results of runs `merged` (sent and reported on
+    /// successfully in the same batch) together, several per statement; returns the results
+    /// seen written.
+    async fn write_merged(
+        &self,
+        tx: &mut AnyConnection,
+        merged: &[(&TriggerOutcome, &HandleOutcome)],
+        now: i64,
+    ) -> StoreResult<Vec<WrittenResult>> {
         let mut written = Vec::new();
         for chunk in merged.chunks(UPDATE_ROWS) {
             let q = self.backend.update_by_id(
@@ -78,9 +197,10 @@ impl Store {
             }
             let done = query.execute(&mut *tx).await?;
             if done.rows_affected() == chunk.len() as u64 {
-                written.extend(chunk.iter().zip(msgs).map(|((_, h), msg)| WrittenResult {
-                    run_id: h.run_id,
-                    code: h.code,
+                let results = chunk.iter().zip(msgs).map(|((_, h), msg)| (h.run_id, h.code, msg));
+                written.extend(results.map(|(run_id, code, msg)| WrittenResult {
+                    run_id,
+                    code,
                     msg,
                     at: now,
                 }));
@@ -89,13 +209,20 @@ impl Store {
                 // whole row, but the trigger result must still be written. Writing the chunk's
                 // trigger results again is the same values for the others.
                 let only: Vec<&TriggerOutcome> = chunk.iter().map(|(t, _)| *t).collect();
-                self.write_trigger_results(&mut tx, &only).await?;
+                self.write_trigger_results(&mut *tx, &only).await?;
             }
         }
-        self.write_trigger_results(&mut tx, &triggers).await?;
-        // What recording a result needs of each run (job, current result), for every run with
-        // a result in this batch. Most are successes of jobs without children, which need
-        // nothing more; facts are read below only for the others.
+        Ok(written)
+    }
+
+    /// What recording a result needs of each run (job, current result), for every run with a
+    /// result in `handles`, their rows locked. Most are successes of jobs without children,
+    /// which need nothing more; facts are read only for the others.
+    async fn brief_states(
+        &self,
+        tx: &mut AnyConnection,
+        handles: &[&HandleOutcome],
+    ) -> StoreResult<HashMap<i64, RunState<'static>>> {
         let mut handle_ids: Vec<i64> = handles.iter().map(|h| h.run_id).collect();
         handle_ids.sort_unstable();
         handle_ids.dedup();
@@ -106,8 +233,9 @@ impl Store {
             "SELECT id, job_id, handle_code, lost_at FROM run WHERE id IN ({{in}}){}",
             self.backend.for_update()
         );
-        let brief: HashMap<i64, RunState<'_>> = self
-            .int_rows_in(&mut tx, &q, ["id", "job_id", "handle_code", "lost_at"], &handle_ids)
+        let cols = ["id", "job_id", "handle_code", "lost_at"];
+        Ok(self
+            .int_rows_in(tx, &q, cols, &handle_ids)
             .await?
             .into_iter()
             .map(|[id, job_id, handle_code, lost_at]| {
@@ -119,76 +247,27 @@ impl Store {
                 };
                 (id, state)
             })
-            .collect();
-        // Successes reported for runs the lost-run sweep failed, the first of each run.
-        let mut late_ids = HashSet::new();
-        let late: Vec<&HandleOutcome> = handles
-            .iter()
-            .copied()
-            .filter(|h| brief.get(&h.run_id).is_some_and(|b| plan::is_late_success(*b, h)))
-            .filter(|h| late_ids.insert(h.run_id))
-            .collect();
-        // Children of jobs whose runs succeeded now. Only jobs that have children matter here;
-        // reading just those keeps the common case (no children) to one cheap query.
-        let success_jobs: HashSet<i64> = handles
-            .iter()
-            .filter(|h| h.code == 200)
-            .filter_map(|h| brief.get(&h.run_id))
-            .map(|b| b.job_id)
-            .collect();
-        let parents = self
-            .jobs_with_children(&mut tx, &success_jobs.into_iter().collect::<Vec<_>>())
-            .await?;
-        let child_ids: Vec<i64> = parents.values().flat_map(|j| j.child_job_ids.iter().copied()).collect();
-        let children: HashMap<i64, Job> = self.jobs_tx(&mut tx, &child_ids).await?;
-        // Facts: of failed sends and failed runs (retries), of successes with children.
-        let mut ids: Vec<i64> = triggers.iter().filter(|t| t.code != 200).map(|t| t.run_id).collect();
-        ids.extend(handles.iter().filter_map(|h| {
-            let b = brief.get(&h.run_id)?;
-            (b.handle_code == 0 && plan::needs_facts(h, parents.get(&b.job_id))).then_some(h.run_id)
-        }));
-        ids.extend(late.iter().map(|h| h.run_id));
-        ids.sort_unstable();
-        ids.dedup();
-        let facts = self.run_facts(&mut tx, &ids).await?;
+            .collect())
+    }
 
-        let mut failed_for_good = Vec::new();
-        // Follow-ups by run, to be created once its guard is won: retries first, then children.
-        let mut retries: Vec<(i64, Vec<NewRun>)> = Vec::new();
-        let mut child_runs: Vec<(i64, Vec<NewRun>)> = Vec::new();
-        for t in triggers.iter().filter(|t| t.code != 200) {
-            let Some(f) = facts.get(&t.run_id) else { continue };
-            let then = plan::plan_send(f, t, now);
-            if then.failed_for_good {
-                failed_for_good.push(t.run_id);
-            }
-            if !then.follow_ups.is_empty() {
-                retries.push((t.run_id, then.follow_ups));
-            }
-        }
-        let plans = plan::plan_results(
-            &handles,
-            |id| {
-                brief.get(&id).map(|b| RunState {
-                    facts: facts.get(&id),
-                    ..*b
-                })
-            },
-            &parents,
-            &children,
-            now,
-        );
-        // Results that cause nothing: written together, several per statement. A result with
-        // follow-ups is written on its own, to see whether it was written, and so is the lost-run
-        // sweep's verdict, with the time it was recorded (`lost_at`: the mark of a failure a late
-        // success may replace).
+    /// Writes the results `plans`: those that cause nothing together, several per statement;
+    /// a result with follow-ups on its own, to see whether it was written (its follow-ups go
+    /// into `out` if so), and so the lost-run sweep's verdict, with the time it was recorded
+    /// (`lost_at`: the mark of a failure a late success may replace).
+    async fn write_results(
+        &self,
+        tx: &mut AnyConnection,
+        plans: Vec<ResultPlan>,
+        now: i64,
+        out: &mut Batch,
+    ) -> StoreResult<()> {
         let mut plain: Vec<(i64, i64, String)> = Vec::with_capacity(plans.len());
         let q = self.sql(
             "UPDATE run SET handled_at = ?, handle_code = ?, handle_msg = ?, lost_at = ? WHERE id = ? AND handle_code = 0",
         );
         for p in plans {
             if p.then.failed_for_good {
-                failed_for_good.push(p.run_id);
+                out.failed_for_good.push(p.run_id);
             }
             if p.then.follow_ups.is_empty() && !p.lost {
                 plain.push((p.run_id, p.code, p.msg));
@@ -203,13 +282,26 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
             if done.rows_affected() == 1 && !p.then.follow_ups.is_empty() {
-                if p.code == 200 {
-                    child_runs.push((p.run_id, p.then.follow_ups));
+                let to = if p.code == 200 {
+                    &mut out.child_runs
                 } else {
-                    retries.push((p.run_id, p.then.follow_ups));
-                }
+                    &mut out.retries
+                };
+                to.push((p.run_id, p.then.follow_ups));
             }
         }
+        let written = self.write_plain_results(tx, plain, now).await?;
+        out.written.extend(written);
+        Ok(())
+    }
+
+    /// Writes results that cause nothing, several per statement; returns those seen written.
+    async fn write_plain_results(
+        &self,
+        tx: &mut AnyConnection,
+        plain: Vec<(i64, i64, String)>,
+        now: i64,
+    ) -> StoreResult<Vec<WrittenResult>> {
         // The chunks whose every row took its result (none had one before).
         let mut whole: Vec<bool> = Vec::with_capacity(plain.len().div_ceil(UPDATE_ROWS));
         for chunk in plain.chunks(UPDATE_ROWS) {
@@ -225,20 +317,29 @@ impl Store {
             }
             whole.push(query.execute(&mut *tx).await?.rows_affected() == chunk.len() as u64);
         }
-        written.extend(
-            plain
-                .into_iter()
-                .enumerate()
-                .filter(|(k, (_, code, _))| whole[k / UPDATE_ROWS] && *code != 0)
-                .map(|(_, (run_id, code, msg))| WrittenResult {
-                    run_id,
-                    code,
-                    msg,
-                    at: now,
-                }),
-        );
-        // Follow-ups, at most once per run. A retry records the run it retries (`retry_of`),
-        // so each links to the other on the run pages; a child run retries nothing.
+        Ok(plain
+            .into_iter()
+            .enumerate()
+            .filter(|(k, (_, code, _))| whole[k / UPDATE_ROWS] && *code != 0)
+            .map(|(_, (run_id, code, msg))| WrittenResult {
+                run_id,
+                code,
+                msg,
+                at: now,
+            })
+            .collect())
+    }
+
+    /// Follow-ups, at most once per run: each run's are kept only when its guard
+    /// (`alarm_status`) is won. A retry records the run it retries (`retry_of`), so each links
+    /// to the other on the run pages; a child run retries nothing. Returns the runs and, for
+    /// each, the run it retries (0: none).
+    async fn guard_follow_ups(
+        &self,
+        tx: &mut AnyConnection,
+        retries: Vec<(i64, Vec<NewRun>)>,
+        child_runs: Vec<(i64, Vec<NewRun>)>,
+    ) -> StoreResult<(Vec<NewRun>, Vec<i64>)> {
         let guard = self.sql("UPDATE run SET alarm_status = 1 WHERE id = ? AND alarm_status = 0");
         let mut follow_ups: Vec<NewRun> = Vec::new();
         let mut retry_of: Vec<i64> = Vec::new();
@@ -252,25 +353,11 @@ impl Store {
                 follow_ups.extend(runs);
             }
         }
-        let settled = self
-            .record_late_successes(&mut tx, &late, &facts, &parents, &children, now)
-            .await?;
-        retry_of.extend(std::iter::repeat_n(0, settled.children.len()));
-        follow_ups.extend(settled.children);
-        let tickets = self.insert_linked_runs_tx(&mut tx, &follow_ups, &retry_of).await?;
-        tx.commit().await?;
-        failed_for_good.sort_unstable();
-        failed_for_good.dedup();
-        Ok(Recorded {
-            follow_ups: tickets,
-            failed_for_good,
-            withdrawn: settled.withdrawn,
-            written,
-        })
+        Ok((follow_ups, retry_of))
     }
 
-    /// Records the late successes `late` (`results::plan::is_late_success`: runs the lost-run
-    /// sweep failed, reported successful after all) as `results::plan::plan_late_success`
+    /// Records the late successes `late` (`follow_up::is_late_success`: runs the lost-run
+    /// sweep failed, reported successful after all) as `follow_up::plan_late_success`
     /// decides, in `tx`: the run becomes a success, unless a user killed it meanwhile — the
     /// guard of its write, which also makes a repeated report change nothing more; the retry
     /// chain its loss started is stopped: a retry not sent yet is withdrawn (skipped, its

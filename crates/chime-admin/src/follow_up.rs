@@ -401,22 +401,22 @@ fn child_runs(run: &RunFacts, parent: &Job, children: &HashMap<i64, Job>, now: i
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::run::HANDLE_MSG_MAX;
     use chime_protocol::{BlockStrategy, GlueType, MisfireStrategy, RouteStrategy, ScheduleType};
 
     const NOW: i64 = 1_700_000_000_000;
 
-    fn job(id: i64, children: Vec<i64>) -> Job {
+    /// A job for tests: `handler{id}`, `param{id}`, `id` retries, children `children`.
+    pub(crate) fn job(id: i64, children: Vec<i64>) -> Job {
         Job {
             id,
             key: String::new(),
             group_id: 7,
             partition: id % 16,
             description: String::new(),
-            owner: String::new(),
-            alarm_contacts: String::new(),
+            info: crate::model::JobInfo::default(),
             schedule_type: ScheduleType::None,
             schedule_expr: String::new(),
             time_zone: "UTC".into(),

@@ -1,11 +1,31 @@
-//! The results writer's inbox, apart from the writer itself: dispatch, the lost-run sweep and
-//! the API hand outcomes over through it, and the claim loop reads its backlog.
+//! The results writer's inbox and the message type of its channel, apart from the writer
+//! itself: dispatch, the lost-run sweep and the API hand outcomes over through it, and the claim
+//! loop reads its backlog; none of them needs anything of the writer.
 
-use super::msg::ResultMsg;
-use crate::run::HandleOutcome;
+use crate::run::{HandleOutcome, TriggerOutcome};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
+
+/// Something to record.
+#[derive(Debug)]
+pub enum ResultMsg {
+    /// A run was sent (or could not be).
+    Trigger(TriggerOutcome),
+    /// Run results (a callback batch, a kill, the lost sweep); the sender learns when they are
+    /// committed.
+    Handle(Vec<HandleOutcome>, Option<oneshot::Sender<Result<(), String>>>),
+}
+
+impl ResultMsg {
+    /// How many outcomes this message carries.
+    pub fn outcomes(&self) -> usize {
+        match self {
+            ResultMsg::Trigger(_) => 1,
+            ResultMsg::Handle(h, _) => h.len(),
+        }
+    }
+}
 
 /// Messages the channel holds before senders wait (or, for [`ResultsQueue::send`], hand the
 /// send to a task).

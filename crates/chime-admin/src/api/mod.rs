@@ -1,0 +1,17 @@
+//! The REST API's bodies and answers (`/v1`), apart from how Chime stores and checks them.
+//!
+//! Each type derives serde for the wire and `schemars` for its JSON Schema, from which the
+//! OpenAPI document's component schemas are generated ([`schema::components`]); the `chime`
+//! CLI sends and reads these same types, and the console reads the schemas. A job's descriptive
+//! fields are declared once, in [`job_info`].
+
+mod groups;
+mod invalid;
+pub mod job_info;
+mod jobs;
+pub mod schema;
+
+pub use groups::{AddressType, Group, GroupSpec};
+pub use invalid::Invalid;
+pub use job_info::{JobInfo, JobInfoPatch};
+pub use jobs::{Job, JobSpec};
