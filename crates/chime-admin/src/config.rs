@@ -12,6 +12,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, FromArgMatches};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Everything `start` needs to know.
@@ -179,6 +180,18 @@ pub struct AdminConfig {
     /// the hard limit at start.
     #[arg(long, env = "CHIME_MAX_CONNECTIONS", default_value_t = 0)]
     pub max_connections: usize,
+    /// Serve HTTPS with this certificate chain (PEM: this server's certificate, then the
+    /// intermediates), with --tls-key. Read again on SIGHUP and when the file changes
+    /// [default: plain HTTP].
+    #[arg(long, env = "CHIME_TLS_CERT", value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, env = "CHIME_TLS_KEY", value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// CA certificates (PEM) trusted for https:// executors and admins besides the system's
+    /// store (which SSL_CERT_FILE can name): a private CA [default: the system's store only].
+    #[arg(long, env = "CHIME_TLS_CA", value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
 }
 
 impl Default for AdminConfig {
@@ -250,6 +263,20 @@ impl AdminConfig {
         }
     }
 
+    /// The server's TLS, when --tls-cert and --tls-key are set: the files read and checked.
+    pub fn server_tls(&self) -> Result<Option<chime_serve::tls::ServerTls>, chime_serve::tls::TlsError> {
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => chime_serve::tls::ServerTls::from_files(cert, key).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// What the admin trusts when it calls https:// executors and admins: the system's store
+    /// and --tls-ca.
+    pub fn client_tls(&self) -> Result<rustls::ClientConfig, chime_serve::tls::TlsError> {
+        chime_serve::tls::client_config(self.tls_ca.as_deref())
+    }
+
     /// Fills what depends on the machine (zone, node id) and checks what one setting alone
     /// cannot: positive intervals, lookahead of at least a tick, usable alarm addresses.
     /// Errors name the setting.
@@ -296,6 +323,14 @@ impl AdminConfig {
         if let Some(url) = &self.advertise_url {
             check_advertise_url(url).map_err(|e| format!("advertise_url: {e}"))?;
         }
+        for path in [&mut self.tls_cert, &mut self.tls_key, &mut self.tls_ca] {
+            if path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
+                *path = None;
+            }
+        }
+        if self.tls_cert.is_some() != self.tls_key.is_some() {
+            return Err("tls_cert and tls_key: set both to serve HTTPS, or neither".to_owned());
+        }
         self.alarm_webhook = self.alarm_webhook.take().filter(|u| !u.is_empty());
         if let Some(url) = &self.alarm_webhook {
             crate::alarm::deliver::check_webhook_url(url).map_err(|e| format!("alarm_webhook: {e}"))?;
@@ -330,8 +365,9 @@ fn check_advertise_url(url: &str) -> Result<(), String> {
 
 impl AdminConfig {
     /// The base URL other admins reach this one at, once it listens on `local`: the
-    /// configured `--advertise-url`, else `http://` the listen address (this machine's host name
-    /// when listening on all addresses), with the context path.
+    /// configured `--advertise-url`, else `http://` (`https://` with --tls-cert) the listen
+    /// address (this machine's host name when listening on all addresses), with the context
+    /// path.
     pub fn advertised_url(&self, local: SocketAddr) -> String {
         if let Some(url) = &self.advertise_url {
             return url.trim_end_matches('/').to_owned();
@@ -344,7 +380,8 @@ impl AdminConfig {
             local.ip().to_string()
         };
         let context = self.context_path.as_deref().unwrap_or("").trim_end_matches('/');
-        format!("http://{host}:{}{context}", local.port())
+        let scheme = if self.tls_cert.is_some() { "https" } else { "http" };
+        format!("{scheme}://{host}:{}{context}", local.port())
     }
 }
 
@@ -476,6 +513,24 @@ mod tests {
             ..Default::default()
         };
         assert!(bad_hook.checked().unwrap_err().starts_with("alarm_webhook"));
+    }
+
+    #[test]
+    fn tls_needs_a_certificate_and_its_key_and_advertises_https() {
+        let c =
+            AdminConfig::from_toml("tls_cert = \"/etc/chime/cert.pem\"\ntls_key = \"/etc/chime/key.pem\"\n").unwrap();
+        assert_eq!(c.tls_key.as_deref(), Some(std::path::Path::new("/etc/chime/key.pem")));
+        assert_eq!(
+            c.advertised_url("10.0.0.4:8443".parse().unwrap()),
+            "https://10.0.0.4:8443"
+        );
+        let e = AdminConfig::from_toml("tls_cert = \"/etc/chime/cert.pem\"\n").unwrap_err();
+        assert!(e.starts_with("tls_cert"), "{e}");
+        let plain = AdminConfig::from_toml("tls_cert = \"\"\ntls_key = \"\"\n").unwrap();
+        assert_eq!((plain.tls_cert, plain.tls_key), (None, None));
+        assert!(AdminConfig::new("sqlite::memory:")
+            .advertised_url("10.0.0.4:8080".parse().unwrap())
+            .starts_with("http://"));
     }
 
     #[test]

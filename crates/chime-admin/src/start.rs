@@ -108,6 +108,12 @@ pub async fn start(mut config: AdminConfig) -> Result<AdminHandle, StartError> {
     );
     let store = open_store(&config).await?;
     let secrets = kept_secrets(&mut config, &store).await?;
+    let server_tls = config
+        .server_tls()
+        .map_err(|e| StartError::Config(format!("tls_cert: {e}")))?;
+    let client_tls = config
+        .client_tls()
+        .map_err(|e| StartError::Config(format!("tls_ca: {e}")))?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|source| StartError::Bind {
@@ -119,7 +125,7 @@ pub async fn start(mut config: AdminConfig) -> Result<AdminHandle, StartError> {
         source,
     })?;
 
-    let (admin, loops) = wire(config, store, local_addr, secrets.cluster);
+    let (admin, loops) = wire(config, store, local_addr, secrets.cluster, client_tls);
     admin.directory.refresh().await?;
     warn_of_tokenless_groups(&admin.store).await?;
     if secrets.new_access_token.is_some() {
@@ -132,9 +138,16 @@ pub async fn start(mut config: AdminConfig) -> Result<AdminHandle, StartError> {
     let app = crate::http::router(admin.clone());
     let limits = admin.config.serve_limits();
     tasks.spawn(async move {
-        chime_serve::serve(listener, app, limits, async move { shutdown.cancelled().await }).await;
+        chime_serve::serve_with(
+            listener,
+            app,
+            limits,
+            server_tls,
+            async move { shutdown.cancelled().await },
+        )
+        .await;
     });
-    tracing::info!(%local_addr, db = %admin.store.backend().name(), node = %admin.config.node_id, "scheduling center started");
+    tracing::info!(%local_addr, tls = admin.config.tls_cert.is_some(), db = %admin.store.backend().name(), node = %admin.config.node_id, "scheduling center started");
     Ok(AdminHandle {
         local_addr,
         new_access_token: secrets.new_access_token,
@@ -357,7 +370,12 @@ struct Inboxes {
 
 /// Makes the shared parts and the inboxes (the alarm queue's sending end goes to the results
 /// writer alone).
-fn shared_parts(config: AdminConfig, store: Store, cluster_secret: &str) -> (Shared, Inboxes, AlarmQueue) {
+fn shared_parts(
+    config: AdminConfig,
+    store: Store,
+    cluster_secret: &str,
+    client_tls: rustls::ClientConfig,
+) -> (Shared, Inboxes, AlarmQueue) {
     let links = Arc::new(LinkHub::default());
     // Sends and probes each have `per_executor_concurrency` permits per executor.
     let client = ExecutorClient::new(
@@ -367,6 +385,7 @@ fn shared_parts(config: AdminConfig, store: Store, cluster_secret: &str) -> (Sha
         config.executor_networks.clone(),
         links.clone(),
         Some(cluster_secret.to_owned()),
+        client_tls,
     );
     let inflight = Arc::new(RunIds::default());
     let (results, results_rx) = ResultsQueue::new();
@@ -400,8 +419,14 @@ fn shared_parts(config: AdminConfig, store: Store, cluster_secret: &str) -> (Sha
 }
 
 /// Builds the parts the loops and the HTTP server share, and hands each what it uses.
-fn wire(config: AdminConfig, store: Store, local_addr: SocketAddr, cluster_secret: String) -> (Arc<Admin>, Loops) {
-    let (s, inboxes, alarms) = shared_parts(config, store, &cluster_secret);
+fn wire(
+    config: AdminConfig,
+    store: Store,
+    local_addr: SocketAddr,
+    cluster_secret: String,
+    client_tls: rustls::ClientConfig,
+) -> (Arc<Admin>, Loops) {
+    let (s, inboxes, alarms) = shared_parts(config, store, &cluster_secret, client_tls);
     let (possibly_sent_tx, possibly_sent) = possibly_sent_check(&s);
     let (holder, recovery) = lease_parts(&s, local_addr, possibly_sent_tx);
     let loops = Loops {

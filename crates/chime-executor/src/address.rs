@@ -17,6 +17,23 @@ pub fn normalize_advertised(value: &str) -> String {
     }
 }
 
+/// The address to register: the explicit one (`host:port` gets `https://` when the server
+/// serves TLS), else the one [`advertised_for`] the bound address, in `https://` with TLS.
+pub(crate) fn advertised(explicit: Option<&str>, bound: SocketAddr, tls: bool) -> String {
+    let plain = match explicit {
+        Some(explicit) => normalize_advertised(explicit),
+        None => advertised_for(bound),
+    };
+    let given_scheme = explicit.is_some_and(|e| {
+        let e = e.trim();
+        e.starts_with("http://") || e.starts_with("https://")
+    });
+    match plain.strip_prefix("http://") {
+        Some(rest) if tls && !given_scheme => format!("https://{rest}"),
+        _ => plain,
+    }
+}
+
 /// The first non-loopback IPv4 address of this host's interfaces, if any.
 pub fn detect_ipv4() -> Option<Ipv4Addr> {
     let interfaces = if_addrs::get_if_addrs().ok()?;
@@ -56,6 +73,16 @@ mod tests {
             "https://exec.example.com"
         );
         assert_eq!(normalize_advertised(" http://h:1/ "), "http://h:1/");
+    }
+
+    #[test]
+    fn with_tls_the_address_is_https_unless_a_scheme_was_given() {
+        let bound: SocketAddr = "127.0.0.1:9999".parse().unwrap();
+        assert_eq!(advertised(None, bound, true), "https://127.0.0.1:9999/");
+        assert_eq!(advertised(Some("exec.svc:9999"), bound, true), "https://exec.svc:9999/");
+        assert_eq!(advertised(Some("http://proxy:80"), bound, true), "http://proxy:80");
+        assert_eq!(advertised(Some("exec.svc:9999"), bound, false), "http://exec.svc:9999/");
+        assert_eq!(advertised(None, bound, false), "http://127.0.0.1:9999/");
     }
 
     #[test]

@@ -86,13 +86,16 @@ const MAX_QUOTED_REPLY: usize = 200;
 
 impl AdminClient {
     /// A client of the admins at `bases`; in link mode (`links`), calls go over the links.
+    /// `https://` admins are verified against `tls`.
     pub(crate) fn new(
         bases: Vec<String>,
         token: Option<String>,
         timeout: Duration,
         links: Option<LinkSet>,
+        tls: rustls::ClientConfig,
     ) -> AdminClient {
         let http = reqwest::Client::builder()
+            .use_preconfigured_tls(tls)
             .connect_timeout(timeout)
             .timeout(timeout)
             .pool_idle_timeout(Duration::from_secs(60))
@@ -271,11 +274,18 @@ mod tests {
             None,
             Duration::from_secs(3),
             None,
+            chime_serve::tls::client_config(None).unwrap(),
         );
         let err = admin.post_first(paths::API_CALLBACK, "[]".into()).await.unwrap_err();
         assert!(matches!(err.0.as_slice(), [AdminError::Unreachable(_)]), "{err}");
         assert_eq!(err.refusals().count(), 0);
-        let none = AdminClient::new(Vec::new(), None, Duration::from_secs(3), None);
+        let none = AdminClient::new(
+            Vec::new(),
+            None,
+            Duration::from_secs(3),
+            None,
+            chime_serve::tls::client_config(None).unwrap(),
+        );
         let err = none.post_first(paths::API_CALLBACK, "[]".into()).await.unwrap_err();
         assert_eq!(err.to_string(), "no admin address configured");
     }

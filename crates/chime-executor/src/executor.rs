@@ -52,6 +52,8 @@ pub struct ExecutorBuilder {
     listen: SocketAddr,
     advertise: Option<String>,
     serve_limits: chime_serve::Limits,
+    tls: Option<(PathBuf, PathBuf)>,
+    tls_ca: Option<PathBuf>,
     link: bool,
     link_id: Option<String>,
     log_dir: PathBuf,
@@ -80,6 +82,8 @@ impl Default for ExecutorBuilder {
             listen: SocketAddr::from(([127, 0, 0, 1], 9999)),
             advertise: None,
             serve_limits: chime_serve::Limits::default(),
+            tls: None,
+            tls_ca: None,
             link: false,
             link_id: None,
             log_dir: PathBuf::from("chime-executor-logs"),
@@ -152,6 +156,24 @@ impl ExecutorBuilder {
     pub fn advertise(mut self, address: impl Into<String>) -> Self {
         let address = address.into();
         self.advertise = if address.trim().is_empty() { None } else { Some(address) };
+        self
+    }
+
+    /// Serve HTTPS with this certificate chain (PEM: the executor's certificate, then the
+    /// intermediates) and its private key (PEM). Both are read again on SIGHUP and when they
+    /// change, for new connections. The address registered with the admin is then
+    /// `https://…`. Not for [link mode](ExecutorBuilder::link), which opens no port: its
+    /// links are TLS when the admin address is `https://`.
+    pub fn tls(mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> Self {
+        self.tls = Some((cert.into(), key.into()));
+        self
+    }
+
+    /// CA certificates (PEM) trusted for `https://` admins and `wss://` links besides the
+    /// system's store (which `SSL_CERT_FILE` can name): an admin with a certificate of a
+    /// private CA. Verification is never turned off.
+    pub fn tls_ca(mut self, ca: impl Into<PathBuf>) -> Self {
+        self.tls_ca = Some(ca.into());
         self
     }
 
@@ -381,6 +403,13 @@ impl ExecutorBuilder {
                 .map_err(|e| ExecutorError::Config(format!("link id: {e}")))?;
         }
         if self.link {
+            if self.tls.is_some() {
+                return Err(ExecutorError::Config(
+                    "a TLS certificate is for the HTTP server, and link mode opens none: the links are TLS \
+                     when the admin address is https://"
+                        .to_owned(),
+                ));
+            }
             if self.admins.is_empty() {
                 return Err(ExecutorError::Config(
                     "link mode needs at least one admin address to dial".to_owned(),
@@ -475,12 +504,19 @@ impl Executor {
             move |source| ExecutorError::Io { path, source }
         };
         std::fs::create_dir_all(&config.log_dir).map_err(io_err(&config.log_dir))?;
+        let tls_error = |e: chime_serve::tls::TlsError| ExecutorError::Config(format!("TLS: {e}"));
+        let client_tls = chime_serve::tls::client_config(config.tls_ca.as_deref()).map_err(tls_error)?;
+        let server_tls = match &config.tls {
+            Some((cert, key)) => Some(chime_serve::tls::ServerTls::from_files(cert, key).map_err(tls_error)?),
+            None => None,
+        };
         let links = config.link.then(|| LinkSet::new(&config.admins, config.admin_timeout));
         let admin = AdminClient::new(
             config.admins.clone(),
             config.access_token.clone(),
             config.admin_timeout,
             links.clone(),
+            client_tls.clone(),
         );
         let spool_dir = config.log_dir.join("callback-spool");
         let pipeline = callback::start(
@@ -543,10 +579,7 @@ impl Executor {
         }));
         let (local_addr, advertised, serving) = match reach {
             Reach::Listening(listener, local_addr) => {
-                let advertised = match &config.advertise {
-                    Some(explicit) => address::normalize_advertised(explicit),
-                    None => address::advertised_for(local_addr),
-                };
+                let advertised = address::advertised(config.advertise.as_deref(), local_addr, server_tls.is_some());
                 tracing::info!(
                     listen = %local_addr,
                     advertised = %advertised,
@@ -564,7 +597,7 @@ impl Executor {
                 let server = {
                     let stop = stop.clone();
                     let limits = config.serve_limits;
-                    tokio::spawn(chime_serve::serve(listener, app, limits, async move {
+                    tokio::spawn(chime_serve::serve_with(listener, app, limits, server_tls, async move {
                         stop.cancelled().await
                     }))
                 };
@@ -603,6 +636,7 @@ impl Executor {
                         executor_id,
                         token: config.access_token.clone(),
                         connect_timeout: config.admin_timeout.max(Duration::from_secs(10)),
+                        tls: Arc::new(client_tls),
                     },
                     registration,
                 );

@@ -302,6 +302,8 @@ pub(crate) struct LinkOptions {
     pub(crate) token: Option<String>,
     /// How long dialing and the upgrade may take.
     pub(crate) connect_timeout: Duration,
+    /// What a `wss://` admin is verified against.
+    pub(crate) tls: Arc<rustls::ClientConfig>,
 }
 
 struct Context {
@@ -501,7 +503,8 @@ async fn dial(context: &Context, url: &str) -> Result<Socket, DialError> {
     let stream = connect_tcp(request.uri(), options.connect_timeout).await?;
     // No Nagle: calls and answers are small and each is waited for.
     let _ = stream.set_nodelay(true);
-    let connect = tokio_tungstenite::client_async_tls_with_config(request, stream, Some(config), None);
+    let connector = tokio_tungstenite::Connector::Rustls(options.tls.clone());
+    let connect = tokio_tungstenite::client_async_tls_with_config(request, stream, Some(config), Some(connector));
     match tokio::time::timeout(options.connect_timeout, connect).await {
         Err(_) => Err(DialError::Failed(format!(
             "no WebSocket upgrade within {:?}",

@@ -18,6 +18,10 @@
 //!   server stops accepting (new connections wait in the kernel's backlog) until one closes, so
 //!   the process keeps file descriptors for its database, its logs and its outgoing calls.
 //!
+//! With TLS ([`serve_tls`]) the handshake happens in the connection's own task and counts
+//! against `header_timeout`, so a peer that stalls it holds no slot for long and keeps no other
+//! connection from being accepted.
+//!
 //! A connection upgraded to a WebSocket (an executor link) leaves the HTTP timers: it has its
 //! own pings and idle limit. It still holds its place under the cap until it closes.
 //!
@@ -30,6 +34,7 @@
 
 #![deny(missing_docs)]
 
+pub mod tls;
 mod watch;
 
 use axum::extract::ConnectInfo;
@@ -41,6 +46,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use tls::ServerTls;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -165,6 +171,37 @@ pub async fn serve(
     limits: Limits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
+    serve_with(listener, router, limits, None, shutdown).await;
+}
+
+/// [`serve`] over TLS: each connection's handshake, with the certificate `tls` holds at that
+/// moment, must end within `limits.header_timeout` (with the first request's head: the one
+/// timer runs from the accept). While it serves, the certificate is kept current
+/// ([`ServerTls::keep_current`]: SIGHUP, or a change of its files).
+pub async fn serve_tls(
+    listener: TcpListener,
+    router: Router,
+    limits: Limits,
+    tls: ServerTls,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    serve_with(listener, router, limits, Some(tls), shutdown).await;
+}
+
+/// [`serve_tls`] when `tls` is given, else [`serve`]: for servers whose TLS is a setting.
+pub async fn serve_with(
+    listener: TcpListener,
+    router: Router,
+    limits: Limits,
+    tls: Option<ServerTls>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    let reloader = CancellationToken::new();
+    if let Some(tls) = &tls {
+        let stop = reloader.clone();
+        tokio::spawn(tls.clone().keep_current(async move { stop.cancelled().await }));
+    }
+    let _stop_reloader = reloader.drop_guard();
     let cap = limits.connection_cap();
     let permits = Arc::new(Semaphore::new(cap));
     let stopping = CancellationToken::new();
@@ -194,15 +231,18 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         let watch = Arc::new(Watch::new());
-        let io = TokioIo::new(WatchedIo::new(stream, watch.clone(), permit));
-        connections.spawn(serve_connection(
-            io,
+        let io = WatchedIo::new(stream, watch.clone(), permit);
+        let connection = Connection {
             peer,
-            router.clone(),
+            router: router.clone(),
             watch,
             limits,
-            stopping.clone(),
-        ));
+            stopping: stopping.clone(),
+        };
+        match &tls {
+            None => connections.spawn(connection.serve(TokioIo::new(io))),
+            Some(tls) => connections.spawn(connection.serve_tls(io, tls.clone())),
+        };
     }
     drop(listener);
     stopping.cancel();
@@ -224,57 +264,92 @@ async fn accept_failed(err: &std::io::Error) {
     tokio::time::sleep(Duration::from_millis(100)).await;
 }
 
-/// Serves one connection until it ends, it is upgraded, a timer of [`Limits`] runs out, or the
-/// server stops (then it finishes the request in hand first).
-async fn serve_connection(
-    io: TokioIo<WatchedIo>,
+/// One accepted connection and what serving it needs.
+struct Connection {
     peer: SocketAddr,
     router: Router,
     watch: Arc<Watch>,
     limits: Limits,
     stopping: CancellationToken,
-) {
-    let service = {
-        let watch = watch.clone();
-        hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
-            let in_flight = InFlight::start(watch.clone());
-            let mut request = request.map(|body| axum::body::Body::new(WatchedBody::request(body, watch.clone())));
-            request.extensions_mut().insert(ConnectInfo(peer));
-            let router = router.clone();
-            async move {
-                let response = match router.oneshot(request).await {
-                    Ok(response) => response,
-                    Err(never) => match never {},
-                };
-                // The request is in flight until its response is sent whole (or dropped).
-                Ok::<_, Infallible>(response.map(|body| WatchedBody::response(body, in_flight)))
-            }
-        })
-    };
-    let connection = hyper::server::conn::http1::Builder::new()
-        .serve_connection(io, service)
-        .with_upgrades();
-    tokio::pin!(connection);
-    let mut graceful = false;
-    loop {
-        let deadline = watch.deadline(&limits);
-        tokio::select! {
-            result = connection.as_mut() => {
-                if let Err(err) = result {
-                    tracing::debug!(%peer, error = %err, "connection ended with an error");
-                }
-                return;
-            }
-            () = sleep_until(deadline) => {
-                if watch.deadline(&limits).is_some_and(|d| d <= tokio::time::Instant::now()) {
-                    tracing::debug!(%peer, "connection closed: the peer stalled past its limit");
+}
+
+impl Connection {
+    /// Shakes hands (within the header timeout, counted from the accept), then serves the
+    /// connection. A failed or stalled handshake only closes this connection.
+    async fn serve_tls(self, io: WatchedIo, tls: ServerTls) {
+        let handshake = tokio::time::timeout(self.limits.header_timeout, tls.acceptor().accept(io));
+        let stream = tokio::select! {
+            shaken = handshake => match shaken {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(err)) => {
+                    tracing::debug!(peer = %self.peer, error = %err, "TLS handshake failed");
                     return;
                 }
-            }
-            () = watch.changed() => {}
-            () = stopping.cancelled(), if !graceful => {
-                graceful = true;
-                connection.as_mut().graceful_shutdown();
+                Err(_) => {
+                    tracing::debug!(peer = %self.peer, "TLS handshake not done within the header timeout");
+                    return;
+                }
+            },
+            () = self.stopping.cancelled() => return,
+        };
+        self.serve(TokioIo::new(stream)).await;
+    }
+
+    /// Serves the connection until it ends, it is upgraded, a timer of [`Limits`] runs out, or
+    /// the server stops (then it finishes the request in hand first).
+    async fn serve<I>(self, io: TokioIo<I>)
+    where
+        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let Connection {
+            peer,
+            router,
+            watch,
+            limits,
+            stopping,
+        } = self;
+        let service = {
+            let watch = watch.clone();
+            hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+                let in_flight = InFlight::start(watch.clone());
+                let mut request = request.map(|body| axum::body::Body::new(WatchedBody::request(body, watch.clone())));
+                request.extensions_mut().insert(ConnectInfo(peer));
+                let router = router.clone();
+                async move {
+                    let response = match router.oneshot(request).await {
+                        Ok(response) => response,
+                        Err(never) => match never {},
+                    };
+                    // The request is in flight until its response is sent whole (or dropped).
+                    Ok::<_, Infallible>(response.map(|body| WatchedBody::response(body, in_flight)))
+                }
+            })
+        };
+        let connection = hyper::server::conn::http1::Builder::new()
+            .serve_connection(io, service)
+            .with_upgrades();
+        tokio::pin!(connection);
+        let mut graceful = false;
+        loop {
+            let deadline = watch.deadline(&limits);
+            tokio::select! {
+                result = connection.as_mut() => {
+                    if let Err(err) = result {
+                        tracing::debug!(%peer, error = %err, "connection ended with an error");
+                    }
+                    return;
+                }
+                () = sleep_until(deadline) => {
+                    if watch.deadline(&limits).is_some_and(|d| d <= tokio::time::Instant::now()) {
+                        tracing::debug!(%peer, "connection closed: the peer stalled past its limit");
+                        return;
+                    }
+                }
+                () = watch.changed() => {}
+                () = stopping.cancelled(), if !graceful => {
+                    graceful = true;
+                    connection.as_mut().graceful_shutdown();
+                }
             }
         }
     }

@@ -136,7 +136,12 @@ pub fn run(mut args: AdminArgs, matches: &ArgMatches) -> ExitCode {
         if let Some(token) = &handle.new_access_token {
             announce_new_token(token);
         }
-        eprintln!("chime admin: listening on http://{}", handle.local_addr);
+        let scheme = if handle.admin.config.tls_cert.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        eprintln!("chime admin: listening on {scheme}://{}", handle.local_addr);
         if handle.admin.config.api_token.as_deref().is_none_or(str::is_empty) {
             // Otherwise a script with a forgotten token meets only "401" and no reason here.
             eprintln!(

@@ -154,6 +154,28 @@ pub struct ExecutorArgs {
     /// it has not heard for that long as gone.
     #[arg(long, env = "CHIME_BEAT_INTERVAL", default_value = "30s", value_parser = parse_beat_interval)]
     beat_interval: Duration,
+
+    /// TLS: boxed, as three paths would make this the largest command by far.
+    #[command(flatten)]
+    tls: Box<TlsArgs>,
+}
+
+/// The executor's TLS flags.
+#[derive(clap::Args, Debug, Clone)]
+struct TlsArgs {
+    /// Serve HTTPS with this certificate chain (PEM), with --tls-key; the address registered
+    /// is then https://. Read again on SIGHUP and when the file changes. Not with --link.
+    #[arg(long, env = "CHIME_EXECUTOR_TLS_CERT", value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, env = "CHIME_EXECUTOR_TLS_KEY", value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+
+    /// CA certificates (PEM) trusted for https:// admins and wss:// links besides the system's
+    /// store (which SSL_CERT_FILE can name): an admin with a certificate of a private CA.
+    #[arg(long, env = "CHIME_EXECUTOR_TLS_CA", value_name = "FILE")]
+    tls_ca: Option<PathBuf>,
 }
 
 /// `--beat-interval`: a duration as the admin's settings take it (`30s`, `500ms`, `2`), at
@@ -238,6 +260,17 @@ pub fn run(args: ExecutorArgs) -> ExitCode {
         .http_idle_timeout(Duration::from_secs(args.http_idle_timeout_secs))
         .max_connections(args.max_connections)
         .registry_interval(args.beat_interval);
+    let TlsArgs {
+        tls_cert,
+        tls_key,
+        tls_ca,
+    } = *args.tls;
+    if let (Some(cert), Some(key)) = (tls_cert, tls_key) {
+        builder = builder.tls(cert, key);
+    }
+    if let Some(ca) = tls_ca {
+        builder = builder.tls_ca(ca);
+    }
     if args.demo_handlers {
         builder = chime_executor::demo::register_demo_handlers(builder);
     }

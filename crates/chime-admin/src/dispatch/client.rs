@@ -121,7 +121,8 @@ impl ExecutorClient {
     ///
     /// Connections go only to peers in `networks` (see [`GuardedConnector`]). Calls to a link
     /// address (`link://…`) go down the executor's link in `links`, or through another admin,
-    /// which is shown `cluster_secret`.
+    /// which is shown `cluster_secret`. `https://` executors and admins are verified against
+    /// `tls` (see `AdminConfig::client_tls`).
     pub fn new(
         timeout: Duration,
         access_token: Option<String>,
@@ -129,18 +130,12 @@ impl ExecutorClient {
         networks: ExecutorNetworks,
         links: Arc<LinkHub>,
         cluster_secret: Option<String>,
+        tls: rustls::ClientConfig,
     ) -> ExecutorClient {
         let mut tcp = HttpConnector::new();
         tcp.enforce_http(false);
         tcp.set_nodelay(true);
         tcp.set_connect_timeout(Some(timeout));
-        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .expect("ring supports rustls' default protocol versions")
-            .with_root_certificates(rustls::RootCertStore {
-                roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-            })
-            .with_no_client_auth();
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_or_http()

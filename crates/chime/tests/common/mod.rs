@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod admin;
+pub mod tls;
 
 use std::io::BufRead;
 use std::path::Path;
