@@ -32,6 +32,9 @@ use std::time::Duration;
 
 /// The admin's API token for `--api-create`.
 const API_TOKEN: &str = "load-api-token-0123456789abcdef";
+/// The executor access token of the admin and of the load executor (`workflow_load` gives its
+/// admin the same one, as it runs this tool's executor).
+const ACCESS_TOKEN: &str = "load-access-token-0123456789abcdef";
 
 /// Creates `count` daily jobs in group `group_id` through `POST /v1/jobs` from `clients`
 /// keep-alive clients on a thread of its own (so the load's CPU is not the admin runtime's
@@ -157,6 +160,7 @@ async fn start_executor(seen: Arc<Mutex<Seen>>, base: String) -> String {
             if !batch.is_empty() {
                 let _ = http
                     .post(format!("{cb_base}/api/callback"))
+                    .header("XXL-JOB-ACCESS-TOKEN", ACCESS_TOKEN)
                     .json(&CallbackBatch(batch))
                     .send()
                     .await;
@@ -199,6 +203,9 @@ async fn dial_link(
     let mut request = url.into_client_request().unwrap();
     request.headers_mut().insert("XXL-JOB-APPNAME", "load".parse().unwrap());
     request.headers_mut().insert("Chime-Executor-Id", id.parse().unwrap());
+    request
+        .headers_mut()
+        .insert("XXL-JOB-ACCESS-TOKEN", ACCESS_TOKEN.parse().unwrap());
     let (socket, _) = tokio_tungstenite::connect_async(request).await.expect("link");
     let (mut sink, stream) = socket.split();
     let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(4096);
@@ -398,6 +405,7 @@ async fn main() {
     config.default_time_zone = "UTC".into();
     config.admin_password = Some("load".into());
     config.api_token = Some(API_TOKEN.into());
+    config.access_token = Some(ACCESS_TOKEN.into());
     let admin = chime_admin::start(config).await.expect("admin");
     let base = format!("http://{}", admin.local_addr);
     let hold = arg("--hold-links", 0);

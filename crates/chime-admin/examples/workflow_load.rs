@@ -121,6 +121,8 @@ async fn main() {
     config.default_time_zone = "UTC".into();
     config.admin_password = Some("load".into());
     config.api_token = Some(API_TOKEN.into());
+    // The token of admin_load's executor, which this tool runs.
+    config.access_token = Some("load-access-token-0123456789abcdef".into());
     let admin = chime_admin::start(config).await.expect("admin");
     let base = format!("http://{}", admin.local_addr);
 

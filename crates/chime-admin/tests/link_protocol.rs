@@ -501,6 +501,13 @@ async fn an_answer_to_log_may_be_large() {
     let call = next_frame(&mut socket).await.expect("a call");
     let ok = json!({"id": call["id"], "body": {"code": 200, "msg": null}});
     socket.send(Message::Text(ok.to_string().into())).await.unwrap();
+    // The log is asked of the executor the run was sent to: once the trigger's answer is
+    // recorded (under load that is not at once, and before it the admin has no one to ask).
+    e.api
+        .wait_runs(job, 30, "the trigger recorded", |runs| {
+            runs.iter().any(|r| r["trigger_code"] == 200)
+        })
+        .await;
 
     // 5 MiB of log, read through the admin while the run is still running.
     let reader = {
