@@ -22,26 +22,14 @@ use std::path::Path;
 
 const APP: &str = "wf-data";
 
-/// Instance `id` once final; panics after 60 s.
-async fn finished_instance(env: &Env, id: i64) -> Value {
-    common::eventually(60, &format!("instance {id} finished"), || async {
-        let (s, v) = env.api.get(&format!("/v1/workflow-instances/{id}")).await;
-        assert_eq!(s, 200, "{v}");
-        match v["state"].as_str() {
-            Some("succeeded" | "failed" | "stopped") => Ok(v),
-            _ => Err(v.to_string()),
-        }
-    })
-    .await
-}
-
 /// Creates workflow `body` and runs one instance of it to its end; returns the instance.
 async fn run_workflow(env: &Env, body: Value) -> Value {
     let (s, v) = env.api.post("/v1/workflows", body).await;
     assert_eq!(s, 201, "{v}");
     let wf = v["id"].as_i64().unwrap();
     let started = env.api.ok(&format!("/v1/workflows/{wf}/trigger"), json!({})).await;
-    finished_instance(env, started["instance_id"].as_i64().unwrap()).await
+    env.finished_instance(started["instance_id"].as_i64().unwrap(), 60)
+        .await
 }
 
 /// The JSON object a node wrote into `path`.
@@ -135,7 +123,9 @@ async fn results_are_data(kind: Db) {
         .await;
     assert_eq!(s, 200, "{v}");
     let started = env.api.ok(&format!("/v1/workflows/{wf}/trigger"), json!({})).await;
-    let done = finished_instance(&env, started["instance_id"].as_i64().unwrap()).await;
+    let done = env
+        .finished_instance(started["instance_id"].as_i64().unwrap(), 60)
+        .await;
     assert_eq!(done["state"], "succeeded", "{done:#}");
     let text = std::fs::read_to_string(&echoed).unwrap();
     assert_eq!(text, format!("{evil}\n"), "echoed as one quoted word");

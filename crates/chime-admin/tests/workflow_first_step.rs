@@ -17,19 +17,6 @@ const APP: &str = "wf-first";
 /// Far longer than any step should take, far shorter than the tick (5 s).
 const AT_ONCE_MS: i64 = 1_000;
 
-/// Instance `id` once final; panics after 60 s.
-async fn finished_instance(env: &Env, id: i64) -> Value {
-    common::eventually(60, &format!("instance {id} finished"), || async {
-        let (s, v) = env.api.get(&format!("/v1/workflow-instances/{id}")).await;
-        assert_eq!(s, 200, "{v}");
-        match v["state"].as_str() {
-            Some("succeeded" | "failed" | "stopped") => Ok(v),
-            _ => Err(v.to_string()),
-        }
-    })
-    .await
-}
-
 /// The node `key` of an instance.
 fn node<'a>(instance: &'a Value, key: &str) -> &'a Value {
     instance["nodes"]
@@ -87,7 +74,9 @@ async fn next_node_starts_at_once(kind: Db) {
     // 1. A triggered instance: the trigger sends the root run itself.
     for _ in 0..2 {
         let started = env.api.ok(&format!("/v1/workflows/{wf}/trigger"), json!({})).await;
-        let instance = finished_instance(&env, started["instance_id"].as_i64().unwrap()).await;
+        let instance = env
+            .finished_instance(started["instance_id"].as_i64().unwrap(), 60)
+            .await;
         assert_eq!(instance["state"], "succeeded", "{instance}");
         let waited = wait_after(&env, &instance, "root", "next").await;
         assert!(
@@ -108,7 +97,7 @@ async fn next_node_starts_at_once(kind: Db) {
     assert_eq!(s, 200, "{v}");
     let started = env.api.ok(&format!("/v1/workflows/{wf}/trigger"), json!({})).await;
     let id = started["instance_id"].as_i64().unwrap();
-    let failed = finished_instance(&env, id).await;
+    let failed = env.finished_instance(id, 60).await;
     assert_eq!(failed["state"], "failed", "{failed}");
     let (s, v) = env
         .api

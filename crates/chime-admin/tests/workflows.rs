@@ -15,19 +15,6 @@ use std::time::Duration;
 
 const APP: &str = "wf-demo";
 
-/// The instance once it has reached a final state; panics after `secs`.
-async fn finished_instance(env: &Env, id: i64, secs: u64) -> Value {
-    eventually(secs, &format!("instance {id} finished"), || async {
-        let (s, v) = env.api.get(&format!("/v1/workflow-instances/{id}")).await;
-        assert_eq!(s, 200, "{v}");
-        match v["state"].as_str() {
-            Some("succeeded" | "failed" | "stopped") => Ok(v),
-            _ => Err(v.to_string()),
-        }
-    })
-    .await
-}
-
 /// Node key → its entry in the instance.
 fn nodes(instance: &Value) -> HashMap<String, Value> {
     instance["nodes"]
@@ -114,7 +101,7 @@ async fn workflows_story(kind: Db) {
     )
     .await;
     let i = trigger(&env, diamond).await;
-    let done = finished_instance(&env, i, 60).await;
+    let done = env.finished_instance(i, 60).await;
     assert_eq!(done["state"], "succeeded", "{done:#}");
     let n = nodes(&done);
     assert_eq!(n["b"]["result"], "b-after-start");
@@ -171,7 +158,7 @@ async fn workflows_story(kind: Db) {
     )
     .await;
     let i = trigger(&env, fan).await;
-    let done = finished_instance(&env, i, 120).await;
+    let done = env.finished_instance(i, 120).await;
     assert_eq!(done["state"], "succeeded");
     assert_eq!(done["nodes"].as_array().unwrap().len(), 102);
     assert_eq!(node_runs(&env, leaf).await.len(), 100, "each of the 100 nodes once");
@@ -200,7 +187,7 @@ async fn workflows_story(kind: Db) {
     )
     .await;
     let i = trigger(&env, branch).await;
-    let done = finished_instance(&env, i, 60).await;
+    let done = env.finished_instance(i, 60).await;
     assert_eq!(done["state"], "succeeded", "the failure is handled: {done:#}");
     let n = nodes(&done);
     assert_eq!(n["work"]["state"], "failed");
@@ -237,7 +224,7 @@ async fn workflows_story(kind: Db) {
     )
     .await;
     let i = trigger(&env, retried).await;
-    let failed = finished_instance(&env, i, 60).await;
+    let failed = env.finished_instance(i, 60).await;
     assert_eq!(failed["state"], "failed");
     assert_eq!(nodes(&failed)["next"]["state"], "not_run");
     let (s, v) = env
@@ -257,7 +244,7 @@ async fn workflows_story(kind: Db) {
         .post(&format!("/v1/workflow-instances/{i}/nodes/flaky/retry"), json!({}))
         .await;
     assert_eq!(s, 200, "{v}");
-    let done = finished_instance(&env, i, 60).await;
+    let done = env.finished_instance(i, 60).await;
     assert_eq!(done["state"], "succeeded", "{done:#}");
     assert_eq!(node_runs(&env, flaky).await.len(), 2, "the first run and the retry");
     assert_eq!(node_runs(&env, next).await.len(), 1, "next ran once, after the retry");
@@ -269,13 +256,13 @@ async fn workflows_story(kind: Db) {
         )
         .await;
     let i = trigger(&env, retried).await;
-    finished_instance(&env, i, 60).await;
+    env.finished_instance(i, 60).await;
     let v = env
         .api
         .ok(&format!("/v1/workflow-instances/{i}/nodes/flaky/succeed"), json!({}))
         .await;
     assert_eq!(nodes(&v)["flaky"]["state"], "succeeded");
-    let done = finished_instance(&env, i, 60).await;
+    let done = env.finished_instance(i, 60).await;
     assert_eq!(done["state"], "succeeded");
     assert_eq!(node_runs(&env, next).await.len(), 2);
 
@@ -321,7 +308,7 @@ async fn workflows_story(kind: Db) {
     env.api
         .ok(&format!("/v1/workflow-instances/{i}/nodes/broken/retry"), json!({}))
         .await;
-    let done = finished_instance(&env, i, 60).await;
+    let done = env.finished_instance(i, 60).await;
     assert_eq!(done["state"], "succeeded", "the retry counted: {done:#}");
     assert_eq!(nodes(&done)["joined"]["state"], "succeeded");
     assert_eq!(node_runs(&env, broken).await.len(), 2, "the failed run and the retry");
@@ -416,8 +403,8 @@ async fn workflows_story(kind: Db) {
     let second = trigger(&env, limited).await;
     let (_, v) = env.api.get(&format!("/v1/workflow-instances/{second}")).await;
     assert_eq!(v["state"], "queued");
-    let a_done = finished_instance(&env, first, 60).await;
-    let b_done = finished_instance(&env, second, 60).await;
+    let a_done = env.finished_instance(first, 60).await;
+    let b_done = env.finished_instance(second, 60).await;
     assert_eq!(
         (a_done["state"].as_str(), b_done["state"].as_str()),
         (Some("succeeded"), Some("succeeded"))
@@ -572,7 +559,7 @@ async fn workflows_story(kind: Db) {
         .as_i64()
         .unwrap();
     let i = trigger(&env, from_doc).await;
-    assert_eq!(nodes(&finished_instance(&env, i, 60).await)["a"]["result"], "doc");
+    assert_eq!(nodes(&env.finished_instance(i, 60).await)["a"]["result"], "doc");
     let (s, v) = env
         .api
         .post(

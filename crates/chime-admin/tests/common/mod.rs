@@ -489,6 +489,19 @@ impl Env {
         self.db.drop_db().await;
     }
 
+    /// Workflow instance `id` once it has reached a final state; panics after `secs`.
+    pub async fn finished_instance(&self, id: i64, secs: u64) -> Value {
+        eventually(secs, &format!("instance {id} finished"), || async {
+            let (s, v) = self.api.get(&format!("/v1/workflow-instances/{id}")).await;
+            assert_eq!(s, 200, "{v}");
+            match v["state"].as_str() {
+                Some("succeeded" | "failed" | "stopped") => Ok(v),
+                _ => Err(v.to_string()),
+            }
+        })
+        .await
+    }
+
     /// Creates a group registering executors under `app`; returns its id.
     pub async fn group(&self, app: &str) -> i64 {
         self.api
