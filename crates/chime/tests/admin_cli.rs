@@ -146,9 +146,14 @@ fn client_commands_against_a_real_admin() {
     let out = client(&admin, &["--json", "job", "next", &id.to_string(), "--count", "3"]);
     let next: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(next["next"].as_array().unwrap().len(), 3);
-    // A manual trigger to an unreachable executor: the run fails and is retried once.
+    // A manual trigger to an unreachable executor: the run fails and is retried once, and the
+    // command fails with the admin's reason.
     let out = client(&admin, &["--json", "job", "trigger", &id.to_string(), "--param", "p"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("could not be sent"),
+        "{stderr}"
+    );
     let deadline = Instant::now() + Duration::from_secs(30);
     let runs = loop {
         let out = client(&admin, &["--json", "run", "list", "--job", &id.to_string()]);

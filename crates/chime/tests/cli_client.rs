@@ -67,6 +67,19 @@ fn trigger(demo: &Demo, id: &str) -> String {
         .to_string()
 }
 
+/// Triggers job `id`, whose run the executor refuses: the command fails with the admin's
+/// reason, after printing the run id; the run id.
+fn trigger_refused(demo: &Demo, id: &str) -> String {
+    let out = run(demo, &["--json", "job", "trigger", id]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("could not be sent"),
+        "{stderr}"
+    );
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    answer["run_id"].as_i64().unwrap().to_string()
+}
+
 /// Waits until run `id` is final; the run.
 fn final_run(demo: &Demo, id: &str) -> Value {
     let deadline = Instant::now() + WAIT;
@@ -98,7 +111,7 @@ fn run_log_follow_prints_until_the_run_ends_and_stops_on_ctrl_c() {
 
     // A run its executor refused (no such handler) has no result code: the follow still ends.
     let job = manual_job(&demo, "noSuchHandler", "");
-    let refused = trigger(&demo, &job);
+    let refused = trigger_refused(&demo, &job);
     let r = final_run(&demo, &refused);
     assert_eq!(r["status"], "failed");
     assert_ne!(r["executor_address"], "", "sent to the executor, which refused it: {r}");

@@ -466,6 +466,39 @@ async fn follow_log(c: &Client, id: i64, from_line: u32) -> Result<(), Failure> 
     }
 }
 
+/// How long `chime job trigger` waits to learn whether its run was sent: longer than the admin's
+/// default executor timeout (3 s), so a run it could not send is seen failed.
+const TRIGGER_OUTCOME_WAIT: Duration = Duration::from_secs(10);
+
+/// Waits until the admin tried to send a triggered run. A run it could not send (no executor
+/// online, the executor refused it) fails the command, with the admin's reason: a script that
+/// triggers a job must not read success from a run that never started. A run not tried within
+/// [`TRIGGER_OUTCOME_WAIT`] (the admin busy) leaves the command successful, with a note.
+async fn trigger_outcome(c: &Client, run: i64) -> Result<(), Failure> {
+    let deadline = tokio::time::Instant::now() + TRIGGER_OUTCOME_WAIT;
+    loop {
+        let v = c.call(reqwest::Method::GET, &format!("/v1/runs/{run}"), None).await?;
+        match v["trigger_code"].as_i64() {
+            Some(200) => return Ok(()),
+            Some(0) | None => {}
+            Some(_) => {
+                return Err(Failure(format!(
+                    "run {run} could not be sent to an executor: {}",
+                    br_lines(v["trigger_msg"].as_str().unwrap_or(""), " ")
+                )))
+            }
+        }
+        if tokio::time::Instant::now() >= deadline {
+            eprintln!(
+                "chime: run {run} was not sent within {} s; `chime run show {run}` tells what became of it",
+                TRIGGER_OUTCOME_WAIT.as_secs()
+            );
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// How many times a request is sent while the admin answers 503 (database busy).
 const BUSY_ATTEMPTS: u32 = 3;
 
@@ -703,6 +736,9 @@ async fn dispatch(c: &Client, cmd: Cmd) -> Result<(), Failure> {
                 .call(Method::POST, &format!("/v1/jobs/{id}/trigger"), Some(body))
                 .await?;
             out(&v, &|v| outln!("triggered job {id}: run {}", cell(&v["run_id"])));
+            if let Some(run) = v["run_id"].as_i64() {
+                trigger_outcome(c, run).await?;
+            }
         }
         Cmd::Job(JobCmd::Next { id, count }) => {
             let v = c
