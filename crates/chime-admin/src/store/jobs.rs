@@ -170,7 +170,7 @@ impl Store {
     }
 
     /// Checks that every child exists and that `job_id → children` closes no cycle.
-    async fn check_children(
+    pub(super) async fn check_children(
         &self,
         tx: &mut Transaction<'static, Any>,
         job_id: Option<i64>,
@@ -216,14 +216,21 @@ impl Store {
     }
 
     /// Creates a job (and its first script version), starting it when the draft says so.
+    /// Creates that arrive together are committed together (`job_inserts.rs`).
     pub async fn insert_job(&self, draft: &JobDraft, author: &str) -> StoreResult<Job> {
+        let id = self.insert_job_grouped(draft, author).await?;
+        self.job(id).await
+    }
+
+    /// Creates a job in a transaction of its own and returns its id.
+    pub(super) async fn insert_job_alone(&self, draft: &JobDraft, author: &str) -> StoreResult<i64> {
         let now = now_ms();
         let mut tx = self.write.begin().await?;
         let group_id = self.check_group(&mut tx, draft).await?;
         self.check_children(&mut tx, None, &draft.child_job_ids).await?;
         let id = self.insert_job_tx(&mut tx, group_id, draft, author, now).await?;
         tx.commit().await?;
-        self.job(id).await
+        Ok(id)
     }
 
     /// Inserts a job in `tx` (group and children already checked) and returns its id. Without
@@ -234,6 +241,22 @@ impl Store {
         group_id: i64,
         draft: &JobDraft,
         author: &str,
+        now: i64,
+    ) -> StoreResult<i64> {
+        let id = self.insert_job_row(tx, group_id, draft, now).await?;
+        self.name_new_jobs(tx, &[id]).await?;
+        if draft.glue_type.is_script() {
+            self.insert_glue_version(tx, id, draft, author, now).await?;
+        }
+        Ok(id)
+    }
+
+    /// Inserts a job's row, not yet named nor in its partition (see [`Store::name_new_jobs`]).
+    pub(super) async fn insert_job_row(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        group_id: i64,
+        draft: &JobDraft,
         now: i64,
     ) -> StoreResult<i64> {
         let next = if draft.running {
@@ -247,20 +270,36 @@ impl Store {
             .fetch_one(&mut **tx)
             .await
             .map_err(|e| key_taken(e, draft.key.as_deref()))?;
-        let id = rows::int(&row, 0)?;
-        let key = draft.key.clone().unwrap_or_else(|| format!("job-{id}"));
-        let q = self.sql("UPDATE job SET partition_no = ?, job_key = ? WHERE id = ?");
-        sqlx::query(&q)
-            .bind(id % PARTITIONS)
-            .bind(&key)
-            .bind(id)
-            .execute(&mut **tx)
-            .await
-            .map_err(|e| key_taken(e, Some(&key)))?;
-        if draft.glue_type.is_script() {
-            self.insert_glue_version(tx, id, draft, author, now).await?;
-        }
-        Ok(id)
+        Ok(rows::int(&row, 0)?)
+    }
+
+    /// Puts new jobs in their partitions (by id) and names those created without a key
+    /// `job-<id>`: both need the id, which the insert gives. A `job-<id>` another job of the
+    /// group already has as its key is refused.
+    pub(super) async fn name_new_jobs(&self, tx: &mut Transaction<'static, Any>, ids: &[i64]) -> StoreResult<()> {
+        let partition = if self.backend == super::Backend::Sqlite {
+            format!("id % {PARTITIONS}")
+        } else {
+            format!("MOD(id, {PARTITIONS})")
+        };
+        // MySQL reads `||` as OR; the others have no CONCAT of a number everywhere.
+        let key = if self.backend == super::Backend::MySql {
+            "CONCAT('job-', id)"
+        } else {
+            "'job-' || id"
+        };
+        let sql = format!(
+            "UPDATE job SET partition_no = {partition}, job_key = COALESCE(job_key, {key}) WHERE id IN ({{in}})"
+        );
+        let named = match ids {
+            [id] => format!("job-{id}"),
+            _ => "job-<id>".to_owned(),
+        };
+        self.execute_in(tx, &sql, ids, &[]).await.map_err(|e| match e {
+            StoreError::Db(e) => key_taken(e, Some(&named)),
+            other => other,
+        })?;
+        Ok(())
     }
 
     pub(super) async fn insert_glue_version(
@@ -595,19 +634,7 @@ impl Store {
                 .iter()
                 .map(|r| rows::int(r, 0))
                 .collect::<Result<_, _>>()?;
-            let partition = if self.backend == super::Backend::Sqlite {
-                format!("id % {PARTITIONS}")
-            } else {
-                format!("MOD(id, {PARTITIONS})")
-            };
-            // MySQL reads `||` as OR; the others have no CONCAT of a number everywhere.
-            let key = if self.backend == super::Backend::MySql {
-                "CONCAT('job-', id)"
-            } else {
-                "'job-' || id"
-            };
-            let sql = format!("UPDATE job SET partition_no = {partition}, job_key = {key} WHERE id IN ({{in}})");
-            self.execute_in(&mut tx, &sql, &new_ids, &[]).await?;
+            self.name_new_jobs(&mut tx, &new_ids).await?;
             tx.commit().await?;
             ids.extend(new_ids);
         }

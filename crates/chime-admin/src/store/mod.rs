@@ -20,6 +20,7 @@ mod dialect;
 mod groups;
 mod import;
 mod job_columns;
+mod job_inserts;
 mod jobs;
 mod leases;
 mod nodes;
@@ -141,6 +142,8 @@ pub struct Store {
     backend: Backend,
     read: AnyPool,
     write: AnyPool,
+    /// Creates waiting to be committed together (`job_inserts.rs`).
+    pending_inserts: std::sync::Arc<job_inserts::PendingInserts>,
 }
 
 /// Whether the MySQL-protocol server behind `conn` is MariaDB (which has
@@ -199,7 +202,12 @@ impl Store {
                     .after_connect(|conn, _| sqlite_pragmas(conn, READER_CACHE_KIB))
                     .connect_with(options)
                     .await?;
-                Store { backend, read, write }
+                Store {
+                    backend,
+                    read,
+                    write,
+                    pending_inserts: Default::default(),
+                }
             }
             Backend::MySql | Backend::Postgres => {
                 let pool = AnyPoolOptions::new()
@@ -250,6 +258,7 @@ impl Store {
                     backend,
                     read: pool.clone(),
                     write: pool,
+                    pending_inserts: Default::default(),
                 }
             }
         };

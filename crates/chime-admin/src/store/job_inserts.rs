@@ -1,0 +1,190 @@
+//! Group commit for creating jobs: creates that arrive while the writer is busy go into the
+//! database together, in one transaction, and each caller still gets its own answer.
+//!
+//! A create is a few statements (the group's check, the insert, its key and partition) and a
+//! commit; on SQLite every write goes through the one writer connection, where each statement
+//! is a hand-over to the database's thread, and the creates queued behind each other and behind
+//! the scheduler's own writes. Eight clients creating jobs while thousands of jobs fire got
+//! about 1,200 creates a second that way.
+//!
+//! Here the first create of a round starts a committer and waits with the others; the
+//! committer takes the writer and then takes every create that queued meanwhile. The batch
+//! checks its groups in one statement, inserts each job, sets the new rows' keys and partitions
+//! in one statement and commits once. What a create alone gets wrong (a group or child job
+//! that does not exist) is answered to that caller and never reaches the batch; a write that
+//! fails (a key its group already has) rolls the batch back, and its creates are then made one
+//! transaction each, so every caller gets its own result or its own error and no create fails
+//! because of a neighbour.
+
+use super::rows;
+use super::{Store, StoreError, StoreResult};
+use crate::model::{now_ms, Invalid, JobDraft};
+use sqlx::any::Any;
+use sqlx::Transaction;
+use std::collections::HashSet;
+use std::sync::Mutex;
+use tokio::sync::oneshot;
+
+/// Creates waiting for the committer of their round.
+#[derive(Default)]
+pub(super) struct PendingInserts {
+    queue: Mutex<Vec<InsertRequest>>,
+}
+
+impl std::fmt::Debug for PendingInserts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let waiting = self.queue.lock().map(|q| q.len()).unwrap_or_default();
+        f.debug_struct("PendingInserts").field("waiting", &waiting).finish()
+    }
+}
+
+impl PendingInserts {
+    /// Queues a create; true when the queue was empty, so this create's caller must start the
+    /// round's committer.
+    fn push(&self, request: InsertRequest) -> bool {
+        let mut queue = self.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        queue.push(request);
+        queue.len() == 1
+    }
+
+    /// Everything queued so far; later creates start the next round.
+    fn take(&self) -> Vec<InsertRequest> {
+        std::mem::take(&mut *self.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+    }
+}
+
+/// One create waiting for its round.
+struct InsertRequest {
+    draft: JobDraft,
+    author: String,
+    reply: oneshot::Sender<StoreResult<i64>>,
+}
+
+impl InsertRequest {
+    fn answer(self, result: StoreResult<i64>) {
+        // The caller may have gone (its client hung up); the job is made all the same.
+        let _ = self.reply.send(result);
+    }
+}
+
+impl Store {
+    /// Creates a job (and its first script version), starting it when the draft says so, and
+    /// returns its id. Committed together with the creates that arrive meanwhile (see the
+    /// module's documentation).
+    pub(super) async fn insert_job_grouped(&self, draft: &JobDraft, author: &str) -> StoreResult<i64> {
+        let (reply, answer) = oneshot::channel();
+        let request = InsertRequest {
+            draft: draft.clone(),
+            author: author.to_owned(),
+            reply,
+        };
+        if self.pending_inserts.push(request) {
+            let store = self.clone();
+            // Its own task, so that a caller whose client hangs up cannot strand the others of
+            // its round.
+            tokio::spawn(async move { store.commit_pending_inserts().await });
+        }
+        answer.await.map_err(|_| StoreError::Db(sqlx::Error::WorkerCrashed))?
+    }
+
+    /// One round: takes the writer, then every create queued by then, and commits them.
+    async fn commit_pending_inserts(&self) {
+        let tx = self.write.begin().await;
+        let batch = self.pending_inserts.take();
+        let mut tx = match tx {
+            Ok(tx) => tx,
+            Err(_) => return self.insert_each_alone(batch).await,
+        };
+        let now = now_ms();
+        let batch = match self.reject_invalid(&mut tx, batch).await {
+            Ok(valid) => valid,
+            Err((_, batch)) => return self.insert_each_alone(batch).await,
+        };
+        match self.insert_batch(&mut tx, &batch, now).await {
+            Ok(ids) => match tx.commit().await {
+                Ok(()) => batch.into_iter().zip(ids).for_each(|(r, id)| r.answer(Ok(id))),
+                Err(_) => self.insert_each_alone(batch).await,
+            },
+            Err(_) => {
+                drop(tx);
+                self.insert_each_alone(batch).await
+            }
+        }
+    }
+
+    /// Answers the creates whose group or child jobs do not exist (read-only checks, so the
+    /// batch's transaction is untouched) and returns the others. A database failure returns
+    /// the whole batch for the one-at-a-time path.
+    async fn reject_invalid(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        batch: Vec<InsertRequest>,
+    ) -> Result<Vec<InsertRequest>, (StoreError, Vec<InsertRequest>)> {
+        let mut group_ids: Vec<i64> = batch.iter().map(|r| r.draft.group_id).collect();
+        group_ids.sort_unstable();
+        group_ids.dedup();
+        let groups: HashSet<i64> = match self
+            .fetch_in(tx, "SELECT id FROM executor_group WHERE id IN ({in})", &group_ids, &[])
+            .await
+            .and_then(|found| {
+                found
+                    .iter()
+                    .map(|r| rows::int(r, "id").map_err(StoreError::from))
+                    .collect()
+            }) {
+            Ok(groups) => groups,
+            Err(e) => return Err((e, batch)),
+        };
+        let mut valid = Vec::with_capacity(batch.len());
+        let mut pending = batch.into_iter();
+        while let Some(request) = pending.next() {
+            let id = request.draft.group_id;
+            if !groups.contains(&id) {
+                request.answer(Err(Invalid::new(
+                    "group_id",
+                    format!("executor group {id} does not exist"),
+                )
+                .into()));
+                continue;
+            }
+            match self.check_children(tx, None, &request.draft.child_job_ids).await {
+                Ok(()) => valid.push(request),
+                Err(StoreError::Invalid(invalid)) => request.answer(Err(invalid.into())),
+                Err(e) => {
+                    valid.push(request);
+                    valid.extend(pending);
+                    return Err((e, valid));
+                }
+            }
+        }
+        Ok(valid)
+    }
+
+    /// Writes the batch's jobs in `tx`; their ids in the batch's order.
+    async fn insert_batch(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        batch: &[InsertRequest],
+        now: i64,
+    ) -> StoreResult<Vec<i64>> {
+        let mut ids = Vec::with_capacity(batch.len());
+        for request in batch {
+            let draft = &request.draft;
+            let id = self.insert_job_row(tx, draft.group_id, draft, now).await?;
+            if draft.glue_type.is_script() {
+                self.insert_glue_version(tx, id, draft, &request.author, now).await?;
+            }
+            ids.push(id);
+        }
+        self.name_new_jobs(tx, &ids).await?;
+        Ok(ids)
+    }
+
+    /// The one-at-a-time path: each create in its own transaction, with its own answer.
+    async fn insert_each_alone(&self, batch: Vec<InsertRequest>) {
+        for request in batch {
+            let result = self.insert_job_alone(&request.draft, &request.author).await;
+            request.answer(result);
+        }
+    }
+}
