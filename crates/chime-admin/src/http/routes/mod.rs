@@ -12,6 +12,15 @@
 //! static files and `/v1/openapi.json` itself are not here: they are open or authenticated by
 //! the executor token, not by users, and are not part of the REST API.
 
+/// A documented route of the REST API, in the resource files: `api!("GET" "/v1/jobs/{id}",
+/// rule, handler, operation)`, the operation an expression (of `serde_json::Value`) evaluated
+/// when the document is built. See [`api`].
+macro_rules! api {
+    ($method:literal $path:literal, $rule:expr, $handler:path, $operation:expr $(,)?) => {
+        super::api($method, $path, $rule, |m| axum::routing::on(m, $handler), || $operation)
+    };
+}
+
 mod executors;
 mod groups;
 mod jobs;
@@ -36,7 +45,7 @@ pub struct Route {
     /// Who may use it.
     pub rule: Rule,
     /// The handler, on the method it is given.
-    serve: fn(MethodFilter) -> MethodRouter<Arc<Admin>>,
+    serve: Serve,
     /// The OpenAPI operation; `None` for the console's session routes, which are for the web
     /// console only and not part of the REST API.
     operation: Option<fn() -> Value>,
@@ -77,30 +86,18 @@ impl Route {
     }
 }
 
+/// The handler of a route, given the method it answers.
+type Serve = fn(MethodFilter) -> MethodRouter<Arc<Admin>>;
+
 /// A documented route of the REST API.
-const fn api(
-    method: &'static str,
-    path: &'static str,
-    rule: Rule,
-    serve: fn(MethodFilter) -> MethodRouter<Arc<Admin>>,
-    describe: fn() -> Value,
-) -> Route {
-    Route {
-        method,
-        path,
-        rule,
-        serve,
-        operation: Some(describe),
-    }
+const fn api(method: &'static str, path: &'static str, rule: Rule, serve: Serve, describe: fn() -> Value) -> Route {
+    let mut route = console_only(method, path, rule, serve);
+    route.operation = Some(describe);
+    route
 }
 
 /// A route of the web console's session, outside the REST API's document.
-const fn console_only(
-    method: &'static str,
-    path: &'static str,
-    rule: Rule,
-    serve: fn(MethodFilter) -> MethodRouter<Arc<Admin>>,
-) -> Route {
+const fn console_only(method: &'static str, path: &'static str, rule: Rule, serve: Serve) -> Route {
     Route {
         method,
         path,
