@@ -6,8 +6,9 @@ use super::access::{self, forbidden, Principal, SESSION_COOKIE};
 use super::auth::{hash_password, is_legacy_hash, verify_password};
 use super::error::ApiError;
 use super::rest::int_param;
+use super::rest::{parse_optional_body, path_id};
 use crate::calendar::Calendar;
-use crate::center::Admin;
+use crate::center::{Admin, UserFields};
 use crate::model::{now_ms, Invalid};
 use crate::store::{AuditEntry, AuditFilter, DayCounts, GlueVersion};
 use axum::extract::{ConnectInfo, Path, Query, State};
@@ -164,6 +165,8 @@ fn dummy_hash() -> &'static str {
     H.get_or_init(|| hash_password("not-a-password"))
 }
 
+/// `POST /console/api/login`: checks a user name and password (slowed down after failures, see
+/// [`LoginLimiter`]) and opens a session, answered as a cookie and the caller's rights.
 pub(super) async fn login(
     State(admin): State<Arc<Admin>>,
     Extension(console): Extension<ConsoleState>,
@@ -171,32 +174,56 @@ pub(super) async fn login(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> ApiResult<Response> {
-    let body: LoginBody = serde_json::from_slice(&body)
+    let body = read_login(&body)?;
+    let peer = connect.map(|Extension(ConnectInfo(a))| a.ip());
+    let ip = client_ip(&admin, peer, &headers);
+    if let Err(wait) = console.limiter.begin(&body.username, ip) {
+        return Ok(too_many_failures(wait));
+    }
+    let user = verify_login(&admin, &body, ip).await?;
+    console.limiter.succeeded(&body.username, ip);
+    upgrade_legacy_hash(&admin, &user, &body.password).await?;
+    let (token, csrf) = open_session(&admin, &user).await?;
+    audit_login(&admin, &user.username, "login", StatusCode::OK, ip).await;
+    Ok(session_answer(&admin, &headers, &user, &token, csrf))
+}
+
+/// The login body. No user name is this long (they are at most 64 characters): it is refused
+/// before it is counted, so the limiter never keeps large keys.
+fn read_login(body: &[u8]) -> ApiResult<LoginBody> {
+    let body: LoginBody = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(None, format!("expected {{\"username\", \"password\"}}: {e}")))?;
-    // No user name is this long (they are at most 64 characters): refuse before it is counted,
-    // so the limiter never keeps large keys.
     if body.username.len() > 256 {
         return Err(Invalid::new("username", "is too long").into());
     }
-    let peer = connect
-        .map(|Extension(ConnectInfo(a))| a.ip())
-        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
-    // The client behind a trusted proxy, as the proxy saw it; otherwise the peer itself.
+    Ok(body)
+}
+
+/// The client behind a trusted proxy, as the proxy saw it; otherwise the peer itself.
+fn client_ip(admin: &Admin, peer: Option<IpAddr>, headers: &HeaderMap) -> IpAddr {
+    let peer = peer.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
     let forwarded = headers
         .get_all("x-forwarded-for")
         .iter()
         .filter_map(|v| v.to_str().ok());
-    let ip = admin.config.trusted_proxies.client(peer, forwarded);
-    if let Err(wait) = console.limiter.begin(&body.username, ip) {
-        let mut r = ApiError {
-            status: StatusCode::TOO_MANY_REQUESTS,
-            error: format!("too many failed logins; try again in {wait} s"),
-            field: None,
-        }
-        .into_response();
-        r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(wait));
-        return Ok(r);
+    admin.config.trusted_proxies.client(peer, forwarded)
+}
+
+/// 429 with the seconds to wait, when the attempt's failure budget is used up.
+fn too_many_failures(wait: u64) -> Response {
+    let mut r = ApiError {
+        status: StatusCode::TOO_MANY_REQUESTS,
+        error: format!("too many failed logins; try again in {wait} s"),
+        field: None,
     }
+    .into_response();
+    r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(wait));
+    r
+}
+
+/// The user whose password `body` gives, or 401 (audited). An unknown user costs the same hash
+/// check as a wrong password, so the answer's time does not tell which it was.
+async fn verify_login(admin: &Admin, body: &LoginBody, ip: IpAddr) -> ApiResult<crate::store::User> {
     let user = admin.store.user(&body.username).await?;
     let hash = user
         .as_ref()
@@ -206,61 +233,61 @@ pub(super) async fn login(
     let ok = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
         .await
         .unwrap_or(false);
-    let user = match user {
-        Some(u) if ok => u,
+    match user {
+        Some(u) if ok => Ok(u),
         _ => {
-            let detail = serde_json::to_vec(&json!({ "ip": ip.to_string() })).unwrap_or_default();
-            access::audit(
-                &admin,
-                &body.username,
-                "login failed",
-                "/console/api/login",
-                StatusCode::UNAUTHORIZED,
-                None,
-                &detail,
-            )
-            .await;
-            return Err(ApiError::unauthorized("wrong user name or password"));
-        }
-    };
-    console.limiter.succeeded(&body.username, ip);
-    if is_legacy_hash(&user.password_hash) {
-        // A password kept as XXL-JOB hashed it is replaced by an Argon2 hash at its first use.
-        let password = body.password.clone();
-        let rehashed = tokio::task::spawn_blocking(move || hash_password(&password))
-            .await
-            .unwrap_or_default();
-        if !rehashed.is_empty() {
-            admin.store.set_password_hash(user.id, &rehashed).await?;
+            audit_login(admin, &body.username, "login failed", StatusCode::UNAUTHORIZED, ip).await;
+            Err(ApiError::unauthorized("wrong user name or password"))
         }
     }
+}
+
+/// A password kept as XXL-JOB hashed it is replaced by an Argon2 hash at its first use.
+async fn upgrade_legacy_hash(admin: &Admin, user: &crate::store::User, password: &str) -> ApiResult<()> {
+    if !is_legacy_hash(&user.password_hash) {
+        return Ok(());
+    }
+    let password = password.to_owned();
+    let rehashed = tokio::task::spawn_blocking(move || hash_password(&password))
+        .await
+        .unwrap_or_default();
+    if !rehashed.is_empty() {
+        admin.store.set_password_hash(user.id, &rehashed).await?;
+    }
+    Ok(())
+}
+
+/// Stores a new session of `user` (by its token's hash) and drops expired ones; returns the
+/// session's token and its CSRF token.
+async fn open_session(admin: &Admin, user: &crate::store::User) -> ApiResult<(String, String)> {
     let token = random_token();
     let csrf = random_token();
     let now = now_ms();
+    let expires = now + SESSION_TTL.as_millis() as i64;
     admin
         .store
-        .insert_session(
-            &access::sha256_hex(&token),
-            user.id,
-            &csrf,
-            now,
-            now + SESSION_TTL.as_millis() as i64,
-        )
+        .insert_session(&access::sha256_hex(&token), user.id, &csrf, now, expires)
         .await?;
     if let Err(e) = admin.store.purge_sessions(now).await {
         tracing::warn!(error = %e, "purging expired sessions failed");
     }
+    Ok((token, csrf))
+}
+
+/// Writes a login attempt to the audit log, with the client's address.
+async fn audit_login(admin: &Admin, username: &str, action: &str, status: StatusCode, ip: IpAddr) {
     let detail = serde_json::to_vec(&json!({ "ip": ip.to_string() })).unwrap_or_default();
-    access::audit(
-        &admin,
-        &user.username,
-        "login",
-        "/console/api/login",
-        StatusCode::OK,
-        None,
-        &detail,
-    )
-    .await;
+    access::audit(admin, username, action, "/console/api/login", status, None, &detail).await;
+}
+
+/// The answer to a login: the caller's rights, and the session's cookie.
+fn session_answer(
+    admin: &Admin,
+    headers: &HeaderMap,
+    user: &crate::store::User,
+    token: &str,
+    csrf: String,
+) -> Response {
     let p = Principal {
         username: user.username.clone(),
         user_id: Some(user.id),
@@ -273,11 +300,11 @@ pub(super) async fn login(
     let mut resp = Json(me_json(&p, &user.role)).into_response();
     resp.headers_mut().insert(
         header::SET_COOKIE,
-        session_cookie(&token, SESSION_TTL.as_secs(), secure_cookie(&admin, &headers)),
+        session_cookie(token, SESSION_TTL.as_secs(), secure_cookie(admin, headers)),
     );
     resp.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    Ok(resp)
+    resp
 }
 
 pub(super) async fn logout(
@@ -326,90 +353,24 @@ pub(super) async fn list_users(State(admin): State<Arc<Admin>>) -> ApiResult<Jso
 }
 
 fn user_id(raw: &str) -> ApiResult<i64> {
-    raw.parse()
-        .map_err(|_| ApiError::bad_request(Some("id"), format!("user id '{raw}' is not an integer")))
+    path_id(raw, "user")
 }
 
 pub(super) async fn show_user(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     Ok(Json(user_json(&admin.store.user_by_id(user_id(&id)?).await?)))
 }
 
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct UserBody {
-    username: Option<String>,
-    password: Option<String>,
-    role: Option<String>,
-    can_write: Option<bool>,
-    group_ids: Option<Vec<i64>>,
-}
-
-fn parse_user_body(body: &[u8]) -> ApiResult<UserBody> {
+fn parse_user_body(body: &[u8]) -> ApiResult<UserFields> {
     serde_json::from_slice(body).map_err(|e| ApiError::bad_request(None, format!("invalid JSON body: {e}")))
-}
-
-fn check_role(role: &str) -> ApiResult<()> {
-    match role {
-        "admin" | "user" => Ok(()),
-        other => Err(Invalid::new("role", format!("'{other}' is not a role (admin, user)")).into()),
-    }
-}
-
-fn check_password(pw: &str) -> ApiResult<()> {
-    if pw.chars().count() < 8 || pw.len() > 256 {
-        return Err(Invalid::new("password", "must be 8 to 256 characters").into());
-    }
-    Ok(())
-}
-
-async fn check_groups(admin: &Admin, ids: &[i64]) -> ApiResult<()> {
-    for id in ids {
-        if admin.store.group(*id).await.is_err() {
-            return Err(Invalid::new("group_ids", format!("executor group {id} does not exist")).into());
-        }
-    }
-    Ok(())
 }
 
 pub(super) async fn create_user(
     State(admin): State<Arc<Admin>>,
     body: axum::body::Bytes,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let b = parse_user_body(&body)?;
-    let username = b.username.as_deref().map(str::trim).unwrap_or("");
-    if username.is_empty() || username.len() > 64 || username.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(Invalid::new("username", "must be 1 to 64 characters without spaces").into());
-    }
-    let password = b
-        .password
-        .as_deref()
-        .ok_or_else(|| Invalid::new("password", "is required"))?;
-    check_password(password)?;
-    let role = b.role.as_deref().unwrap_or("user");
-    check_role(role)?;
-    let groups = b.group_ids.unwrap_or_default();
-    check_groups(&admin, &groups).await?;
-    if admin.store.user(username).await?.is_some() {
-        return Err(Invalid::new("username", format!("a user '{username}' already exists")).into());
-    }
-    let pw = password.to_owned();
-    let hash = tokio::task::spawn_blocking(move || hash_password(&pw))
-        .await
-        .unwrap_or_default();
-    admin.store.insert_user(username, &hash, role).await?;
-    let u = admin
-        .store
-        .user(username)
-        .await?
-        .ok_or_else(|| ApiError::not_found("user"))?;
-    admin
-        .store
-        .update_user_access(u.id, role, b.can_write.unwrap_or(true), &groups)
-        .await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(user_json(&admin.store.user_by_id(u.id).await?)),
-    ))
+    let fields = parse_user_body(&body)?;
+    let user = admin.create_user(fields).await?;
+    Ok((StatusCode::CREATED, Json(user_json(&user))))
 }
 
 pub(super) async fn update_user(
@@ -419,42 +380,8 @@ pub(super) async fn update_user(
     body: axum::body::Bytes,
 ) -> ApiResult<Json<Value>> {
     let id = user_id(&id)?;
-    let b = parse_user_body(&body)?;
-    let u = admin.store.user_by_id(id).await?;
-    if b.username.as_deref().is_some_and(|n| n != u.username) {
-        return Err(Invalid::new("username", "cannot be changed").into());
-    }
-    let role = b.role.clone().unwrap_or_else(|| u.role.clone());
-    check_role(&role)?;
-    if p.user_id == Some(id) && role != "admin" {
-        return Err(Invalid::new("role", "you cannot take the admin role from yourself").into());
-    }
-    let groups = b.group_ids.clone().unwrap_or_else(|| u.group_ids.clone());
-    check_groups(&admin, &groups).await?;
-    // Everything is checked before anything is written, and written in one transaction: a
-    // request refused for one field changes nothing.
-    if let Some(pw) = &b.password {
-        check_password(pw)?;
-    }
-    let hash = match b.password {
-        Some(pw) => {
-            let hash = tokio::task::spawn_blocking(move || hash_password(&pw))
-                .await
-                .map_err(|e| ApiError {
-                    status: StatusCode::INTERNAL_SERVER_ERROR,
-                    error: format!("hashing the password failed: {e}"),
-                    field: None,
-                })?;
-            Some(hash)
-        }
-        None => None,
-    };
-    // A reset password logs the user out everywhere (in the same transaction).
-    admin
-        .store
-        .update_user(id, &role, b.can_write.unwrap_or(u.can_write), &groups, hash.as_deref())
-        .await?;
-    Ok(Json(user_json(&admin.store.user_by_id(id).await?)))
+    let fields = parse_user_body(&body)?;
+    Ok(Json(user_json(&admin.update_user(id, fields, p.user_id).await?)))
 }
 
 pub(super) async fn delete_user(
@@ -462,15 +389,7 @@ pub(super) async fn delete_user(
     Extension(p): Extension<Principal>,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
-    let id = user_id(&id)?;
-    if p.user_id == Some(id) {
-        return Err(ApiError {
-            status: StatusCode::CONFLICT,
-            error: "you cannot remove yourself".into(),
-            field: None,
-        });
-    }
-    admin.store.delete_user(id).await?;
+    admin.delete_user(user_id(&id)?, p.user_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -491,24 +410,9 @@ pub(super) async fn change_password(
     };
     let b: PasswordBody =
         serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(None, format!("invalid JSON body: {e}")))?;
-    check_password(&b.new_password).map_err(|mut e| {
-        e.field = Some("new_password".into());
-        e
-    })?;
-    let u = admin.store.user_by_id(uid).await?;
-    let (cur, hash) = (b.current_password, u.password_hash);
-    if !tokio::task::spawn_blocking(move || verify_password(&cur, &hash))
-        .await
-        .unwrap_or(false)
-    {
-        return Err(Invalid::new("current_password", "is wrong").into());
-    }
-    let pw = b.new_password;
-    let hash = tokio::task::spawn_blocking(move || hash_password(&pw))
-        .await
-        .unwrap_or_default();
-    admin.store.set_password_hash(uid, &hash).await?;
-    admin.store.delete_user_sessions(uid, p.session_hash.as_deref()).await?;
+    admin
+        .change_password(uid, b.current_password, b.new_password, p.session_hash.as_deref())
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -684,9 +588,7 @@ pub(super) async fn glue_history(
     State(admin): State<Arc<Admin>>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Vec<GlueVersion>>> {
-    let id: i64 = id
-        .parse()
-        .map_err(|_| ApiError::bad_request(Some("id"), format!("job id '{id}' is not an integer")))?;
+    let id = path_id(&id, "job")?;
     admin.store.job(id).await?;
     Ok(Json(admin.store.glue_versions(id, 50).await?))
 }
@@ -707,11 +609,7 @@ pub(super) async fn clear_runs(
     Extension(p): Extension<Principal>,
     body: axum::body::Bytes,
 ) -> ApiResult<Json<Value>> {
-    let b: ClearBody = if body.iter().all(u8::is_ascii_whitespace) {
-        ClearBody::default()
-    } else {
-        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(None, format!("invalid JSON body: {e}")))?
-    };
+    let b: ClearBody = parse_optional_body(&body)?;
     let days = b.older_than_days.unwrap_or(30);
     if !(0..=36_500).contains(&days) {
         return Err(Invalid::new("older_than_days", "must be 0 to 36500").into());

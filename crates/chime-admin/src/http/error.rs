@@ -69,69 +69,24 @@ impl IntoResponse for ApiError {
 
 impl From<Invalid> for ApiError {
     fn from(i: Invalid) -> ApiError {
-        ApiError {
-            status: StatusCode::UNPROCESSABLE_ENTITY,
-            error: i.message,
-            field: Some(i.field),
-        }
+        OpError::from(i).into()
     }
 }
 
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> ApiError {
-        match e {
-            StoreError::Invalid(i) => i.into(),
-            StoreError::NotFound(what) => ApiError {
-                status: StatusCode::NOT_FOUND,
-                error: format!("{what} not found"),
-                field: None,
-            },
-            StoreError::Conflict(msg) => ApiError {
-                status: StatusCode::CONFLICT,
-                error: msg,
-                field: None,
-            },
-            transient if transient.is_transient() => {
-                tracing::warn!(error = %transient, "database busy in REST API; the client is told to try again");
-                ApiError {
-                    status: StatusCode::SERVICE_UNAVAILABLE,
-                    error: "the database is busy (a lock conflict with the scheduler); nothing was changed, try again"
-                        .into(),
-                    field: None,
-                }
-            }
-            other => {
-                tracing::error!(error = %other, "store failure in REST API");
-                ApiError {
-                    status: StatusCode::INTERNAL_SERVER_ERROR,
-                    error: "internal database error (see the admin's log)".into(),
-                    field: None,
-                }
-            }
-        }
+        OpError::from(e).into()
     }
 }
 
+/// The one mapping from an operation's failure to the REST API's answer: the status is
+/// [`OpError::status`]'s, the words [`OpError::public_message`]'s, and a refused field is named.
 impl From<OpError> for ApiError {
     fn from(e: OpError) -> ApiError {
-        match e {
-            OpError::Invalid(i) => i.into(),
-            OpError::Store(s) => s.into(),
-            OpError::Conflict(msg) => ApiError {
-                status: StatusCode::CONFLICT,
-                error: msg,
-                field: None,
-            },
-            OpError::Forbidden(msg) => ApiError {
-                status: StatusCode::FORBIDDEN,
-                error: msg,
-                field: None,
-            },
-            OpError::Executor(msg) => ApiError {
-                status: StatusCode::BAD_GATEWAY,
-                error: format!("executor: {msg}"),
-                field: None,
-            },
+        ApiError {
+            status: e.status(),
+            error: e.public_message(),
+            field: e.invalid().map(|i| i.field.clone()),
         }
     }
 }

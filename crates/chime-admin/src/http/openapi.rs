@@ -263,18 +263,32 @@ fn input_required(props: Value, required: &[&str]) -> Value {
 
 /// The body that creates or changes a workflow.
 pub(super) fn workflow_spec() -> Value {
-    input(json!({
-        "name": nullable(json!({ "type": "string", "minLength": 1, "maxLength": 128 })),
-        "description": nullable(json!({ "type": "string", "maxLength": 255 })),
-        "schedule_type": nullable(schedule_types()),
-        "schedule_expr": nullable(string()),
-        "time_zone": nullable(string()),
-        "misfire_strategy": nullable(misfire_strategies()),
-        "max_instances": nullable(int_range(0, 10_000)),
-        "on_limit": nullable(string_enum(&["skip", "queue"])),
-        "definition": nullable(workflow_definition()),
-        "running": nullable(boolean()),
-    }))
+    input(with_schedule(
+        json!({
+            "name": nullable(json!({ "type": "string", "minLength": 1, "maxLength": 128 })),
+            "description": nullable(json!({ "type": "string", "maxLength": 255 })),
+            "definition": nullable(workflow_definition()),
+            "running": nullable(boolean()),
+        }),
+        nullable,
+    ))
+}
+
+/// `props` with a workflow's schedule and instance limit, as the workflow body and the jobs
+/// document both take them; `opt` makes each optional as the place needs.
+fn with_schedule(mut props: Value, opt: impl Fn(Value) -> Value) -> Value {
+    let schedule = [
+        ("schedule_type", opt(schedule_types())),
+        ("schedule_expr", opt(string())),
+        ("time_zone", opt(string())),
+        ("misfire_strategy", opt(misfire_strategies())),
+        ("max_instances", opt(int_range(0, 10_000))),
+        ("on_limit", opt(string_enum(&["skip", "queue"]))),
+    ];
+    if let Some(map) = props.as_object_mut() {
+        map.extend(schedule.map(|(k, v)| (k.to_owned(), v)));
+    }
+    props
 }
 
 /// The states of a workflow instance.
@@ -367,16 +381,11 @@ fn doc_workflow(out: bool) -> Value {
     let props = json!({
         "name": json!({ "type": "string", "minLength": 1, "maxLength": 128 }),
         "description": opt(string()),
-        "schedule_type": opt(schedule_types()),
-        "schedule_expr": opt(string()),
-        "time_zone": opt(string()),
-        "misfire_strategy": opt(misfire_strategies()),
-        "max_instances": opt(int_range(0, 10_000)),
-        "on_limit": opt(string_enum(&["skip", "queue"])),
         "running": opt(boolean()),
         "nodes": arr(input_required(node, &["key", "job"])),
         "edges": arr(input_required(edge, &["from", "to"])),
     });
+    let props = with_schedule(props, opt);
     if out {
         exact(props)
     } else {

@@ -4,12 +4,10 @@
 use super::access::Principal;
 use super::error::ApiError;
 use crate::calendar::Calendar;
-use crate::center::Admin;
+use crate::center::{Admin, ApplyMode};
 use crate::dispatch::client::Target;
-use crate::model::{
-    now_ms, ExecutorEntry, Group, GroupSpec, Invalid, Job, JobSpec, NamedGroup, Run, RunFilter, RunStatus,
-};
-use crate::store::{ApplyOptions, ApplyPlan, JobQuery, JobSort, JobsDocument};
+use crate::model::{now_ms, ExecutorEntry, Group, GroupSpec, Job, JobSpec, Run, RunFilter, RunStatus};
+use crate::store::{ApplyPlan, JobQuery, JobSort, JobsDocument};
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -44,6 +42,15 @@ pub(super) fn parse_body<T: DeserializeOwned>(body: &Bytes) -> ApiResult<T> {
         };
         ApiError::bad_request(field.as_deref(), format!("invalid JSON body: {msg}"))
     })
+}
+
+/// Parses a JSON body that may be left out: an empty (or blank) body is `T::default()`.
+pub(super) fn parse_optional_body<T: DeserializeOwned + Default>(body: &Bytes) -> ApiResult<T> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        Ok(T::default())
+    } else {
+        parse_body(body)
+    }
 }
 
 /// An optional integer query parameter: `None` when absent. A value that is given must be an
@@ -86,22 +93,22 @@ async fn group_by_key(admin: &Admin, key: &str) -> ApiResult<Group> {
     }
 }
 
+/// The group a list is filtered to: `group_id`, else `group` (an id or an app name).
+async fn group_filter(admin: &Admin, q: &HashMap<String, String>) -> ApiResult<Option<i64>> {
+    match (int_param(q, "group_id")?, q.get("group")) {
+        (Some(id), _) => Ok(Some(id)),
+        (None, Some(app)) => Ok(Some(group_by_key(admin, app).await?.id)),
+        (None, None) => Ok(None),
+    }
+}
+
 pub(super) async fn list_groups(State(admin): State<Arc<Admin>>) -> ApiResult<Json<Vec<Group>>> {
     Ok(Json(admin.store.list_groups().await?))
 }
 
 pub(super) async fn create_group(State(admin): State<Arc<Admin>>, body: Bytes) -> ApiResult<(StatusCode, Json<Group>)> {
     let spec: GroupSpec = parse_body(&body)?;
-    let draft = spec.validate(None, &admin.config.executor_networks)?;
-    let g = admin.store.insert_group(&draft).await?;
-    refresh_directory(&admin).await;
-    Ok((StatusCode::CREATED, Json(g)))
-}
-
-async fn refresh_directory(admin: &Admin) {
-    if let Err(e) = admin.directory.refresh().await {
-        tracing::warn!(error = %e, "registry refresh after a change failed");
-    }
+    Ok((StatusCode::CREATED, Json(admin.create_group(&spec).await?)))
 }
 
 pub(super) async fn show_group(State(admin): State<Arc<Admin>>, Path(key): Path<String>) -> ApiResult<Json<Group>> {
@@ -115,16 +122,12 @@ pub(super) async fn update_group(
 ) -> ApiResult<Json<Group>> {
     let spec: GroupSpec = parse_body(&body)?;
     let current = group_by_key(&admin, &key).await?;
-    let draft = spec.validate(Some(&current), &admin.config.executor_networks)?;
-    let g = admin.store.update_group(current.id, &draft).await?;
-    refresh_directory(&admin).await;
-    Ok(Json(g))
+    Ok(Json(admin.update_group(&current, &spec).await?))
 }
 
 pub(super) async fn delete_group(State(admin): State<Arc<Admin>>, Path(key): Path<String>) -> ApiResult<StatusCode> {
     let g = group_by_key(&admin, &key).await?;
-    admin.store.delete_group(g.id).await?;
-    refresh_directory(&admin).await;
+    admin.delete_group(g.id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -135,11 +138,7 @@ pub(super) async fn list_jobs(
     Extension(who): Extension<Principal>,
     Query(q): Params,
 ) -> ApiResult<Json<Vec<Job>>> {
-    let group_id = match (int_param(&q, "group_id")?, q.get("group")) {
-        (Some(id), _) => Some(id),
-        (None, Some(app)) => Some(group_by_key(&admin, app).await?.id),
-        (None, None) => None,
-    };
+    let group_id = group_filter(&admin, &q).await?;
     let running = match q.get("running").map(String::as_str) {
         None => None,
         Some("true") => Some(true),
@@ -219,50 +218,12 @@ pub(super) async fn create_job(
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<Job>)> {
     let spec: JobSpec = parse_body(&body)?;
-    let group_id = job_group(&admin, &spec, None).await?;
+    let group_id = admin.job_group(&spec, None).await?;
     if let Some(who) = who.as_deref() {
         who.check_write(group_id)?;
     }
-    let draft = spec.validate(None, &admin.config.default_time_zone, group_id)?;
-    let job = admin.store.insert_job(&draft, &author(who.as_deref())).await?;
-    admin.wake_scheduler_for(&job);
+    let job = admin.create_job(&spec, group_id, &author(who.as_deref())).await?;
     Ok((StatusCode::CREATED, Json(job)))
-}
-
-/// The one executor group a job body names, resolved once: this id is what the caller is
-/// authorised for and what is stored. A body may name the group by id, by app name, or both
-/// when both are the same group; two different groups are refused (422) rather than one of
-/// them silently winning. Without either, an update keeps the job's group.
-async fn job_group(admin: &Admin, spec: &JobSpec, current: Option<&Job>) -> ApiResult<i64> {
-    let by_app_name = |app: &str| {
-        let app = app.trim().to_owned();
-        async move {
-            admin
-                .store
-                .group_by_app_name(&app)
-                .await?
-                .map(|g| g.id)
-                .ok_or_else(|| ApiError::from(Invalid::new("group", "no executor group has this app name")))
-        }
-    };
-    match spec.named_group() {
-        NamedGroup::Id(id) => Ok(id),
-        NamedGroup::AppName(app) => by_app_name(app).await,
-        NamedGroup::Both(id, app) => {
-            let named = by_app_name(app).await?;
-            if named != id {
-                return Err(Invalid::new(
-                    "group",
-                    format!("'group' names executor group {named} but 'group_id' is {id}: give one of them"),
-                )
-                .into());
-            }
-            Ok(id)
-        }
-        NamedGroup::Unnamed => current
-            .map(|j| j.group_id)
-            .ok_or_else(|| Invalid::new("group_id", "is required (or give the group's app name as 'group')").into()),
-    }
 }
 
 /// Who saved a job (recorded with GLUE versions): the console user, `api-token` for the bearer
@@ -284,31 +245,29 @@ pub(super) async fn update_job(
     let id = path_id(&id, "job")?;
     let spec: JobSpec = parse_body(&body)?;
     let current = admin.store.job(id).await?;
-    let group_id = job_group(&admin, &spec, Some(&current)).await?;
+    let group_id = admin.job_group(&spec, Some(&current)).await?;
     if let Some(who) = who.as_deref() {
         // Both ends of a move: the group the job leaves and the group it joins.
         who.check_write(current.group_id)?;
         who.check_write(group_id)?;
     }
-    let draft = spec.validate(Some(&current), &admin.config.default_time_zone, group_id)?;
-    let job = admin.store.update_job(id, &draft, &author(who.as_deref())).await?;
-    admin.wake_scheduler_for(&job);
+    let job = admin
+        .update_job(&current, &spec, group_id, &author(who.as_deref()))
+        .await?;
     Ok(Json(job))
 }
 
 pub(super) async fn delete_job(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<StatusCode> {
-    admin.store.delete_job(path_id(&id, "job")?).await?;
+    admin.delete_job(path_id(&id, "job")?).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 pub(super) async fn start_job(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<Json<Job>> {
-    let job = admin.store.set_job_running(path_id(&id, "job")?, true).await?;
-    admin.wake_scheduler_for(&job);
-    Ok(Json(job))
+    Ok(Json(admin.start_job(path_id(&id, "job")?).await?))
 }
 
 pub(super) async fn stop_job(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<Json<Job>> {
-    Ok(Json(admin.store.set_job_running(path_id(&id, "job")?, false).await?))
+    Ok(Json(admin.stop_job(path_id(&id, "job")?).await?))
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -326,11 +285,7 @@ pub(super) async fn trigger_job(
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let id = path_id(&id, "job")?;
-    let body: TriggerBody = if body.iter().all(u8::is_ascii_whitespace) {
-        TriggerBody::default()
-    } else {
-        parse_body(&body)?
-    };
+    let body: TriggerBody = parse_optional_body(&body)?;
     let trigger_type = requested_trigger_type(body.trigger_type.as_deref())?;
     let run_id = admin.trigger_job(id, trigger_type, body.param, body.address).await?;
     Ok((StatusCode::ACCEPTED, Json(json!({ "run_id": run_id, "job_id": id }))))
@@ -387,11 +342,7 @@ pub(super) async fn list_runs(
     Extension(who): Extension<Principal>,
     Query(q): Params,
 ) -> ApiResult<Json<Vec<Run>>> {
-    let group_id = match (int_param(&q, "group_id")?, q.get("group")) {
-        (Some(id), _) => Some(id),
-        (None, Some(app)) => Some(group_by_key(&admin, app).await?.id),
-        (None, None) => None,
-    };
+    let group_id = group_filter(&admin, &q).await?;
     let status = q.get("status").map(|s| RunStatus::parse(s)).transpose()?;
     let (from, to) = (int_param(&q, "from")?, int_param(&q, "to")?);
     if let (Some(from), Some(to)) = (from, to) {
@@ -534,21 +485,9 @@ pub(super) async fn apply_jobs(
         groups: req.groups,
         workflows: req.workflows,
     };
-    let author = author(who.as_deref());
-    // Prune deletes only in the groups the document names; a document without groups prunes
-    // nothing (so an empty body cannot empty the admin).
-    let prune = req.prune.unwrap_or(false) && !doc.groups.is_empty();
-    let opts = ApplyOptions {
-        networks: &admin.config.executor_networks,
-        default_zone: &admin.config.default_time_zone,
-        author: &author,
+    let mode = ApplyMode {
         dry_run: req.dry_run.unwrap_or(false),
-        prune,
+        prune: req.prune.unwrap_or(false),
     };
-    let plan = admin.store.apply_jobs(&doc, opts).await?;
-    if plan.applied {
-        refresh_directory(&admin).await;
-        admin.partitions.wake_claims();
-    }
-    Ok(Json(plan))
+    Ok(Json(admin.apply_jobs(&doc, mode, &author(who.as_deref())).await?))
 }

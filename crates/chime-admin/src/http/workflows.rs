@@ -4,7 +4,7 @@
 
 use super::access::Principal;
 use super::error::ApiError;
-use super::rest::{author, int_param, limit_param, parse_body, path_id, requested_trigger_type};
+use super::rest::{author, int_param, limit_param, parse_body, parse_optional_body, path_id, requested_trigger_type};
 use crate::center::Admin;
 use crate::store::NodeChange;
 use crate::workflow::dag::InstanceState;
@@ -20,22 +20,6 @@ use std::sync::Arc;
 
 type ApiResult<T> = Result<T, ApiError>;
 
-/// The jobs a definition's nodes name that exist, and which of them run code, for validation.
-async fn validate(
-    admin: &Admin,
-    spec: &WorkflowSpec,
-    base: Option<&Workflow>,
-) -> ApiResult<crate::workflow::spec::WorkflowDraft> {
-    let ids: Vec<i64> = spec
-        .definition
-        .as_ref()
-        .or(base.map(|b| &b.definition))
-        .map(|d| d.nodes.iter().map(|n| n.job_id).filter(|id| *id > 0).collect())
-        .unwrap_or_default();
-    let jobs = admin.store.node_jobs(&ids).await?;
-    Ok(spec.validate(base, &admin.config.default_time_zone, |id| jobs.get(&id).copied())?)
-}
-
 pub(super) async fn list_workflows(State(admin): State<Arc<Admin>>) -> ApiResult<Json<Vec<Workflow>>> {
     Ok(Json(admin.store.list_workflows().await?))
 }
@@ -45,10 +29,7 @@ pub(super) async fn create_workflow(
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<Workflow>)> {
     let spec: WorkflowSpec = parse_body(&body)?;
-    let draft = validate(&admin, &spec, None).await?;
-    let w = admin.store.insert_workflow(&draft).await?;
-    admin.workflows.now();
-    Ok((StatusCode::CREATED, Json(w)))
+    Ok((StatusCode::CREATED, Json(admin.create_workflow(&spec).await?)))
 }
 
 pub(super) async fn show_workflow(
@@ -65,15 +46,11 @@ pub(super) async fn update_workflow(
 ) -> ApiResult<Json<Workflow>> {
     let id = path_id(&id, "workflow")?;
     let spec: WorkflowSpec = parse_body(&body)?;
-    let current = admin.store.workflow(id).await?;
-    let draft = validate(&admin, &spec, Some(&current)).await?;
-    let w = admin.store.update_workflow(id, &draft).await?;
-    admin.workflows.now();
-    Ok(Json(w))
+    Ok(Json(admin.update_workflow(id, &spec).await?))
 }
 
 pub(super) async fn delete_workflow(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<StatusCode> {
-    admin.store.delete_workflow(path_id(&id, "workflow")?).await?;
+    admin.delete_workflow(path_id(&id, "workflow")?).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -81,24 +58,14 @@ pub(super) async fn start_workflow(
     State(admin): State<Arc<Admin>>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Workflow>> {
-    let w = admin
-        .store
-        .set_workflow_running(path_id(&id, "workflow")?, true)
-        .await?;
-    admin.workflows.now();
-    Ok(Json(w))
+    Ok(Json(admin.start_workflow(path_id(&id, "workflow")?).await?))
 }
 
 pub(super) async fn stop_workflow(
     State(admin): State<Arc<Admin>>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Workflow>> {
-    Ok(Json(
-        admin
-            .store
-            .set_workflow_running(path_id(&id, "workflow")?, false)
-            .await?,
-    ))
+    Ok(Json(admin.stop_workflow(path_id(&id, "workflow")?).await?))
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -114,15 +81,9 @@ pub(super) async fn trigger_workflow(
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let id = path_id(&id, "workflow")?;
-    let body: TriggerBody = if body.iter().all(u8::is_ascii_whitespace) {
-        TriggerBody::default()
-    } else {
-        parse_body(&body)?
-    };
+    let body: TriggerBody = parse_optional_body(&body)?;
     let trigger_type = requested_trigger_type(body.trigger_type.as_deref())?;
-    let (instance, tickets) = admin.store.trigger_workflow(id, trigger_type).await?;
-    admin.workflows.sent_by_api(tickets.iter().map(|(_, t)| t.id));
-    crate::schedule::workflows::enqueue(&admin.wheel, tickets);
+    let instance = admin.trigger_workflow(id, trigger_type).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({ "instance_id": instance, "workflow_id": id })),
@@ -168,20 +129,7 @@ pub(super) async fn stop_instance(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Instance>> {
     let id = path_id(&id, "instance")?;
-    let by = author(who.as_deref());
-    let stopped = admin.store.stop_instance(id, &by).await?;
-    // This admin's own sends of them, waiting on the timer or for a permit, are dropped.
-    for run in &stopped.withdrawn {
-        admin.withdrawn.insert(*run);
-    }
-    for run in stopped.to_kill {
-        if let Err(e) = admin.kill_run(run, &by).await {
-            tracing::info!(run, error = %e, "run of a stopped workflow instance not killed");
-        }
-    }
-    let tickets = admin.store.start_queued_instance(stopped.workflow_id).await?;
-    admin.workflows.sent_by_api(tickets.iter().map(|(_, t)| t.id));
-    crate::schedule::workflows::enqueue(&admin.wheel, tickets);
+    admin.stop_instance(id, &author(who.as_deref())).await?;
     Ok(Json(admin.store.instance(id).await?))
 }
 
@@ -208,8 +156,6 @@ pub(super) async fn change_node(
             "a node key is at most 64 characters",
         ));
     }
-    let tickets = admin.store.change_node(id, &node, change).await?;
-    admin.workflows.sent_by_api(tickets.iter().map(|(_, t)| t.id));
-    crate::schedule::workflows::enqueue(&admin.wheel, tickets);
+    admin.change_node(id, &node, change).await?;
     Ok(Json(admin.store.instance(id).await?))
 }

@@ -19,7 +19,6 @@ use super::{APPNAME_HEADER, JOB_API_BODY_LIMIT};
 use crate::api::JobInfoPatch;
 use crate::center::OpError;
 use crate::model::{Group, Invalid, Job, JobSpec};
-use crate::store::StoreError;
 use axum::body::to_bytes;
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
@@ -29,6 +28,9 @@ use chime_protocol::{
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
 use std::time::Instant;
+
+/// Who a job the job API creates or changes was saved by (recorded with its GLUE versions).
+const AUTHOR: &str = "openapi";
 
 /// `code` of a reply refused by the rate limit (XXL-JOB's).
 const RATE_LIMITED_CODE: i32 = 502;
@@ -46,39 +48,39 @@ fn reply(r: ReturnT<String>) -> Response {
         .into_response()
 }
 
-/// Why a job API call failed, and how it is answered and audited.
+/// Why a job API call failed: a body that is not the call's request, or the operation's
+/// failure. The status it is audited with is [`OpError::status`]'s (the reply itself is always
+/// HTTP 200, as XXL-JOB's).
 enum Failure {
-    /// Bad input, naming the XXL-JOB field.
-    Invalid(String),
-    /// The job is not of the caller's group.
-    Forbidden(String),
-    /// No such job.
-    NotFound(String),
-    /// The change conflicts with stored data (e.g. a child of another job).
-    Conflict(String),
-    /// The database failed; the caller may try again.
-    Store(String),
+    /// The body is not a request of this call, or the call is unknown.
+    Request(String),
+    /// The operation refused or failed.
+    Op(OpError),
 }
 
 impl Failure {
     fn status(&self) -> StatusCode {
         match self {
-            Failure::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            Failure::Forbidden(_) => StatusCode::FORBIDDEN,
-            Failure::NotFound(_) => StatusCode::NOT_FOUND,
-            Failure::Conflict(_) => StatusCode::CONFLICT,
-            Failure::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Failure::Request(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Failure::Op(e) => e.status(),
         }
     }
 
-    fn message(&self) -> &str {
+    /// The reply's `msg`: a refused field as XXL-JOB names it.
+    fn message(&self) -> String {
         match self {
-            Failure::Invalid(m)
-            | Failure::Forbidden(m)
-            | Failure::NotFound(m)
-            | Failure::Conflict(m)
-            | Failure::Store(m) => m,
+            Failure::Request(m) => m.clone(),
+            Failure::Op(e) => match e.invalid() {
+                Some(i) => format!("{}: {}", xxl_field(&i.field), i.message),
+                None => e.public_message(),
+            },
         }
+    }
+}
+
+impl<E: Into<OpError>> From<E> for Failure {
+    fn from(e: E) -> Failure {
+        Failure::Op(e.into())
     }
 }
 
@@ -103,38 +105,6 @@ fn xxl_field(field: &str) -> &str {
         "address" => "addressList",
         "group_id" | "group" => "jobGroup",
         other => other,
-    }
-}
-
-impl From<Invalid> for Failure {
-    fn from(e: Invalid) -> Failure {
-        Failure::Invalid(format!("{}: {}", xxl_field(&e.field), e.message))
-    }
-}
-
-impl From<StoreError> for Failure {
-    fn from(e: StoreError) -> Failure {
-        match e {
-            StoreError::Invalid(i) => i.into(),
-            StoreError::NotFound(what) => Failure::NotFound(format!("{what} not found")),
-            StoreError::Conflict(m) => Failure::Conflict(m),
-            other => {
-                tracing::warn!(error = %other, "job API: the database failed");
-                Failure::Store("the database failed, try again".to_owned())
-            }
-        }
-    }
-}
-
-impl From<OpError> for Failure {
-    fn from(e: OpError) -> Failure {
-        match e {
-            OpError::Invalid(i) => i.into(),
-            OpError::Store(s) => s.into(),
-            OpError::Conflict(m) => Failure::Conflict(m),
-            OpError::Forbidden(m) => Failure::Forbidden(m),
-            OpError::Executor(m) => Failure::Conflict(format!("executor: {m}")),
-        }
     }
 }
 
@@ -185,11 +155,11 @@ pub(super) async fn job_api(
             })
         }
         Err(failure) => {
-            if matches!(failure, Failure::Forbidden(_)) {
+            if matches!(failure, Failure::Op(OpError::Forbidden(_))) {
                 count_refusal(admin, uri, peer, shown_app, "a job of another group");
             }
             let msg = failure.message();
-            super::super::access::audit(admin, &user, &action, &target, failure.status(), Some(msg), &body).await;
+            super::super::access::audit(admin, &user, &action, &target, failure.status(), Some(&msg), &body).await;
             reply(ReturnT::fail(msg))
         }
     }
@@ -214,18 +184,18 @@ fn caller_group(admin: &Admin, app: &str, given: &str) -> Option<Group> {
 /// Parses a job API body: a JSON object, with the field at fault named.
 fn parse<T: DeserializeOwned>(body: &Bytes) -> Result<T, Failure> {
     if body.iter().all(u8::is_ascii_whitespace) {
-        return Err(Failure::Invalid("invalid request, requestBody empty.".to_owned()));
+        return Err(Failure::Request("invalid request, requestBody empty.".to_owned()));
     }
     let value: serde_json::Value = serde_json::from_slice(body)
-        .map_err(|e| Failure::Invalid(format!("invalid request, requestBody is not JSON: {e}")))?;
+        .map_err(|e| Failure::Request(format!("invalid request, requestBody is not JSON: {e}")))?;
     if !value.is_object() {
-        return Err(Failure::Invalid(
+        return Err(Failure::Request(
             "invalid request, requestBody must be a JSON object".to_owned(),
         ));
     }
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
-        Failure::Invalid(format!("{path}: {}", e.into_inner()))
+        Failure::Request(format!("{path}: {}", e.into_inner()))
     })
 }
 
@@ -263,21 +233,22 @@ async fn operate(
             };
             (Some(req.id), trigger(admin, group, &req).await.map(|()| None))
         }
-        other => (None, Err(Failure::Invalid(messages::uri_not_found(other)))),
+        other => (None, Err(Failure::Request(messages::uri_not_found(other)))),
     }
 }
 
 /// A job of the caller's group, or why not.
 async fn own_job(admin: &Admin, group: &Group, id: i64) -> Result<Job, Failure> {
     if id <= 0 {
-        return Err(Failure::Invalid("id: is required (the job's id)".to_owned()));
+        return Err(Invalid::new("id", "is required (the job's id)").into());
     }
     let job = admin.store.job(id).await?;
     if job.group_id != group.id {
-        return Err(Failure::Forbidden(format!(
+        return Err(OpError::Forbidden(format!(
             "forbidden: job {id} is not of executor group '{}'; the job API acts on the caller's own group's jobs only",
             group.app_name
-        )));
+        ))
+        .into());
     }
     Ok(job)
 }
@@ -287,7 +258,7 @@ fn spec_of(fields: &JobFields, on_add: bool) -> Result<JobSpec, Failure> {
     for (field, value) in [("name", &fields.name), ("author", &fields.author)] {
         let blank = value.as_deref().is_none_or(|v| v.trim().is_empty());
         if blank && (on_add || value.is_some()) {
-            return Err(Failure::Invalid(format!("{field}: must not be blank")));
+            return Err(Invalid::new(field, "must not be blank").into());
         }
     }
     let upper = |v: &Option<String>| v.as_deref().map(|s| s.trim().to_owned());
@@ -318,24 +289,21 @@ fn spec_of(fields: &JobFields, on_add: bool) -> Result<JobSpec, Failure> {
 async fn add(admin: &Admin, group: &Group, body: &Bytes) -> Result<i64, Failure> {
     let req: JobAddRequest = parse(body)?;
     if req.job_group <= 0 {
-        return Err(Failure::Invalid(format!(
-            "jobGroup: is required (the caller's group is {})",
-            group.id
-        )));
+        return Err(Invalid::new("jobGroup", format!("is required (the caller's group is {})", group.id)).into());
     }
     if req.job_group != group.id {
-        return Err(Failure::Forbidden(format!(
+        return Err(OpError::Forbidden(format!(
             "forbidden: jobGroup {} is not the caller's executor group '{}' ({}); the job API creates jobs in the caller's own group only",
             req.job_group, group.app_name, group.id
-        )));
+        ))
+        .into());
     }
     let mut spec = spec_of(&req.job, true)?;
     spec.glue_type = req.job.glue_type.as_deref().map(|s| s.trim().to_owned());
     spec.glue_source = req.job.glue_source.clone();
     // New jobs are created stopped, as XXL-JOB creates them: `startJob` schedules them.
     spec.running = Some(false);
-    let draft = spec.validate(None, &admin.config.default_time_zone, group.id)?;
-    let job = admin.store.insert_job(&draft, "openapi").await?;
+    let job = admin.create_job(&spec, group.id, AUTHOR).await?;
     Ok(job.id)
 }
 
@@ -343,23 +311,16 @@ async fn update(admin: &Admin, group: &Group, req: JobUpdateRequest) -> Result<(
     let current = own_job(admin, group, req.id).await?;
     // The group is kept and the GLUE fields are ignored, as XXL-JOB's update does.
     let spec = spec_of(&req.job, false)?;
-    let draft = spec.validate(Some(&current), &admin.config.default_time_zone, current.group_id)?;
-    let job = admin.store.update_job(current.id, &draft, "openapi").await?;
-    admin.wake_scheduler_for(&job);
+    admin.update_job(&current, &spec, current.group_id, AUTHOR).await?;
     Ok(())
 }
 
 async fn switch(admin: &Admin, group: &Group, uri: &str, id: i64) -> Result<(), Failure> {
     let job = own_job(admin, group, id).await?;
     match uri {
-        "removeJob" => admin.store.delete_job(job.id).await?,
-        "startJob" => {
-            let job = admin.store.set_job_running(job.id, true).await?;
-            admin.wake_scheduler_for(&job);
-        }
-        _ => {
-            admin.store.set_job_running(job.id, false).await?;
-        }
+        "removeJob" => admin.delete_job(job.id).await?,
+        "startJob" => drop(admin.start_job(job.id).await?),
+        _ => drop(admin.stop_job(job.id).await?),
     }
     Ok(())
 }

@@ -1,0 +1,30 @@
+//! Operations on executor groups. Each change reloads the directory, so dispatch sends to the
+//! changed addresses (and knows a new group) at once.
+
+use crate::center::{Admin, OpError};
+use crate::model::{Group, GroupSpec};
+
+impl Admin {
+    /// Creates an executor group.
+    pub async fn create_group(&self, spec: &GroupSpec) -> Result<Group, OpError> {
+        let draft = spec.validate(None, &self.config.executor_networks)?;
+        let group = self.store.insert_group(&draft).await?;
+        self.refresh_directory().await;
+        Ok(group)
+    }
+
+    /// Changes the group `current`: fields `spec` leaves out keep their value.
+    pub async fn update_group(&self, current: &Group, spec: &GroupSpec) -> Result<Group, OpError> {
+        let draft = spec.validate(Some(current), &self.config.executor_networks)?;
+        let group = self.store.update_group(current.id, &draft).await?;
+        self.refresh_directory().await;
+        Ok(group)
+    }
+
+    /// Deletes a group (the store refuses one that still has jobs).
+    pub async fn delete_group(&self, id: i64) -> Result<(), OpError> {
+        self.store.delete_group(id).await?;
+        self.refresh_directory().await;
+        Ok(())
+    }
+}

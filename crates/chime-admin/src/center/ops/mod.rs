@@ -1,0 +1,11 @@
+//! Every change the APIs make, one method of [`Admin`](super::Admin) each, by resource. An
+//! operation checks its input, writes, and wakes what the change concerns: the directory after
+//! a change to groups, the claim loop for a job that is due soon, the workflow loop after a
+//! change to workflows. Who may call it (the caller's groups, the admin role) is the caller's
+//! check: each API knows its callers.
+
+pub(super) mod groups;
+pub(super) mod jobs;
+pub(super) mod runs;
+pub(super) mod users;
+pub(super) mod workflows;

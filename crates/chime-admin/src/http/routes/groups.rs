@@ -1,0 +1,48 @@
+//! The routes of executor groups.
+
+use super::Route;
+use crate::http::access::{Rule, Target};
+use crate::http::openapi::{arr, body, group_spec, key, op, r};
+use crate::http::rest;
+use serde_json::{json, Value};
+
+/// The routes of executor groups.
+pub(super) const ROUTES: &[Route] = &[
+    api!("GET" "/v1/groups", Rule::List { field: "id" }, rest::list_groups, op(
+        "List executor groups",
+        "groups", json!([]), None, (200, Some(arr(r("Group")))), &[403],
+    )),
+    api!("POST" "/v1/groups", Rule::Admin, rest::create_group, op(
+        "Create an executor group (admins only)",
+        "groups", json!([]), Some(body(group_spec(true), true)), (201, Some(r("Group"))), &[400, 403, 413, 422],
+    )),
+    api!("GET" "/v1/groups/{key}", Rule::Read(Target::GroupKey), rest::show_group, op(
+        "Show a group",
+        "groups", json!([key()]), None, (200, Some(r("Group"))), &[403, 404],
+    )),
+    // Changing a group is changing where its jobs are sent, with the executor access token
+    // that is the same for every group: admins only, as in XXL-JOB.
+    api!("PUT" "/v1/groups/{key}", Rule::Admin, rest::update_group, change(
+        "Change a group (fields left out keep their value; admins only)",
+    )),
+    api!("PATCH" "/v1/groups/{key}", Rule::Admin, rest::update_group, change(
+        "Change a group (same as PUT)",
+    )),
+    api!("DELETE" "/v1/groups/{key}", Rule::Admin, rest::delete_group, op(
+        "Delete a group without jobs (admins only)",
+        "groups", json!([key()]), None, (204, None), &[403, 404, 409, 413],
+    )),
+];
+
+/// `PUT` and `PATCH`: the same operation, but for its summary.
+fn change(summary: &str) -> Value {
+    let request = Some(body(group_spec(false), true));
+    op(
+        summary,
+        "groups",
+        json!([key()]),
+        request,
+        (200, Some(r("Group"))),
+        &[400, 403, 404, 413, 422],
+    )
+}

@@ -1,0 +1,87 @@
+//! The routes of jobs, and jobs as code: the desired state of groups and jobs, and applying one.
+
+use super::Route;
+use crate::http::access::{Rule, Target};
+use crate::http::openapi::{
+    apply_plan, apply_request, arr, body, exact, filter_text, id, input, int, int_range, job_spec, jobs_document,
+    limit, nullable, op, query, r, string, string_enum, times,
+};
+use crate::http::{console_api as console, rest};
+use serde_json::json;
+
+/// The routes of jobs, and jobs as code: the desired state of groups and jobs, and applying one.
+pub(super) const ROUTES: &[Route] = &[
+    api!("GET" "/v1/jobs", Rule::List { field: "group_id" }, rest::list_jobs, op(
+        "List jobs by id",
+        "jobs",
+        json!([query("group", string(), "only jobs of this group (app name or id)"), query("group_id", int(), "only jobs of this group"), query("after_id", int(), "paging: only jobs with a larger id (pass the last id of the previous page)"), query("running", string_enum(&["true", "false"]), "only started (true) or stopped (false) jobs"), query("q", filter_text(), "description, handler or owner contains this (any case)"), query("handler", filter_text(), "handler contains this (any case)"), query("description", filter_text(), "description contains this (any case)"), query("owner", filter_text(), "owner contains this (any case)"), query("sort", string_enum(crate::store::JobSort::NAMES), "order by this field (default id)"), query("order", string_enum(&["asc", "desc"]), "ascending (default) or descending"), query("offset", int_range(0, rest::MAX_JOB_OFFSET), "paging: jobs of the ordered list to skip (default 0)"), limit(10_000, 1000)]),
+        None,
+        (200, Some(arr(r("Job")))),
+        &[400, 403, 404],
+    )),
+    api!("POST" "/v1/jobs", Rule::CreateJob, rest::create_job, op(
+        "Create a job (its group by `group_id` or `group`; 403 for a group the caller may not write, 422 when both name different groups)",
+        "jobs", json!([]), Some(body(job_spec(), true)), (201, Some(r("Job"))), &[400, 403, 413, 422],
+    )),
+    // Jobs as code: the desired state of groups and jobs, and applying one.
+    api!("GET" "/v1/export", Rule::Authenticated, rest::export_jobs, op(
+        "Export groups and their jobs as a jobs document (the caller's groups; no ids, no secrets)",
+        "jobs",
+        json!([query("group", filter_text(), "only this group (app name)")]),
+        None,
+        (200, Some(jobs_document())),
+        &[400, 404],
+    )),
+    api!("POST" "/v1/apply", Rule::Admin, rest::apply_jobs, op(
+        "Apply a jobs document in one transaction: creates, updates and (with `prune`) deletes, all or nothing; answers the plan (admins only)",
+        "jobs", json!([]), Some(body(apply_request(), true)), (200, Some(apply_plan())), &[400, 403, 409, 413, 422],
+    )),
+    api!("GET" "/v1/jobs/{id}", Rule::Read(Target::Job), rest::show_job, op(
+        "Show a job",
+        "jobs", json!([id()]), None, (200, Some(r("Job"))), &[400, 403, 404],
+    )),
+    api!("PUT" "/v1/jobs/{id}", Rule::UpdateJob, rest::update_job, op(
+        "Change a job (fields left out keep their value; moving it needs write access to both groups, 422 when `group_id` and `group` name different groups)",
+        "jobs", json!([id()]), Some(body(job_spec(), true)), (200, Some(r("Job"))), &[400, 403, 404, 413, 422],
+    )),
+    api!("PATCH" "/v1/jobs/{id}", Rule::UpdateJob, rest::update_job, op(
+        "Change a job (same as PUT)",
+        "jobs", json!([id()]), Some(body(job_spec(), true)), (200, Some(r("Job"))), &[400, 403, 404, 413, 422],
+    )),
+    api!("DELETE" "/v1/jobs/{id}", Rule::Write(Target::Job), rest::delete_job, op(
+        "Delete a job, its runs and script versions (409 while it is another job's child)",
+        "jobs", json!([id()]), None, (204, None), &[400, 403, 404, 409, 413],
+    )),
+    api!("POST" "/v1/jobs/{id}/start", Rule::Write(Target::Job), rest::start_job, op(
+        "Start scheduling a job",
+        "jobs", json!([id()]), None, (200, Some(r("Job"))), &[400, 403, 404, 413, 422],
+    )),
+    api!("POST" "/v1/jobs/{id}/stop", Rule::Write(Target::Job), rest::stop_job, op(
+        "Stop scheduling a job",
+        "jobs", json!([id()]), None, (200, Some(r("Job"))), &[400, 403, 404, 413],
+    )),
+    api!("POST" "/v1/jobs/{id}/trigger", Rule::Write(Target::Job), rest::trigger_job, op(
+        "Run a job now (optional param, optional address from the group); the body may be left out",
+        "jobs",
+        json!([id()]),
+        Some(body(input(json!({ "param": nullable(string()), "address": nullable(string()), "trigger_type": nullable(string_enum(&["API", "MANUAL"])) })), false)),
+        (202, Some(exact(json!({ "run_id": int(), "job_id": int() })))),
+        &[400, 403, 404, 409, 413, 422],
+    )),
+    api!("GET" "/v1/jobs/{id}/next", Rule::Read(Target::Job), rest::next_fires, op(
+        "Next fire times",
+        "jobs",
+        json!([id(), query("count", int_range(1, 1000), "how many, 1..1000, default 5")]),
+        None,
+        (200, Some(exact(json!({ "job_id": int(), "time_zone": string(), "next": times(json!({})) })))),
+        &[400, 403, 404, 422],
+    )),
+    api!("GET" "/v1/jobs/{id}/glue", Rule::Admin, console::glue_history, op(
+        "The job's last 50 GLUE script versions, newest first (admins only)",
+        "jobs",
+        json!([id()]),
+        None,
+        (200, Some(arr(exact(json!({ "id": int(), "glue_type": string(), "glue_source": string(), "author": string(), "remark": string(), "created_at": int() }))))),
+        &[400, 403, 404],
+    )),
+];

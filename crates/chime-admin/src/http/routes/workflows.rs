@@ -1,0 +1,89 @@
+//! The routes of workflows and their instances: jobs of any group, so admins only.
+
+use super::Route;
+use crate::http::access::Rule;
+use crate::http::openapi::{
+    arr, body, exact, id, input, instance_states, int, job_key, limit, nullable, op, path, query, r, string_enum,
+    workflow_spec,
+};
+use crate::http::workflows as wf;
+use serde_json::{json, Value};
+
+/// The routes of workflows and their instances: jobs of any group, so admins only.
+pub(super) const ROUTES: &[Route] = &[
+    api!("GET" "/v1/workflows", Rule::Admin, wf::list_workflows, op(
+        "List workflows (admins only)",
+        "workflows", json!([]), None, (200, Some(arr(r("Workflow")))), &[403],
+    )),
+    api!("POST" "/v1/workflows", Rule::Admin, wf::create_workflow, op(
+        "Create a workflow: a schedule and a DAG of nodes, each running a job (admins only)",
+        "workflows", json!([]), Some(body(workflow_spec(), true)), (201, Some(r("Workflow"))), &[400, 403, 413, 422],
+    )),
+    api!("GET" "/v1/workflows/{id}", Rule::Admin, wf::show_workflow, op(
+        "Show a workflow",
+        "workflows", json!([id()]), None, (200, Some(r("Workflow"))), &[400, 403, 404],
+    )),
+    api!("PUT" "/v1/workflows/{id}", Rule::Admin, wf::update_workflow, change(
+        "Change a workflow (fields left out keep their value; running instances keep the graph they started with)",
+    )),
+    api!("PATCH" "/v1/workflows/{id}", Rule::Admin, wf::update_workflow, change(
+        "Change a workflow (same as PUT)",
+    )),
+    api!("DELETE" "/v1/workflows/{id}", Rule::Admin, wf::delete_workflow, op(
+        "Delete a workflow and its finished instances (409 while one is queued or running)",
+        "workflows", json!([id()]), None, (204, None), &[400, 403, 404, 409, 413],
+    )),
+    api!("POST" "/v1/workflows/{id}/start", Rule::Admin, wf::start_workflow, op(
+        "Start scheduling a workflow",
+        "workflows", json!([id()]), None, (200, Some(r("Workflow"))), &[400, 403, 404, 413, 422],
+    )),
+    api!("POST" "/v1/workflows/{id}/stop", Rule::Admin, wf::stop_workflow, op(
+        "Stop scheduling a workflow (its instances go on)",
+        "workflows", json!([id()]), None, (200, Some(r("Workflow"))), &[400, 403, 404, 413],
+    )),
+    api!("POST" "/v1/workflows/{id}/trigger", Rule::Admin, wf::trigger_workflow, op(
+        "Fire a workflow now: a new instance",
+        "workflows",
+        json!([id()]),
+        Some(body(input(json!({ "trigger_type": nullable(string_enum(&["API", "MANUAL"])) })), false)),
+        (202, Some(exact(json!({ "instance_id": int(), "workflow_id": int() })))),
+        &[400, 403, 404, 413, 422],
+    )),
+    api!("GET" "/v1/workflow-instances", Rule::Admin, wf::list_instances, op(
+        "List workflow instances, newest first (their nodes in /v1/workflow-instances/{id})",
+        "workflows",
+        json!([query("workflow_id", int(), "only instances of this workflow"), query("state", instance_states(), "only instances in this state"), query("before_id", int(), "paging: only instances with a smaller id"), limit(wf::MAX_INSTANCES, 100)]),
+        None,
+        (200, Some(arr(r("WorkflowInstance")))),
+        &[400, 403],
+    )),
+    api!("GET" "/v1/workflow-instances/{id}", Rule::Admin, wf::show_instance, op(
+        "Show a workflow instance with the state, run and result of each node",
+        "workflows", json!([id()]), None, (200, Some(r("WorkflowInstance"))), &[400, 403, 404],
+    )),
+    api!("POST" "/v1/workflow-instances/{id}/stop", Rule::Admin, wf::stop_instance, op(
+        "Stop an instance: its running nodes are stopped and their runs killed",
+        "workflows", json!([id()]), None, (200, Some(r("WorkflowInstance"))), &[400, 403, 404, 409, 413],
+    )),
+    api!("POST" "/v1/workflow-instances/{id}/nodes/{node}/{action}", Rule::Admin, wf::change_node, op(
+        "Retry a failed node, skip a node (its children go on as after a success) or mark a failed node succeeded; the rest of the instance goes on",
+        "workflows",
+        json!([id(), path("node", job_key(), "the node's key"), path("action", string_enum(&["retry", "skip", "succeed"]), "what to do")]),
+        None,
+        (200, Some(r("WorkflowInstance"))),
+        &[400, 403, 404, 409, 413],
+    )),
+];
+
+/// `PUT` and `PATCH`: the same operation, but for its summary.
+fn change(summary: &str) -> Value {
+    let request = Some(body(workflow_spec(), true));
+    op(
+        summary,
+        "workflows",
+        json!([id()]),
+        request,
+        (200, Some(r("Workflow"))),
+        &[400, 403, 404, 413, 422],
+    )
+}
