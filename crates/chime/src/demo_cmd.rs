@@ -47,12 +47,8 @@ pub struct DemoArgs {
 /// Runs `chime demo`.
 pub fn run(args: DemoArgs) -> ExitCode {
     crate::admin_cmd::init_logging();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("chime demo: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = crate::start_runtime("chime demo", crate::Threads::PerCore) else {
+        return ExitCode::FAILURE;
     };
     match runtime.block_on(demo(args)) {
         Ok(()) => ExitCode::SUCCESS,
