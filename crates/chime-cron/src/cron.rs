@@ -52,6 +52,17 @@ impl Bits {
         (m != 0).then(|| v + m.trailing_zeros() as i32)
     }
 
+    /// The first value at or after `v`, and whether there was none, so the set wrapped around
+    /// to its first value and the next larger field goes up by one (Quartz's `tailSet(v)`,
+    /// else `first()` with a carry).
+    #[inline]
+    fn at_or_after(self, v: i32) -> (i32, bool) {
+        match self.first_from(v) {
+            Some(x) => (x, false),
+            None => (self.first(), true),
+        }
+    }
+
     /// `first()` (sets are checked non-empty at parse time).
     #[inline]
     fn first(self) -> i32 {
@@ -213,67 +224,38 @@ impl CronExpr {
             }
 
             // Second.
-            let mut sec = cl.second();
-            let mut min = cl.minute();
-            match self.seconds.first_from(sec) {
-                Some(s) => sec = s,
-                None => {
-                    sec = self.seconds.first();
-                    min += 1;
-                    cl.set_minute(min);
-                }
+            let (sec, wrapped) = self.seconds.at_or_after(cl.second());
+            if wrapped {
+                let next_minute = cl.minute() + 1;
+                cl.set_minute(next_minute);
             }
             cl.set_second(sec);
 
-            // Minute.
-            min = cl.minute();
-            let mut hr = cl.hour();
-            let mut t = -1;
-            match self.minutes.first_from(min) {
-                Some(m) => {
-                    t = min;
-                    min = m;
-                }
-                None => {
-                    min = self.minutes.first();
-                    hr += 1;
-                }
-            }
-            if min != t {
+            // Minute: a different one starts again from its first second.
+            let (min, wrapped) = self.minutes.at_or_after(cl.minute());
+            if wrapped || min != cl.minute() {
+                let hr = cl.hour() + i32::from(wrapped);
                 cl.set_second(0);
                 cl.set_minute(min);
                 set_calendar_hour(&mut cl, hr);
                 continue;
             }
-            cl.set_minute(min);
 
-            // Hour.
-            hr = cl.hour();
-            let mut day = cl.day();
-            t = -1;
-            match self.hours.first_from(hr) {
-                Some(h) => {
-                    t = hr;
-                    hr = h;
-                }
-                None => {
-                    hr = self.hours.first();
-                    day += 1;
-                }
-            }
-            if hr != t {
+            // Hour: a different one starts again from its first minute.
+            let (hr, wrapped) = self.hours.at_or_after(cl.hour());
+            if wrapped || hr != cl.hour() {
+                let day = cl.day() + i32::from(wrapped);
                 cl.set_second(0);
                 cl.set_minute(0);
                 cl.set_day(day);
                 set_calendar_hour(&mut cl, hr);
                 continue;
             }
-            cl.set_hour(hr);
 
             // Day.
-            day = cl.day();
+            let mut day = cl.day();
             let mut mon = cl.month0() + 1;
-            t = -1;
+            let mut t = -1;
             let mut tmon = mon;
             if self.by_day_of_month {
                 let from_day = self.days_of_month.first_from(day);

@@ -3,8 +3,9 @@
 
 use crate::ImportError;
 use serde::Serialize;
-use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions, MySqlRow};
-use sqlx::{MySqlPool, Row};
+use sqlx::mysql::{MySqlArguments, MySqlConnectOptions, MySqlPoolOptions, MySqlRow};
+use sqlx::query::Query;
+use sqlx::{MySql, MySqlPool, Row};
 use std::collections::HashSet;
 use std::str::FromStr;
 
@@ -188,6 +189,15 @@ fn int(column: &str) -> String {
     format!("CAST({column} AS SIGNED) AS {column}")
 }
 
+/// Every row `query` selects, each read by `read`.
+async fn read_rows<T>(
+    pool: &MySqlPool,
+    query: Query<'_, MySql, MySqlArguments>,
+    read: impl Fn(&MySqlRow) -> Result<T, sqlx::Error>,
+) -> Result<Vec<T>, sqlx::Error> {
+    query.fetch_all(pool).await?.iter().map(read).collect()
+}
+
 fn text(row: &MySqlRow, col: &str) -> Result<String, sqlx::Error> {
     Ok(row.try_get::<Option<String>, _>(col)?.unwrap_or_default())
 }
@@ -266,21 +276,17 @@ pub(crate) async fn read(pool: &MySqlPool, version: Version, logs: &LogSelection
         int("id"),
         int("address_type")
     );
-    let groups = sqlx::query(&q)
-        .fetch_all(pool)
-        .await?
-        .iter()
-        .map(|r| {
-            Ok(XxlGroup {
-                id: num(r, "id")?,
-                app_name: text(r, "app_name")?,
-                title: text(r, "title")?,
-                address_type: num(r, "address_type")?,
-                address_list: text(r, "address_list")?,
-                access_token: opt_text(r, "access_token")?,
-            })
+    let groups = read_rows(pool, sqlx::query(&q), |r| {
+        Ok(XxlGroup {
+            id: num(r, "id")?,
+            app_name: text(r, "app_name")?,
+            title: text(r, "title")?,
+            address_type: num(r, "address_type")?,
+            address_list: text(r, "address_list")?,
+            access_token: opt_text(r, "access_token")?,
         })
-        .collect::<Result<Vec<_>, sqlx::Error>>()?;
+    })
+    .await?;
 
     let q = format!(
         "SELECT {}, {}, {desc} AS job_desc, {}, author, alarm_email, schedule_type, schedule_conf, misfire_strategy, \
@@ -298,39 +304,35 @@ pub(crate) async fn read(pool: &MySqlPool, version: Version, logs: &LogSelection
         int("trigger_last_time"),
         int("trigger_next_time"),
     );
-    let jobs = sqlx::query(&q)
-        .fetch_all(pool)
-        .await?
-        .iter()
-        .map(|r| {
-            Ok(XxlJob {
-                id: num(r, "id")?,
-                job_group: num(r, "job_group")?,
-                job_desc: text(r, "job_desc")?,
-                add_time: opt_text(r, "add_time")?,
-                author: text(r, "author")?,
-                alarm_email: text(r, "alarm_email")?,
-                schedule_type: text(r, "schedule_type")?,
-                schedule_conf: text(r, "schedule_conf")?,
-                misfire_strategy: text(r, "misfire_strategy")?,
-                executor_route_strategy: text(r, "executor_route_strategy")?,
-                executor_handler: text(r, "executor_handler")?,
-                executor_param: text(r, "executor_param")?,
-                executor_block_strategy: text(r, "executor_block_strategy")?,
-                executor_timeout: num(r, "executor_timeout")?,
-                executor_fail_retry_count: num(r, "executor_fail_retry_count")?,
-                glue_type: text(r, "glue_type")?,
-                glue_source: text(r, "glue_source")?,
-                glue_remark: text(r, "glue_remark")?,
-                glue_source_bytes: num(r, "glue_source_bytes")?,
-                glue_updatetime: opt_text(r, "glue_updatetime")?,
-                child_jobid: text(r, "child_jobid")?,
-                trigger_status: num(r, "trigger_status")?,
-                trigger_last_time: num(r, "trigger_last_time")?,
-                trigger_next_time: num(r, "trigger_next_time")?,
-            })
+    let jobs = read_rows(pool, sqlx::query(&q), |r| {
+        Ok(XxlJob {
+            id: num(r, "id")?,
+            job_group: num(r, "job_group")?,
+            job_desc: text(r, "job_desc")?,
+            add_time: opt_text(r, "add_time")?,
+            author: text(r, "author")?,
+            alarm_email: text(r, "alarm_email")?,
+            schedule_type: text(r, "schedule_type")?,
+            schedule_conf: text(r, "schedule_conf")?,
+            misfire_strategy: text(r, "misfire_strategy")?,
+            executor_route_strategy: text(r, "executor_route_strategy")?,
+            executor_handler: text(r, "executor_handler")?,
+            executor_param: text(r, "executor_param")?,
+            executor_block_strategy: text(r, "executor_block_strategy")?,
+            executor_timeout: num(r, "executor_timeout")?,
+            executor_fail_retry_count: num(r, "executor_fail_retry_count")?,
+            glue_type: text(r, "glue_type")?,
+            glue_source: text(r, "glue_source")?,
+            glue_remark: text(r, "glue_remark")?,
+            glue_source_bytes: num(r, "glue_source_bytes")?,
+            glue_updatetime: opt_text(r, "glue_updatetime")?,
+            child_jobid: text(r, "child_jobid")?,
+            trigger_status: num(r, "trigger_status")?,
+            trigger_last_time: num(r, "trigger_last_time")?,
+            trigger_next_time: num(r, "trigger_next_time")?,
         })
-        .collect::<Result<Vec<_>, sqlx::Error>>()?;
+    })
+    .await?;
 
     let (glues, older_glues) = read_glues(pool).await?;
 
@@ -338,19 +340,15 @@ pub(crate) async fn read(pool: &MySqlPool, version: Version, logs: &LogSelection
         "SELECT username, password, {}, permission FROM xxl_job_user ORDER BY id LIMIT {MAX_USERS}",
         int("role")
     );
-    let users = sqlx::query(&q)
-        .fetch_all(pool)
-        .await?
-        .iter()
-        .map(|r| {
-            Ok(XxlUser {
-                username: text(r, "username")?,
-                password: text(r, "password")?,
-                role: num(r, "role")?,
-                permission: text(r, "permission")?,
-            })
+    let users = read_rows(pool, sqlx::query(&q), |r| {
+        Ok(XxlUser {
+            username: text(r, "username")?,
+            password: text(r, "password")?,
+            role: num(r, "role")?,
+            permission: text(r, "permission")?,
         })
-        .collect::<Result<Vec<_>, sqlx::Error>>()?;
+    })
+    .await?;
     let count = sqlx::query("SELECT CAST(COUNT(*) AS SIGNED) AS n FROM xxl_job_user")
         .fetch_one(pool)
         .await?;
@@ -378,29 +376,25 @@ pub(crate) async fn read(pool: &MySqlPool, version: Version, logs: &LogSelection
     if let Some(since) = &logs.since {
         query = query.bind(since);
     }
-    let logs = query
-        .fetch_all(pool)
-        .await?
-        .iter()
-        .map(|r| {
-            Ok(XxlLog {
-                id: num(r, "id")?,
-                job_id: num(r, "job_id")?,
-                executor_address: text(r, "executor_address")?,
-                executor_handler: text(r, "executor_handler")?,
-                executor_param: text(r, "executor_param")?,
-                executor_sharding_param: text(r, "executor_sharding_param")?,
-                executor_fail_retry_count: num(r, "executor_fail_retry_count")?,
-                trigger_time: opt_text(r, "trigger_time")?,
-                trigger_code: num(r, "trigger_code")?,
-                trigger_msg: text(r, "trigger_msg")?,
-                handle_time: opt_text(r, "handle_time")?,
-                handle_code: num(r, "handle_code")?,
-                handle_msg: text(r, "handle_msg")?,
-                alarm_status: num(r, "alarm_status")?,
-            })
+    let logs = read_rows(pool, query, |r| {
+        Ok(XxlLog {
+            id: num(r, "id")?,
+            job_id: num(r, "job_id")?,
+            executor_address: text(r, "executor_address")?,
+            executor_handler: text(r, "executor_handler")?,
+            executor_param: text(r, "executor_param")?,
+            executor_sharding_param: text(r, "executor_sharding_param")?,
+            executor_fail_retry_count: num(r, "executor_fail_retry_count")?,
+            trigger_time: opt_text(r, "trigger_time")?,
+            trigger_code: num(r, "trigger_code")?,
+            trigger_msg: text(r, "trigger_msg")?,
+            handle_time: opt_text(r, "handle_time")?,
+            handle_code: num(r, "handle_code")?,
+            handle_msg: text(r, "handle_msg")?,
+            alarm_status: num(r, "alarm_status")?,
         })
-        .collect::<Result<Vec<_>, sqlx::Error>>()?;
+    })
+    .await?;
     let max = sqlx::query("SELECT CAST(COALESCE(MAX(id), 0) AS SIGNED) AS m FROM xxl_job_log")
         .fetch_one(pool)
         .await?;

@@ -118,12 +118,8 @@ pub fn run(mut args: AdminArgs, matches: &ArgMatches) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("chime admin: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = crate::start_runtime("chime admin", crate::Threads::PerCore) else {
+        return ExitCode::FAILURE;
     };
     runtime.block_on(async move {
         let handle = match chime_admin::start(config).await {
@@ -204,12 +200,8 @@ fn show_token(mut args: AdminArgs, show: ShowTokenArgs, matches: &ArgMatches) ->
         eprintln!("chime admin show-token: no database at {}", path.display());
         return ExitCode::FAILURE;
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("chime admin show-token: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = crate::start_runtime("chime admin show-token", crate::Threads::One) else {
+        return ExitCode::FAILURE;
     };
     let found = runtime.block_on(async move {
         let store = chime_admin::store::Store::connect(&db_url)
@@ -268,12 +260,8 @@ fn reset_password(mut args: AdminArgs, reset: ResetPasswordArgs, matches: &ArgMa
         eprintln!("chime admin reset-password: no database at {}", path.display());
         return ExitCode::FAILURE;
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("chime admin reset-password: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = crate::start_runtime("chime admin reset-password", crate::Threads::One) else {
+        return ExitCode::FAILURE;
     };
     let user = reset.user.clone();
     let hash = chime_admin::http::auth::hash_password(&password);

@@ -47,12 +47,8 @@ pub struct DemoArgs {
 /// Runs `chime demo`.
 pub fn run(args: DemoArgs) -> ExitCode {
     crate::admin_cmd::init_logging();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("chime demo: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = crate::start_runtime("chime demo", crate::Threads::PerCore) else {
+        return ExitCode::FAILURE;
     };
     match runtime.block_on(demo(args)) {
         Ok(()) => ExitCode::SUCCESS,
@@ -117,7 +113,28 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
         .await
         .map_err(|e| e.to_string())?;
 
-    let store = &handle.admin.store;
+    let (group_id, created) = demo_group_and_job(&handle.admin).await?;
+    let to_start: Vec<i64> = paused.into_iter().chain(created).collect();
+    start_when_online(&handle.admin, group_id, &to_start, paused_file.as_deref()).await?;
+    print_welcome(
+        &args,
+        &admin_url,
+        executor.advertised_address(),
+        &api_token,
+        users_existed,
+    );
+    let shutdown = handle.admin.shutdown.clone();
+    crate::admin_cmd::wait_for_signal().await;
+    executor.shutdown().await;
+    shutdown.cancel();
+    handle.wait().await;
+    Ok(())
+}
+
+/// The demo group's id (created on the first start), and the id of the demo job when this
+/// start created it: stopped, to be started with the paused jobs once the executor is online.
+async fn demo_group_and_job(admin: &chime_admin::Admin) -> Result<(i64, Option<i64>), String> {
+    let store = &admin.store;
     let group = match store.group_by_app_name(DEMO_APP).await.map_err(|e| e.to_string())? {
         Some(g) => g,
         None => {
@@ -129,53 +146,61 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
             store
                 .insert_group(
                     &spec
-                        .validate(None, &handle.admin.config.executor_networks)
+                        .validate(None, &admin.config.executor_networks)
                         .map_err(|e| e.to_string())?,
                 )
                 .await
                 .map_err(|e| e.to_string())?
         }
     };
-    handle.admin.directory.refresh().await.map_err(|e| e.to_string())?;
-    let mut to_start = paused;
-    if store
+    admin.directory.refresh().await.map_err(|e| e.to_string())?;
+    let has_jobs = !store
         .list_jobs(Some(group.id), None, 0, 1)
         .await
         .map_err(|e| e.to_string())?
-        .is_empty()
-    {
-        let spec = chime_admin::model::JobSpec {
-            group_id: Some(group.id),
-            description: Some("Demo: says hello every 5 seconds".into()),
-            schedule_type: Some("CRON".into()),
-            schedule_expr: Some("0/5 * * * * ?".into()),
-            handler: Some("demoJobHandler".into()),
-            param: Some("hello from chime demo".into()),
-            running: Some(false),
-            ..Default::default()
-        };
-        let draft = spec
-            .validate(None, &handle.admin.config.default_time_zone, group.id)
-            .map_err(|e| e.to_string())?;
-        let job = store.insert_job(&draft, "demo").await.map_err(|e| e.to_string())?;
-        to_start.push(job.id);
+        .is_empty();
+    if has_jobs {
+        return Ok((group.id, None));
     }
+    let spec = chime_admin::model::JobSpec {
+        group_id: Some(group.id),
+        description: Some("Demo: says hello every 5 seconds".into()),
+        schedule_type: Some("CRON".into()),
+        schedule_expr: Some("0/5 * * * * ?".into()),
+        handler: Some("demoJobHandler".into()),
+        param: Some("hello from chime demo".into()),
+        running: Some(false),
+        ..Default::default()
+    };
+    let draft = spec
+        .validate(None, &admin.config.default_time_zone, group.id)
+        .map_err(|e| e.to_string())?;
+    let job = store.insert_job(&draft, "demo").await.map_err(|e| e.to_string())?;
+    Ok((group.id, Some(job.id)))
+}
 
-    let online = wait_until_online(&handle.admin, group.id).await;
-    if online {
-        for id in &to_start {
-            match store.set_job_running(*id, true).await {
-                Ok(job) => handle.admin.wake_scheduler_for(&job),
+/// Starts the jobs `ids` of the demo group once its executor is online (and forgets the
+/// record of paused jobs); when it does not come online, says which stay stopped.
+async fn start_when_online(
+    admin: &chime_admin::Admin,
+    group_id: i64,
+    ids: &[i64],
+    paused_file: Option<&Path>,
+) -> Result<(), String> {
+    if wait_until_online(admin, group_id).await {
+        for id in ids {
+            match admin.store.set_job_running(*id, true).await {
+                Ok(job) => admin.wake_scheduler_for(&job),
                 // Deleted since an earlier start recorded it: nothing to start.
                 Err(chime_admin::store::StoreError::NotFound(_)) => {}
                 Err(e) => return Err(e.to_string()),
             }
         }
-        if let Some(path) = &paused_file {
+        if let Some(path) = paused_file {
             let _ = std::fs::remove_file(path);
         }
-    } else if !to_start.is_empty() {
-        let ids: Vec<String> = to_start.iter().map(i64::to_string).collect();
+    } else if !ids.is_empty() {
+        let ids: Vec<String> = ids.iter().map(i64::to_string).collect();
         eprintln!(
             "chime demo: the demo executor did not register within {} s; its jobs stay stopped \
              (start them with `chime job start ID`: {})",
@@ -183,7 +208,18 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
             ids.join(", ")
         );
     }
+    Ok(())
+}
 
+/// What `chime demo` prints once it runs: where the admin, the console and the executor are,
+/// and how to try the client commands.
+fn print_welcome(
+    args: &DemoArgs,
+    admin_url: &str,
+    executor_address: impl std::fmt::Display,
+    api_token: &str,
+    users_existed: bool,
+) {
     let password_hint = if users_existed {
         format!(
             "its password was set at the first start; forgotten: chime admin reset-password admin --db {}",
@@ -197,7 +233,7 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
     outln!("Chime demo running.");
     outln!("  admin:     {admin_url}  (database {})", args.db);
     outln!("  console:   {admin_url}/  (user admin; {password_hint})");
-    outln!("  executor:  {} (app name {DEMO_APP})", executor.advertised_address());
+    outln!("  executor:  {} (app name {DEMO_APP})", executor_address);
     outln!("  job:       demoJobHandler every 5 seconds");
     if args.enable_scripts {
         outln!("  scripts:   on (GLUE_SHELL, GLUE_PYTHON, … jobs run on this host)");
@@ -213,12 +249,6 @@ async fn demo(args: DemoArgs) -> Result<(), String> {
     outln!("  chime run list        # the demo job's runs");
     outln!("  chime run log <ID>    # a run's log, read from the executor");
     outln!("Stop with Ctrl-C.");
-    let shutdown = handle.admin.shutdown.clone();
-    crate::admin_cmd::wait_for_signal().await;
-    executor.shutdown().await;
-    shutdown.cancel();
-    handle.wait().await;
-    Ok(())
 }
 
 /// Whether console users existed, and the ids of the demo group's jobs that were running and

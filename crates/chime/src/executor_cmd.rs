@@ -281,12 +281,8 @@ pub fn run(args: ExecutorArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("chime executor: cannot start the async runtime: {err}");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = crate::start_runtime("chime executor", crate::Threads::PerCore) else {
+        return ExitCode::FAILURE;
     };
     let result = runtime.block_on(executor.run());
     // Blocking handlers that ignore cancellation must not keep the process alive.

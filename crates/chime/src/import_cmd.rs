@@ -74,12 +74,8 @@ pub fn run(args: ImportArgs, json: bool) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("chime import xxl-job: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = crate::start_runtime("chime import xxl-job", crate::Threads::One) else {
+        return ExitCode::FAILURE;
     };
     let db = args.db.clone();
     let result = runtime.block_on(async move {

@@ -173,6 +173,29 @@ fn carry_over_old_variable_names() {
     }
 }
 
+/// How many threads a command's runtime has.
+#[derive(Clone, Copy)]
+pub(crate) enum Threads {
+    /// One: a command that sends a few requests or runs one task at a time.
+    One,
+    /// One per core: a server (the admin, an executor, the demo).
+    PerCore,
+}
+
+/// Tokio's runtime for `command` (`chime admin`, …). When it cannot start, says so on
+/// standard error; the caller then exits with a failure.
+pub(crate) fn start_runtime(command: &str, threads: Threads) -> Option<tokio::runtime::Runtime> {
+    let mut builder = match threads {
+        Threads::One => tokio::runtime::Builder::new_current_thread(),
+        Threads::PerCore => tokio::runtime::Builder::new_multi_thread(),
+    };
+    builder
+        .enable_all()
+        .build()
+        .map_err(|e| eprintln!("{command}: cannot start the runtime: {e}"))
+        .ok()
+}
+
 /// The writer behind [`out!`] and [`outln!`]. Any other write error is reported once on
 /// standard error, with a failure exit code.
 pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {

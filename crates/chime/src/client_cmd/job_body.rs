@@ -3,7 +3,7 @@
 //! name: a field the admin gains is settable here without a new flag, checked against the
 //! body's type before anything is sent.
 
-use super::{alarm_contacts, Failure, JobFields};
+use super::{alarm_contacts, Failure, GroupFields, JobFields};
 use chime_admin::api::{GroupSpec, JobSpec};
 use serde_json::{Map, Value};
 
@@ -96,17 +96,12 @@ fn takes_text(schema: &Value) -> bool {
 }
 
 /// The group body of `group add|update` with the fields given (those left out stay).
-pub(super) fn group_spec(
-    title: Option<String>,
-    addresses: Vec<String>,
-    protocol: Option<String>,
-    access_token: Option<String>,
-) -> GroupSpec {
+pub(super) fn group_spec(f: GroupFields) -> GroupSpec {
     GroupSpec {
-        title,
-        addresses: (!addresses.is_empty()).then_some(addresses),
-        protocol,
-        access_token,
+        title: f.title,
+        addresses: (!f.addresses.is_empty()).then_some(f.addresses),
+        protocol: f.protocol,
+        access_token: f.access_token,
         ..GroupSpec::default()
     }
 }

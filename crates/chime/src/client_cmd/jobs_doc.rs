@@ -3,7 +3,6 @@
 //! reads one back and sends it to `POST /v1/apply`. The format is in docs/jobs-as-code.md.
 
 use chime_admin::store::{ApplyPlan, JobsDocument};
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// Largest TOML file or script file `apply` reads: the admin takes at most 4 MiB of JSON.
@@ -30,11 +29,7 @@ pub(super) fn to_toml(doc: &JobsDocument, glue_dir: Option<&Path>) -> Result<Str
     let mut value = toml::Value::try_from(doc).map_err(|e| format!("cannot write TOML: {e}"))?;
     if let Some(dir) = glue_dir {
         for group in tables_mut(&mut value, "groups") {
-            let app = group
-                .get("app_name")
-                .and_then(|v| v.as_str())
-                .unwrap_or_default()
-                .to_owned();
+            let app = text_field(group, "app_name").to_owned();
             // An app name may hold characters a path must not (`/`, `..`): such groups keep
             // their scripts inline.
             let safe_app = !app.is_empty()
@@ -47,13 +42,10 @@ pub(super) fn to_toml(doc: &JobsDocument, glue_dir: Option<&Path>) -> Result<Str
                 if glue_type == "BEAN" || !safe_app {
                     continue;
                 }
-                let key = job.get("key").and_then(|v| v.as_str()).unwrap_or_default().to_owned();
-                let source = job
-                    .get("glue_source")
-                    .and_then(|v| v.as_str())
-                    .unwrap_or_default()
-                    .to_owned();
-                let file = dir.join(&app).join(format!("{key}{}", extension(glue_type)));
+                let file = dir
+                    .join(&app)
+                    .join(format!("{}{}", text_field(job, "key"), extension(glue_type)));
+                let source = text_field(job, "glue_source").to_owned();
                 std::fs::create_dir_all(dir.join(&app)).map_err(|e| in_file(&dir.join(&app), e))?;
                 std::fs::write(&file, source).map_err(|e| in_file(&file, e))?;
                 job.remove("glue_source");
@@ -88,6 +80,11 @@ fn tables_mut_in<'a>(table: &'a mut toml::Table, key: &str) -> impl Iterator<Ite
     array_tables(table.get_mut(key))
 }
 
+/// The text of `table`'s field `key` (empty when it has none, or not text).
+fn text_field<'a>(table: &'a toml::Table, key: &str) -> &'a str {
+    table.get(key).and_then(toml::Value::as_str).unwrap_or_default()
+}
+
 /// The tables of an array of tables (`[[key]]`), if `value` is one.
 fn array_tables(value: Option<&mut toml::Value>) -> impl Iterator<Item = &mut toml::Table> {
     value
@@ -104,16 +101,12 @@ pub(super) fn read_document(file: &Path) -> Result<JobsDocument, String> {
     let mut value: toml::Value = toml::from_str(&text).map_err(|e| in_file(file, e))?;
     let base = file.parent().map(Path::to_path_buf).unwrap_or_default();
     for group in tables_mut(&mut value, "groups") {
-        let app = group
-            .get("app_name")
-            .and_then(|v| v.as_str())
-            .unwrap_or_default()
-            .to_owned();
+        let app = text_field(group, "app_name").to_owned();
         for job in tables_mut_in(group, "jobs") {
             let Some(glue_file) = job.remove("glue_file") else {
                 continue;
             };
-            let key = job.get("key").and_then(|v| v.as_str()).unwrap_or_default().to_owned();
+            let key = text_field(job, "key").to_owned();
             let at = |msg: String| in_file(file, format!("group '{app}', job '{key}', field 'glue_file': {msg}"));
             let Some(name) = glue_file.as_str() else {
                 return Err(at("must be a file name".into()));
@@ -130,11 +123,7 @@ pub(super) fn read_document(file: &Path) -> Result<JobsDocument, String> {
 }
 
 /// The plan for people: `+ create`, `~ update: fields`, `- delete`, one line each.
-pub(super) fn print_plan(plan: &Value) {
-    let Ok(plan) = serde_json::from_value::<ApplyPlan>(plan.clone()) else {
-        outln!("{plan}");
-        return;
-    };
+pub(super) fn print_plan(plan: &ApplyPlan) {
     let name = |e: &chime_admin::store::PlanEntry| match (e.kind.as_str(), &e.key) {
         ("workflow", Some(k)) => format!("workflow {k}"),
         (_, Some(k)) => format!("{}/{k}", e.group),

@@ -9,11 +9,15 @@ mod workflow;
 
 pub use workflow::WorkflowArgs;
 
-use chime_admin::api::GroupSpec;
+use chime_admin::api::{GroupSpec, Job};
+use chime_admin::model::{Run, RunStatus};
+use chime_admin::store::{ApplyPlan, JobsDocument};
 use output::{
-    br_lines, cell, print_groups, print_job_detail, print_jobs, print_run_detail, print_runs, table, time, zoned,
-    GroupNames,
+    br_lines, cell, next_fire_times, print_groups, print_job_detail, print_jobs, print_run_detail, print_runs, table,
+    time, wire_name, zoned, GroupAnswer, GroupNames,
 };
+use reqwest::Method;
+use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -51,19 +55,8 @@ enum GroupCmd {
         /// App name the executors register with.
         #[arg(long)]
         appname: String,
-        /// Display name.
-        #[arg(long)]
-        title: Option<String>,
-        /// Manual addresses (comma-separated); without them executors register themselves.
-        #[arg(long, value_delimiter = ',')]
-        addresses: Vec<String>,
-        /// Protocol generation: G2 (XXL-JOB 2.4, default), G3, G4.
-        #[arg(long)]
-        protocol: Option<String>,
-        /// The group's own executor access token (XXL-JOB 3.5 has one per group), used instead
-        /// of the admin's for this group's executors.
-        #[arg(long, env = "CHIME_GROUP_ACCESS_TOKEN", hide_env_values = true)]
-        access_token: Option<String>,
+        #[command(flatten)]
+        fields: GroupFields,
         /// Let the group's executors work without any access token, as legacy XXL-JOB
         /// executors without one do. Anyone who reaches the admin can then register as one of
         /// them and receive the group's jobs; links are refused for it. The admin warns at each
@@ -75,18 +68,8 @@ enum GroupCmd {
     Update {
         /// Group id or app name.
         group: String,
-        /// Display name.
-        #[arg(long)]
-        title: Option<String>,
-        /// Manual addresses (comma-separated); makes the group manual.
-        #[arg(long, value_delimiter = ',')]
-        addresses: Vec<String>,
-        /// Protocol generation: G2, G3, G4.
-        #[arg(long)]
-        protocol: Option<String>,
-        /// The group's own executor access token; "" removes it (the admin's applies).
-        #[arg(long, env = "CHIME_GROUP_ACCESS_TOKEN", hide_env_values = true)]
-        access_token: Option<String>,
+        #[command(flatten)]
+        fields: GroupFields,
         /// Let the group's executors work without any access token (see `group add`).
         #[arg(long, conflicts_with_all = ["access_token", "require_token"])]
         insecure_no_token: bool,
@@ -101,6 +84,25 @@ enum GroupCmd {
         /// Group id or app name.
         group: String,
     },
+}
+
+/// Group fields shared by `group add` and `group update`.
+#[derive(clap::Args, Debug)]
+struct GroupFields {
+    /// Display name (on `add`, defaults to the app name).
+    #[arg(long)]
+    title: Option<String>,
+    /// Manual addresses (comma-separated): they make the group manual. Without them, `add`
+    /// makes a group whose executors register themselves.
+    #[arg(long, value_delimiter = ',')]
+    addresses: Vec<String>,
+    /// Protocol generation: G2 (XXL-JOB 2.4, the default on `add`), G3, G4.
+    #[arg(long)]
+    protocol: Option<String>,
+    /// The group's own executor access token (XXL-JOB 3.5 has one per group), used instead of
+    /// the admin's for this group's executors; on `update`, "" removes it (the admin's applies).
+    #[arg(long, env = "CHIME_GROUP_ACCESS_TOKEN", hide_env_values = true)]
+    access_token: Option<String>,
 }
 
 /// `chime job …`
@@ -345,16 +347,36 @@ struct Client {
 #[derive(Debug)]
 struct Failure(String);
 
+/// An answer read into the API's type `T`.
+fn read_answer<T: DeserializeOwned>(answer: Value) -> Result<T, Failure> {
+    serde_json::from_value(answer).map_err(|e| Failure(format!("unexpected answer from the admin: {e}")))
+}
+
 impl Client {
-    /// Sends `body`, one of the admin's wire types ([`chime_admin::api`]). The answer is
-    /// printed from its JSON as the admin wrote it: a group's answer only says whether it has
-    /// a token, and an admin of another version may answer more or fewer fields.
-    async fn send(&self, method: reqwest::Method, path: &str, body: &impl serde::Serialize) -> Result<Value, Failure> {
+    /// Sends `body`, one of the admin's wire types ([`chime_admin::api`]) or a request's body.
+    async fn send(&self, method: Method, path: &str, body: &impl serde::Serialize) -> Result<Value, Failure> {
         let body = serde_json::to_value(body).map_err(|e| Failure(e.to_string()))?;
         self.call(method, path, Some(body)).await
     }
 
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Value, Failure> {
+    /// Reads an answer into the API's type `T`.
+    async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, Failure> {
+        read_answer(self.call(Method::GET, path, None).await?)
+    }
+
+    /// Prints an answer: with `--json`, its JSON as the admin wrote it (an admin of another
+    /// version may answer more fields, and a group's answer only says whether it has a
+    /// token); for people, read into the API's type `T` and printed by `human`.
+    fn print<T: DeserializeOwned>(&self, answer: Value, human: impl FnOnce(T)) -> Result<(), Failure> {
+        if self.opts.json {
+            outln!("{}", serde_json::to_string_pretty(&answer).unwrap_or_default());
+        } else {
+            human(read_answer(answer)?);
+        }
+        Ok(())
+    }
+
+    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> Result<Value, Failure> {
         let url = format!("{}{}", self.opts.admin.trim_end_matches('/'), path);
         let mut attempt = 1;
         let resp = loop {
@@ -412,20 +434,19 @@ impl Client {
 const FOLLOW_POLL: (Duration, Duration) = (Duration::from_millis(250), Duration::from_secs(2));
 
 /// Whether a run status is final (no more log lines will be written).
-fn is_final(status: &Value) -> bool {
-    matches!(status.as_str(), Some("success" | "failed" | "killed" | "skipped"))
+fn is_final(status: RunStatus) -> bool {
+    !matches!(status, RunStatus::Pending | RunStatus::Running)
 }
 
 /// `run log --follow`: prints the log from `from_line` and then each new slice, until the
 /// run is final and the log read after that is printed. A run not yet sent to an executor is
 /// waited for.
 async fn follow_log(c: &Client, id: i64, from_line: u32) -> Result<(), Failure> {
-    use reqwest::Method;
     let mut next_line = i64::from(from_line.max(1));
     let mut wait = FOLLOW_POLL.0;
     loop {
-        let run = c.call(Method::GET, &format!("/v1/runs/{id}"), None).await?;
-        let sent = run["executor_address"].as_str().is_some_and(|a| !a.is_empty());
+        let run: Run = c.get(&format!("/v1/runs/{id}")).await?;
+        let sent = !run.executor_address.is_empty();
         let mut grew = false;
         if sent {
             let slice = c
@@ -447,14 +468,14 @@ async fn follow_log(c: &Client, id: i64, from_line: u32) -> Result<(), Failure> 
             // The run was read before this slice: when it was final then, the slice holds
             // the end of the log even if the executor does not say so (a run refused at
             // trigger has no result code, so the admin never marks its log complete).
-            if slice["is_end"].as_bool() == Some(true) || is_final(&run["status"]) {
+            if slice["is_end"].as_bool() == Some(true) || is_final(run.status) {
                 return Ok(());
             }
-        } else if is_final(&run["status"]) {
+        } else if is_final(run.status) {
             return Err(Failure(format!(
                 "run {id} ended ({}) without being sent to an executor, so it has no log: {}",
-                cell(&run["status"]),
-                br_lines(run["trigger_msg"].as_str().unwrap_or(""), " ")
+                wire_name(&run.status),
+                br_lines(&run.trigger_msg, " ")
             )));
         }
         wait = if grew {
@@ -477,14 +498,14 @@ const TRIGGER_OUTCOME_WAIT: Duration = Duration::from_secs(10);
 async fn trigger_outcome(c: &Client, run: i64) -> Result<(), Failure> {
     let deadline = tokio::time::Instant::now() + TRIGGER_OUTCOME_WAIT;
     loop {
-        let v = c.call(reqwest::Method::GET, &format!("/v1/runs/{run}"), None).await?;
-        match v["trigger_code"].as_i64() {
-            Some(200) => return Ok(()),
-            Some(0) | None => {}
-            Some(_) => {
+        let sent: Run = c.get(&format!("/v1/runs/{run}")).await?;
+        match sent.trigger_code {
+            200 => return Ok(()),
+            0 => {}
+            _ => {
                 return Err(Failure(format!(
                     "run {run} could not be sent to an executor: {}",
-                    br_lines(v["trigger_msg"].as_str().unwrap_or(""), " ")
+                    br_lines(&sent.trigger_msg, " ")
                 )))
             }
         }
@@ -509,24 +530,13 @@ impl Client {
     /// The admin's groups by id, to show names instead of ids. Empty when the listing fails:
     /// the table then shows ids, and the command's own request reports any real problem.
     async fn group_names(&self) -> GroupNames {
-        let groups = self
-            .call(reqwest::Method::GET, "/v1/groups", None)
-            .await
-            .unwrap_or(Value::Null);
-        GroupNames(
-            groups
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|g| Some((g["id"].as_i64()?, g["app_name"].as_str()?.to_owned())))
-                        .collect()
-                })
-                .unwrap_or_default(),
-        )
+        let groups: Vec<GroupAnswer> = self.get("/v1/groups").await.unwrap_or_default();
+        GroupNames(groups.into_iter().map(|g| (g.group.id, g.group.app_name)).collect())
     }
 
     /// Fetches a listing page by page, following the id of the last row of each page, until
-    /// `limit` rows (all when `None`) or the end. `path(cursor, n)` is the request for `n` rows
+    /// `limit` rows (all when `None`) or the end. The rows are answered as the admin wrote them
+    /// (for `--json`); [`Client::print`] reads them into their type. `path(cursor, n)` is the request for `n` rows
     /// after `cursor`. When the limit ends the listing early, a hint on standard error says how
     /// to get the next page (`--{cursor_flag} ID`).
     async fn pages(
@@ -542,11 +552,7 @@ impl Client {
             if want == 0 {
                 break;
             }
-            let page = self.call(reqwest::Method::GET, &path(cursor, want), None).await?;
-            let page = match page {
-                Value::Array(a) => a,
-                other => return Err(Failure(format!("unexpected answer from the admin: {other}"))),
-            };
+            let page: Vec<Value> = self.get(&path(cursor, want)).await?;
             let got = page.len() as u64;
             rows.extend(page);
             match rows.last().and_then(|r| r["id"].as_i64()) {
@@ -585,92 +591,71 @@ fn alarm_contacts(list: &str) -> Result<String, Failure> {
 }
 
 async fn dispatch(c: &Client, cmd: Cmd) -> Result<(), Failure> {
-    use reqwest::Method;
-    let json_out = c.opts.json;
-    let out = |v: &Value, human: &dyn Fn(&Value)| {
-        if json_out {
-            outln!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
-        } else {
-            human(v);
-        }
-    };
-    // Job tables name groups; the listing is fetched only for people, not for --json.
-    let groups = match &cmd {
-        Cmd::Job(JobCmd::Rm { .. } | JobCmd::Trigger { .. } | JobCmd::Next { .. }) => GroupNames::default(),
-        Cmd::Job(_) if !json_out => c.group_names().await,
-        _ => GroupNames::default(),
-    };
-    let print_jobs = |v: &Value| print_jobs(v, &groups);
     match cmd {
-        Cmd::Workflow(cmd) => return workflow::dispatch(c, cmd).await,
-        Cmd::Group(GroupCmd::Add {
+        Cmd::Workflow(cmd) => workflow::dispatch(c, cmd).await,
+        Cmd::Group(cmd) => group_cmd(c, cmd).await,
+        Cmd::Job(cmd) => job_cmd(c, cmd).await,
+        Cmd::Run(cmd) => run_cmd(c, cmd).await,
+        Cmd::Executors(group) => executors(c, group).await,
+        Cmd::Export(args) => export(c, args).await,
+        Cmd::Apply(args) => apply(c, args).await,
+    }
+}
+
+/// `chime group …`
+async fn group_cmd(c: &Client, cmd: GroupCmd) -> Result<(), Failure> {
+    let print_group = |g: GroupAnswer| print_groups(&[g]);
+    match cmd {
+        GroupCmd::Add {
             appname,
-            title,
-            addresses,
-            protocol,
-            access_token,
+            fields,
             insecure_no_token,
-        }) => {
+        } => {
             let body = GroupSpec {
                 app_name: Some(appname),
                 insecure_no_token: insecure_no_token.then_some(true),
-                ..job_body::group_spec(title, addresses, protocol, access_token)
+                ..job_body::group_spec(fields)
             };
-            let v = c.send(Method::POST, "/v1/groups", &body).await?;
-            out(&v, &|v| print_groups(&json!([v])));
+            c.print(c.send(Method::POST, "/v1/groups", &body).await?, print_group)
         }
-        Cmd::Group(GroupCmd::Update {
+        GroupCmd::Update {
             group,
-            title,
-            addresses,
-            protocol,
-            access_token,
+            fields,
             insecure_no_token,
             require_token,
-        }) => {
+        } => {
             let body = GroupSpec {
                 insecure_no_token: (insecure_no_token || require_token).then_some(insecure_no_token),
-                ..job_body::group_spec(title, addresses, protocol, access_token)
+                ..job_body::group_spec(fields)
             };
-            let v = c.send(Method::PUT, &format!("/v1/groups/{group}"), &body).await?;
-            out(&v, &|v| print_groups(&json!([v])));
+            let answer = c.send(Method::PUT, &format!("/v1/groups/{group}"), &body).await?;
+            c.print(answer, print_group)
         }
-        Cmd::Export(args) => {
-            let path = match &args.group {
-                Some(g) => format!("/v1/export?group={}", query_value(g)),
-                None => "/v1/export".to_owned(),
-            };
-            let v = c.call(Method::GET, &path, None).await?;
-            if json_out {
-                outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
-            } else {
-                let doc: chime_admin::store::JobsDocument =
-                    serde_json::from_value(v).map_err(|e| Failure(format!("unexpected answer from the admin: {e}")))?;
-                let text = jobs_doc::to_toml(&doc, args.glue_dir.as_deref()).map_err(Failure)?;
-                outln!("{}", text.trim_end());
-            }
-        }
-        Cmd::Apply(args) => {
-            let doc = jobs_doc::read_document(&args.file).map_err(Failure)?;
-            let mut body = serde_json::to_value(&doc).map_err(|e| Failure(e.to_string()))?;
-            body["dry_run"] = args.dry_run.into();
-            body["prune"] = args.prune.into();
-            let v = c
-                .call(Method::POST, "/v1/apply", Some(body))
-                .await
-                .map_err(|Failure(m)| Failure(jobs_doc::in_file(&args.file, m)))?;
-            out(&v, &jobs_doc::print_plan);
-        }
-        Cmd::Group(GroupCmd::List) => out(&c.call(Method::GET, "/v1/groups", None).await?, &print_groups),
-        Cmd::Group(GroupCmd::Rm { group }) => {
+        GroupCmd::List => c.print(c.call(Method::GET, "/v1/groups", None).await?, |groups: Vec<_>| {
+            print_groups(&groups)
+        }),
+        GroupCmd::Rm { group } => {
             c.call(Method::DELETE, &format!("/v1/groups/{group}"), None).await?;
-            out(&json!({ "deleted": group }), &|_| outln!("deleted group {group}"));
+            c.print(json!({ "deleted": group }), |_: Value| outln!("deleted group {group}"))
         }
-        Cmd::Job(JobCmd::Add(f)) => {
-            let v = c.send(Method::POST, "/v1/jobs", &job_body::job_spec(&f, true)?).await?;
-            out(&v, &print_jobs);
-        }
-        Cmd::Job(JobCmd::List { group, limit, after_id }) => {
+    }
+}
+
+/// `chime job …`
+async fn job_cmd(c: &Client, cmd: JobCmd) -> Result<(), Failure> {
+    // Job tables name groups; the listing is fetched only for people, not for --json.
+    let groups = match &cmd {
+        JobCmd::Rm { .. } | JobCmd::Trigger { .. } | JobCmd::Next { .. } => GroupNames::default(),
+        _ if !c.opts.json => c.group_names().await,
+        _ => GroupNames::default(),
+    };
+    let print_job = |job: Job| print_jobs(&[job], &groups);
+    match cmd {
+        JobCmd::Add(f) => c.print(
+            c.send(Method::POST, "/v1/jobs", &job_body::job_spec(&f, true)?).await?,
+            print_job,
+        ),
+        JobCmd::List { group, limit, after_id } => {
             let filter = match group {
                 Some(g) => format!("&group={g}"),
                 None => String::new(),
@@ -683,82 +668,105 @@ async fn dispatch(c: &Client, cmd: Cmd) -> Result<(), Failure> {
                     "after-id",
                 )
                 .await?;
-            out(&jobs, &print_jobs);
+            c.print(jobs, |jobs: Vec<Job>| print_jobs(&jobs, &groups))
         }
-        Cmd::Job(JobCmd::Show { id }) => {
-            let job = c.call(Method::GET, &format!("/v1/jobs/{id}"), None).await?;
-            if json_out {
-                out(&job, &|_| {});
+        JobCmd::Show { id } => {
+            let answer = c.call(Method::GET, &format!("/v1/jobs/{id}"), None).await?;
+            if c.opts.json {
+                return c.print(answer, |_: Value| {});
+            }
+            let job: Job = read_answer(answer)?;
+            // Next fire times only for a job that has them (a stopped or manual job's list is
+            // empty; a failure here must not hide the job itself).
+            let next = if job.running {
+                c.call(Method::GET, &format!("/v1/jobs/{id}/next?count=5"), None)
+                    .await
+                    .ok()
             } else {
-                // Next fire times only for a job that has them (a stopped or manual job's
-                // list is empty; a failure here must not hide the job itself).
-                let next = if job["running"].as_bool() == Some(true) {
-                    c.call(Method::GET, &format!("/v1/jobs/{id}/next?count=5"), None)
-                        .await
-                        .ok()
-                } else {
-                    None
-                };
-                print_job_detail(&job, &groups, next.as_ref());
-            }
+                None
+            };
+            print_job_detail(&job, &groups, next.as_ref());
+            Ok(())
         }
-        Cmd::Job(JobCmd::Update { id, fields }) => {
-            let v = c
-                .send(
-                    Method::PUT,
-                    &format!("/v1/jobs/{id}"),
-                    &job_body::job_spec(&fields, false)?,
-                )
-                .await?;
-            out(&v, &print_jobs);
+        JobCmd::Update { id, fields } => {
+            let body = job_body::job_spec(&fields, false)?;
+            c.print(c.send(Method::PUT, &format!("/v1/jobs/{id}"), &body).await?, print_job)
         }
-        Cmd::Job(JobCmd::Start { id }) => out(
-            &c.call(Method::POST, &format!("/v1/jobs/{id}/start"), None).await?,
-            &print_jobs,
+        JobCmd::Start { id } => c.print(
+            c.call(Method::POST, &format!("/v1/jobs/{id}/start"), None).await?,
+            print_job,
         ),
-        Cmd::Job(JobCmd::Stop { id }) => out(
-            &c.call(Method::POST, &format!("/v1/jobs/{id}/stop"), None).await?,
-            &print_jobs,
+        JobCmd::Stop { id } => c.print(
+            c.call(Method::POST, &format!("/v1/jobs/{id}/stop"), None).await?,
+            print_job,
         ),
-        Cmd::Job(JobCmd::Rm { id }) => {
+        JobCmd::Rm { id } => {
             c.call(Method::DELETE, &format!("/v1/jobs/{id}"), None).await?;
-            out(&json!({ "deleted": id }), &|_| outln!("deleted job {id}"));
+            c.print(json!({ "deleted": id }), |_: Value| outln!("deleted job {id}"))
         }
-        Cmd::Job(JobCmd::Trigger { id, param, address }) => {
-            let mut body = json!({ "trigger_type": "MANUAL" });
-            if let Some(p) = param {
-                body["param"] = p.into();
-            }
-            if let Some(a) = address {
-                body["address"] = a.into();
-            }
-            let v = c
-                .call(Method::POST, &format!("/v1/jobs/{id}/trigger"), Some(body))
-                .await?;
-            out(&v, &|v| outln!("triggered job {id}: run {}", cell(&v["run_id"])));
-            if let Some(run) = v["run_id"].as_i64() {
-                trigger_outcome(c, run).await?;
+        JobCmd::Trigger { id, param, address } => {
+            let body = TriggerBody {
+                param,
+                address,
+                ..TriggerBody::MANUAL
+            };
+            let answer = c.send(Method::POST, &format!("/v1/jobs/{id}/trigger"), &body).await?;
+            let run = answer["run_id"].as_i64();
+            c.print(answer, |v: Value| {
+                outln!("triggered job {id}: run {}", cell(&v["run_id"]))
+            })?;
+            match run {
+                Some(run) => trigger_outcome(c, run).await,
+                None => Ok(()),
             }
         }
-        Cmd::Job(JobCmd::Next { id, count }) => {
-            let v = c
+        JobCmd::Next { id, count } => {
+            let answer = c
                 .call(Method::GET, &format!("/v1/jobs/{id}/next?count={count}"), None)
                 .await?;
-            out(&v, &|v| {
-                let rows = v["next"].as_array().cloned().unwrap_or_default();
+            c.print(answer, |v: Value| {
                 let tz = v["time_zone"].as_str().unwrap_or("");
-                table(
-                    &["EPOCH MS", "TIME"],
-                    rows.iter().map(|n| vec![cell(&n["at"]), zoned(&n["at"], tz)]).collect(),
-                );
-            });
+                let rows = next_fire_times(Some(&v))
+                    .into_iter()
+                    .map(|at| vec![at.to_string(), zoned(at, tz)])
+                    .collect();
+                table(&["EPOCH MS", "TIME"], rows);
+            })
         }
-        Cmd::Run(RunCmd::List {
+    }
+}
+
+/// The body of a trigger request (of a job or a workflow).
+#[derive(serde::Serialize)]
+struct TriggerBody {
+    /// Always `MANUAL`: a person asked for the run.
+    trigger_type: &'static str,
+    /// The parameter of this run instead of the job's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    param: Option<String>,
+    /// The executor to send it to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    address: Option<String>,
+}
+
+impl TriggerBody {
+    /// A person's trigger, with nothing else given.
+    const MANUAL: TriggerBody = TriggerBody {
+        trigger_type: "MANUAL",
+        param: None,
+        address: None,
+    };
+}
+
+/// `chime run …`
+async fn run_cmd(c: &Client, cmd: RunCmd) -> Result<(), Failure> {
+    match cmd {
+        RunCmd::List {
             job,
             status,
             limit,
             before_id,
-        }) => {
+        } => {
             let mut filter = String::new();
             if let Some(j) = job {
                 filter.push_str(&format!("&job_id={j}"));
@@ -782,29 +790,31 @@ async fn dispatch(c: &Client, cmd: Cmd) -> Result<(), Failure> {
                     "before-id",
                 )
                 .await?;
-            out(&runs, &print_runs);
+            c.print(runs, |runs: Vec<Run>| print_runs(&runs))
         }
-        Cmd::Run(RunCmd::Show { id }) => out(
-            &c.call(Method::GET, &format!("/v1/runs/{id}"), None).await?,
-            &print_run_detail,
+        RunCmd::Show { id } => c.print(
+            c.call(Method::GET, &format!("/v1/runs/{id}"), None).await?,
+            |run: Run| print_run_detail(&run),
         ),
-        Cmd::Run(RunCmd::Log {
+        RunCmd::Log {
             id,
             from_line,
             follow: false,
-        }) => {
-            let v = c
+        } => {
+            let answer = c
                 .call(Method::GET, &format!("/v1/runs/{id}/log?from_line={from_line}"), None)
                 .await?;
-            out(&v, &|v| out!("{}", br_lines(v["content"].as_str().unwrap_or(""), "")));
+            c.print(answer, |v: Value| {
+                out!("{}", br_lines(v["content"].as_str().unwrap_or(""), ""))
+            })
         }
-        Cmd::Run(RunCmd::Log {
+        RunCmd::Log {
             id,
             from_line,
             follow: true,
-        }) => {
+        } => {
             tokio::select! {
-                r = follow_log(c, id, from_line) => r?,
+                r = follow_log(c, id, from_line) => r,
                 _ = tokio::signal::ctrl_c() => {
                     // What a shell reports for a command ended by Ctrl-C (128 + SIGINT), after
                     // the lines already read are out.
@@ -814,47 +824,87 @@ async fn dispatch(c: &Client, cmd: Cmd) -> Result<(), Failure> {
                 }
             }
         }
-        Cmd::Run(RunCmd::Kill { id }) => out(
-            &c.call(Method::POST, &format!("/v1/runs/{id}/kill"), None).await?,
-            &print_runs,
+        RunCmd::Kill { id } => c.print(
+            c.call(Method::POST, &format!("/v1/runs/{id}/kill"), None).await?,
+            |run: Run| print_runs(&[run]),
         ),
-        Cmd::Executors(group) => {
-            let path = match group {
-                Some(g) => format!("/v1/executors?group={g}"),
-                None => "/v1/executors".to_owned(),
-            };
-            out(&c.call(Method::GET, &path, None).await?, &|v| {
-                let mut rows = Vec::new();
-                for g in v.as_array().cloned().unwrap_or_default() {
-                    let list = g["executors"].as_array().cloned().unwrap_or_default();
-                    if list.is_empty() {
-                        rows.push(vec![
-                            cell(&g["app_name"]),
-                            "(none)".into(),
-                            String::new(),
-                            String::new(),
-                        ]);
-                    }
-                    for e in list {
-                        // A linked executor dialed the admins: its source says so.
-                        let source = if e["linked"] == true {
-                            format!("{} (linked)", cell(&e["source"]))
-                        } else {
-                            cell(&e["source"])
-                        };
-                        rows.push(vec![
-                            cell(&g["app_name"]),
-                            cell(&e["address"]),
-                            source,
-                            time(&e["last_heartbeat"]),
-                        ]);
-                    }
-                }
-                table(&["GROUP", "ADDRESS", "SOURCE", "LAST HEARTBEAT"], rows);
-            });
-        }
     }
+}
+
+/// `chime executors [--group A]`: each group's executors, with their last heartbeat.
+async fn executors(c: &Client, group: Option<String>) -> Result<(), Failure> {
+    let path = match group {
+        Some(g) => format!("/v1/executors?group={g}"),
+        None => "/v1/executors".to_owned(),
+    };
+    c.print(c.call(Method::GET, &path, None).await?, |v: Value| {
+        let mut rows = Vec::new();
+        for g in v.as_array().into_iter().flatten() {
+            let list = g["executors"].as_array().cloned().unwrap_or_default();
+            if list.is_empty() {
+                rows.push(vec![
+                    cell(&g["app_name"]),
+                    "(none)".into(),
+                    String::new(),
+                    String::new(),
+                ]);
+            }
+            for e in list {
+                // A linked executor dialed the admins: its source says so.
+                let source = if e["linked"] == true {
+                    format!("{} (linked)", cell(&e["source"]))
+                } else {
+                    cell(&e["source"])
+                };
+                rows.push(vec![
+                    cell(&g["app_name"]),
+                    cell(&e["address"]),
+                    source,
+                    time(e["last_heartbeat"].as_i64().unwrap_or_default()),
+                ]);
+            }
+        }
+        table(&["GROUP", "ADDRESS", "SOURCE", "LAST HEARTBEAT"], rows);
+    })
+}
+
+/// `chime export`: the jobs document as TOML (or as the admin's JSON with `--json`).
+async fn export(c: &Client, args: ExportArgs) -> Result<(), Failure> {
+    let path = match &args.group {
+        Some(g) => format!("/v1/export?group={}", query_value(g)),
+        None => "/v1/export".to_owned(),
+    };
+    let answer = c.call(Method::GET, &path, None).await?;
+    if c.opts.json {
+        return c.print(answer, |_: Value| {});
+    }
+    let doc: JobsDocument = read_answer(answer)?;
+    let text = jobs_doc::to_toml(&doc, args.glue_dir.as_deref()).map_err(Failure)?;
+    outln!("{}", text.trim_end());
     Ok(())
+}
+
+/// The body of `POST /v1/apply`: a jobs document and what to do with it.
+#[derive(serde::Serialize)]
+struct ApplyBody {
+    #[serde(flatten)]
+    doc: JobsDocument,
+    dry_run: bool,
+    prune: bool,
+}
+
+/// `chime apply -f FILE`: sends the document and prints the plan.
+async fn apply(c: &Client, args: ApplyArgs) -> Result<(), Failure> {
+    let body = ApplyBody {
+        doc: jobs_doc::read_document(&args.file).map_err(Failure)?,
+        dry_run: args.dry_run,
+        prune: args.prune,
+    };
+    let answer = c
+        .send(Method::POST, "/v1/apply", &body)
+        .await
+        .map_err(|Failure(m)| Failure(jobs_doc::in_file(&args.file, m)))?;
+    c.print(answer, |plan: ApplyPlan| jobs_doc::print_plan(&plan))
 }
 
 /// One parsed client command (built once per process, so variant sizes do not matter).
@@ -870,12 +920,8 @@ enum Cmd {
 }
 
 fn execute(opts: ClientOpts, cmd: Cmd) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("chime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = crate::start_runtime("chime", crate::Threads::One) else {
+        return ExitCode::FAILURE;
     };
     let client = Client {
         opts,
@@ -958,11 +1004,11 @@ mod tests {
 
     #[test]
     fn times_are_in_the_named_zone() {
-        let at = json!(1_795_570_200_000_i64);
-        assert_eq!(zoned(&at, "Asia/Shanghai"), "2026-11-25 09:30:00 Asia/Shanghai");
-        assert_eq!(zoned(&at, "Europe/Berlin"), "2026-11-25 02:30:00 Europe/Berlin");
-        assert_eq!(zoned(&at, "Not/AZone"), "2026-11-25 01:30:00 UTC");
-        assert_eq!(zoned(&json!(0), "UTC"), "-");
+        let at = 1_795_570_200_000_i64;
+        assert_eq!(zoned(at, "Asia/Shanghai"), "2026-11-25 09:30:00 Asia/Shanghai");
+        assert_eq!(zoned(at, "Europe/Berlin"), "2026-11-25 02:30:00 Europe/Berlin");
+        assert_eq!(zoned(at, "Not/AZone"), "2026-11-25 01:30:00 UTC");
+        assert_eq!(zoned(0, "UTC"), "-");
     }
 
     #[test]

@@ -2,6 +2,10 @@
 //! job as a list of fields, times in a job's own zone with the zone named, and XXL-JOB's `<br>`
 //! as line breaks. (`--json` prints the API's answer instead.)
 
+use chime_admin::api::{Group, Job};
+use chime_admin::model::Run;
+use chime_protocol::ScheduleType;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -39,11 +43,11 @@ pub(super) fn br_lines(text: &str, indent: &str) -> String {
 
 /// A time (epoch ms) in the zone `tz` (an IANA name), with the zone named:
 /// `2026-11-24 09:30:00 Asia/Shanghai`. The one format for job times; an unknown zone falls
-/// back to UTC, named as such.
-pub(super) fn zoned(v: &Value, tz: &str) -> String {
-    let Some(ms) = v.as_i64().filter(|ms| *ms != 0) else {
+/// back to UTC, named as such. 0 (never) is `-`.
+pub(super) fn zoned(ms: i64, tz: &str) -> String {
+    if ms == 0 {
         return "-".to_owned();
-    };
+    }
     let Some(at) = chrono::DateTime::from_timestamp_millis(ms) else {
         return ms.to_string();
     };
@@ -53,6 +57,17 @@ pub(super) fn zoned(v: &Value, tz: &str) -> String {
     }
 }
 
+/// A time (epoch ms) in UTC to the millisecond, for runs; 0 (not yet) is `-`.
+pub(super) fn time(ms: i64) -> String {
+    if ms == 0 {
+        return "-".to_owned();
+    }
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|d| d.format("%Y-%m-%d %H:%M:%S%.3f").to_string())
+        .unwrap_or_else(|| ms.to_string())
+}
+
+/// A JSON value of an answer without a type of its own, as a table cell.
 pub(super) fn cell(v: &Value) -> String {
     match v {
         Value::Null => String::new(),
@@ -62,12 +77,19 @@ pub(super) fn cell(v: &Value) -> String {
     }
 }
 
-pub(super) fn time(v: &Value) -> String {
-    match v.as_i64() {
-        Some(0) | None => "-".to_owned(),
-        Some(ms) => chrono::DateTime::from_timestamp_millis(ms)
-            .map(|d| d.format("%Y-%m-%d %H:%M:%S%.3f").to_string())
-            .unwrap_or_else(|| ms.to_string()),
+/// The name a value goes by on the wire (`auto`, `success`, `not_run`): how the API's enums
+/// are shown.
+pub(super) fn wire_name(v: &impl Serialize) -> String {
+    serde_json::to_value(v).map(|v| cell(&v)).unwrap_or_default()
+}
+
+/// `text` with `<br>` as spaces, cut to `n` characters with `…`, for one table cell.
+fn one_line(text: &str, n: usize) -> String {
+    let flat = br_lines(text, "").replace('\n', " ");
+    if flat.chars().count() > n {
+        format!("{}…", flat.chars().take(n - 1).collect::<String>())
+    } else {
+        flat
     }
 }
 
@@ -93,48 +115,72 @@ pub(super) fn table(headers: &[&str], rows: Vec<Vec<String>>) {
     }
 }
 
-fn truncate(s: &str, n: usize) -> String {
-    let flat = br_lines(s, "").replace('\n', " ");
-    if flat.chars().count() > n {
-        format!("{}…", flat.chars().take(n - 1).collect::<String>())
-    } else {
-        flat
-    }
+/// A group as the admin answers it. [`Group`] reads every field but its token: the answer
+/// never holds the token, only whether one is set.
+#[derive(Debug, Deserialize)]
+pub(super) struct GroupAnswer {
+    /// The group.
+    #[serde(flatten)]
+    pub(super) group: Group,
+    /// Whether the group has an access token of its own.
+    #[serde(default)]
+    pub(super) access_token_set: bool,
 }
 
-pub(super) fn print_groups(v: &Value) {
-    let rows = v.as_array().cloned().unwrap_or_default();
-    table(
-        &["ID", "APP NAME", "TITLE", "TYPE", "PROTOCOL", "TOKEN", "ADDRESSES"],
-        rows.iter()
-            .map(|g| {
+pub(super) fn print_groups(groups: &[GroupAnswer]) {
+    let rows = groups
+        .iter()
+        .map(
+            |GroupAnswer {
+                 group: g,
+                 access_token_set,
+             }| {
                 // Which token the group's executors need: a group without one stands out.
-                let token = if g["insecure_no_token"] == true {
+                let token = if g.insecure_no_token {
                     "NONE (insecure)"
-                } else if g["access_token_set"] == true {
+                } else if *access_token_set {
                     "own"
                 } else {
                     "admin's"
                 };
                 vec![
-                    cell(&g["id"]),
-                    cell(&g["app_name"]),
-                    cell(&g["title"]),
-                    cell(&g["address_type"]),
-                    cell(&g["protocol"]),
+                    g.id.to_string(),
+                    g.app_name.clone(),
+                    g.title.clone(),
+                    wire_name(&g.address_type),
+                    g.protocol.to_string(),
                     token.to_owned(),
-                    cell(&g["addresses"]),
+                    g.addresses.join(","),
                 ]
-            })
-            .collect(),
+            },
+        )
+        .collect();
+    table(
+        &["ID", "APP NAME", "TITLE", "TYPE", "PROTOCOL", "TOKEN", "ADDRESSES"],
+        rows,
     );
 }
 
-pub(super) fn print_jobs(v: &Value, groups: &GroupNames) {
-    let rows: Vec<Value> = match v {
-        Value::Array(a) => a.clone(),
-        other => vec![other.clone()],
-    };
+pub(super) fn print_jobs(jobs: &[Job], groups: &GroupNames) {
+    let rows = jobs
+        .iter()
+        .map(|j| {
+            let schedule = match j.schedule_type {
+                ScheduleType::None => "manual".to_owned(),
+                t => format!("{t} {}", j.schedule_expr),
+            };
+            vec![
+                j.id.to_string(),
+                groups.name(j.group_id),
+                j.handler.clone(),
+                schedule,
+                j.time_zone.clone(),
+                j.route_strategy.to_string(),
+                if j.running { "running" } else { "stopped" }.to_owned(),
+                zoned(j.next_fire_at, &j.time_zone),
+            ]
+        })
+        .collect();
     table(
         &[
             "ID",
@@ -146,37 +192,32 @@ pub(super) fn print_jobs(v: &Value, groups: &GroupNames) {
             "STATE",
             "NEXT FIRE",
         ],
-        rows.iter()
-            .map(|j| {
-                let sched = match j["schedule_type"].as_str() {
-                    Some("NONE") => "manual".to_owned(),
-                    Some(t) => format!("{t} {}", cell(&j["schedule_expr"])),
-                    None => String::new(),
-                };
-                vec![
-                    cell(&j["id"]),
-                    groups.name(&j["group_id"]),
-                    cell(&j["handler"]),
-                    sched,
-                    cell(&j["time_zone"]),
-                    cell(&j["route_strategy"]),
-                    if j["running"].as_bool() == Some(true) {
-                        "running".into()
-                    } else {
-                        "stopped".into()
-                    },
-                    zoned(&j["next_fire_at"], j["time_zone"].as_str().unwrap_or("")),
-                ]
-            })
-            .collect(),
+        rows,
     );
 }
 
-pub(super) fn print_runs(v: &Value) {
-    let rows: Vec<Value> = match v {
-        Value::Array(a) => a.clone(),
-        other => vec![other.clone()],
-    };
+pub(super) fn print_runs(runs: &[Run]) {
+    let rows = runs
+        .iter()
+        .map(|r| {
+            let message = if r.handle_msg.is_empty() {
+                &r.trigger_msg
+            } else {
+                &r.handle_msg
+            };
+            vec![
+                r.id.to_string(),
+                r.job_id.to_string(),
+                r.trigger_type.to_string(),
+                time(r.scheduled_at),
+                time(r.triggered_at),
+                r.executor_address.clone(),
+                format!("{}/{}", r.shard_index, r.shard_total),
+                wire_name(&r.status),
+                one_line(message, 60),
+            ]
+        })
+        .collect();
     table(
         &[
             "ID",
@@ -189,27 +230,7 @@ pub(super) fn print_runs(v: &Value) {
             "STATUS",
             "RESULT",
         ],
-        rows.iter()
-            .map(|r| {
-                vec![
-                    cell(&r["id"]),
-                    cell(&r["job_id"]),
-                    cell(&r["trigger_type"]),
-                    time(&r["scheduled_at"]),
-                    time(&r["triggered_at"]),
-                    cell(&r["executor_address"]),
-                    format!("{}/{}", cell(&r["shard_index"]), cell(&r["shard_total"])),
-                    cell(&r["status"]),
-                    truncate(
-                        r["handle_msg"]
-                            .as_str()
-                            .filter(|s| !s.is_empty())
-                            .unwrap_or(r["trigger_msg"].as_str().unwrap_or("")),
-                        60,
-                    ),
-                ]
-            })
-            .collect(),
+        rows,
     );
 }
 
@@ -218,102 +239,96 @@ pub(super) fn print_runs(v: &Value) {
 pub(super) struct GroupNames(pub(super) HashMap<i64, String>);
 
 impl GroupNames {
-    /// The app name of the group with id `v`, or the id when the group is unknown (deleted,
-    /// or the listing failed).
-    pub(super) fn name(&self, v: &Value) -> String {
-        v.as_i64()
-            .and_then(|id| self.0.get(&id).cloned())
-            .unwrap_or_else(|| cell(v))
+    /// The app name of the group `id`, or the id when the group is unknown (deleted, or the
+    /// listing failed).
+    pub(super) fn name(&self, id: i64) -> String {
+        self.0.get(&id).cloned().unwrap_or_else(|| id.to_string())
     }
 }
 
-/// A job as a list of fields, with times in the job's own zone and its group by name.
-pub(super) fn print_job_detail(j: &Value, groups: &GroupNames, next: Option<&Value>) {
-    let tz = j["time_zone"].as_str().unwrap_or("");
-    let rows = j
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .map(|(k, x)| {
-                    let value = if k == "group_id" {
-                        format!("{} ({})", groups.name(x), cell(x))
-                    } else if k.ends_with("_at") {
-                        zoned(x, tz)
-                    } else {
-                        cell(x)
-                    };
-                    vec![k.clone(), value]
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    table(&["FIELD", "VALUE"], rows);
-    if let Some(next) = next {
-        let times = next["next"].as_array().cloned().unwrap_or_default();
-        if !times.is_empty() {
-            outln!("\nnext fire times:");
-            for t in &times {
-                outln!("  {}", zoned(&t["at"], tz));
-            }
-        }
-    }
-}
-
-pub(super) fn print_run_detail(r: &Value) {
-    let fields = [
-        "id",
-        "job_id",
-        "group_id",
-        "status",
-        "trigger_type",
-        "scheduled_at",
-        "triggered_at",
-        "executor_address",
-        "handler",
-        "param",
-        "shard_index",
-        "shard_total",
-        "retry_count",
-        "trigger_code",
-        "handle_code",
-        "handled_at",
-    ];
-    let mut rows: Vec<Vec<String>> = fields
+/// A job as a list of fields — every field it has on the wire, by its API name —, with times
+/// in the job's own zone and its group by name, then its next fire times when `next` (the
+/// answer of `/v1/jobs/{id}/next`) has any.
+pub(super) fn print_job_detail(job: &Job, groups: &GroupNames, next: Option<&Value>) {
+    let tz = job.time_zone.as_str();
+    let fields = match serde_json::to_value(job) {
+        Ok(Value::Object(fields)) => fields,
+        _ => Default::default(),
+    };
+    let rows = fields
         .iter()
-        .map(|f| {
-            vec![
-                f.to_string(),
-                if f.ends_with("_at") {
-                    format!("{} ({})", time(&r[*f]), cell(&r[*f]))
-                } else {
-                    cell(&r[*f])
-                },
-            ]
+        .map(|(k, x)| {
+            let value = if k == "group_id" {
+                format!("{} ({})", groups.name(job.group_id), job.group_id)
+            } else if k.ends_with("_at") {
+                zoned(x.as_i64().unwrap_or_default(), tz)
+            } else {
+                cell(x)
+            };
+            vec![k.clone(), value]
         })
         .collect();
-    // Shown only when they say something: who killed the run, and the runs a retry links.
-    for f in ["killed_by", "retry_of", "retried_by"] {
-        if !r[f].is_null() {
-            rows.push(vec![f.to_owned(), cell(&r[f])]);
+    table(&["FIELD", "VALUE"], rows);
+    let times = next_fire_times(next);
+    if !times.is_empty() {
+        outln!("\nnext fire times:");
+        for at in times {
+            outln!("  {}", zoned(at, tz));
         }
     }
-    // Admins older than these fields send no `alarm`: leave the row out rather than guess.
-    if let Some(alarm) = r["alarm"].as_str() {
-        let why = r["alarm_msg"].as_str().unwrap_or("");
-        let shown = if why.is_empty() {
-            alarm.to_owned()
-        } else {
-            format!("{alarm}: {why}")
-        };
-        rows.push(vec!["alarm".to_owned(), shown]);
+}
+
+/// The times (epoch ms) of a `/v1/jobs/{id}/next` answer.
+pub(super) fn next_fire_times(next: Option<&Value>) -> Vec<i64> {
+    next.and_then(|n| n["next"].as_array())
+        .into_iter()
+        .flatten()
+        .map(|n| n["at"].as_i64().unwrap_or_default())
+        .collect()
+}
+
+pub(super) fn print_run_detail(r: &Run) {
+    let at = |ms: i64| format!("{} ({ms})", time(ms));
+    let mut rows: Vec<Vec<String>> = [
+        ("id", r.id.to_string()),
+        ("job_id", r.job_id.to_string()),
+        ("group_id", r.group_id.to_string()),
+        ("status", wire_name(&r.status)),
+        ("trigger_type", r.trigger_type.to_string()),
+        ("scheduled_at", at(r.scheduled_at)),
+        ("triggered_at", at(r.triggered_at)),
+        ("executor_address", r.executor_address.clone()),
+        ("handler", r.handler.clone()),
+        ("param", r.param.clone()),
+        ("shard_index", r.shard_index.to_string()),
+        ("shard_total", r.shard_total.to_string()),
+        ("retry_count", r.retry_count.to_string()),
+        ("trigger_code", r.trigger_code.to_string()),
+        ("handle_code", r.handle_code.to_string()),
+        ("handled_at", at(r.handled_at)),
+    ]
+    .into_iter()
+    .map(|(name, value)| vec![name.to_owned(), value])
+    .collect();
+    // Shown only when they say something: who killed the run, and the runs a retry links.
+    let links = [
+        ("killed_by", r.killed_by.clone()),
+        ("retry_of", r.retry_of.map(|id| id.to_string())),
+        ("retried_by", r.retried_by.map(|id| id.to_string())),
+    ];
+    for (name, value) in links {
+        if let Some(value) = value {
+            rows.push(vec![name.to_owned(), value]);
+        }
     }
+    let alarm = wire_name(&r.alarm);
+    let shown = if r.alarm_msg.is_empty() {
+        alarm
+    } else {
+        format!("{alarm}: {}", r.alarm_msg)
+    };
+    rows.push(vec!["alarm".to_owned(), shown]);
     table(&["FIELD", "VALUE"], rows);
-    outln!(
-        "\ntrigger message:\n  {}",
-        br_lines(r["trigger_msg"].as_str().unwrap_or(""), "  ")
-    );
-    outln!(
-        "\nresult message:\n  {}",
-        br_lines(r["handle_msg"].as_str().unwrap_or(""), "  ")
-    );
+    outln!("\ntrigger message:\n  {}", br_lines(&r.trigger_msg, "  "));
+    outln!("\nresult message:\n  {}", br_lines(&r.handle_msg, "  "));
 }

@@ -1,8 +1,11 @@
 //! `chime workflow …`: workflows and their instances through the REST API (see
 //! docs/workflows.md).
 
-use super::output::{cell, table, time, zoned};
-use super::{Client, Failure};
+use super::output::{br_lines, cell, table, time, wire_name, zoned};
+use super::{query_value, read_answer, Client, Failure, TriggerBody};
+use chime_admin::workflow::dag::{InstanceState, When};
+use chime_admin::workflow::spec::{Instance, Workflow, WorkflowSpec};
+use chime_protocol::ScheduleType;
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -76,7 +79,8 @@ pub(super) enum WorkflowCmd {
 /// Most bytes of a workflow file read: the request body's own limit.
 const MAX_FILE_BYTES: u64 = 4 << 20;
 
-fn read_spec(file: &PathBuf) -> Result<Value, Failure> {
+/// Reads a workflow file, checked against the body's type before anything is sent.
+fn read_spec(file: &PathBuf) -> Result<WorkflowSpec, Failure> {
     use std::io::Read;
     let mut text = String::new();
     let name = file.display().to_string();
@@ -89,86 +93,78 @@ fn read_spec(file: &PathBuf) -> Result<Value, Failure> {
     if text.len() as u64 > MAX_FILE_BYTES {
         return Err(Failure(format!("{name}: larger than 4 MiB")));
     }
-    serde_json::from_str(&text).map_err(|e| Failure(format!("{name}: not JSON: {e}")))
+    serde_json::from_str(&text).map_err(|e| Failure(format!("{name}: not a workflow: {e}")))
 }
 
-fn schedule(w: &Value) -> String {
-    match w["schedule_type"].as_str() {
-        Some("NONE") | None => "-".to_owned(),
-        Some(t) => format!("{t} {} ({})", cell(&w["schedule_expr"]), cell(&w["time_zone"])),
+fn schedule(w: &Workflow) -> String {
+    match w.schedule_type {
+        ScheduleType::None => "-".to_owned(),
+        t => format!("{t} {} ({})", w.schedule_expr, w.time_zone),
     }
 }
 
-fn print_workflows(v: &Value) {
-    let rows = v
-        .as_array()
-        .into_iter()
-        .flatten()
+fn print_workflows(workflows: &[Workflow]) {
+    let rows = workflows
+        .iter()
         .map(|w| {
             vec![
-                cell(&w["id"]),
-                cell(&w["name"]),
+                w.id.to_string(),
+                w.name.clone(),
                 schedule(w),
-                if w["running"] == true { "started" } else { "stopped" }.to_owned(),
-                zoned(&w["next_fire_at"], w["time_zone"].as_str().unwrap_or("UTC")),
-                w["definition"]["nodes"].as_array().map_or(0, Vec::len).to_string(),
+                if w.running { "started" } else { "stopped" }.to_owned(),
+                zoned(w.next_fire_at, &w.time_zone),
+                w.definition.nodes.len().to_string(),
             ]
         })
         .collect();
     table(&["ID", "NAME", "SCHEDULE", "STATE", "NEXT FIRE", "NODES"], rows);
 }
 
-fn print_workflow(w: &Value) {
-    outln!("workflow {}  {}", cell(&w["id"]), cell(&w["name"]));
-    outln!("schedule  {}", schedule(w));
-    outln!(
-        "limit     {} ({})",
-        match w["max_instances"].as_i64() {
-            Some(0) | None => "none".to_owned(),
-            Some(n) => format!("{n} instances"),
-        },
-        cell(&w["on_limit"])
-    );
-    let rows = w["definition"]["nodes"]
-        .as_array()
-        .into_iter()
-        .flatten()
+fn print_workflow(w: Workflow) {
+    outln!("workflow {}  {}", w.id, w.name);
+    outln!("schedule  {}", schedule(&w));
+    let limit = match w.max_instances {
+        0 => "none".to_owned(),
+        n => format!("{n} instances"),
+    };
+    outln!("limit     {limit} ({})", w.on_limit.as_str());
+    let edges = &w.definition.edges;
+    let rows = w
+        .definition
+        .nodes
+        .iter()
         .map(|n| {
-            let parents: Vec<String> = w["definition"]["edges"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|e| e["to"] == n["key"])
-                .map(|e| match e["when"].as_str() {
-                    Some("success") | None => cell(&e["from"]),
-                    Some(when) => format!("{} ({when})", cell(&e["from"])),
+            let parents: Vec<String> = edges
+                .iter()
+                .filter(|e| e.to == n.key)
+                .map(|e| match e.when {
+                    When::Success => e.from.clone(),
+                    when => format!("{} ({})", e.from, wire_name(&when)),
                 })
                 .collect();
             vec![
-                cell(&n["key"]),
-                cell(&n["job_id"]),
+                n.key.clone(),
+                n.job_id.to_string(),
                 parents.join(", "),
-                cell(&n["join"]),
-                n["param"].as_str().unwrap_or("(job's)").to_owned(),
+                wire_name(&n.join),
+                n.param.as_deref().unwrap_or("(job's)").to_owned(),
             ]
         })
         .collect();
     table(&["NODE", "JOB", "AFTER", "JOIN", "PARAM"], rows);
 }
 
-fn print_instances(v: &Value) {
-    let rows = v
-        .as_array()
-        .into_iter()
-        .flatten()
+fn print_instances(instances: &[Instance]) {
+    let rows = instances
+        .iter()
         .map(|i| {
             vec![
-                cell(&i["id"]),
-                cell(&i["workflow_id"]),
-                cell(&i["state"]),
-                cell(&i["trigger_type"]),
-                time(&i["scheduled_at"]),
-                time(&i["finished_at"]),
+                i.id.to_string(),
+                i.workflow_id.to_string(),
+                i.state.as_str().to_owned(),
+                i.trigger_type.clone(),
+                time(i.scheduled_at),
+                time(i.finished_at),
             ]
         })
         .collect();
@@ -176,50 +172,46 @@ fn print_instances(v: &Value) {
 }
 
 /// Nodes of an instance in the graph's order, waiting ones included.
-fn node_rows(i: &Value) -> Vec<Vec<String>> {
-    let done: Vec<&Value> = i["nodes"].as_array().into_iter().flatten().collect();
-    i["definition"]["nodes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|n| {
-            let key = &n["key"];
-            match done.iter().find(|d| d["node"] == *key) {
-                Some(d) => vec![
-                    cell(key),
-                    cell(&d["state"]),
-                    if d["run_id"] == 0 {
-                        "-".to_owned()
-                    } else {
-                        cell(&d["run_id"])
-                    },
-                    super::output::br_lines(d["result"].as_str().unwrap_or(""), " ").replace('\n', " "),
-                ],
-                None => vec![cell(key), "waiting".into(), "-".into(), String::new()],
-            }
+fn node_rows(i: &Instance) -> Vec<Vec<String>> {
+    i.definition
+        .nodes
+        .iter()
+        .map(|n| match i.nodes.iter().find(|d| d.node == n.key) {
+            Some(d) => vec![
+                n.key.clone(),
+                d.state.as_str().to_owned(),
+                match d.run_id {
+                    0 => "-".to_owned(),
+                    run => run.to_string(),
+                },
+                br_lines(&d.result, " ").replace('\n', " "),
+            ],
+            None => vec![n.key.clone(), "waiting".into(), "-".into(), String::new()],
         })
         .collect()
 }
 
-fn print_instance(i: &Value) {
+fn print_instance(i: Instance) {
     outln!(
         "instance {}  workflow {}  {}  ({}, scheduled {})",
-        cell(&i["id"]),
-        cell(&i["workflow_id"]),
-        cell(&i["state"]),
-        cell(&i["trigger_type"]),
-        time(&i["scheduled_at"])
+        i.id,
+        i.workflow_id,
+        i.state.as_str(),
+        i.trigger_type,
+        time(i.scheduled_at)
     );
-    table(&["NODE", "STATE", "RUN", "RESULT"], node_rows(i));
+    table(&["NODE", "STATE", "RUN", "RESULT"], node_rows(&i));
 }
 
-/// Polls instance `id` until it is final; prints each node's change for people.
-async fn follow(c: &Client, id: i64) -> Result<Value, Failure> {
+/// Polls instance `id` until it is final; prints each node's change for people. Answers the
+/// final instance as the admin wrote it and as read.
+async fn follow(c: &Client, id: i64) -> Result<(Value, Instance), Failure> {
     let mut seen: Vec<Vec<String>> = Vec::new();
     loop {
-        let i = c
+        let answer = c
             .call(Method::GET, &format!("/v1/workflow-instances/{id}"), None)
             .await?;
+        let i: Instance = read_answer(answer.clone())?;
         if !c.opts.json {
             for row in node_rows(&i) {
                 if row[1] != "waiting" && !seen.contains(&row) {
@@ -228,114 +220,98 @@ async fn follow(c: &Client, id: i64) -> Result<Value, Failure> {
                 }
             }
         }
-        if !matches!(i["state"].as_str(), Some("queued" | "running")) {
-            return Ok(i);
+        if !matches!(i.state, InstanceState::Queued | InstanceState::Running) {
+            return Ok((answer, i));
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
 
 pub(super) async fn dispatch(c: &Client, cmd: WorkflowCmd) -> Result<(), Failure> {
-    let show = |v: &Value, human: fn(&Value)| {
-        if c.opts.json {
-            outln!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
-        } else {
-            human(v);
-        }
-    };
     match cmd {
-        WorkflowCmd::List => show(&c.call(Method::GET, "/v1/workflows", None).await?, print_workflows),
-        WorkflowCmd::Show { id } => show(
-            &c.call(Method::GET, &format!("/v1/workflows/{id}"), None).await?,
+        WorkflowCmd::List => c.print(c.call(Method::GET, "/v1/workflows", None).await?, |w: Vec<_>| {
+            print_workflows(&w)
+        }),
+        WorkflowCmd::Show { id } => c.print(
+            c.call(Method::GET, &format!("/v1/workflows/{id}"), None).await?,
             print_workflow,
         ),
-        WorkflowCmd::Add { file } => {
-            let v = c.call(Method::POST, "/v1/workflows", Some(read_spec(&file)?)).await?;
-            show(&v, print_workflow);
-        }
-        WorkflowCmd::Edit { id, file } => {
-            let v = c
-                .call(Method::PATCH, &format!("/v1/workflows/{id}"), Some(read_spec(&file)?))
-                .await?;
-            show(&v, print_workflow);
-        }
-        WorkflowCmd::Start { id } | WorkflowCmd::Stop { id } => {
-            let action = if matches!(cmd, WorkflowCmd::Start { .. }) {
-                "start"
-            } else {
-                "stop"
-            };
-            let v = c
-                .call(Method::POST, &format!("/v1/workflows/{id}/{action}"), Some(json!({})))
-                .await?;
-            show(&v, print_workflow);
-        }
+        WorkflowCmd::Add { file } => c.print(
+            c.send(Method::POST, "/v1/workflows", &read_spec(&file)?).await?,
+            print_workflow,
+        ),
+        WorkflowCmd::Edit { id, file } => c.print(
+            c.send(Method::PATCH, &format!("/v1/workflows/{id}"), &read_spec(&file)?)
+                .await?,
+            print_workflow,
+        ),
+        WorkflowCmd::Start { id } => c.print(action(c, &format!("/v1/workflows/{id}/start")).await?, print_workflow),
+        WorkflowCmd::Stop { id } => c.print(action(c, &format!("/v1/workflows/{id}/stop")).await?, print_workflow),
         WorkflowCmd::Rm { id } => {
             c.call(Method::DELETE, &format!("/v1/workflows/{id}"), None).await?;
             if !c.opts.json {
                 outln!("deleted workflow {id}");
             }
+            Ok(())
         }
-        WorkflowCmd::Trigger { id, wait } => {
-            let v = c
-                .call(
-                    Method::POST,
-                    &format!("/v1/workflows/{id}/trigger"),
-                    Some(json!({"trigger_type": "MANUAL"})),
-                )
-                .await?;
-            let instance = v["instance_id"].as_i64().unwrap_or_default();
-            if !wait {
-                show(&v, |v| outln!("instance {}", cell(&v["instance_id"])));
-                return Ok(());
-            }
-            if !c.opts.json {
-                outln!("instance {instance}");
-            }
-            let end = follow(c, instance).await?;
-            show(&end, |i| outln!("instance {}: {}", cell(&i["id"]), cell(&i["state"])));
-            if end["state"] != "succeeded" {
-                return Err(Failure(format!("instance {instance} ended {}", cell(&end["state"]))));
-            }
-        }
+        WorkflowCmd::Trigger { id, wait } => trigger(c, id, wait).await,
         WorkflowCmd::Instances { workflow, state, limit } => {
             let mut q = format!("/v1/workflow-instances?limit={limit}");
             if let Some(w) = workflow {
                 q.push_str(&format!("&workflow_id={w}"));
             }
             if let Some(s) = state {
-                q.push_str(&format!("&state={}", super::query_value(&s)));
+                q.push_str(&format!("&state={}", query_value(&s)));
             }
-            show(&c.call(Method::GET, &q, None).await?, print_instances);
+            c.print(c.call(Method::GET, &q, None).await?, |i: Vec<_>| print_instances(&i))
         }
-        WorkflowCmd::Instance { id } => show(
-            &c.call(Method::GET, &format!("/v1/workflow-instances/{id}"), None)
+        WorkflowCmd::Instance { id } => c.print(
+            c.call(Method::GET, &format!("/v1/workflow-instances/{id}"), None)
                 .await?,
             print_instance,
         ),
-        WorkflowCmd::Kill { id } => show(
-            &c.call(
-                Method::POST,
-                &format!("/v1/workflow-instances/{id}/stop"),
-                Some(json!({})),
-            )
-            .await?,
+        WorkflowCmd::Kill { id } => c.print(
+            action(c, &format!("/v1/workflow-instances/{id}/stop")).await?,
             print_instance,
         ),
-        WorkflowCmd::Retry { id, ref node }
-        | WorkflowCmd::Skip { id, ref node }
-        | WorkflowCmd::Succeed { id, ref node } => {
-            let action = match cmd {
-                WorkflowCmd::Retry { .. } => "retry",
-                WorkflowCmd::Skip { .. } => "skip",
-                _ => "succeed",
-            };
-            let path = format!(
-                "/v1/workflow-instances/{id}/nodes/{}/{action}",
-                super::query_value(node)
-            );
-            show(&c.call(Method::POST, &path, Some(json!({}))).await?, print_instance);
-        }
+        WorkflowCmd::Retry { id, node } => node_action(c, id, &node, "retry").await,
+        WorkflowCmd::Skip { id, node } => node_action(c, id, &node, "skip").await,
+        WorkflowCmd::Succeed { id, node } => node_action(c, id, &node, "succeed").await,
+    }
+}
+
+/// `POST`s an action without parameters (`start`, `stop`, …) to `path`.
+async fn action(c: &Client, path: &str) -> Result<Value, Failure> {
+    c.call(Method::POST, path, Some(json!({}))).await
+}
+
+/// `workflow retry|skip|succeed ID NODE`: the action on one node of an instance.
+async fn node_action(c: &Client, id: i64, node: &str, action_name: &str) -> Result<(), Failure> {
+    let path = format!("/v1/workflow-instances/{id}/nodes/{}/{action_name}", query_value(node));
+    c.print(action(c, &path).await?, print_instance)
+}
+
+/// `workflow trigger ID [--wait]`: fires the workflow; with `--wait`, follows the instance
+/// to its end and fails unless it succeeded.
+async fn trigger(c: &Client, id: i64, wait: bool) -> Result<(), Failure> {
+    let answer = c
+        .send(
+            Method::POST,
+            &format!("/v1/workflows/{id}/trigger"),
+            &TriggerBody::MANUAL,
+        )
+        .await?;
+    let instance = answer["instance_id"].as_i64().unwrap_or_default();
+    if !wait {
+        return c.print(answer, |v: Value| outln!("instance {}", cell(&v["instance_id"])));
+    }
+    if !c.opts.json {
+        outln!("instance {instance}");
+    }
+    let (answer, end) = follow(c, instance).await?;
+    c.print(answer, |i: Instance| outln!("instance {}: {}", i.id, i.state.as_str()))?;
+    if end.state != InstanceState::Succeeded {
+        return Err(Failure(format!("instance {instance} ended {}", end.state.as_str())));
     }
     Ok(())
 }
