@@ -1,8 +1,29 @@
 //! The audit log: who changed what through the REST API or the console, and who tried to and
 //! was refused.
 
-use super::{rows, Store, StoreResult};
+use super::rounds::{Rounds, Waiting};
+use super::{rows, Store, StoreError, StoreResult};
 use serde::Serialize;
+use sqlx::any::Any;
+use sqlx::Transaction;
+
+/// Audit entries waiting for their round's commit.
+pub(super) type PendingAudit = Rounds<AuditRequest>;
+
+/// An entry waiting for its round.
+pub(super) type AuditRequest = Waiting<NewAuditEntry, StoreResult<()>>;
+
+/// Rows of one insert: 5 values each, well inside every database's limit on bound values.
+const AUDIT_ROWS_PER_INSERT: usize = 100;
+
+/// An entry to append.
+pub(super) struct NewAuditEntry {
+    at: i64,
+    username: String,
+    action: String,
+    target: String,
+    detail: String,
+}
 
 /// Which entries to list.
 #[derive(Debug, Clone, Default)]
@@ -65,7 +86,9 @@ impl Store {
         Ok(())
     }
 
-    /// Appends an entry.
+    /// Appends an entry. Entries written at the same moment (every change through the API
+    /// writes one) share one insert and one commit: the first starts the round (see
+    /// `rounds.rs`), and each caller waits for its own entry.
     pub async fn insert_audit(
         &self,
         at: i64,
@@ -74,8 +97,63 @@ impl Store {
         target: &str,
         detail: &str,
     ) -> StoreResult<()> {
-        self.insert_audit_on(&self.write, at, username, action, target, detail)
-            .await
+        let (request, answer) = AuditRequest::new(NewAuditEntry {
+            at,
+            username: username.to_owned(),
+            action: action.to_owned(),
+            target: target.to_owned(),
+            detail: detail.to_owned(),
+        });
+        if self.pending_audit.push(request) {
+            let store = self.clone();
+            // Its own task, so that a caller that goes away cannot strand its round.
+            tokio::spawn(async move { store.commit_pending_audit().await });
+        }
+        answer.await.map_err(|_| StoreError::Db(sqlx::Error::WorkerCrashed))?
+    }
+
+    /// One round of audit entries: one multi-row insert per chunk, one commit. When it fails,
+    /// each entry is written alone, so each caller gets its own result.
+    async fn commit_pending_audit(&self) {
+        let tx = self.write.begin().await;
+        let batch = self.pending_audit.take();
+        let written = match tx {
+            Ok(mut tx) => match self.insert_audit_rows(&mut tx, &batch).await {
+                Ok(()) => tx.commit().await.is_ok(),
+                Err(_) => false,
+            },
+            Err(_) => false,
+        };
+        for entry in batch {
+            let result = if written {
+                Ok(())
+            } else {
+                let e = &entry.request;
+                self.insert_audit_on(&self.write, e.at, &e.username, &e.action, &e.target, &e.detail)
+                    .await
+            };
+            entry.answer(result);
+        }
+    }
+
+    async fn insert_audit_rows(&self, tx: &mut Transaction<'static, Any>, batch: &[AuditRequest]) -> StoreResult<()> {
+        for chunk in batch.chunks(AUDIT_ROWS_PER_INSERT) {
+            let rows = vec!["(?, ?, ?, ?, ?)"; chunk.len()].join(", ");
+            let sql = format!("INSERT INTO audit_log (at, username, action, target, detail) VALUES {rows}");
+            let q = self.sql(&sql);
+            let mut query = sqlx::query(&q);
+            for entry in chunk {
+                let e = &entry.request;
+                query = query
+                    .bind(e.at)
+                    .bind(e.username.as_str())
+                    .bind(e.action.as_str())
+                    .bind(e.target.as_str())
+                    .bind(e.detail.as_str());
+            }
+            query.execute(&mut **tx).await?;
+        }
+        Ok(())
     }
 
     /// Deletes entries recorded before `cutoff` (epoch ms), `batch` per statement so the

@@ -16,55 +16,24 @@
 //! transaction each, so every caller gets its own result or its own error and no create fails
 //! because of a neighbour.
 
+use super::rounds::{Rounds, Waiting};
 use super::rows;
 use super::{Store, StoreError, StoreResult};
 use crate::model::{now_ms, Invalid, JobDraft};
 use sqlx::any::Any;
 use sqlx::Transaction;
 use std::collections::HashSet;
-use std::sync::Mutex;
-use tokio::sync::oneshot;
 
 /// Creates waiting for the committer of their round.
-#[derive(Default)]
-pub(super) struct PendingInserts {
-    queue: Mutex<Vec<InsertRequest>>,
-}
+pub(super) type PendingInserts = Rounds<InsertRequest>;
 
-impl std::fmt::Debug for PendingInserts {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let waiting = self.queue.lock().map(|q| q.len()).unwrap_or_default();
-        f.debug_struct("PendingInserts").field("waiting", &waiting).finish()
-    }
-}
+/// One create waiting for its round, answered with the new job's id.
+pub(super) type InsertRequest = Waiting<NewJob, StoreResult<i64>>;
 
-impl PendingInserts {
-    /// Queues a create; true when the queue was empty, so this create's caller must start the
-    /// round's committer.
-    fn push(&self, request: InsertRequest) -> bool {
-        let mut queue = self.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        queue.push(request);
-        queue.len() == 1
-    }
-
-    /// Everything queued so far; later creates start the next round.
-    fn take(&self) -> Vec<InsertRequest> {
-        std::mem::take(&mut *self.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
-    }
-}
-
-/// One create waiting for its round.
-struct InsertRequest {
+/// What a create asks for.
+pub(super) struct NewJob {
     draft: JobDraft,
     author: String,
-    reply: oneshot::Sender<StoreResult<i64>>,
-}
-
-impl InsertRequest {
-    fn answer(self, result: StoreResult<i64>) {
-        // The caller may have gone (its client hung up); the job is made all the same.
-        let _ = self.reply.send(result);
-    }
 }
 
 impl Store {
@@ -72,12 +41,10 @@ impl Store {
     /// returns its id. Committed together with the creates that arrive meanwhile (see the
     /// module's documentation).
     pub(super) async fn insert_job_grouped(&self, draft: &JobDraft, author: &str) -> StoreResult<i64> {
-        let (reply, answer) = oneshot::channel();
-        let request = InsertRequest {
+        let (request, answer) = InsertRequest::new(NewJob {
             draft: draft.clone(),
             author: author.to_owned(),
-            reply,
-        };
+        });
         if self.pending_inserts.push(request) {
             let store = self.clone();
             // Its own task, so that a caller whose client hangs up cannot strand the others of
@@ -120,7 +87,7 @@ impl Store {
         tx: &mut Transaction<'static, Any>,
         batch: Vec<InsertRequest>,
     ) -> Result<Vec<InsertRequest>, (StoreError, Vec<InsertRequest>)> {
-        let mut group_ids: Vec<i64> = batch.iter().map(|r| r.draft.group_id).collect();
+        let mut group_ids: Vec<i64> = batch.iter().map(|r| r.request.draft.group_id).collect();
         group_ids.sort_unstable();
         group_ids.dedup();
         let groups: HashSet<i64> = match self
@@ -138,7 +105,7 @@ impl Store {
         let mut valid = Vec::with_capacity(batch.len());
         let mut pending = batch.into_iter();
         while let Some(request) = pending.next() {
-            let id = request.draft.group_id;
+            let id = request.request.draft.group_id;
             if !groups.contains(&id) {
                 request.answer(Err(Invalid::new(
                     "group_id",
@@ -147,7 +114,10 @@ impl Store {
                 .into()));
                 continue;
             }
-            match self.check_children(tx, None, &request.draft.child_job_ids).await {
+            match self
+                .check_children(tx, None, &request.request.draft.child_job_ids)
+                .await
+            {
                 Ok(()) => valid.push(request),
                 Err(StoreError::Invalid(invalid)) => request.answer(Err(invalid.into())),
                 Err(e) => {
@@ -169,10 +139,11 @@ impl Store {
     ) -> StoreResult<Vec<i64>> {
         let mut ids = Vec::with_capacity(batch.len());
         for request in batch {
-            let draft = &request.draft;
+            let draft = &request.request.draft;
             let id = self.insert_job_row(tx, draft.group_id, draft, now).await?;
             if draft.glue_type.is_script() {
-                self.insert_glue_version(tx, id, draft, &request.author, now).await?;
+                self.insert_glue_version(tx, id, draft, &request.request.author, now)
+                    .await?;
             }
             ids.push(id);
         }
@@ -183,7 +154,9 @@ impl Store {
     /// The one-at-a-time path: each create in its own transaction, with its own answer.
     async fn insert_each_alone(&self, batch: Vec<InsertRequest>) {
         for request in batch {
-            let result = self.insert_job_alone(&request.draft, &request.author).await;
+            let result = self
+                .insert_job_alone(&request.request.draft, &request.request.author)
+                .await;
             request.answer(result);
         }
     }

@@ -27,6 +27,7 @@ mod nodes;
 pub use nodes::LiveAdmin;
 mod registry;
 mod retention;
+mod rounds;
 mod rows;
 mod run_logs;
 mod runs;
@@ -144,6 +145,8 @@ pub struct Store {
     write: AnyPool,
     /// Creates waiting to be committed together (`job_inserts.rs`).
     pending_inserts: std::sync::Arc<job_inserts::PendingInserts>,
+    /// Audit entries waiting to be committed together.
+    pending_audit: std::sync::Arc<audit::PendingAudit>,
 }
 
 /// Whether the MySQL-protocol server behind `conn` is MariaDB (which has
@@ -207,6 +210,7 @@ impl Store {
                     read,
                     write,
                     pending_inserts: Default::default(),
+                    pending_audit: Default::default(),
                 }
             }
             Backend::MySql | Backend::Postgres => {
@@ -259,6 +263,7 @@ impl Store {
                     read: pool.clone(),
                     write: pool,
                     pending_inserts: Default::default(),
+                    pending_audit: Default::default(),
                 }
             }
         };

@@ -1,0 +1,65 @@
+//! Group commit's waiting room: requests that arrive while the writer is busy wait here, and
+//! whichever of them came first commits the lot (`job_inserts.rs`, `audit.rs`).
+//!
+//! There is no committer task waiting for work: the request that finds the room empty starts
+//! one (`push` says so) and it takes the writer, then everything that queued by then. So a
+//! request alone pays no wait, and requests that pile up behind a busy writer share one
+//! transaction instead of queueing for one each.
+
+use std::sync::Mutex;
+use tokio::sync::oneshot;
+
+/// Requests waiting for their round's commit.
+pub(super) struct Rounds<T> {
+    queue: Mutex<Vec<T>>,
+}
+
+impl<T> Default for Rounds<T> {
+    fn default() -> Self {
+        Rounds {
+            queue: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Rounds<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let waiting = self.queue.lock().map(|q| q.len()).unwrap_or_default();
+        f.debug_struct("Rounds").field("waiting", &waiting).finish()
+    }
+}
+
+impl<T> Rounds<T> {
+    /// Queues a request; true when the room was empty, so the caller must start the round's
+    /// committer.
+    pub(super) fn push(&self, request: T) -> bool {
+        let mut queue = self.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        queue.push(request);
+        queue.len() == 1
+    }
+
+    /// Everything queued so far; later requests start the next round.
+    pub(super) fn take(&self) -> Vec<T> {
+        std::mem::take(&mut *self.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+    }
+}
+
+/// A request and where its own answer goes.
+pub(super) struct Waiting<R, A> {
+    /// What was asked.
+    pub(super) request: R,
+    reply: oneshot::Sender<A>,
+}
+
+impl<R, A> Waiting<R, A> {
+    /// A request, and the receiver its caller awaits.
+    pub(super) fn new(request: R) -> (Self, oneshot::Receiver<A>) {
+        let (reply, answer) = oneshot::channel();
+        (Waiting { request, reply }, answer)
+    }
+
+    /// Answers the caller; one that has gone (its client hung up) is not missed.
+    pub(super) fn answer(self, result: A) {
+        let _ = self.reply.send(result);
+    }
+}
