@@ -387,6 +387,16 @@ impl Directory {
         }
     }
 
+    /// Passes on the result of a read of the registry or the groups, recording whether the
+    /// database failed ([`Directory::database_failed`]) or answered again.
+    fn database_read<T>(&self, read: StoreResult<T>) -> StoreResult<T> {
+        let read = read.inspect_err(|e| self.database_failed(e))?;
+        if self.clock().database_answered() {
+            tracing::info!("the database answers again: every executor gets a full dead timeout to be heard again");
+        }
+        Ok(read)
+    }
+
     /// Records a heartbeat, and the executor process that sent it when it says
     /// (`instance`, Chime's executors).
     pub async fn heartbeat(
@@ -474,16 +484,7 @@ impl Directory {
             let groups = self.store.list_groups().await?;
             Ok((rows, version, groups))
         };
-        let (rows, version, groups) = match read.await {
-            Ok(read) => read,
-            Err(e) => {
-                self.database_failed(&e);
-                return Err(e);
-            }
-        };
-        if self.clock().database_answered() {
-            tracing::info!("the database answers again: every executor gets a full dead timeout to be heard again");
-        }
+        let (rows, version, groups) = self.database_read(read.await)?;
         let up = self.up_time();
         let dead = {
             let mut s = self.state.write().unwrap_or_else(|p| p.into_inner());
@@ -516,16 +517,7 @@ impl Directory {
         *self.probe_since.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
         let read = self.store.group_change_version().await;
         *self.probe_since.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        let version = match read {
-            Ok(v) => v,
-            Err(e) => {
-                self.database_failed(&e);
-                return Err(e);
-            }
-        };
-        if self.clock().database_answered() {
-            tracing::info!("the database answers again: every executor gets a full dead timeout to be heard again");
-        }
+        let version = self.database_read(read)?;
         let known = self.state.read().unwrap_or_else(|p| p.into_inner()).groups_version;
         if version == known {
             return Ok(false);
