@@ -5,6 +5,7 @@
 
 pub mod busyover;
 pub mod consistent_hash;
+pub mod daily;
 pub mod failover;
 pub mod first;
 pub mod last;
