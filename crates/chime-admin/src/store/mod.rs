@@ -296,6 +296,25 @@ impl Store {
     fn sql<'q>(&self, q: &'q str) -> std::borrow::Cow<'q, str> {
         self.backend.sql(q)
     }
+
+    /// Inserts one row, `values` bound in the order of the columns `into` names
+    /// (`"table (a, b, c)"`), unless a row with its unique key is there: one inserted meanwhile
+    /// (by another admin) wins.
+    async fn insert_unless_present(&self, into: &str, values: &[bulk::Arg<'_>]) -> StoreResult<()> {
+        let (prefix, suffix) = self.backend.insert_ignore();
+        let q = self
+            .sql(&format!(
+                "{prefix} INTO {into} VALUES ({}){suffix}",
+                placeholders(values.len())
+            ))
+            .into_owned();
+        let mut query = sqlx::query(&q);
+        for v in values {
+            query = bulk::bind(query, *v);
+        }
+        query.execute(&self.write).await?;
+        Ok(())
+    }
 }
 
 /// The writing connection's page cache, in KiB (4 MB: 1,024 pages). SQLite's commit walks the

@@ -2,6 +2,7 @@
 //! admins that share the partitions know of each other — including one that just started and
 //! holds no lease yet.
 
+use super::bulk::Arg;
 use super::rows;
 use super::{Store, StoreResult};
 
@@ -32,18 +33,11 @@ impl Store {
             .execute(&self.write)
             .await?;
         if done.rows_affected() == 0 {
-            let (prefix, suffix) = self.backend.insert_ignore();
-            let insert = self
-                .sql(&format!(
-                    "{prefix} INTO admin_node (node_id, expires_at, url) VALUES (?, ?, ?){suffix}"
-                ))
-                .into_owned();
-            sqlx::query(&insert)
-                .bind(node)
-                .bind(expires_at)
-                .bind(url)
-                .execute(&self.write)
-                .await?;
+            self.insert_unless_present(
+                "admin_node (node_id, expires_at, url)",
+                &[Arg::Text(node), Arg::Int(expires_at), Arg::Text(url)],
+            )
+            .await?;
         }
         // Rows of admins gone for a while are removed, so the table stays small.
         let purge = self.sql("DELETE FROM admin_node WHERE expires_at < ?");

@@ -1,5 +1,6 @@
 //! Executor heartbeats (`/api/registry`).
 
+use super::bulk::Arg;
 use super::rows;
 use super::{Store, StoreResult};
 
@@ -14,18 +15,11 @@ impl Store {
             .execute(&self.write)
             .await?;
         if done.rows_affected() == 0 {
-            let (prefix, suffix) = self.backend.insert_ignore();
-            let q = self
-                .sql(&format!(
-                    "{prefix} INTO registry (app_name, address, updated_at) VALUES (?, ?, ?){suffix}"
-                ))
-                .into_owned();
-            sqlx::query(&q)
-                .bind(app_name)
-                .bind(address)
-                .bind(now)
-                .execute(&self.write)
-                .await?;
+            self.insert_unless_present(
+                "registry (app_name, address, updated_at)",
+                &[Arg::Text(app_name), Arg::Text(address), Arg::Int(now)],
+            )
+            .await?;
         }
         Ok(())
     }
