@@ -297,6 +297,26 @@ impl Store {
         self.backend.sql(q)
     }
 
+    /// Runs `update` with `update_values` bound and, when it matched no row, inserts one as
+    /// [`Store::insert_unless_present`] does.
+    async fn update_or_insert(
+        &self,
+        update: &str,
+        update_values: &[bulk::Arg<'_>],
+        into: &str,
+        values: &[bulk::Arg<'_>],
+    ) -> StoreResult<()> {
+        let q = self.sql(update);
+        let mut query = sqlx::query(&q);
+        for v in update_values {
+            query = bulk::bind(query, *v);
+        }
+        if query.execute(&self.write).await?.rows_affected() == 0 {
+            self.insert_unless_present(into, values).await?;
+        }
+        Ok(())
+    }
+
     /// Inserts one row, `values` bound in the order of the columns `into` names
     /// (`"table (a, b, c)"`), unless a row with its unique key is there: one inserted meanwhile
     /// (by another admin) wins.

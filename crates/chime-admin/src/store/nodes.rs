@@ -25,20 +25,13 @@ impl Store {
         now: i64,
         expires_at: i64,
     ) -> StoreResult<Vec<LiveAdmin>> {
-        let update = self.sql("UPDATE admin_node SET expires_at = ?, url = ? WHERE node_id = ?");
-        let done = sqlx::query(&update)
-            .bind(expires_at)
-            .bind(url)
-            .bind(node)
-            .execute(&self.write)
-            .await?;
-        if done.rows_affected() == 0 {
-            self.insert_unless_present(
-                "admin_node (node_id, expires_at, url)",
-                &[Arg::Text(node), Arg::Int(expires_at), Arg::Text(url)],
-            )
-            .await?;
-        }
+        self.update_or_insert(
+            "UPDATE admin_node SET expires_at = ?, url = ? WHERE node_id = ?",
+            &[Arg::Int(expires_at), Arg::Text(url), Arg::Text(node)],
+            "admin_node (node_id, expires_at, url)",
+            &[Arg::Text(node), Arg::Int(expires_at), Arg::Text(url)],
+        )
+        .await?;
         // Rows of admins gone for a while are removed, so the table stays small.
         let purge = self.sql("DELETE FROM admin_node WHERE expires_at < ?");
         sqlx::query(&purge).bind(now - 3_600_000).execute(&self.write).await?;
