@@ -739,11 +739,11 @@ mod tests {
     const DEAD: Duration = Duration::from_secs(90);
 
     fn heard(updated_at: i64, seen: i64) -> Heard {
-        Heard {
-            updated_at,
-            seen,
-            beat: 0,
-        }
+        heard_beat(updated_at, seen, 0)
+    }
+
+    fn heard_beat(updated_at: i64, seen: i64, beat: u64) -> Heard {
+        Heard { updated_at, seen, beat }
     }
 
     fn live(entries: &[(&str, &str, Heard)]) -> Live {
@@ -853,58 +853,18 @@ mod tests {
         };
         let snapshot = rows(&[("app", "http://a", 990), ("app", "http://b", 995)]);
         let memory = live(&[
-            (
-                "app",
-                "http://a",
-                Heard {
-                    updated_at: 1_010,
-                    seen: 100_000,
-                    beat: 9,
-                },
-            ),
+            ("app", "http://a", heard_beat(1_010, 100_000, 9)),
             ("app", "http://b", heard(995, 95_000)),
-            (
-                "app",
-                "http://c",
-                Heard {
-                    updated_at: 1_005,
-                    seen: 99_000,
-                    beat: 8,
-                },
-            ),
-            (
-                "other",
-                "http://old",
-                Heard {
-                    updated_at: 400,
-                    seen: 20_000,
-                    beat: 3,
-                },
-            ),
+            ("app", "http://c", heard_beat(1_005, 99_000, 8)),
+            ("other", "http://old", heard_beat(400, 20_000, 3)),
         ]);
         let (merged, dead) = merge_refresh(snapshot, &memory, 7, up, DEAD);
         assert_eq!(
             merged,
             live(&[
-                (
-                    "app",
-                    "http://a",
-                    Heard {
-                        updated_at: 1_010,
-                        seen: 100_000,
-                        beat: 9
-                    }
-                ),
+                ("app", "http://a", heard_beat(1_010, 100_000, 9)),
                 ("app", "http://b", heard(995, 95_000)),
-                (
-                    "app",
-                    "http://c",
-                    Heard {
-                        updated_at: 1_005,
-                        seen: 99_000,
-                        beat: 8
-                    }
-                ),
+                ("app", "http://c", heard_beat(1_005, 99_000, 8)),
             ]),
             "new and newer heartbeats kept; an address only memory remembers from before the \
              snapshot (removed by another admin, or dead) is not resurrected"
