@@ -209,7 +209,7 @@ async fn serve_registry(
     let app = param.registry_key.trim();
     let address = match registered_address(admin, &param, link) {
         Ok(address) => address,
-        Err(refusal) => return refusal,
+        Err(why) => return reply(ReturnT::fail(why)),
     };
     if !allowed(admin, admin.directory.group_by_app(app).as_ref(), given) {
         return refuse(admin, uri, given, peer, || Some(app.to_owned()));
@@ -228,24 +228,24 @@ async fn serve_registry(
     }
 }
 
-/// The address a registration stands for, or the answer refusing it.
-fn registered_address(admin: &Admin, param: &RegistryParam, link: Option<&Link>) -> Result<String, Response> {
+/// The address a registration stands for, or why it is refused.
+fn registered_address(admin: &Admin, param: &RegistryParam, link: Option<&Link>) -> Result<String, String> {
     match link {
         // A linked executor is known only by its link: it cannot enter an address the
         // admin would dial, nor speak for another group or another link.
         Some(link) => {
             let own = link.address();
             if normalize_address(&param.registry_value) != own || param.registry_key.trim() != link.app_name {
-                return Err(reply(ReturnT::fail(format!(
+                return Err(format!(
                     "{} a linked executor registers as {own} in {:?} only",
                     messages::ILLEGAL_ARGUMENT,
                     link.app_name
-                ))));
+                ));
             }
             Ok(own)
         }
         None => crate::model::validate_address(&param.registry_value, &admin.config.executor_networks)
-            .map_err(|e| reply(ReturnT::fail(format!("{} {e}", messages::ILLEGAL_ARGUMENT)))),
+            .map_err(|e| format!("{} {e}", messages::ILLEGAL_ARGUMENT)),
     }
 }
 
