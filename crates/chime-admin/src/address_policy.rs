@@ -51,17 +51,7 @@ impl FromStr for ExecutorNetworks {
         if s.trim().is_empty() {
             return Ok(ExecutorNetworks::default());
         }
-        let mut nets = Vec::new();
-        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let net = match part.parse::<IpNet>() {
-                Ok(n) => n,
-                Err(_) => match part.parse::<IpAddr>() {
-                    Ok(ip) => IpNet::from(ip),
-                    Err(_) => return Err(format!("'{part}' is not a network such as 10.0.0.0/8 or fd00::/8")),
-                },
-            };
-            nets.push(net.trunc());
-        }
+        let nets = parse_networks(s, "10.0.0.0/8 or fd00::/8")?;
         if nets.is_empty() {
             return Err(format!("'{s}' names no network; give at least one, e.g. 10.0.0.0/8"));
         }
@@ -142,19 +132,27 @@ impl FromStr for TrustedProxies {
 
     /// Comma-separated CIDRs; a bare address means that one host. Empty text: none.
     fn from_str(s: &str) -> Result<Self, String> {
-        let mut nets = Vec::new();
-        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let net = match part.parse::<IpNet>() {
-                Ok(n) => n,
-                Err(_) => match part.parse::<IpAddr>() {
-                    Ok(ip) => IpNet::from(ip),
-                    Err(_) => return Err(format!("'{part}' is not a network such as 10.0.0.0/8 or 127.0.0.1")),
-                },
-            };
-            nets.push(net.trunc());
-        }
-        Ok(TrustedProxies { nets })
+        Ok(TrustedProxies {
+            nets: parse_networks(s, "10.0.0.0/8 or 127.0.0.1")?,
+        })
     }
+}
+
+/// Comma-separated CIDRs, a bare address meaning that one host; a part that is neither is
+/// refused with `examples` of what would do.
+fn parse_networks(s: &str, examples: &str) -> Result<Vec<IpNet>, String> {
+    let mut nets = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let net = match part.parse::<IpNet>() {
+            Ok(n) => n,
+            Err(_) => match part.parse::<IpAddr>() {
+                Ok(ip) => IpNet::from(ip),
+                Err(_) => return Err(format!("'{part}' is not a network such as {examples}")),
+            },
+        };
+        nets.push(net.trunc());
+    }
+    Ok(nets)
 }
 
 impl fmt::Display for TrustedProxies {

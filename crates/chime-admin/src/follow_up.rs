@@ -455,6 +455,20 @@ pub(crate) mod tests {
         }
     }
 
+    /// Job 1, whose child is job 2, and that child by id.
+    fn parent_and_child() -> (Job, HashMap<i64, Job>) {
+        (job(1, vec![2]), [(2, job(2, vec![]))].into_iter().collect())
+    }
+
+    fn chain_run(id: i64, trigger_code: i64, handle_code: i64, marked: bool) -> ChainRun {
+        ChainRun {
+            id,
+            trigger_code,
+            handle_code,
+            marked,
+        }
+    }
+
     fn open(f: &RunFacts) -> RunState<'_> {
         RunState {
             job_id: f.job_id,
@@ -640,8 +654,7 @@ pub(crate) mod tests {
     #[test]
     fn an_empty_message_gets_only_the_child_lines() {
         let f = facts(0, "");
-        let parent = job(1, vec![2]);
-        let children: HashMap<i64, Job> = [(2, job(2, vec![]))].into_iter().collect();
+        let (parent, children) = parent_and_child();
         let p = plan_result(open(&f), &result(200, "", true), Some(&parent), &children, NOW).unwrap();
         assert!(p.msg.starts_with(">>>>>>>>>>>Trigger child job"), "{}", p.msg);
         assert_eq!(p.then.follow_ups[0].lineage, "1");
@@ -651,8 +664,7 @@ pub(crate) mod tests {
     fn a_long_parent_chain_fires_no_more_children() {
         let chain: Vec<String> = (1000..1060).map(|i| i.to_string()).collect();
         let f = facts(0, &chain.join(","));
-        let parent = job(1, vec![2]);
-        let children: HashMap<i64, Job> = [(2, job(2, vec![]))].into_iter().collect();
+        let (parent, children) = parent_and_child();
         let p = plan_result(open(&f), &result(200, "ok", true), Some(&parent), &children, NOW).unwrap();
         assert!(p.then.follow_ups.is_empty());
         assert!(p.msg.contains("child job cycle"), "{}", p.msg);
@@ -764,14 +776,8 @@ pub(crate) mod tests {
     #[test]
     fn a_late_success_withdraws_the_retry_not_sent_and_fires_the_children() {
         let f = facts(2, "");
-        let parent = job(1, vec![2]);
-        let children: HashMap<i64, Job> = [(2, job(2, vec![]))].into_iter().collect();
-        let chain = [ChainRun {
-            id: 101,
-            trigger_code: 0,
-            handle_code: 0,
-            marked: false,
-        }];
+        let (parent, children) = parent_and_child();
+        let chain = [chain_run(101, 0, 0, false)];
         let p = plan_late_success(
             &f,
             &chain,
@@ -803,29 +809,14 @@ pub(crate) mod tests {
         let f = facts(3, "");
         let chain = [
             // The retry failed (its own retry follows).
-            ChainRun {
-                id: 101,
-                trigger_code: 200,
-                handle_code: 500,
-                marked: true,
-            },
+            chain_run(101, 200, 500, true),
             // Marked by an admin, no trigger result yet: it may be on the wire.
-            ChainRun {
-                id: 102,
-                trigger_code: 0,
-                handle_code: 0,
-                marked: true,
-            },
+            chain_run(102, 0, 0, true),
         ];
         let p = plan_late_success(&f, &chain, false, &result(200, "", true), None, &HashMap::new(), NOW).unwrap();
         assert_eq!((p.withdraw.as_slice(), p.supersede.as_slice()), (&[][..], &[102][..]));
         assert!(p.msg.starts_with("Reported after"), "no empty line first: {}", p.msg);
-        let running = [ChainRun {
-            id: 101,
-            trigger_code: 200,
-            handle_code: 0,
-            marked: true,
-        }];
+        let running = [chain_run(101, 200, 0, true)];
         let p = plan_late_success(
             &f,
             &running,
@@ -843,14 +834,8 @@ pub(crate) mod tests {
     #[test]
     fn children_are_not_fired_twice_when_a_retry_succeeded() {
         let f = facts(1, "");
-        let parent = job(1, vec![2]);
-        let children: HashMap<i64, Job> = [(2, job(2, vec![]))].into_iter().collect();
-        let chain = [ChainRun {
-            id: 101,
-            trigger_code: 200,
-            handle_code: 200,
-            marked: false,
-        }];
+        let (parent, children) = parent_and_child();
+        let chain = [chain_run(101, 200, 200, false)];
         let p = plan_late_success(
             &f,
             &chain,
@@ -869,12 +854,7 @@ pub(crate) mod tests {
     #[test]
     fn a_workflow_node_run_is_left_as_the_loss_decided() {
         let f = facts(1, "");
-        let chain = [ChainRun {
-            id: 101,
-            trigger_code: 0,
-            handle_code: 0,
-            marked: false,
-        }];
+        let chain = [chain_run(101, 0, 0, false)];
         assert_eq!(
             plan_late_success(&f, &chain, true, &result(200, "ok", true), None, &HashMap::new(), NOW),
             None

@@ -285,97 +285,13 @@ impl JobSpec {
     /// on update, `group_id` the one group the body named, already resolved and authorised.
     /// The schedule is parsed with `chime-cron` so a bad cron names its field.
     pub fn validate(&self, base: Option<&Job>, default_zone: &str, group_id: i64) -> Result<JobDraft, Invalid> {
-        let schedule_type = parse_enum(
-            "schedule_type",
-            &self.schedule_type,
-            base.map(|j| j.schedule_type),
-            ScheduleType::None,
-        )?;
-        let schedule_expr = pick(&self.schedule_expr, base.map(|j| &j.schedule_expr), String::new())
-            .trim()
-            .to_owned();
-        let time_zone = pick(&self.time_zone, base.map(|j| &j.time_zone), default_zone.to_owned())
-            .trim()
-            .to_owned();
-        if time_zone.parse::<chrono_tz::Tz>().is_err() {
-            return Err(Invalid::new(
-                "time_zone",
-                format!("unknown time zone '{time_zone}' (use an IANA name such as Europe/Berlin or UTC)"),
-            ));
-        }
-        match schedule_type {
-            ScheduleType::None => {}
-            ScheduleType::Cron | ScheduleType::FixRate => {
-                if schedule_expr.is_empty() {
-                    return Err(Invalid::new(
-                        "schedule_expr",
-                        format!("is required for schedule type {schedule_type}"),
-                    ));
-                }
-                crate::calendar::Calendar::parse(schedule_type, &schedule_expr, &time_zone, 0)
-                    .map_err(|e| Invalid::new("schedule_expr", e))?;
-            }
-        }
-        let glue_type = parse_enum("glue_type", &self.glue_type, base.map(|j| j.glue_type), GlueType::Bean)?;
-        let handler = pick(&self.handler, base.map(|j| &j.handler), String::new())
-            .trim()
-            .to_owned();
-        if glue_type == GlueType::Bean && handler.is_empty() {
-            return Err(Invalid::new("handler", "is required for BEAN jobs"));
-        }
-        if handler.len() > 255 {
-            return Err(Invalid::new("handler", "must be at most 255 characters"));
-        }
-        let glue_source = pick(&self.glue_source, base.map(|j| &j.glue_source), String::new());
-        if glue_type.is_script() && glue_source.trim().is_empty() {
-            return Err(Invalid::new("glue_source", format!("is required for {glue_type} jobs")));
-        }
-        let description = pick(&self.description, base.map(|j| &j.description), handler.clone())
-            .trim()
-            .to_owned();
-        let description = if description.is_empty() {
-            format!("{glue_type} job")
-        } else {
-            description
-        };
-        if description.chars().count() > 255 {
-            return Err(Invalid::new("description", "must be at most 255 characters"));
-        }
+        let (schedule_type, schedule_expr, time_zone) = self.schedule(base, default_zone)?;
+        let (glue_type, handler, glue_source) = self.code(base)?;
+        let description = self.description(base, glue_type, &handler)?;
         let info = self.info.apply_to(base.map(|j| &j.info))?;
-        let timeout_secs = pick(&self.timeout_secs, base.map(|j| &j.timeout_secs), 0);
-        if !(0..=i32::MAX as i64).contains(&timeout_secs) {
-            return Err(Invalid::new(
-                "timeout_secs",
-                "must be 0 (no limit) or a positive number of seconds",
-            ));
-        }
-        let retry_count = pick(&self.retry_count, base.map(|j| &j.retry_count), 0);
-        if !(0..=100).contains(&retry_count) {
-            return Err(Invalid::new("retry_count", "must be between 0 and 100"));
-        }
-        let mut child_job_ids = pick(&self.child_job_ids, base.map(|j| &j.child_job_ids), Vec::new());
-        // Each child once, in the order first given: a repeated id would fire the child twice.
-        let mut seen = std::collections::HashSet::new();
-        child_job_ids.retain(|id| seen.insert(*id));
-        if child_job_ids.iter().any(|&c| c <= 0) {
-            return Err(Invalid::new("child_job_ids", "job ids are positive integers"));
-        }
-        if let Some(b) = base {
-            if child_job_ids.contains(&b.id) {
-                return Err(Invalid::new("child_job_ids", "a job cannot be its own child"));
-            }
-        }
-        let running = match (self.running, base) {
-            (Some(r), _) => r,
-            (None, Some(b)) => b.running,
-            (None, None) => false,
-        };
-        if running && schedule_type == ScheduleType::None {
-            return Err(Invalid::new(
-                "running",
-                "a job with schedule type NONE cannot be started; trigger it instead",
-            ));
-        }
+        let (timeout_secs, retry_count) = self.limits(base)?;
+        let child_job_ids = self.child_job_ids(base)?;
+        let running = self.running(base, schedule_type)?;
         let param = pick(&self.param, base.map(|j| &j.param), String::new());
         if param.len() > 65_535 {
             return Err(Invalid::new("param", "must be at most 64 KiB"));
@@ -420,6 +336,132 @@ impl JobSpec {
             running,
         })
     }
+
+    /// The schedule type, expression and zone, as given or kept from `base` (the zone
+    /// defaulting to `default_zone`), checked by [`check_schedule`].
+    fn schedule(&self, base: Option<&Job>, default_zone: &str) -> Result<(ScheduleType, String, String), Invalid> {
+        let schedule_type = parse_enum(
+            "schedule_type",
+            &self.schedule_type,
+            base.map(|j| j.schedule_type),
+            ScheduleType::None,
+        )?;
+        let schedule_expr = pick(&self.schedule_expr, base.map(|j| &j.schedule_expr), String::new())
+            .trim()
+            .to_owned();
+        let time_zone = pick(&self.time_zone, base.map(|j| &j.time_zone), default_zone.to_owned())
+            .trim()
+            .to_owned();
+        check_schedule(schedule_type, &schedule_expr, &time_zone)?;
+        Ok((schedule_type, schedule_expr, time_zone))
+    }
+
+    /// The glue type, handler and script source: a BEAN job needs a handler, a script job its
+    /// source.
+    fn code(&self, base: Option<&Job>) -> Result<(GlueType, String, String), Invalid> {
+        let glue_type = parse_enum("glue_type", &self.glue_type, base.map(|j| j.glue_type), GlueType::Bean)?;
+        let handler = pick(&self.handler, base.map(|j| &j.handler), String::new())
+            .trim()
+            .to_owned();
+        if glue_type == GlueType::Bean && handler.is_empty() {
+            return Err(Invalid::new("handler", "is required for BEAN jobs"));
+        }
+        if handler.len() > 255 {
+            return Err(Invalid::new("handler", "must be at most 255 characters"));
+        }
+        let glue_source = pick(&self.glue_source, base.map(|j| &j.glue_source), String::new());
+        if glue_type.is_script() && glue_source.trim().is_empty() {
+            return Err(Invalid::new("glue_source", format!("is required for {glue_type} jobs")));
+        }
+        Ok((glue_type, handler, glue_source))
+    }
+
+    /// The description, defaulting to the handler's name, or else to the glue type's.
+    fn description(&self, base: Option<&Job>, glue_type: GlueType, handler: &str) -> Result<String, Invalid> {
+        let description = pick(&self.description, base.map(|j| &j.description), handler.to_owned())
+            .trim()
+            .to_owned();
+        let description = if description.is_empty() {
+            format!("{glue_type} job")
+        } else {
+            description
+        };
+        if description.chars().count() > 255 {
+            return Err(Invalid::new("description", "must be at most 255 characters"));
+        }
+        Ok(description)
+    }
+
+    /// The timeout, in seconds, and the retries after a failure.
+    fn limits(&self, base: Option<&Job>) -> Result<(i64, i64), Invalid> {
+        let timeout_secs = pick(&self.timeout_secs, base.map(|j| &j.timeout_secs), 0);
+        if !(0..=i32::MAX as i64).contains(&timeout_secs) {
+            return Err(Invalid::new(
+                "timeout_secs",
+                "must be 0 (no limit) or a positive number of seconds",
+            ));
+        }
+        let retry_count = pick(&self.retry_count, base.map(|j| &j.retry_count), 0);
+        if !(0..=100).contains(&retry_count) {
+            return Err(Invalid::new("retry_count", "must be between 0 and 100"));
+        }
+        Ok((timeout_secs, retry_count))
+    }
+
+    /// The child jobs: positive ids, not the job itself.
+    fn child_job_ids(&self, base: Option<&Job>) -> Result<Vec<i64>, Invalid> {
+        let mut child_job_ids = pick(&self.child_job_ids, base.map(|j| &j.child_job_ids), Vec::new());
+        // Each child once, in the order first given: a repeated id would fire the child twice.
+        let mut seen = std::collections::HashSet::new();
+        child_job_ids.retain(|id| seen.insert(*id));
+        if child_job_ids.iter().any(|&c| c <= 0) {
+            return Err(Invalid::new("child_job_ids", "job ids are positive integers"));
+        }
+        if let Some(b) = base {
+            if child_job_ids.contains(&b.id) {
+                return Err(Invalid::new("child_job_ids", "a job cannot be its own child"));
+            }
+        }
+        Ok(child_job_ids)
+    }
+
+    /// Whether the job is scheduled: only a job with a schedule can be.
+    fn running(&self, base: Option<&Job>, schedule_type: ScheduleType) -> Result<bool, Invalid> {
+        let running = match (self.running, base) {
+            (Some(r), _) => r,
+            (None, Some(b)) => b.running,
+            (None, None) => false,
+        };
+        if running && schedule_type == ScheduleType::None {
+            return Err(Invalid::new(
+                "running",
+                "a job with schedule type NONE cannot be started; trigger it instead",
+            ));
+        }
+        Ok(running)
+    }
+}
+
+/// Checks a schedule (a job's or a workflow's): the zone must be an IANA zone, and a schedule
+/// other than NONE needs an expression that parses in it.
+pub fn check_schedule(schedule_type: ScheduleType, schedule_expr: &str, time_zone: &str) -> Result<(), Invalid> {
+    if time_zone.parse::<chrono_tz::Tz>().is_err() {
+        return Err(Invalid::new(
+            "time_zone",
+            format!("unknown time zone '{time_zone}' (use an IANA name such as Europe/Berlin or UTC)"),
+        ));
+    }
+    if schedule_type != ScheduleType::None {
+        if schedule_expr.is_empty() {
+            return Err(Invalid::new(
+                "schedule_expr",
+                format!("is required for schedule type {schedule_type}"),
+            ));
+        }
+        crate::calendar::Calendar::parse(schedule_type, schedule_expr, time_zone, 0)
+            .map_err(|e| Invalid::new("schedule_expr", e))?;
+    }
+    Ok(())
 }
 
 /// The state of a run, derived from its trigger and handle codes.

@@ -223,55 +223,25 @@ async fn guard_inner(admin: Arc<Admin>, req: Request, next: Next) -> Result<Resp
             ))
         }
     };
-    let writes = !matches!(method, Method::GET | Method::HEAD | Method::OPTIONS);
-    // Path parameters, read from the concrete path by the pattern's position.
-    // Inside `nest` the URI has lost its prefix; the original is what the caller asked for.
-    let path = req
-        .extensions()
-        .get::<axum::extract::OriginalUri>()
-        .map(|u| u.path().to_owned())
-        .unwrap_or_else(|| req.uri().path().to_owned());
-    let action = format!("{method} {pattern}");
-    // Who tried to change what and was refused: an account probing beyond its rights shows up.
-    let refused = |body: Bytes, e: ApiError| {
-        let admin = admin.clone();
-        let (username, action, path) = (principal.username.clone(), action.clone(), path.clone());
-        async move {
-            if writes && e.status == StatusCode::FORBIDDEN {
-                audit(&admin, &username, &action, &path, e.status, Some(&e.error), &body).await;
-            }
-            e
-        }
-    };
-    if writes {
-        if let Some(expected) = &principal.csrf_token {
-            let given = req
-                .headers()
-                .get(CSRF_HEADER)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
-            if !token_matches(given, expected) {
-                return Err(refused(Bytes::new(), forbidden("missing or wrong X-CSRF-Token header")).await);
-            }
+    let attempt = Attempt::of(&req, &method, pattern);
+    if attempt.writes {
+        if let Err(e) = check_csrf(req.headers(), &principal) {
+            return Err(attempt.refused(&admin, &principal, &[], e).await);
         }
     }
-    let param = path_param(&pattern, &path);
+    let param = path_param(&attempt.pattern, &attempt.path);
     let (parts, body) = req.into_parts();
-    let body = if writes {
-        to_bytes(body, MAX_BODY).await.map_err(|_| ApiError {
-            status: StatusCode::PAYLOAD_TOO_LARGE,
-            error: format!("request body too large (at most {} MiB)", MAX_BODY >> 20),
-            field: None,
-        })?
+    let body = if attempt.writes {
+        read_body(body).await?
     } else {
         Bytes::new()
     };
     if let Err(e) = authorise(&admin, &principal, rule, param.as_deref(), &parts.uri, &body).await {
-        return Err(refused(body, e).await);
+        return Err(attempt.refused(&admin, &principal, &body, e).await);
     }
     // The object an edit acts on, before it: the audit entry names the fields that changed.
-    let before = if writes {
-        crate::audit_diff::snapshot(&admin, &action, param.as_deref()).await
+    let before = if attempt.writes {
+        crate::audit_diff::snapshot(&admin, &attempt.action, param.as_deref()).await
     } else {
         None
     };
@@ -284,25 +254,112 @@ async fn guard_inner(admin: Arc<Admin>, req: Request, next: Next) -> Result<Resp
         }
         _ => resp,
     };
-    let status = resp.status();
-    // A handler's own refusal (e.g. clearing runs of a group the caller may not write) is
-    // audited like the middleware's.
-    if writes && (status.is_success() || status == StatusCode::FORBIDDEN) && pattern != "/console/api/logout" {
+    attempt
+        .audit_outcome(&admin, &principal, param.as_deref(), &body, before, resp.status())
+        .await;
+    Ok(resp)
+}
+
+/// What a request to a guarded route attempts, as the audit records it.
+struct Attempt {
+    /// `METHOD /pattern`.
+    action: String,
+    /// The route's pattern.
+    pattern: String,
+    /// The path the caller asked for.
+    path: String,
+    /// Not a GET, HEAD or OPTIONS: a change, checked for CSRF and audited.
+    writes: bool,
+}
+
+impl Attempt {
+    fn of(req: &Request, method: &Method, pattern: String) -> Attempt {
+        // Path parameters, read from the concrete path by the pattern's position.
+        // Inside `nest` the URI has lost its prefix; the original is what the caller asked for.
+        let path = req
+            .extensions()
+            .get::<axum::extract::OriginalUri>()
+            .map(|u| u.path().to_owned())
+            .unwrap_or_else(|| req.uri().path().to_owned());
+        Attempt {
+            action: format!("{method} {pattern}"),
+            pattern,
+            path,
+            writes: !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS),
+        }
+    }
+
+    /// Who tried to change what and was refused: an account probing beyond its rights shows up.
+    async fn refused(&self, admin: &Admin, principal: &Principal, body: &[u8], e: ApiError) -> ApiError {
+        if self.writes && e.status == StatusCode::FORBIDDEN {
+            audit(
+                admin,
+                &principal.username,
+                &self.action,
+                &self.path,
+                e.status,
+                Some(&e.error),
+                body,
+            )
+            .await;
+        }
+        e
+    }
+
+    /// Audits a change the handler answered with `status`, with the fields it changed when
+    /// `before` was taken. A handler's own refusal (e.g. clearing runs of a group the caller
+    /// may not write) is audited like the middleware's.
+    async fn audit_outcome(
+        &self,
+        admin: &Admin,
+        principal: &Principal,
+        param: Option<&str>,
+        body: &[u8],
+        before: Option<Value>,
+        status: StatusCode,
+    ) {
+        if !self.writes
+            || !(status.is_success() || status == StatusCode::FORBIDDEN)
+            || self.pattern == "/console/api/logout"
+        {
+            return;
+        }
         let changes = match before {
-            Some(before) if status.is_success() => crate::audit_diff::snapshot(&admin, &action, param.as_deref())
+            Some(before) if status.is_success() => crate::audit_diff::snapshot(admin, &self.action, param)
                 .await
                 .map(|after| crate::audit_diff::changes(&before, &after)),
             _ => None,
         };
         let entry = AuditEntry {
             username: &principal.username,
-            action: &action,
-            target: &path,
+            action: &self.action,
+            target: &self.path,
             status,
         };
-        audit_changes(&admin, entry, &body, changes).await;
+        audit_changes(admin, entry, body, changes).await;
     }
-    Ok(resp)
+}
+
+/// A change from a console session must carry the session's CSRF token (an API token has none).
+fn check_csrf(headers: &HeaderMap, principal: &Principal) -> Result<(), ApiError> {
+    let Some(expected) = &principal.csrf_token else {
+        return Ok(());
+    };
+    let given = headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if token_matches(given, expected) {
+        Ok(())
+    } else {
+        Err(forbidden("missing or wrong X-CSRF-Token header"))
+    }
+}
+
+/// The body of a change, read whole (it is audited and, for some routes, authorised by).
+async fn read_body(body: Body) -> Result<Bytes, ApiError> {
+    to_bytes(body, MAX_BODY).await.map_err(|_| ApiError {
+        status: StatusCode::PAYLOAD_TOO_LARGE,
+        error: format!("request body too large (at most {} MiB)", MAX_BODY >> 20),
+        field: None,
+    })
 }
 
 /// The answer to a method a route does not have: 405 with the JSON error body every other

@@ -179,123 +179,145 @@ pub(crate) async fn serve(
     link: Option<&Link>,
 ) -> Response {
     match uri {
-        "registry" | "registryRemove" => {
-            let param: RegistryParam = match serde_json::from_slice(&body) {
-                Ok(p) => p,
-                Err(_) => return reply(ReturnT::fail(messages::ILLEGAL_ARGUMENT)),
-            };
-            if param.has_blank_field() {
-                return reply(ReturnT::fail(messages::ILLEGAL_ARGUMENT));
-            }
-            // Before anything of it is stored or kept: see `RegistryParam::validate`.
-            if let Err(e) = param.validate() {
-                return reply(ReturnT::fail(format!("{} {e}", messages::ILLEGAL_ARGUMENT)));
-            }
-            let app = param.registry_key.trim();
-            let address = match link {
-                // A linked executor is known only by its link: it cannot enter an address the
-                // admin would dial, nor speak for another group or another link.
-                Some(link) => {
-                    let own = link.address();
-                    if normalize_address(&param.registry_value) != own || app != link.app_name {
-                        return reply(ReturnT::fail(format!(
-                            "{} a linked executor registers as {own} in {:?} only",
-                            messages::ILLEGAL_ARGUMENT,
-                            link.app_name
-                        )));
-                    }
-                    own
-                }
-                None => match crate::model::validate_address(&param.registry_value, &admin.config.executor_networks) {
-                    Ok(a) => a,
-                    Err(e) => return reply(ReturnT::fail(format!("{} {e}", messages::ILLEGAL_ARGUMENT))),
-                },
-            };
-            if !allowed(admin, admin.directory.group_by_app(app).as_ref(), given) {
-                return refuse(admin, uri, given, peer, || Some(app.to_owned()));
-            }
-            let done = if uri == "registry" {
-                admin.directory.heartbeat(app, &address, param.instance.as_ref()).await
-            } else {
-                admin.directory.remove(app, &address).await
-            };
-            match done {
-                Ok(()) => reply(ReturnT::success()),
-                Err(e) => {
-                    tracing::warn!(error = %e, "registry write failed");
-                    reply(ReturnT::fail("registry write failed, try again"))
-                }
-            }
-        }
-        "callback" => {
-            let batch: CallbackBatch = match serde_json::from_slice(&body) {
-                Ok(b) => b,
-                Err(e) => return reply(ReturnT::fail(format!("invalid callback body: {e}"))),
-            };
-            admin.metrics.callbacks.inc_by(batch.0.len() as u64);
-            let outcomes: Vec<HandleOutcome> = batch
-                .0
-                .into_iter()
-                .filter(|c| c.log_id > 0)
-                .map(|c| HandleOutcome {
-                    run_id: c.log_id,
-                    code: i64::from(c.handle_code),
-                    msg: c.handle_msg,
-                    retry: true,
-                    lost: false,
-                })
-                .collect();
-            if outcomes.is_empty() {
-                return reply(ReturnT::success());
-            }
-            if let Err(r) = check_run_groups(admin, &outcomes, given, peer).await {
-                return r;
-            }
-            match admin.record_results(outcomes).await {
-                Ok(()) => reply(ReturnT::success()),
-                Err(e) => reply(ReturnT::fail(format!("callback not recorded, send it again: {e}"))),
-            }
-        }
-        "runLog" => {
-            let param: RunLogParam = match serde_json::from_slice(&body) {
-                Ok(p) => p,
-                Err(e) => {
-                    return reply(ReturnT::fail(format!(
-                        "{} invalid run log body: {e}",
-                        messages::ILLEGAL_ARGUMENT
-                    )))
-                }
-            };
-            drop(body);
-            if param.log_id <= 0 || param.app_name.trim().is_empty() {
-                return reply(ReturnT::fail(format!(
-                    "{} logId must be a run id and appName the executor's app name",
-                    messages::ILLEGAL_ARGUMENT
-                )));
-            }
-            match admin.store_run_log(&param, |g| allowed(admin, Some(g), given)).await {
-                Ok(_) => reply(ReturnT::success()),
-                Err(OpError::Forbidden(msg)) => {
-                    // Counted like a wrong token; the warning is rate-limited the same way.
-                    let ip = peer.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |p| p.ip());
-                    if let Some(w) = admin.metrics.executor_refused("runLog", ip) {
-                        tracing::warn!(
-                            peer = %ip,
-                            run_id = param.log_id,
-                            suppressed = w.suppressed,
-                            "run log refused: the run is not of the sender's group"
-                        );
-                    }
-                    reply(ReturnT::fail(msg))
-                }
-                Err(OpError::Invalid(e)) => reply(ReturnT::fail(format!("{} {e}", messages::ILLEGAL_ARGUMENT))),
-                Err(e) => {
-                    tracing::warn!(error = %e, run_id = param.log_id, "storing a run log failed");
-                    reply(ReturnT::fail("run log not stored, try again"))
-                }
-            }
-        }
+        "registry" | "registryRemove" => serve_registry(admin, uri, given, peer, &body, link).await,
+        "callback" => serve_callback(admin, given, peer, &body).await,
+        "runLog" => serve_run_log(admin, given, peer, body).await,
         other => reply(ReturnT::fail(messages::uri_not_found(other))),
+    }
+}
+
+/// `registry` and `registryRemove`: an executor's heartbeat, or its goodbye.
+async fn serve_registry(
+    admin: &Arc<Admin>,
+    uri: &str,
+    given: &str,
+    peer: Option<SocketAddr>,
+    body: &[u8],
+    link: Option<&Link>,
+) -> Response {
+    let param: RegistryParam = match serde_json::from_slice(body) {
+        Ok(p) => p,
+        Err(_) => return reply(ReturnT::fail(messages::ILLEGAL_ARGUMENT)),
+    };
+    if param.has_blank_field() {
+        return reply(ReturnT::fail(messages::ILLEGAL_ARGUMENT));
+    }
+    // Before anything of it is stored or kept: see `RegistryParam::validate`.
+    if let Err(e) = param.validate() {
+        return reply(ReturnT::fail(format!("{} {e}", messages::ILLEGAL_ARGUMENT)));
+    }
+    let app = param.registry_key.trim();
+    let address = match registered_address(admin, &param, link) {
+        Ok(address) => address,
+        Err(why) => return reply(ReturnT::fail(why)),
+    };
+    if !allowed(admin, admin.directory.group_by_app(app).as_ref(), given) {
+        return refuse(admin, uri, given, peer, || Some(app.to_owned()));
+    }
+    let done = if uri == "registry" {
+        admin.directory.heartbeat(app, &address, param.instance.as_ref()).await
+    } else {
+        admin.directory.remove(app, &address).await
+    };
+    match done {
+        Ok(()) => reply(ReturnT::success()),
+        Err(e) => {
+            tracing::warn!(error = %e, "registry write failed");
+            reply(ReturnT::fail("registry write failed, try again"))
+        }
+    }
+}
+
+/// The address a registration stands for, or why it is refused.
+fn registered_address(admin: &Admin, param: &RegistryParam, link: Option<&Link>) -> Result<String, String> {
+    match link {
+        // A linked executor is known only by its link: it cannot enter an address the
+        // admin would dial, nor speak for another group or another link.
+        Some(link) => {
+            let own = link.address();
+            if normalize_address(&param.registry_value) != own || param.registry_key.trim() != link.app_name {
+                return Err(format!(
+                    "{} a linked executor registers as {own} in {:?} only",
+                    messages::ILLEGAL_ARGUMENT,
+                    link.app_name
+                ));
+            }
+            Ok(own)
+        }
+        None => crate::model::validate_address(&param.registry_value, &admin.config.executor_networks)
+            .map_err(|e| format!("{} {e}", messages::ILLEGAL_ARGUMENT)),
+    }
+}
+
+/// `callback`: a batch of results, for the results writer.
+async fn serve_callback(admin: &Arc<Admin>, given: &str, peer: Option<SocketAddr>, body: &[u8]) -> Response {
+    let batch: CallbackBatch = match serde_json::from_slice(body) {
+        Ok(b) => b,
+        Err(e) => return reply(ReturnT::fail(format!("invalid callback body: {e}"))),
+    };
+    admin.metrics.callbacks.inc_by(batch.0.len() as u64);
+    let outcomes: Vec<HandleOutcome> = batch
+        .0
+        .into_iter()
+        .filter(|c| c.log_id > 0)
+        .map(|c| HandleOutcome {
+            run_id: c.log_id,
+            code: i64::from(c.handle_code),
+            msg: c.handle_msg,
+            retry: true,
+            lost: false,
+        })
+        .collect();
+    if outcomes.is_empty() {
+        return reply(ReturnT::success());
+    }
+    if let Err(r) = check_run_groups(admin, &outcomes, given, peer).await {
+        return r;
+    }
+    match admin.record_results(outcomes).await {
+        Ok(()) => reply(ReturnT::success()),
+        Err(e) => reply(ReturnT::fail(format!("callback not recorded, send it again: {e}"))),
+    }
+}
+
+/// `runLog`: the log of a finished run, kept by the admin.
+async fn serve_run_log(admin: &Arc<Admin>, given: &str, peer: Option<SocketAddr>, body: Bytes) -> Response {
+    let param: RunLogParam = match serde_json::from_slice(&body) {
+        Ok(p) => p,
+        Err(e) => {
+            return reply(ReturnT::fail(format!(
+                "{} invalid run log body: {e}",
+                messages::ILLEGAL_ARGUMENT
+            )))
+        }
+    };
+    drop(body);
+    if param.log_id <= 0 || param.app_name.trim().is_empty() {
+        return reply(ReturnT::fail(format!(
+            "{} logId must be a run id and appName the executor's app name",
+            messages::ILLEGAL_ARGUMENT
+        )));
+    }
+    match admin.store_run_log(&param, |g| allowed(admin, Some(g), given)).await {
+        Ok(_) => reply(ReturnT::success()),
+        Err(OpError::Forbidden(msg)) => {
+            // Counted like a wrong token; the warning is rate-limited the same way.
+            let ip = peer.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |p| p.ip());
+            if let Some(w) = admin.metrics.executor_refused("runLog", ip) {
+                tracing::warn!(
+                    peer = %ip,
+                    run_id = param.log_id,
+                    suppressed = w.suppressed,
+                    "run log refused: the run is not of the sender's group"
+                );
+            }
+            reply(ReturnT::fail(msg))
+        }
+        Err(OpError::Invalid(e)) => reply(ReturnT::fail(format!("{} {e}", messages::ILLEGAL_ARGUMENT))),
+        Err(e) => {
+            tracing::warn!(error = %e, run_id = param.log_id, "storing a run log failed");
+            reply(ReturnT::fail("run log not stored, try again"))
+        }
     }
 }
 
@@ -401,25 +423,12 @@ fn count_refusal(admin: &Admin, uri: &str, peer: Option<SocketAddr>, app: impl F
             },
         );
         let peer = peer.map_or_else(|| "unknown".to_owned(), |p| p.to_string());
-        if w.per_peer {
-            tracing::warn!(
-                endpoint,
-                peer = %peer,
-                app = %app,
-                suppressed = w.suppressed,
-                why,
-                "executor request refused"
-            );
+        let message = if w.per_peer {
+            "executor request refused"
         } else {
-            tracing::warn!(
-                endpoint,
-                peer = %peer,
-                app = %app,
-                suppressed = w.suppressed,
-                why,
-                "executor request refused (callers from too many addresses: the addresses not \
-                 tracked share one warning a minute)"
-            );
-        }
+            "executor request refused (callers from too many addresses: the addresses not \
+             tracked share one warning a minute)"
+        };
+        tracing::warn!(endpoint, peer = %peer, app = %app, suppressed = w.suppressed, why, "{message}");
     }
 }

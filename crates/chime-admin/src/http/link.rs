@@ -40,6 +40,7 @@ use chime_protocol::link::{self, LinkFrame, IDLE_TIMEOUT_SECS, PING_INTERVAL_SEC
 use chime_protocol::messages::{ACCESS_TOKEN_HEADER, APPNAME_HEADER};
 use chime_protocol::paths::{self, API_LINK};
 use chime_protocol::{ReturnT, MAX_APP_NAME_CHARS};
+use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -48,6 +49,7 @@ use tokio::sync::{mpsc, oneshot, Notify, Semaphore};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
+use tokio_util::sync::CancellationToken;
 
 /// Calls from one linked executor served at once (results, run logs, registrations).
 pub const UP_CALLS_PER_LINK: usize = 16;
@@ -181,57 +183,107 @@ async fn serve_link(
     token: String,
     peer: Option<SocketAddr>,
 ) {
-    let (outbox, mut frames) = mpsc::channel::<String>(crate::link::OUTBOX_FRAMES);
+    let (outbox, frames) = mpsc::channel::<String>(crate::link::OUTBOX_FRAMES);
     let link = Arc::new(Link::new(app, id, outbox));
     let inbound = Arc::new(Inbound::new(admin.metrics.link_message_bytes.clone(), link.clone()));
     let socket: LinkSocket = link_socket::socket(upgraded, inbound.clone(), LINK_BUFFER_BYTES).await;
-    let (mut sink, mut stream) = socket.split();
+    let (sink, mut stream) = socket.split();
     admin.links.attach(link.clone());
     admin.metrics.linked_executors.set(admin.links.count() as i64);
     tracing::info!(app = %link.app_name, executor = %link.executor_id, peer = ?peer, "executor linked");
 
     let (close_tx, close_rx) = oneshot::channel::<Option<String>>();
     let ping_now = Arc::new(Notify::new());
-    let writer = {
-        let closed = link.closed.clone();
-        let ping_now = ping_now.clone();
-        tokio::spawn(async move {
-            let mut close_rx = close_rx;
-            let mut ping = tokio::time::interval(Duration::from_secs(PING_INTERVAL_SECS));
-            ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tokio::select! {
-                    // The reason first: when the link ends with one, `closed` is cancelled too.
-                    biased;
-                    reason = &mut close_rx => {
-                        let frame = reason.ok().flatten().map(|reason| CloseFrame {
-                            code: CloseCode::from(CLOSE_POLICY),
-                            reason: reason.chars().take(120).collect::<String>().into(),
-                        });
-                        let _ = sink.send(Message::Close(frame)).await;
-                        return;
-                    }
-                    frame = frames.recv() => match frame {
-                        Some(text) => if sink.send(Message::Text(text.into())).await.is_err() { return },
-                        None => return,
-                    },
-                    _ = ping.tick() => if sink.send(Message::Ping(Bytes::new())).await.is_err() { return },
-                    _ = ping_now.notified() => if sink.send(Message::Ping(Bytes::new())).await.is_err() { return },
-                    _ = closed.cancelled() => {
-                        let _ = sink.send(Message::Close(None)).await;
-                        return;
-                    }
-                }
-            }
-        })
+    let writer = tokio::spawn(write_link(
+        sink,
+        frames,
+        close_rx,
+        link.closed.clone(),
+        ping_now.clone(),
+    ));
+    let up_calls = UpCalls {
+        admin: admin.clone(),
+        link: link.clone(),
+        token,
+        peer,
+        permits: Arc::new(Semaphore::new(UP_CALLS_PER_LINK)),
     };
+    let end = read_link(&admin, &link, &inbound, &mut stream, &ping_now, &up_calls).await;
+    let reason = close_reason(&link, peer, end);
+    // Before the link is detached (which cancels `closed`): the writer sends the reason.
+    let _ = close_tx.send(reason);
+    admin.links.detach(&link);
+    admin.metrics.linked_executors.set(admin.links.count() as i64);
+    stop_writer(writer).await;
+    // A link refused mid-message is still sending it: read (and drop) what comes until the
+    // executor, told why by the close frame, closes too, so that the frame is not lost to the
+    // reset a socket closed with unread bytes gets.
+    if inbound.refusal().is_some() {
+        let _ = tokio::time::timeout(DRAIN_AFTER_REFUSAL, async { while stream.next().await.is_some() {} }).await;
+    }
+}
 
-    let calls = Arc::new(Semaphore::new(UP_CALLS_PER_LINK));
+/// The link's writer: sends the queued frames and the pings until the link ends, then the
+/// close frame (with the reason, when the link ended with one).
+async fn write_link(
+    mut sink: SplitSink<LinkSocket, Message>,
+    mut frames: mpsc::Receiver<String>,
+    mut close_rx: oneshot::Receiver<Option<String>>,
+    closed: CancellationToken,
+    ping_now: Arc<Notify>,
+) {
+    let mut ping = tokio::time::interval(Duration::from_secs(PING_INTERVAL_SECS));
+    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            // The reason first: when the link ends with one, `closed` is cancelled too.
+            biased;
+            reason = &mut close_rx => {
+                let frame = reason.ok().flatten().map(|reason| CloseFrame {
+                    code: CloseCode::from(CLOSE_POLICY),
+                    reason: reason.chars().take(120).collect::<String>().into(),
+                });
+                let _ = sink.send(Message::Close(frame)).await;
+                return;
+            }
+            frame = frames.recv() => match frame {
+                Some(text) => if sink.send(Message::Text(text.into())).await.is_err() { return },
+                None => return,
+            },
+            _ = ping.tick() => if sink.send(Message::Ping(Bytes::new())).await.is_err() { return },
+            _ = ping_now.notified() => if sink.send(Message::Ping(Bytes::new())).await.is_err() { return },
+            _ = closed.cancelled() => {
+                let _ = sink.send(Message::Close(None)).await;
+                return;
+            }
+        }
+    }
+}
+
+/// What serving the calls that come up one link needs.
+struct UpCalls {
+    admin: Arc<Admin>,
+    link: Arc<Link>,
+    token: String,
+    peer: Option<SocketAddr>,
+    /// [`UP_CALLS_PER_LINK`] permits: one for each call being served.
+    permits: Arc<Semaphore>,
+}
+
+/// Reads the link until it ends, and says why it ended.
+async fn read_link(
+    admin: &Admin,
+    link: &Link,
+    inbound: &Inbound,
+    stream: &mut SplitStream<LinkSocket>,
+    ping_now: &Notify,
+    up_calls: &UpCalls,
+) -> End {
     let idle = Duration::from_secs(IDLE_TIMEOUT_SECS);
     // Set when a call went unanswered and the executor was pinged: the link ends unless
     // something arrives by then.
     let mut probe: Option<tokio::time::Instant> = None;
-    let end = loop {
+    loop {
         let wait = probe.map_or(idle, |deadline| {
             deadline
                 .saturating_duration_since(tokio::time::Instant::now())
@@ -244,73 +296,90 @@ async fn serve_link(
                 ping_now.notify_one();
                 continue;
             }
-            _ = link.closed.cancelled() => break End::Replaced,
-            _ = admin.shutdown.cancelled() => break End::Replaced,
-            () = inbound.refused() => break End::Violation(inbound.refusal().unwrap_or_default()),
+            _ = link.closed.cancelled() => return End::Replaced,
+            _ = admin.shutdown.cancelled() => return End::Replaced,
+            () = inbound.refused() => return End::Violation(inbound.refusal().unwrap_or_default()),
         };
         let message = match message {
             Err(_) if probe.is_some() => {
-                break End::Closed(format!(
+                return End::Closed(format!(
                     "a call went unanswered and nothing came back within {} s of a ping",
                     PROBE_WAIT.as_secs()
                 ))
             }
-            Err(_) => break End::Closed(format!("nothing received for {IDLE_TIMEOUT_SECS} s")),
-            Ok(None) => break End::Closed("connection closed".to_owned()),
-            Ok(Some(Err(e))) => break read_error(e, &inbound),
+            Err(_) => return End::Closed(format!("nothing received for {IDLE_TIMEOUT_SECS} s")),
+            Ok(None) => return End::Closed("connection closed".to_owned()),
+            Ok(Some(Err(e))) => return read_error(e, inbound),
             Ok(Some(Ok(m))) => m,
         };
         // The executor is there.
         probe = None;
-        let text = match message {
-            Message::Text(text) => text,
-            Message::Binary(_) => break End::Violation("binary message: link frames are JSON text".to_owned()),
-            Message::Close(_) => break End::Closed("closed by the executor".to_owned()),
-            Message::Ping(payload) | Message::Pong(payload) => {
-                inbound.control_taken(payload.len());
-                continue;
-            }
-            Message::Frame(_) => continue,
+        let frame = match link_frame(message, inbound) {
+            Ok(Some(frame)) => frame,
+            Ok(None) => continue,
+            Err(end) => return end,
         };
-        // The message is out of the WebSocket layer's buffer (and into `text`).
-        inbound.message_taken();
-        let frame: LinkFrame = match serde_json::from_str(text.as_str()) {
-            Ok(f) => f,
-            Err(e) => break End::Violation(format!("not a link frame: {e}")),
-        };
-        match frame.path {
-            None => {
-                // An answer nobody waits for (its call timed out) is dropped.
-                link.answer(frame.id, String::from(Box::<str>::from(frame.body)));
-            }
-            Some(path) => {
-                // Waiting here, not queueing: an executor that calls faster than the admin
-                // answers is slowed by its own socket.
-                let Ok(permit) = calls.clone().acquire_owned().await else {
-                    break End::Replaced;
-                };
-                let admin = admin.clone();
-                let link = link.clone();
-                let token = token.clone();
-                tokio::spawn(async move {
-                    let answer = serve_up_call(
-                        &admin,
-                        &link,
-                        &path,
-                        Bytes::from(String::from(Box::<str>::from(frame.body))),
-                        &token,
-                        peer,
-                    )
-                    .await;
-                    if let Ok(frame) = LinkFrame::reply(frame.id, &answer).and_then(|f| serde_json::to_string(&f)) {
-                        link.send(frame).await;
-                    }
-                    drop(permit);
-                });
-            }
+        if let Err(end) = take_frame(frame, up_calls).await {
+            return end;
         }
+    }
+}
+
+/// The link frame a message carries; `None` for a control message, which only shows the
+/// executor is there.
+fn link_frame(message: Message, inbound: &Inbound) -> Result<Option<LinkFrame>, End> {
+    let text = match message {
+        Message::Text(text) => text,
+        Message::Binary(_) => return Err(End::Violation("binary message: link frames are JSON text".to_owned())),
+        Message::Close(_) => return Err(End::Closed("closed by the executor".to_owned())),
+        Message::Ping(payload) | Message::Pong(payload) => {
+            inbound.control_taken(payload.len());
+            return Ok(None);
+        }
+        Message::Frame(_) => return Ok(None),
     };
-    let reason = match end {
+    // The message is out of the WebSocket layer's buffer (and into `text`).
+    inbound.message_taken();
+    serde_json::from_str(text.as_str())
+        .map(Some)
+        .map_err(|e| End::Violation(format!("not a link frame: {e}")))
+}
+
+/// Takes one frame from the executor: an answer goes to the call waiting for it, a call is
+/// served on its own task.
+async fn take_frame(frame: LinkFrame, up_calls: &UpCalls) -> Result<(), End> {
+    let UpCalls {
+        admin,
+        link,
+        token,
+        peer,
+        permits,
+    } = up_calls;
+    let Some(path) = frame.path else {
+        // An answer nobody waits for (its call timed out) is dropped.
+        link.answer(frame.id, String::from(Box::<str>::from(frame.body)));
+        return Ok(());
+    };
+    // Waiting here, not queueing: an executor that calls faster than the admin
+    // answers is slowed by its own socket.
+    let Ok(permit) = permits.clone().acquire_owned().await else {
+        return Err(End::Replaced);
+    };
+    let (admin, link, token, peer) = (admin.clone(), link.clone(), token.clone(), *peer);
+    tokio::spawn(async move {
+        let body = Bytes::from(String::from(Box::<str>::from(frame.body)));
+        let answer = serve_up_call(&admin, &link, &path, body, &token, peer).await;
+        if let Ok(frame) = LinkFrame::reply(frame.id, &answer).and_then(|f| serde_json::to_string(&f)) {
+            link.send(frame).await;
+        }
+        drop(permit);
+    });
+    Ok(())
+}
+
+/// Logs why the link ended, and returns the reason its close frame gives (for a violation).
+fn close_reason(link: &Link, peer: Option<SocketAddr>, end: End) -> Option<String> {
+    match end {
         End::Closed(reason) => {
             tracing::info!(app = %link.app_name, executor = %link.executor_id, %reason, "executor link closed");
             None
@@ -320,23 +389,15 @@ async fn serve_link(
             Some(reason)
         }
         End::Replaced => None,
-    };
-    // Before the link is detached (which cancels `closed`): the writer sends the reason.
-    let _ = close_tx.send(reason);
-    admin.links.detach(&link);
-    admin.metrics.linked_executors.set(admin.links.count() as i64);
-    // A writer stuck in a send on a dead connection (its peer gone, the send buffer full) would
-    // hold the socket until TCP gives up, many minutes later: it gets a moment to say goodbye,
-    // then it is stopped and the socket closed.
-    let mut writer = writer;
+    }
+}
+
+/// A writer stuck in a send on a dead connection (its peer gone, the send buffer full) would
+/// hold the socket until TCP gives up, many minutes later: it gets a moment to say goodbye,
+/// then it is stopped and the socket closed.
+async fn stop_writer(mut writer: tokio::task::JoinHandle<()>) {
     if tokio::time::timeout(Duration::from_secs(5), &mut writer).await.is_err() {
         writer.abort();
-    }
-    // A link refused mid-message is still sending it: read (and drop) what comes until the
-    // executor, told why by the close frame, closes too, so that the frame is not lost to the
-    // reset a socket closed with unread bytes gets.
-    if inbound.refusal().is_some() {
-        let _ = tokio::time::timeout(DRAIN_AFTER_REFUSAL, async { while stream.next().await.is_some() {} }).await;
     }
 }
 

@@ -9,8 +9,9 @@ use crate::dispatch::gate::Gate;
 use crate::model::{now_ms, AddressType, Group};
 use crate::pipeline::results_queue::ResultMsg;
 use crate::pipeline::results_queue::ResultsQueue;
-use crate::registry::Directory;
-use crate::store::{HandleOutcome, Store};
+use crate::registry::clock::UpTime;
+use crate::registry::{Directory, ExecutorProcess};
+use crate::store::{HandleOutcome, Store, UnfinishedRun};
 use chime_protocol::messages::JOB_RESULT_LOST;
 use chime_protocol::paths::normalize_address;
 use std::collections::{HashMap, HashSet};
@@ -234,21 +235,7 @@ impl LostRunSweep {
         let now = now_ms();
         let min_age = sweep_min_age(sweeper.dead_timeout, sweeper.lost_result_after);
         let triggered_before = now - min_age.as_millis() as i64;
-        let confirm = sweeper.lost_idle_confirm;
-        let margin = restart_margin(sweeper);
-        let grace = RESTART_REPLAY_GRACE.as_millis() as i64;
-        // Every wait below is measured in this admin's up time ([`crate::registry::clock`]),
-        // counted from its last disruption at the earliest: an executor is never judged over
-        // time in which this admin could not hear it (down, paused, without its database) or
-        // in which its wall clock stepped.
-        let up = sweeper.directory.up_time();
-        let stepped_at = sweeper.directory.wall_stepped_at();
-        let alive = sweeper.directory.alive_addresses();
-        let mut probes = Probes::default();
-        // Looked up once per sweep: there may be many more running runs than groups.
-        let mut groups: HashMap<i64, Option<Group>> = HashMap::new();
-        // Runs whose first idle answer is kept for the next sweep; the others' are dropped.
-        let mut watched: HashSet<i64> = HashSet::new();
+        let mut pass = SweepPass::new(sweeper, now);
         let mut after_id = 0;
         let mut total = 0;
         loop {
@@ -262,62 +249,7 @@ impl LostRunSweep {
             let mut lost = Vec::new();
             let mut kinds = LostKinds::default();
             for run in page {
-                let group = groups
-                    .entry(run.group_id)
-                    .or_insert_with(|| sweeper.directory.group(run.group_id));
-                let Some(group) = group.as_ref() else {
-                    continue;
-                };
-                let target = Target::of(group, &run.address);
-                let gone = match group.address_type {
-                    // `None`: not up long enough since a disruption to call any executor gone.
-                    AddressType::Auto => alive
-                        .as_ref()
-                        .is_some_and(|alive| !alive.contains(normalize_address(&run.address))),
-                    AddressType::Manual => !beat(sweeper, &mut probes, target).await,
-                };
-                let process = sweeper.directory.executor_process(&group.app_name, &run.address);
-                let wait = result_wait(sweeper, run.timeout_secs);
-                // By the wall clock (the run's stamp is one), and only once this admin has been
-                // up for the dead timeout — the time an executor gets to deliver — since its last
-                // disruption: a result finished while this admin could not take it comes first.
-                let overdue = now > run.triggered_at.saturating_add(wait.as_millis() as i64)
-                    && up.settled_for(sweeper.dead_timeout);
-                let msg = if gone {
-                    kinds.gone += 1;
-                    JOB_RESULT_LOST.to_owned()
-                } else if process.is_some_and(|p| {
-                    // Start estimates and run stamps are compared only on one side of a step
-                    // of the wall clock (the estimates are learnt anew after one).
-                    run.triggered_at >= stepped_at
-                        && run.triggered_at < p.started_at - margin
-                        && up.now >= p.first_seen.max(up.disrupted) + grace
-                }) {
-                    kinds.restarted += 1;
-                    restarted_message(&run.address)
-                } else if overdue && idle(sweeper, &mut probes, target, run.job_id).await.is_some() {
-                    kinds.overdue += 1;
-                    no_result_message(run.timeout_secs, wait)
-                } else if process.is_some_and(|p| run.triggered_at >= p.started_at) {
-                    // Sent to the process serving now, which says which it is: a Chime
-                    // executor, which keeps every result until an admin takes it.
-                    self.first_idle.remove(&run.id);
-                    continue;
-                } else if let Some(answered) = idle(sweeper, &mut probes, target, run.job_id).await {
-                    // Timed by the answers, not by the sweeps: probes late in one sweep and
-                    // early in the next are closer together than the sweeps' starts. In up
-                    // time, from the last disruption at the earliest: an answer before it
-                    // says nothing of the time the executor had to deliver since.
-                    let first = (*self.first_idle.entry(run.id).or_insert(answered)).max(up.disrupted);
-                    let apart = Duration::from_millis((answered - first).max(0) as u64);
-                    if apart < confirm {
-                        watched.insert(run.id);
-                        continue;
-                    }
-                    kinds.idle += 1;
-                    idle_twice_message(apart)
-                } else {
-                    self.first_idle.remove(&run.id);
+                let Some(msg) = self.judge(sweeper, &mut pass, &run, &mut kinds).await else {
                     continue;
                 };
                 self.first_idle.remove(&run.id);
@@ -329,29 +261,157 @@ impl LostRunSweep {
                     lost: true,
                 });
             }
-            let n = lost.len();
-            if n > 0 {
-                tracing::info!(
-                    runs = n,
-                    executor_gone = kinds.gone,
-                    executor_restarted = kinds.restarted,
-                    idle_twice = kinds.idle,
-                    overdue_and_idle = kinds.overdue,
-                    "runs without a result to come marked as failed"
-                );
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                sweeper.results.send(ResultMsg::Handle(lost, Some(tx)));
-                let _ = rx.await;
-            }
-            total += n;
+            total += fail_lost(sweeper, lost, &kinds).await;
             if !full {
                 break;
             }
         }
         // Runs no longer running (or not looked at: their group is gone) are forgotten.
-        self.first_idle.retain(|id, _| watched.contains(id));
+        self.first_idle.retain(|id, _| pass.watched.contains(id));
         Ok(total)
     }
+
+    /// Judges one running run by the rules of [`LostRunSweep::sweep`]: `Some(its result
+    /// message)` when it is lost (counted in `kinds`), `None` when it is left running.
+    async fn judge(
+        &mut self,
+        sweeper: &Sweeper,
+        pass: &mut SweepPass,
+        run: &UnfinishedRun,
+        kinds: &mut LostKinds,
+    ) -> Option<String> {
+        let group = pass
+            .groups
+            .entry(run.group_id)
+            .or_insert_with(|| sweeper.directory.group(run.group_id));
+        let group = group.as_ref()?;
+        let target = Target::of(group, &run.address);
+        let gone = match group.address_type {
+            // `None`: not up long enough since a disruption to call any executor gone.
+            AddressType::Auto => pass
+                .alive
+                .as_ref()
+                .is_some_and(|alive| !alive.contains(normalize_address(&run.address))),
+            AddressType::Manual => !beat(sweeper, &mut pass.probes, target).await,
+        };
+        let process = sweeper.directory.executor_process(&group.app_name, &run.address);
+        let wait = result_wait(sweeper, run.timeout_secs);
+        // By the wall clock (the run's stamp is one), and only once this admin has been
+        // up for the dead timeout — the time an executor gets to deliver — since its last
+        // disruption: a result finished while this admin could not take it comes first.
+        let overdue = pass.now > run.triggered_at.saturating_add(wait.as_millis() as i64)
+            && pass.clock.up.settled_for(sweeper.dead_timeout);
+        if gone {
+            kinds.gone += 1;
+            Some(JOB_RESULT_LOST.to_owned())
+        } else if process.is_some_and(|p| pass.clock.restarted_since(run, p)) {
+            kinds.restarted += 1;
+            Some(restarted_message(&run.address))
+        } else if overdue && idle(sweeper, &mut pass.probes, target, run.job_id).await.is_some() {
+            kinds.overdue += 1;
+            Some(no_result_message(run.timeout_secs, wait))
+        } else if process.is_some_and(|p| run.triggered_at >= p.started_at) {
+            // Sent to the process serving now, which says which it is: a Chime
+            // executor, which keeps every result until an admin takes it.
+            self.first_idle.remove(&run.id);
+            None
+        } else if let Some(answered) = idle(sweeper, &mut pass.probes, target, run.job_id).await {
+            // Timed by the answers, not by the sweeps: probes late in one sweep and
+            // early in the next are closer together than the sweeps' starts. In up
+            // time, from the last disruption at the earliest: an answer before it
+            // says nothing of the time the executor had to deliver since.
+            let first = (*self.first_idle.entry(run.id).or_insert(answered)).max(pass.clock.up.disrupted);
+            let apart = Duration::from_millis((answered - first).max(0) as u64);
+            if apart < sweeper.lost_idle_confirm {
+                pass.watched.insert(run.id);
+                return None;
+            }
+            kinds.idle += 1;
+            Some(idle_twice_message(apart))
+        } else {
+            self.first_idle.remove(&run.id);
+            None
+        }
+    }
+}
+
+/// What one sweep reads once and keeps while it goes through the pages.
+struct SweepPass {
+    /// When the sweep started, epoch ms.
+    now: i64,
+    clock: SweepClock,
+    /// The addresses heard within the dead timeout (`None`: not up long enough to tell).
+    alive: Option<HashSet<String>>,
+    probes: Probes,
+    /// Looked up once per sweep: there may be many more running runs than groups.
+    groups: HashMap<i64, Option<Group>>,
+    /// Runs whose first idle answer is kept for the next sweep; the others' are dropped.
+    watched: HashSet<i64>,
+}
+
+impl SweepPass {
+    fn new(sweeper: &Sweeper, now: i64) -> SweepPass {
+        SweepPass {
+            now,
+            clock: SweepClock {
+                margin: restart_margin(sweeper),
+                grace: RESTART_REPLAY_GRACE.as_millis() as i64,
+                up: sweeper.directory.up_time(),
+                stepped_at: sweeper.directory.wall_stepped_at(),
+            },
+            alive: sweeper.directory.alive_addresses(),
+            probes: Probes::default(),
+            groups: HashMap::new(),
+            watched: HashSet::new(),
+        }
+    }
+}
+
+/// The clocks one sweep reads once, by which its rules are timed.
+struct SweepClock {
+    /// See [`restart_margin`].
+    margin: i64,
+    /// [`RESTART_REPLAY_GRACE`] in ms.
+    grace: i64,
+    /// Every wait is measured in this admin's up time ([`crate::registry::clock`]), counted
+    /// from its last disruption at the earliest: an executor is never judged over time in
+    /// which this admin could not hear it (down, paused, without its database) or in which
+    /// its wall clock stepped.
+    up: UpTime,
+    /// When the wall clock last stepped, epoch ms.
+    stepped_at: i64,
+}
+
+impl SweepClock {
+    /// Was `run` sent to a process earlier than `process`, now at its address, which has had
+    /// its grace to re-send what its predecessor spooled?
+    fn restarted_since(&self, run: &UnfinishedRun, process: ExecutorProcess) -> bool {
+        // Start estimates and run stamps are compared only on one side of a step
+        // of the wall clock (the estimates are learnt anew after one).
+        run.triggered_at >= self.stepped_at
+            && run.triggered_at < process.started_at - self.margin
+            && self.up.now >= process.first_seen.max(self.up.disrupted) + self.grace
+    }
+}
+
+/// Hands the lost runs of one page to the results writer, waits until they are recorded, and
+/// returns how many there were.
+async fn fail_lost(sweeper: &Sweeper, lost: Vec<HandleOutcome>, kinds: &LostKinds) -> usize {
+    let n = lost.len();
+    if n > 0 {
+        tracing::info!(
+            runs = n,
+            executor_gone = kinds.gone,
+            executor_restarted = kinds.restarted,
+            idle_twice = kinds.idle,
+            overdue_and_idle = kinds.overdue,
+            "runs without a result to come marked as failed"
+        );
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        sweeper.results.send(ResultMsg::Handle(lost, Some(tx)));
+        let _ = rx.await;
+    }
+    n
 }
 
 /// Runs failed by one page of a sweep, by reason (for the log line).

@@ -387,6 +387,16 @@ impl Directory {
         }
     }
 
+    /// Passes on the result of a read of the registry or the groups, recording whether the
+    /// database failed ([`Directory::database_failed`]) or answered again.
+    fn database_read<T>(&self, read: StoreResult<T>) -> StoreResult<T> {
+        let read = read.inspect_err(|e| self.database_failed(e))?;
+        if self.clock().database_answered() {
+            tracing::info!("the database answers again: every executor gets a full dead timeout to be heard again");
+        }
+        Ok(read)
+    }
+
     /// Records a heartbeat, and the executor process that sent it when it says
     /// (`instance`, Chime's executors).
     pub async fn heartbeat(
@@ -474,16 +484,7 @@ impl Directory {
             let groups = self.store.list_groups().await?;
             Ok((rows, version, groups))
         };
-        let (rows, version, groups) = match read.await {
-            Ok(read) => read,
-            Err(e) => {
-                self.database_failed(&e);
-                return Err(e);
-            }
-        };
-        if self.clock().database_answered() {
-            tracing::info!("the database answers again: every executor gets a full dead timeout to be heard again");
-        }
+        let (rows, version, groups) = self.database_read(read.await)?;
         let up = self.up_time();
         let dead = {
             let mut s = self.state.write().unwrap_or_else(|p| p.into_inner());
@@ -516,16 +517,7 @@ impl Directory {
         *self.probe_since.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
         let read = self.store.group_change_version().await;
         *self.probe_since.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        let version = match read {
-            Ok(v) => v,
-            Err(e) => {
-                self.database_failed(&e);
-                return Err(e);
-            }
-        };
-        if self.clock().database_answered() {
-            tracing::info!("the database answers again: every executor gets a full dead timeout to be heard again");
-        }
+        let version = self.database_read(read)?;
         let known = self.state.read().unwrap_or_else(|p| p.into_inner()).groups_version;
         if version == known {
             return Ok(false);
@@ -747,11 +739,11 @@ mod tests {
     const DEAD: Duration = Duration::from_secs(90);
 
     fn heard(updated_at: i64, seen: i64) -> Heard {
-        Heard {
-            updated_at,
-            seen,
-            beat: 0,
-        }
+        heard_beat(updated_at, seen, 0)
+    }
+
+    fn heard_beat(updated_at: i64, seen: i64, beat: u64) -> Heard {
+        Heard { updated_at, seen, beat }
     }
 
     fn live(entries: &[(&str, &str, Heard)]) -> Live {
@@ -861,58 +853,18 @@ mod tests {
         };
         let snapshot = rows(&[("app", "http://a", 990), ("app", "http://b", 995)]);
         let memory = live(&[
-            (
-                "app",
-                "http://a",
-                Heard {
-                    updated_at: 1_010,
-                    seen: 100_000,
-                    beat: 9,
-                },
-            ),
+            ("app", "http://a", heard_beat(1_010, 100_000, 9)),
             ("app", "http://b", heard(995, 95_000)),
-            (
-                "app",
-                "http://c",
-                Heard {
-                    updated_at: 1_005,
-                    seen: 99_000,
-                    beat: 8,
-                },
-            ),
-            (
-                "other",
-                "http://old",
-                Heard {
-                    updated_at: 400,
-                    seen: 20_000,
-                    beat: 3,
-                },
-            ),
+            ("app", "http://c", heard_beat(1_005, 99_000, 8)),
+            ("other", "http://old", heard_beat(400, 20_000, 3)),
         ]);
         let (merged, dead) = merge_refresh(snapshot, &memory, 7, up, DEAD);
         assert_eq!(
             merged,
             live(&[
-                (
-                    "app",
-                    "http://a",
-                    Heard {
-                        updated_at: 1_010,
-                        seen: 100_000,
-                        beat: 9
-                    }
-                ),
+                ("app", "http://a", heard_beat(1_010, 100_000, 9)),
                 ("app", "http://b", heard(995, 95_000)),
-                (
-                    "app",
-                    "http://c",
-                    Heard {
-                        updated_at: 1_005,
-                        seen: 99_000,
-                        beat: 8
-                    }
-                ),
+                ("app", "http://c", heard_beat(1_005, 99_000, 8)),
             ]),
             "new and newer heartbeats kept; an address only memory remembers from before the \
              snapshot (removed by another admin, or dead) is not resurrected"

@@ -6,7 +6,7 @@ use super::workflow_rows::{workflow_row, WORKFLOW_COLUMNS};
 use super::{rows, Store, StoreError, StoreResult};
 use crate::model::{validate_job_key, Invalid};
 use crate::workflow::dag::{Definition, Edge, Join, Node};
-use crate::workflow::spec::{OnLimit, Workflow, WorkflowSpec};
+use crate::workflow::spec::{OnLimit, Workflow, WorkflowDraft, WorkflowSpec};
 use serde::{Deserialize, Serialize};
 use sqlx::any::Any;
 use sqlx::Transaction;
@@ -182,97 +182,24 @@ impl Store {
         let mut changes = Vec::new();
         for w in workflows {
             let name = w.name.trim();
-            let mut nodes = Vec::with_capacity(w.nodes.len());
-            for n in &w.nodes {
-                let (app, key) = job_ref(name, n)?;
-                let id = match job_ids.get(&(app.clone(), key.clone())) {
-                    Some(id) => *id,
-                    None => {
-                        let q = self.sql(
-                            "SELECT j.id AS id FROM job j JOIN executor_group g ON g.id = j.group_id \
-                             WHERE g.app_name = ? AND j.job_key = ?",
-                        );
-                        let row = sqlx::query(&q).bind(&app).bind(&key).fetch_optional(&mut **tx).await?;
-                        match row {
-                            Some(r) => rows::int(&r, "id")?,
-                            None => {
-                                return Err(wf_err(
-                                    name,
-                                    Invalid::new(
-                                        format!("nodes[{}].job", n.key),
-                                        format!("node '{}': no job '{key}' in group '{app}'", n.key),
-                                    ),
-                                )
-                                .into())
-                            }
-                        }
-                    }
-                };
-                nodes.push(Node {
-                    key: n.key.clone(),
-                    job_id: id,
-                    param: n.param.clone(),
-                    join: n.join.unwrap_or_default(),
-                });
-            }
+            let nodes = self.resolve_nodes_in(tx, name, &w.nodes, job_ids).await?;
             let ids: Vec<i64> = nodes.iter().map(|n| n.job_id).collect();
             let jobs = self.node_jobs_in(tx, &ids).await?;
-            let spec = WorkflowSpec {
-                name: Some(name.to_owned()),
-                description: Some(w.description.clone().unwrap_or_default()),
-                schedule_type: Some(w.schedule_type.clone().unwrap_or_else(|| "NONE".to_owned())),
-                schedule_expr: Some(w.schedule_expr.clone().unwrap_or_default()),
-                time_zone: Some(w.time_zone.clone().unwrap_or_else(|| default_zone.to_owned())),
-                misfire_strategy: Some(w.misfire_strategy.clone().unwrap_or_else(|| "DO_NOTHING".to_owned())),
-                max_instances: Some(w.max_instances.unwrap_or(0)),
-                on_limit: Some(w.on_limit.unwrap_or_default()),
-                definition: Some(Definition {
-                    nodes,
-                    edges: w.edges.clone(),
-                }),
-                running: Some(w.running.unwrap_or(false)),
-            };
             // Every node's job was resolved above; whether it runs code is the job's (some made
             // by this document, in this transaction).
-            let draft = spec
+            let draft = w
+                .spec(name, nodes, default_zone)
                 .validate(None, default_zone, |id| {
                     Some(jobs.get(&id).copied().unwrap_or(crate::workflow::dag::NodeJob::Data))
                 })
                 .map_err(|e| StoreError::Invalid(wf_err(name, e)))?;
-            let q = self
-                .sql(&format!(
-                    "SELECT {WORKFLOW_COLUMNS} FROM workflow WHERE name = ?{}",
-                    self.backend.for_update()
-                ))
-                .into_owned();
-            let current: Option<Workflow> = sqlx::query(&q)
-                .bind(name)
-                .fetch_optional(&mut **tx)
-                .await?
-                .map(|r| workflow_row(&r))
-                .transpose()?;
-            match current {
+            match self.workflow_by_name_in(tx, name).await? {
                 None => {
                     self.insert_workflow_tx(tx, &draft, now).await?;
                     changes.push(WorkflowChange::Created(name.to_owned()));
                 }
                 Some(old) => {
-                    let mut fields = Vec::new();
-                    let mut diff = |f: &str, differs: bool| {
-                        if differs {
-                            fields.push(f.to_owned());
-                        }
-                    };
-                    diff("description", old.description != draft.description);
-                    diff("schedule_type", old.schedule_type != draft.schedule_type);
-                    diff("schedule_expr", old.schedule_expr != draft.schedule_expr);
-                    diff("time_zone", old.time_zone != draft.time_zone);
-                    diff("misfire_strategy", old.misfire_strategy != draft.misfire_strategy);
-                    diff("max_instances", old.max_instances != draft.max_instances);
-                    diff("on_limit", old.on_limit != draft.on_limit);
-                    diff("nodes", old.definition.nodes != draft.definition.nodes);
-                    diff("edges", old.definition.edges != draft.definition.edges);
-                    diff("running", old.running != draft.running);
+                    let fields = changed_fields(&old, &draft);
                     if !fields.is_empty() {
                         self.update_workflow_tx(tx, &old, &draft, now).await?;
                         changes.push(WorkflowChange::Updated(name.to_owned(), fields));
@@ -282,6 +209,114 @@ impl Store {
         }
         Ok(changes)
     }
+
+    /// The nodes of workflow `name`, their jobs resolved to ids: the document's own from
+    /// `job_ids`, others looked up in `tx`.
+    async fn resolve_nodes_in(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        name: &str,
+        doc_nodes: &[DocNode],
+        job_ids: &HashMap<(String, String), i64>,
+    ) -> StoreResult<Vec<Node>> {
+        let mut nodes = Vec::with_capacity(doc_nodes.len());
+        for n in doc_nodes {
+            let (app, key) = job_ref(name, n)?;
+            let id = match job_ids.get(&(app.clone(), key.clone())) {
+                Some(id) => *id,
+                None => {
+                    let q = self.sql(
+                        "SELECT j.id AS id FROM job j JOIN executor_group g ON g.id = j.group_id \
+                         WHERE g.app_name = ? AND j.job_key = ?",
+                    );
+                    let row = sqlx::query(&q).bind(&app).bind(&key).fetch_optional(&mut **tx).await?;
+                    match row {
+                        Some(r) => rows::int(&r, "id")?,
+                        None => {
+                            return Err(wf_err(
+                                name,
+                                Invalid::new(
+                                    format!("nodes[{}].job", n.key),
+                                    format!("node '{}': no job '{key}' in group '{app}'", n.key),
+                                ),
+                            )
+                            .into())
+                        }
+                    }
+                }
+            };
+            nodes.push(Node {
+                key: n.key.clone(),
+                job_id: id,
+                param: n.param.clone(),
+                join: n.join.unwrap_or_default(),
+            });
+        }
+        Ok(nodes)
+    }
+
+    /// The workflow named `name`, its row locked in `tx`.
+    async fn workflow_by_name_in(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        name: &str,
+    ) -> StoreResult<Option<Workflow>> {
+        let q = self
+            .sql(&format!(
+                "SELECT {WORKFLOW_COLUMNS} FROM workflow WHERE name = ?{}",
+                self.backend.for_update()
+            ))
+            .into_owned();
+        Ok(sqlx::query(&q)
+            .bind(name)
+            .fetch_optional(&mut **tx)
+            .await?
+            .map(|r| workflow_row(&r))
+            .transpose()?)
+    }
+}
+
+impl DocWorkflow {
+    /// The workflow as the workflow API would take it, with `nodes` (this entry's, resolved):
+    /// what the entry leaves out takes its default.
+    fn spec(&self, name: &str, nodes: Vec<Node>, default_zone: &str) -> WorkflowSpec {
+        WorkflowSpec {
+            name: Some(name.to_owned()),
+            description: Some(self.description.clone().unwrap_or_default()),
+            schedule_type: Some(self.schedule_type.clone().unwrap_or_else(|| "NONE".to_owned())),
+            schedule_expr: Some(self.schedule_expr.clone().unwrap_or_default()),
+            time_zone: Some(self.time_zone.clone().unwrap_or_else(|| default_zone.to_owned())),
+            misfire_strategy: Some(self.misfire_strategy.clone().unwrap_or_else(|| "DO_NOTHING".to_owned())),
+            max_instances: Some(self.max_instances.unwrap_or(0)),
+            on_limit: Some(self.on_limit.unwrap_or_default()),
+            definition: Some(Definition {
+                nodes,
+                edges: self.edges.clone(),
+            }),
+            running: Some(self.running.unwrap_or(false)),
+        }
+    }
+}
+
+/// The fields in which `draft` differs from the workflow `old`, in the plan's order.
+fn changed_fields(old: &Workflow, draft: &WorkflowDraft) -> Vec<String> {
+    let mut fields = Vec::new();
+    let mut diff = |f: &str, differs: bool| {
+        if differs {
+            fields.push(f.to_owned());
+        }
+    };
+    diff("description", old.description != draft.description);
+    diff("schedule_type", old.schedule_type != draft.schedule_type);
+    diff("schedule_expr", old.schedule_expr != draft.schedule_expr);
+    diff("time_zone", old.time_zone != draft.time_zone);
+    diff("misfire_strategy", old.misfire_strategy != draft.misfire_strategy);
+    diff("max_instances", old.max_instances != draft.max_instances);
+    diff("on_limit", old.on_limit != draft.on_limit);
+    diff("nodes", old.definition.nodes != draft.definition.nodes);
+    diff("edges", old.definition.edges != draft.definition.edges);
+    diff("running", old.running != draft.running);
+    fields
 }
 
 /// What applying a document did to one workflow.

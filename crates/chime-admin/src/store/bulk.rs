@@ -267,7 +267,7 @@ fn json_ids(ids: &[i64]) -> String {
     s
 }
 
-fn bind<'q>(query: Query<'q, Any, AnyArguments<'q>>, arg: Arg<'q>) -> Query<'q, Any, AnyArguments<'q>> {
+pub(super) fn bind<'q>(query: Query<'q, Any, AnyArguments<'q>>, arg: Arg<'q>) -> Query<'q, Any, AnyArguments<'q>> {
     match arg {
         Arg::Int(v) => query.bind(v),
         Arg::Text(v) => query.bind(v),

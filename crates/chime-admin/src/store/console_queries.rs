@@ -5,6 +5,7 @@ use super::users::{user_row, User, USER_COLUMNS};
 use super::{rows, Store, StoreError, StoreResult};
 use crate::model::{now_ms, RunStatus};
 use serde::Serialize;
+use sqlx::any::AnyRow;
 
 /// Runs of one UTC day by outcome.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -63,18 +64,7 @@ impl Store {
 
     /// Sets a user's role, write permission and groups.
     pub async fn update_user_access(&self, id: i64, role: &str, can_write: bool, group_ids: &[i64]) -> StoreResult<()> {
-        let q = self.sql("UPDATE app_user SET role = ?, can_write = ?, group_ids = ? WHERE id = ?");
-        let done = sqlx::query(&q)
-            .bind(role)
-            .bind(i64::from(can_write))
-            .bind(rows::join_ids(group_ids))
-            .bind(id)
-            .execute(&self.write)
-            .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(format!("user {id}")));
-        }
-        Ok(())
+        self.update_user(id, role, can_write, group_ids, None).await
     }
 
     /// Replaces a user's password hash.
@@ -163,21 +153,15 @@ impl Store {
 
     /// `(groups, jobs, running jobs)` counts, limited to `group_ids` when given.
     pub async fn console_counts(&self, group_ids: Option<&[i64]>) -> StoreResult<(i64, i64, i64)> {
-        let (filter, ids) = match group_ids {
-            Some([]) => return Ok((0, 0, 0)),
-            Some(ids) => (format!(" AND group_id IN ({})", super::placeholders(ids.len())), ids),
-            None => (String::new(), &[][..]),
-        };
-        let q = self
-            .sql(&format!(
-                "SELECT COUNT(*) AS n, COUNT(CASE WHEN running <> 0 THEN 1 END) AS r FROM job WHERE 1 = 1{filter}"
-            ))
-            .into_owned();
-        let mut query = sqlx::query(&q);
-        for id in ids {
-            query = query.bind(*id);
+        if let Some([]) = group_ids {
+            return Ok((0, 0, 0));
         }
-        let row = query.fetch_one(&self.read).await?;
+        let row = self
+            .row_in_groups(
+                "SELECT COUNT(*) AS n, COUNT(CASE WHEN running <> 0 THEN 1 END) AS r FROM job WHERE 1 = 1",
+                group_ids,
+            )
+            .await?;
         let groups = match group_ids {
             Some(ids) => ids.len() as i64,
             None => {
@@ -194,25 +178,34 @@ impl Store {
     /// given; `None` when no started job has a next fire time. The dashboard shows how far
     /// this lies in the past as the current trigger lateness.
     pub async fn earliest_next_fire(&self, group_ids: Option<&[i64]>) -> StoreResult<Option<i64>> {
-        let (filter, ids) = match group_ids {
-            Some([]) => return Ok(None),
-            Some(ids) => (format!(" AND group_id IN ({})", super::placeholders(ids.len())), ids),
-            None => (String::new(), &[][..]),
-        };
-        let q = self
-            .sql(&format!(
-                "SELECT MIN(next_fire_at) AS t, COUNT(*) AS n FROM job WHERE running <> 0 AND next_fire_at > 0{filter}"
-            ))
-            .into_owned();
-        let mut query = sqlx::query(&q);
-        for id in ids {
-            query = query.bind(*id);
+        if let Some([]) = group_ids {
+            return Ok(None);
         }
-        let row = query.fetch_one(&self.read).await?;
+        let row = self
+            .row_in_groups(
+                "SELECT MIN(next_fire_at) AS t, COUNT(*) AS n FROM job WHERE running <> 0 AND next_fire_at > 0",
+                group_ids,
+            )
+            .await?;
         if rows::int(&row, "n")? == 0 {
             return Ok(None);
         }
         Ok(Some(rows::int(&row, "t")?))
+    }
+
+    /// The one row of `select` (a query whose `WHERE` a condition can be added to), limited to
+    /// the jobs of `group_ids` when given.
+    async fn row_in_groups(&self, select: &str, group_ids: Option<&[i64]>) -> StoreResult<AnyRow> {
+        let (filter, ids) = match group_ids {
+            Some(ids) => (format!(" AND group_id IN ({})", super::placeholders(ids.len())), ids),
+            None => (String::new(), &[][..]),
+        };
+        let q = self.sql(&format!("{select}{filter}")).into_owned();
+        let mut query = sqlx::query(&q);
+        for id in ids {
+            query = query.bind(*id);
+        }
+        Ok(query.fetch_one(&self.read).await?)
     }
 
     /// Saved GLUE versions of a job, newest first (by when they were saved: versions

@@ -12,6 +12,8 @@
 use super::rows::{self, GROUP_COLUMNS};
 use super::{Store, StoreError, StoreResult};
 use crate::model::{now_ms, Group, GroupDraft, Invalid};
+use sqlx::any::{Any, AnyArguments};
+use sqlx::query::Query;
 use sqlx::AnyConnection;
 use std::collections::HashMap;
 
@@ -90,15 +92,7 @@ impl Store {
              insecure_no_token, keep_logs, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
              RETURNING id",
         );
-        let row = sqlx::query(&q)
-            .bind(&draft.app_name)
-            .bind(&draft.title)
-            .bind(draft.address_type.code())
-            .bind(draft.addresses.join(","))
-            .bind(draft.protocol.as_str())
-            .bind(draft.access_token.as_deref())
-            .bind(i64::from(draft.insecure_no_token))
-            .bind(i64::from(draft.keep_logs))
+        let row = bind_group(sqlx::query(&q), draft)
             .bind(now)
             .bind(now)
             .fetch_one(&mut *conn)
@@ -120,15 +114,7 @@ impl Store {
             "UPDATE executor_group SET app_name = ?, title = ?, address_type = ?, address_list = ?, protocol = ?, \
              access_token = ?, insecure_no_token = ?, keep_logs = ?, updated_at = ? WHERE id = ?",
         );
-        let done = sqlx::query(&q)
-            .bind(&draft.app_name)
-            .bind(&draft.title)
-            .bind(draft.address_type.code())
-            .bind(draft.addresses.join(","))
-            .bind(draft.protocol.as_str())
-            .bind(draft.access_token.as_deref())
-            .bind(i64::from(draft.insecure_no_token))
-            .bind(i64::from(draft.keep_logs))
+        let done = bind_group(sqlx::query(&q), draft)
             .bind(now)
             .bind(id)
             .execute(&mut *conn)
@@ -197,4 +183,18 @@ impl Store {
         let all = sqlx::query(&q).fetch_all(&self.read).await?;
         Ok(all.iter().map(rows::group).collect::<Result<_, _>>()?)
     }
+}
+
+/// Binds a group's fields in the order its insert and update name them: app name, title,
+/// address type, addresses, protocol, token, `insecure_no_token`, `keep_logs`.
+fn bind_group<'q>(query: Query<'q, Any, AnyArguments<'q>>, draft: &'q GroupDraft) -> Query<'q, Any, AnyArguments<'q>> {
+    query
+        .bind(&draft.app_name)
+        .bind(&draft.title)
+        .bind(draft.address_type.code())
+        .bind(draft.addresses.join(","))
+        .bind(draft.protocol.as_str())
+        .bind(draft.access_token.as_deref())
+        .bind(i64::from(draft.insecure_no_token))
+        .bind(i64::from(draft.keep_logs))
 }

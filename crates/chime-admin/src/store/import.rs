@@ -295,94 +295,140 @@ impl Store {
             let is_new = created.contains(&name);
             let fields = updated.get(&name).copied().unwrap_or_default();
             let changed = |f: &str| fields.iter().any(|x| x == f);
-            let q = self.sql("SELECT schedule_type, running, anchor_at, last_fire_at FROM job WHERE id = ?");
-            let row = sqlx::query(&q).bind(id).fetch_one(&mut **tx).await?;
-            let running = rows::int(&row, "running")? != 0;
-            let fix_rate = rows::text(&row, "schedule_type")? == ScheduleType::FixRate.as_str();
-            if is_new {
-                let q = self.sql("UPDATE job SET created_at = ?, last_fire_at = ? WHERE id = ?");
-                sqlx::query(&q)
-                    .bind(if h.created_at > 0 { h.created_at } else { now })
-                    .bind(h.last_fire_at)
-                    .bind(id)
-                    .execute(&mut **tx)
-                    .await?;
-            }
-            // Created or started by this import: it fires first when the source would have
-            // fired next, never at or before a fire Chime already made.
-            if running && h.next_fire_at > 0 && (is_new || changed("running")) {
-                let next = h.next_fire_at.max(rows::int(&row, "last_fire_at")? + 1);
-                // A fixed rate counts its intervals from its anchor: from this fire on, as the
-                // source counted them from its last fire.
-                let anchor = if fix_rate { next } else { rows::int(&row, "anchor_at")? };
-                let q = self.sql("UPDATE job SET next_fire_at = ?, anchor_at = ? WHERE id = ?");
-                sqlx::query(&q)
-                    .bind(next)
-                    .bind(anchor)
-                    .bind(id)
-                    .execute(&mut **tx)
-                    .await?;
+            let started = is_new || changed("running");
+            if let Some(next) = self.import_fire_times_in(tx, id, h, is_new, started, now).await? {
                 fire_times.push((h.group.clone(), h.key.clone(), next));
             }
             // The script version this import wrote (created or changed) is the source's
             // current one: its remark and time.
             if (is_new || changed("glue_source") || changed("glue_type")) && h.glue_updated_at > 0 {
-                let q = self.sql("UPDATE job SET glue_updated_at = ? WHERE id = ?");
-                sqlx::query(&q)
-                    .bind(h.glue_updated_at)
-                    .bind(id)
-                    .execute(&mut **tx)
-                    .await?;
-                let q = self.sql(
-                    "UPDATE glue_version SET remark = ?, created_at = ? WHERE job_id = ? AND created_at = ? AND author = ?",
-                );
-                sqlx::query(&q)
-                    .bind(truncate_chars(&h.glue_remark, 128))
-                    .bind(h.glue_updated_at)
-                    .bind(id)
-                    .bind(now)
-                    .bind(author)
-                    .execute(&mut **tx)
-                    .await?;
+                self.stamp_current_glue_in(tx, id, h, author, now).await?;
             }
-            if h.glue_versions.is_empty() {
-                continue;
-            }
-            let q = self.sql("SELECT glue_type, glue_source, created_at FROM glue_version WHERE job_id = ?");
-            let have: HashSet<(String, String, i64)> = sqlx::query(&q)
-                .bind(id)
-                .fetch_all(&mut **tx)
-                .await?
-                .iter()
-                .map(|r| {
-                    Ok((
-                        rows::text(r, "glue_type")?,
-                        rows::text(r, "glue_source")?,
-                        rows::int(r, "created_at")?,
-                    ))
-                })
-                .collect::<Result<_, sqlx::Error>>()?;
-            for v in &h.glue_versions {
-                if have.contains(&(v.glue_type.clone(), v.glue_source.clone(), v.created_at)) {
-                    continue;
-                }
-                let q = self.sql(
-                    "INSERT INTO glue_version (job_id, glue_type, glue_source, author, remark, created_at) \
-                     VALUES (?, ?, ?, ?, ?, ?)",
-                );
-                sqlx::query(&q)
-                    .bind(id)
-                    .bind(&v.glue_type)
-                    .bind(&v.glue_source)
-                    .bind(author)
-                    .bind(truncate_chars(&v.remark, 128))
-                    .bind(v.created_at)
-                    .execute(&mut **tx)
-                    .await?;
-                versions += 1;
-            }
+            versions += self.import_glue_versions_in(tx, id, &h.glue_versions, author).await?;
         }
         Ok((fire_times, versions))
+    }
+
+    /// A job's creation and last fire times, when this import created it (`is_new`), and its
+    /// next fire, when this import created or started it (`started`) and it runs: returns
+    /// that next fire.
+    async fn import_fire_times_in(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        id: i64,
+        h: &JobHistory,
+        is_new: bool,
+        started: bool,
+        now: i64,
+    ) -> StoreResult<Option<i64>> {
+        let q = self.sql("SELECT schedule_type, running, anchor_at, last_fire_at FROM job WHERE id = ?");
+        let row = sqlx::query(&q).bind(id).fetch_one(&mut **tx).await?;
+        let running = rows::int(&row, "running")? != 0;
+        let fix_rate = rows::text(&row, "schedule_type")? == ScheduleType::FixRate.as_str();
+        if is_new {
+            let q = self.sql("UPDATE job SET created_at = ?, last_fire_at = ? WHERE id = ?");
+            sqlx::query(&q)
+                .bind(if h.created_at > 0 { h.created_at } else { now })
+                .bind(h.last_fire_at)
+                .bind(id)
+                .execute(&mut **tx)
+                .await?;
+        }
+        // Created or started by this import: it fires first when the source would have
+        // fired next, never at or before a fire Chime already made.
+        if !(running && h.next_fire_at > 0 && started) {
+            return Ok(None);
+        }
+        let next = h.next_fire_at.max(rows::int(&row, "last_fire_at")? + 1);
+        // A fixed rate counts its intervals from its anchor: from this fire on, as the
+        // source counted them from its last fire.
+        let anchor = if fix_rate { next } else { rows::int(&row, "anchor_at")? };
+        let q = self.sql("UPDATE job SET next_fire_at = ?, anchor_at = ? WHERE id = ?");
+        sqlx::query(&q)
+            .bind(next)
+            .bind(anchor)
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
+        Ok(Some(next))
+    }
+
+    /// Gives the job's script, and the version this import saved of it, the source's time
+    /// and remark.
+    async fn stamp_current_glue_in(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        id: i64,
+        h: &JobHistory,
+        author: &str,
+        now: i64,
+    ) -> StoreResult<()> {
+        let q = self.sql("UPDATE job SET glue_updated_at = ? WHERE id = ?");
+        sqlx::query(&q)
+            .bind(h.glue_updated_at)
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
+        let q = self.sql(
+            "UPDATE glue_version SET remark = ?, created_at = ? WHERE job_id = ? AND created_at = ? AND author = ?",
+        );
+        sqlx::query(&q)
+            .bind(truncate_chars(&h.glue_remark, 128))
+            .bind(h.glue_updated_at)
+            .bind(id)
+            .bind(now)
+            .bind(author)
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+
+    /// Adds the job's earlier script versions it does not have yet; returns how many.
+    async fn import_glue_versions_in(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        id: i64,
+        glue_versions: &[ImportedGlueVersion],
+        author: &str,
+    ) -> StoreResult<usize> {
+        if glue_versions.is_empty() {
+            return Ok(0);
+        }
+        let q = self.sql("SELECT glue_type, glue_source, created_at FROM glue_version WHERE job_id = ?");
+        let have: HashSet<(String, String, i64)> = sqlx::query(&q)
+            .bind(id)
+            .fetch_all(&mut **tx)
+            .await?
+            .iter()
+            .map(|r| {
+                Ok((
+                    rows::text(r, "glue_type")?,
+                    rows::text(r, "glue_source")?,
+                    rows::int(r, "created_at")?,
+                ))
+            })
+            .collect::<Result<_, sqlx::Error>>()?;
+        let mut added = 0;
+        for v in glue_versions {
+            if have.contains(&(v.glue_type.clone(), v.glue_source.clone(), v.created_at)) {
+                continue;
+            }
+            let q = self.sql(
+                "INSERT INTO glue_version (job_id, glue_type, glue_source, author, remark, created_at) \
+                 VALUES (?, ?, ?, ?, ?, ?)",
+            );
+            sqlx::query(&q)
+                .bind(id)
+                .bind(&v.glue_type)
+                .bind(&v.glue_source)
+                .bind(author)
+                .bind(truncate_chars(&v.remark, 128))
+                .bind(v.created_at)
+                .execute(&mut **tx)
+                .await?;
+            added += 1;
+        }
+        Ok(added)
     }
 
     /// Creates the users Chime does not have, and updates those it has only as an earlier
@@ -470,26 +516,7 @@ impl Store {
             return Ok(counts);
         }
         let ids: Vec<i64> = bundle.runs.iter().map(|r| r.id).collect();
-        let existing: HashMap<i64, (i64, i64, i64)> = self
-            .fetch_in(
-                tx,
-                "SELECT id, job_id, scheduled_at, handle_code FROM run WHERE id IN ({in})",
-                &ids,
-                &[],
-            )
-            .await?
-            .iter()
-            .map(|r| {
-                Ok((
-                    rows::int(r, "id")?,
-                    (
-                        rows::int(r, "job_id")?,
-                        rows::int(r, "scheduled_at")?,
-                        rows::int(r, "handle_code")?,
-                    ),
-                ))
-            })
-            .collect::<Result<_, sqlx::Error>>()?;
+        let existing = self.runs_by_id_in(tx, &ids).await?;
         let mut new: Vec<(i64, i64, &ImportedRun)> = Vec::new();
         for r in &bundle.runs {
             let (Some(&job_id), Some(&group_id)) = (
@@ -507,61 +534,105 @@ impl Store {
                     .skipped
                     .push((r.id, format!("run id {} is taken by another run in Chime", r.id))),
                 Some(&(_, _, handle_code)) if handle_code == 0 && r.handle_code != 0 => {
-                    let q = self.sql(
-                        "UPDATE run SET trigger_code = ?, trigger_msg = ?, handled_at = ?, handle_code = ?, handle_msg = ?, \
-                         alarm_status = ? WHERE id = ? AND handle_code = 0",
-                    );
-                    sqlx::query(&q)
-                        .bind(r.trigger_code)
-                        .bind(&r.trigger_msg)
-                        .bind(r.handled_at)
-                        .bind(r.handle_code)
-                        .bind(&r.handle_msg)
-                        .bind(r.alarm_status)
-                        .bind(r.id)
-                        .execute(&mut **tx)
-                        .await?;
+                    self.record_imported_result_in(tx, r).await?;
                     counts.updated += 1;
                 }
                 Some(_) => counts.unchanged += 1,
             }
         }
         for chunk in new.chunks(RUN_CHUNK) {
-            let row = "(?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?)";
-            let sql = format!(
-                "INSERT INTO run (id, job_id, group_id, fire_key, scheduled_at, trigger_type, triggered_at, \
-                 executor_address, handler, param, shard_index, shard_total, retry_count, lineage, trigger_code, \
-                 trigger_msg, handled_at, handle_code, handle_msg, alarm_status, created_at) VALUES {}",
-                vec![row; chunk.len()].join(", ")
-            );
-            let sql = self.sql(&sql).into_owned();
-            let mut q = sqlx::query(&sql);
-            for (job_id, group_id, r) in chunk {
-                q = q
-                    .bind(r.id)
-                    .bind(*job_id)
-                    .bind(*group_id)
-                    .bind(r.scheduled_at)
-                    .bind(r.trigger_type.as_str())
-                    .bind(r.scheduled_at)
-                    .bind(&r.executor_address)
-                    .bind(&r.handler)
-                    .bind(&r.param)
-                    .bind(r.shard_index)
-                    .bind(r.shard_total)
-                    .bind(r.retry_count)
-                    .bind(r.trigger_code)
-                    .bind(&r.trigger_msg)
-                    .bind(r.handled_at)
-                    .bind(r.handle_code)
-                    .bind(&r.handle_msg)
-                    .bind(r.alarm_status)
-                    .bind(r.scheduled_at);
-            }
-            q.execute(&mut **tx).await?;
+            self.insert_imported_runs_in(tx, chunk).await?;
             counts.created += chunk.len();
         }
         Ok(counts)
+    }
+
+    /// The runs of these ids that Chime has: id → (job id, scheduled at, handle code).
+    async fn runs_by_id_in(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        ids: &[i64],
+    ) -> StoreResult<HashMap<i64, (i64, i64, i64)>> {
+        Ok(self
+            .fetch_in(
+                tx,
+                "SELECT id, job_id, scheduled_at, handle_code FROM run WHERE id IN ({in})",
+                ids,
+                &[],
+            )
+            .await?
+            .iter()
+            .map(|r| {
+                Ok((
+                    rows::int(r, "id")?,
+                    (
+                        rows::int(r, "job_id")?,
+                        rows::int(r, "scheduled_at")?,
+                        rows::int(r, "handle_code")?,
+                    ),
+                ))
+            })
+            .collect::<Result<_, sqlx::Error>>()?)
+    }
+
+    /// Gives a run Chime has without a result the source's result.
+    async fn record_imported_result_in(&self, tx: &mut Transaction<'static, Any>, r: &ImportedRun) -> StoreResult<()> {
+        let q = self.sql(
+            "UPDATE run SET trigger_code = ?, trigger_msg = ?, handled_at = ?, handle_code = ?, handle_msg = ?, \
+             alarm_status = ? WHERE id = ? AND handle_code = 0",
+        );
+        sqlx::query(&q)
+            .bind(r.trigger_code)
+            .bind(&r.trigger_msg)
+            .bind(r.handled_at)
+            .bind(r.handle_code)
+            .bind(&r.handle_msg)
+            .bind(r.alarm_status)
+            .bind(r.id)
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+
+    /// Inserts runs Chime does not have, each with its job id and group id, in one statement.
+    async fn insert_imported_runs_in(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        chunk: &[(i64, i64, &ImportedRun)],
+    ) -> StoreResult<()> {
+        let row = "(?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?)";
+        let sql = format!(
+            "INSERT INTO run (id, job_id, group_id, fire_key, scheduled_at, trigger_type, triggered_at, \
+             executor_address, handler, param, shard_index, shard_total, retry_count, lineage, trigger_code, \
+             trigger_msg, handled_at, handle_code, handle_msg, alarm_status, created_at) VALUES {}",
+            vec![row; chunk.len()].join(", ")
+        );
+        let sql = self.sql(&sql).into_owned();
+        let mut q = sqlx::query(&sql);
+        for (job_id, group_id, r) in chunk {
+            q = q
+                .bind(r.id)
+                .bind(*job_id)
+                .bind(*group_id)
+                .bind(r.scheduled_at)
+                .bind(r.trigger_type.as_str())
+                .bind(r.scheduled_at)
+                .bind(&r.executor_address)
+                .bind(&r.handler)
+                .bind(&r.param)
+                .bind(r.shard_index)
+                .bind(r.shard_total)
+                .bind(r.retry_count)
+                .bind(r.trigger_code)
+                .bind(&r.trigger_msg)
+                .bind(r.handled_at)
+                .bind(r.handle_code)
+                .bind(&r.handle_msg)
+                .bind(r.alarm_status)
+                .bind(r.scheduled_at);
+        }
+        q.execute(&mut **tx).await?;
+        Ok(())
     }
 
     /// Makes the ids of runs created from now on larger than `above` and than every run's, in

@@ -310,6 +310,45 @@ impl Store {
     fn sql<'q>(&self, q: &'q str) -> std::borrow::Cow<'q, str> {
         self.backend.sql(q)
     }
+
+    /// Runs `update` with `update_values` bound and, when it matched no row, inserts one as
+    /// [`Store::insert_unless_present`] does.
+    async fn update_or_insert(
+        &self,
+        update: &str,
+        update_values: &[bulk::Arg<'_>],
+        into: &str,
+        values: &[bulk::Arg<'_>],
+    ) -> StoreResult<()> {
+        let q = self.sql(update);
+        let mut query = sqlx::query(&q);
+        for v in update_values {
+            query = bulk::bind(query, *v);
+        }
+        if query.execute(&self.write).await?.rows_affected() == 0 {
+            self.insert_unless_present(into, values).await?;
+        }
+        Ok(())
+    }
+
+    /// Inserts one row, `values` bound in the order of the columns `into` names
+    /// (`"table (a, b, c)"`), unless a row with its unique key is there: one inserted meanwhile
+    /// (by another admin) wins.
+    async fn insert_unless_present(&self, into: &str, values: &[bulk::Arg<'_>]) -> StoreResult<()> {
+        let (prefix, suffix) = self.backend.insert_ignore();
+        let q = self
+            .sql(&format!(
+                "{prefix} INTO {into} VALUES ({}){suffix}",
+                placeholders(values.len())
+            ))
+            .into_owned();
+        let mut query = sqlx::query(&q);
+        for v in values {
+            query = bulk::bind(query, *v);
+        }
+        query.execute(&self.write).await?;
+        Ok(())
+    }
 }
 
 /// The writing connection's page cache, in KiB (4 MB: 1,024 pages). SQLite's commit walks the

@@ -2,6 +2,7 @@
 //! admins that share the partitions know of each other — including one that just started and
 //! holds no lease yet.
 
+use super::bulk::Arg;
 use super::rows;
 use super::{Store, StoreResult};
 
@@ -24,27 +25,13 @@ impl Store {
         now: i64,
         expires_at: i64,
     ) -> StoreResult<Vec<LiveAdmin>> {
-        let update = self.sql("UPDATE admin_node SET expires_at = ?, url = ? WHERE node_id = ?");
-        let done = sqlx::query(&update)
-            .bind(expires_at)
-            .bind(url)
-            .bind(node)
-            .execute(&self.write)
-            .await?;
-        if done.rows_affected() == 0 {
-            let (prefix, suffix) = self.backend.insert_ignore();
-            let insert = self
-                .sql(&format!(
-                    "{prefix} INTO admin_node (node_id, expires_at, url) VALUES (?, ?, ?){suffix}"
-                ))
-                .into_owned();
-            sqlx::query(&insert)
-                .bind(node)
-                .bind(expires_at)
-                .bind(url)
-                .execute(&self.write)
-                .await?;
-        }
+        self.update_or_insert(
+            "UPDATE admin_node SET expires_at = ?, url = ? WHERE node_id = ?",
+            &[Arg::Int(expires_at), Arg::Text(url), Arg::Text(node)],
+            "admin_node (node_id, expires_at, url)",
+            &[Arg::Text(node), Arg::Int(expires_at), Arg::Text(url)],
+        )
+        .await?;
         // Rows of admins gone for a while are removed, so the table stays small.
         let purge = self.sql("DELETE FROM admin_node WHERE expires_at < ?");
         sqlx::query(&purge).bind(now - 3_600_000).execute(&self.write).await?;

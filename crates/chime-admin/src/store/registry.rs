@@ -1,33 +1,19 @@
 //! Executor heartbeats (`/api/registry`).
 
+use super::bulk::Arg;
 use super::rows;
 use super::{Store, StoreResult};
 
 impl Store {
     /// Records a heartbeat of `address` for `app_name` (insert or refresh).
     pub async fn upsert_registry(&self, app_name: &str, address: &str, now: i64) -> StoreResult<()> {
-        let q = self.sql("UPDATE registry SET updated_at = ? WHERE app_name = ? AND address = ?");
-        let done = sqlx::query(&q)
-            .bind(now)
-            .bind(app_name)
-            .bind(address)
-            .execute(&self.write)
-            .await?;
-        if done.rows_affected() == 0 {
-            let (prefix, suffix) = self.backend.insert_ignore();
-            let q = self
-                .sql(&format!(
-                    "{prefix} INTO registry (app_name, address, updated_at) VALUES (?, ?, ?){suffix}"
-                ))
-                .into_owned();
-            sqlx::query(&q)
-                .bind(app_name)
-                .bind(address)
-                .bind(now)
-                .execute(&self.write)
-                .await?;
-        }
-        Ok(())
+        self.update_or_insert(
+            "UPDATE registry SET updated_at = ? WHERE app_name = ? AND address = ?",
+            &[Arg::Int(now), Arg::Text(app_name), Arg::Text(address)],
+            "registry (app_name, address, updated_at)",
+            &[Arg::Text(app_name), Arg::Text(address), Arg::Int(now)],
+        )
+        .await
     }
 
     /// Forgets an address (`/api/registryRemove`).

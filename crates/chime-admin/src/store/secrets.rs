@@ -1,6 +1,7 @@
 //! Secrets the admins of one database share (`admin_secret`): made by whichever admin starts
 //! first, then read by every admin, so a cluster agrees on them without anyone typing them in.
 
+use super::bulk::Arg;
 use super::rows;
 use super::{Store, StoreResult};
 
@@ -28,18 +29,11 @@ impl Store {
             return Ok(KeptSecret { value, created: false });
         }
         let candidate = make();
-        let (prefix, suffix) = self.backend.insert_ignore();
-        let insert = self
-            .sql(&format!(
-                "{prefix} INTO admin_secret (name, value, created_at) VALUES (?, ?, ?){suffix}"
-            ))
-            .into_owned();
-        sqlx::query(&insert)
-            .bind(name)
-            .bind(&candidate)
-            .bind(crate::model::now_ms())
-            .execute(&self.write)
-            .await?;
+        self.insert_unless_present(
+            "admin_secret (name, value, created_at)",
+            &[Arg::Text(name), Arg::Text(&candidate), Arg::Int(crate::model::now_ms())],
+        )
+        .await?;
         // Read from the writing pool: on SQLite a reader might not see the commit yet.
         let q = self.sql("SELECT value FROM admin_secret WHERE name = ?");
         let row = sqlx::query(&q).bind(name).fetch_one(&self.write).await?;

@@ -15,7 +15,8 @@ use crate::workflow::dag::{self, InstanceState, NodeState};
 use crate::workflow::spec::{Instance, NodeRun, Workflow, WorkflowDraft};
 pub use crate::workflow::step::NodeChange;
 use crate::workflow::step::{self, node_run, ChangeAction, ChangeRefused};
-use sqlx::any::{Any, AnyRow};
+use sqlx::any::{Any, AnyArguments, AnyRow};
+use sqlx::query::Query;
 use sqlx::AnyConnection;
 use sqlx::Transaction;
 use std::collections::HashMap;
@@ -70,15 +71,7 @@ impl Store {
              misfire_strategy, max_instances, on_limit, definition, running, anchor_at, next_fire_at, last_fire_at, \
              created_at, updated_at) VALUES (?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?) RETURNING id",
         );
-        let row = sqlx::query(&q)
-            .bind(&d.name)
-            .bind(&d.description)
-            .bind(d.schedule_type.as_str())
-            .bind(&d.schedule_expr)
-            .bind(&d.time_zone)
-            .bind(d.misfire_strategy.as_str())
-            .bind(d.max_instances)
-            .bind(d.on_limit.as_str())
+        let row = bind_settings(sqlx::query(&q), d)
             .bind(&json)
             .bind(i64::from(d.running))
             .bind(now)
@@ -143,15 +136,7 @@ impl Store {
                  anchor_at = ?, next_fire_at = ?, updated_at = {BUMP_UPDATED_AT} WHERE id = ?"
             ))
             .into_owned();
-        sqlx::query(&q)
-            .bind(&d.name)
-            .bind(&d.description)
-            .bind(d.schedule_type.as_str())
-            .bind(&d.schedule_expr)
-            .bind(&d.time_zone)
-            .bind(d.misfire_strategy.as_str())
-            .bind(d.max_instances)
-            .bind(d.on_limit.as_str())
+        bind_settings(sqlx::query(&q), d)
             .bind(&json)
             .bind(version)
             .bind(i64::from(d.running))
@@ -684,4 +669,22 @@ fn name_taken(e: sqlx::Error, name: &str) -> StoreError {
         }
         _ => e.into(),
     }
+}
+
+/// Binds a workflow's settings in the order its insert and update name them: name,
+/// description, schedule type, expression and zone, misfire strategy, `max_instances`,
+/// `on_limit`.
+fn bind_settings<'q>(
+    query: Query<'q, Any, AnyArguments<'q>>,
+    d: &'q WorkflowDraft,
+) -> Query<'q, Any, AnyArguments<'q>> {
+    query
+        .bind(&d.name)
+        .bind(&d.description)
+        .bind(d.schedule_type.as_str())
+        .bind(&d.schedule_expr)
+        .bind(&d.time_zone)
+        .bind(d.misfire_strategy.as_str())
+        .bind(d.max_instances)
+        .bind(d.on_limit.as_str())
 }

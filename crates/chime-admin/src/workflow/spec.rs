@@ -2,8 +2,7 @@
 //! policies as jobs), its concurrency limit, and its graph.
 
 use super::dag::{Definition, InstanceState, NodeJob, NodeState};
-use crate::calendar::Calendar;
-use crate::model::Invalid;
+use crate::model::{check_schedule, Invalid};
 use chime_protocol::{MisfireStrategy, ScheduleType};
 use serde::{Deserialize, Serialize};
 
@@ -161,7 +160,7 @@ impl WorkflowSpec {
     }
 
     /// The schedule type, expression and zone, as given or kept from `base` (the zone
-    /// defaulting to `default_zone`), checked: the expression must parse in the zone.
+    /// defaulting to `default_zone`), checked by [`check_schedule`].
     fn schedule(&self, base: Option<&Workflow>, default_zone: &str) -> Result<(ScheduleType, String, String), Invalid> {
         let schedule_type = match &self.schedule_type {
             Some(s) => s
@@ -183,22 +182,7 @@ impl WorkflowSpec {
             .unwrap_or_else(|| default_zone.to_owned())
             .trim()
             .to_owned();
-        if time_zone.parse::<chrono_tz::Tz>().is_err() {
-            return Err(Invalid::new(
-                "time_zone",
-                format!("unknown time zone '{time_zone}' (use an IANA name such as Europe/Berlin or UTC)"),
-            ));
-        }
-        if schedule_type != ScheduleType::None {
-            if schedule_expr.is_empty() {
-                return Err(Invalid::new(
-                    "schedule_expr",
-                    format!("is required for schedule type {schedule_type}"),
-                ));
-            }
-            Calendar::parse(schedule_type, &schedule_expr, &time_zone, 0)
-                .map_err(|e| Invalid::new("schedule_expr", e))?;
-        }
+        check_schedule(schedule_type, &schedule_expr, &time_zone)?;
         Ok((schedule_type, schedule_expr, time_zone))
     }
 

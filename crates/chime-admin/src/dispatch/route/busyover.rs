@@ -1,6 +1,7 @@
 //! BUSYOVER: the first address (in list order) whose `/idleBeat` says the job is idle there.
 
-use crate::dispatch::client::{ExecutorClient, Target};
+use super::probe::{first_answering, Probe};
+use crate::dispatch::client::ExecutorClient;
 use crate::dispatch::gate::Gate;
 use crate::model::Group;
 
@@ -12,22 +13,5 @@ pub async fn pick(
     addresses: &[String],
     group: &Group,
 ) -> Result<(String, String), String> {
-    let mut report = String::new();
-    for address in addresses {
-        // Probes are bounded like sends: per address first, then in total, held only while
-        // on the wire.
-        let Some(_pass) = gate.enter(address).await else {
-            break;
-        };
-        let r = client.idle_beat(Target::of(group, address), job_id).await;
-        report.push_str(&format!(
-            "<br>----------------------<br>Idle check：<br>address：{address}<br>code：{}<br>msg：{}",
-            r.code,
-            r.msg.as_deref().unwrap_or("null")
-        ));
-        if r.is_success() {
-            return Ok((address.clone(), report));
-        }
-    }
-    Err(report)
+    first_answering(client, gate, Probe::IdleBeat(job_id), addresses, group).await
 }

@@ -1,6 +1,7 @@
 //! FAILOVER: the first address (in list order) whose `/beat` answers success.
 
-use crate::dispatch::client::{ExecutorClient, Target};
+use super::probe::{first_answering, Probe};
+use crate::dispatch::client::ExecutorClient;
 use crate::dispatch::gate::Gate;
 use crate::model::Group;
 
@@ -11,22 +12,5 @@ pub async fn pick(
     addresses: &[String],
     group: &Group,
 ) -> Result<(String, String), String> {
-    let mut report = String::new();
-    for address in addresses {
-        // Probes are bounded like sends: per address first, then in total, held only while
-        // on the wire.
-        let Some(_pass) = gate.enter(address).await else {
-            break;
-        };
-        let r = client.beat(Target::of(group, address)).await;
-        report.push_str(&format!(
-            "<br>----------------------<br>Heartbeats：<br>address：{address}<br>code：{}<br>msg：{}",
-            r.code,
-            r.msg.as_deref().unwrap_or("null")
-        ));
-        if r.is_success() {
-            return Ok((address.clone(), report));
-        }
-    }
-    Err(report)
+    first_answering(client, gate, Probe::Beat, addresses, group).await
 }

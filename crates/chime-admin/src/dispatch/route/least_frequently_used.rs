@@ -2,17 +2,14 @@
 //! at a small random count (as in XXL-JOB) so a fresh executor does not take every run at once;
 //! counts are forgotten once a day.
 
+use super::daily::DailyJobs;
 use rand::Rng;
 use std::collections::HashMap;
-use std::sync::Mutex;
 
-/// Use count per address, per job.
-type Counts = HashMap<i64, HashMap<String, u64>>;
-
-/// Per-job use counts.
+/// Per-job use counts: how often each address was picked.
 #[derive(Debug, Default)]
 pub struct LeastFrequentlyUsed {
-    state: Mutex<(Counts, i64)>,
+    counts: DailyJobs<HashMap<String, u64>>,
 }
 
 impl LeastFrequentlyUsed {
@@ -21,27 +18,22 @@ impl LeastFrequentlyUsed {
         if addresses.is_empty() {
             return None;
         }
-        let mut guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let (jobs, reset_at) = &mut *guard;
-        if now_ms >= *reset_at {
-            jobs.clear();
-            *reset_at = now_ms + 86_400_000;
-        }
-        let counts = jobs.entry(job_id).or_default();
-        counts.retain(|a, _| addresses.contains(a));
-        for a in addresses {
-            let c = counts
-                .entry(a.clone())
-                .or_insert_with(|| rand::rng().random_range(0..addresses.len() as u64));
-            if *c > 1_000_000 {
-                *c = 0;
+        self.counts.with(job_id, now_ms, |counts| {
+            counts.retain(|a, _| addresses.contains(a));
+            for a in addresses {
+                let c = counts
+                    .entry(a.clone())
+                    .or_insert_with(|| rand::rng().random_range(0..addresses.len() as u64));
+                if *c > 1_000_000 {
+                    *c = 0;
+                }
             }
-        }
-        let chosen = addresses.iter().min_by_key(|a| counts.get(*a).copied().unwrap_or(0))?;
-        if let Some(c) = counts.get_mut(chosen) {
-            *c += 1;
-        }
-        Some(chosen)
+            let chosen = addresses.iter().min_by_key(|a| counts.get(*a).copied().unwrap_or(0))?;
+            if let Some(c) = counts.get_mut(chosen) {
+                *c += 1;
+            }
+            Some(chosen)
+        })
     }
 }
 

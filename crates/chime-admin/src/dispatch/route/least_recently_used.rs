@@ -1,16 +1,22 @@
 //! LEAST_RECENTLY_USED: the address this job was sent to longest ago (never used first);
 //! forgotten once a day.
 
+use super::daily::DailyJobs;
 use std::collections::HashMap;
-use std::sync::Mutex;
 
-/// Last use (a logical clock) per address, per job.
-type LastUse = HashMap<i64, HashMap<String, u64>>;
+/// One job's use order.
+#[derive(Debug, Default)]
+struct Uses {
+    /// Last use of each address, by `clock`.
+    last: HashMap<String, u64>,
+    /// A logical clock, ticking at each pick.
+    clock: u64,
+}
 
 /// Per-job last-use order.
 #[derive(Debug, Default)]
 pub struct LeastRecentlyUsed {
-    state: Mutex<(LastUse, u64, i64)>,
+    uses: DailyJobs<Uses>,
 }
 
 impl LeastRecentlyUsed {
@@ -19,18 +25,15 @@ impl LeastRecentlyUsed {
         if addresses.is_empty() {
             return None;
         }
-        let mut guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let (jobs, clock, reset_at) = &mut *guard;
-        if now_ms >= *reset_at {
-            jobs.clear();
-            *reset_at = now_ms + 86_400_000;
-        }
-        let used = jobs.entry(job_id).or_default();
-        used.retain(|a, _| addresses.contains(a));
-        let chosen = addresses.iter().min_by_key(|a| used.get(*a).copied().unwrap_or(0))?;
-        *clock += 1;
-        used.insert(chosen.clone(), *clock);
-        Some(chosen)
+        self.uses.with(job_id, now_ms, |uses| {
+            uses.last.retain(|a, _| addresses.contains(a));
+            let chosen = addresses
+                .iter()
+                .min_by_key(|a| uses.last.get(*a).copied().unwrap_or(0))?;
+            uses.clock += 1;
+            uses.last.insert(chosen.clone(), uses.clock);
+            Some(chosen)
+        })
     }
 }
 

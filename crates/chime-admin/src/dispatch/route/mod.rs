@@ -5,11 +5,13 @@
 
 pub mod busyover;
 pub mod consistent_hash;
+pub mod daily;
 pub mod failover;
 pub mod first;
 pub mod last;
 pub mod least_frequently_used;
 pub mod least_recently_used;
+pub mod probe;
 pub mod random;
 pub mod round;
 pub mod sharding_broadcast;
@@ -69,20 +71,20 @@ impl Router {
             RouteStrategy::LeastFrequentlyUsed => simple(self.lfu.pick(job_id, addresses, now_ms)),
             RouteStrategy::LeastRecentlyUsed => simple(self.lru.pick(job_id, addresses, now_ms)),
             RouteStrategy::ShardingBroadcast => simple(sharding_broadcast::shard_address(addresses, 0)),
-            RouteStrategy::Failover => match failover::pick(client, gate, addresses, group).await {
-                Ok((a, report)) => Routed {
-                    address: Some(a),
-                    report,
-                },
-                Err(report) => Routed { address: None, report },
-            },
-            RouteStrategy::Busyover => match busyover::pick(client, gate, job_id, addresses, group).await {
-                Ok((a, report)) => Routed {
-                    address: Some(a),
-                    report,
-                },
-                Err(report) => Routed { address: None, report },
-            },
+            RouteStrategy::Failover => probed(failover::pick(client, gate, addresses, group).await),
+            RouteStrategy::Busyover => probed(busyover::pick(client, gate, job_id, addresses, group).await),
         }
+    }
+}
+
+/// The route a probing strategy found: the address that answered, or none, with the report of
+/// the probes either way.
+fn probed(picked: Result<(String, String), String>) -> Routed {
+    match picked {
+        Ok((address, report)) => Routed {
+            address: Some(address),
+            report,
+        },
+        Err(report) => Routed { address: None, report },
     }
 }

@@ -2,17 +2,14 @@
 //! (so many admins or restarts do not all begin with the first executor) and counters are
 //! forgotten once a day.
 
+use super::daily::DailyJobs;
 use rand::Rng;
-use std::collections::HashMap;
-use std::sync::Mutex;
 
-/// Per-job counters.
+/// Per-job counters (`None` until the job's first pick).
 #[derive(Debug, Default)]
 pub struct Round {
-    state: Mutex<(HashMap<i64, u64>, i64)>,
+    counters: DailyJobs<Option<u64>>,
 }
-
-const DAY_MS: i64 = 86_400_000;
 
 impl Round {
     /// Picks the next address for `job_id`.
@@ -20,20 +17,15 @@ impl Round {
         if addresses.is_empty() {
             return None;
         }
-        let mut guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let (counters, reset_at) = &mut *guard;
-        if now_ms >= *reset_at {
-            counters.clear();
-            *reset_at = now_ms + DAY_MS;
-        }
-        let c = counters
-            .entry(job_id)
-            .or_insert_with(|| rand::rng().random_range(0..100));
-        if *c > 1_000_000 {
-            *c = rand::rng().random_range(0..100);
-        }
-        let chosen = (*c as usize) % addresses.len();
-        *c += 1;
+        let chosen = self.counters.with(job_id, now_ms, |counter| {
+            let c = counter.get_or_insert_with(|| rand::rng().random_range(0..100));
+            if *c > 1_000_000 {
+                *c = rand::rng().random_range(0..100);
+            }
+            let chosen = (*c as usize) % addresses.len();
+            *c += 1;
+            chosen
+        });
         addresses.get(chosen)
     }
 }
