@@ -178,94 +178,8 @@ impl Store {
             ))
         })?;
         let store = match backend {
-            Backend::Sqlite => {
-                let url = if url.contains("mode=") || url.contains(":memory:") {
-                    url.to_owned()
-                } else if url.contains('?') {
-                    format!("{url}&mode=rwc")
-                } else {
-                    format!("{url}?mode=rwc")
-                };
-                let options = AnyConnectOptions::from_str(&url)?;
-                // No ping before each acquire (sqlx's default, a round trip to the
-                // connection's thread): a SQLite connection is a file handle in this process,
-                // not a socket that a server or a firewall may have closed, and the ping was
-                // a measurable share of every short statement's cost.
-                let write = AnyPoolOptions::new()
-                    .max_connections(1)
-                    .test_before_acquire(false)
-                    .acquire_timeout(Duration::from_secs(60))
-                    .after_connect(|conn, _| sqlite_pragmas(conn, WRITER_CACHE_KIB))
-                    .connect_with(options.clone())
-                    .await?;
-                let read = AnyPoolOptions::new()
-                    .max_connections(4)
-                    .test_before_acquire(false)
-                    .acquire_timeout(Duration::from_secs(30))
-                    .after_connect(|conn, _| sqlite_pragmas(conn, READER_CACHE_KIB))
-                    .connect_with(options)
-                    .await?;
-                Store {
-                    backend,
-                    read,
-                    write,
-                    pending_inserts: Default::default(),
-                    pending_audit: Default::default(),
-                }
-            }
-            Backend::MySql | Backend::Postgres => {
-                let pool = AnyPoolOptions::new()
-                    .max_connections(16)
-                    .acquire_timeout(Duration::from_secs(30))
-                    .after_connect(move |conn, _meta| {
-                        Box::pin(async move {
-                            if backend == Backend::MySql {
-                                // InnoDB's default, REPEATABLE READ, makes the claim's locking
-                                // read of due jobs lock the gaps of the `(running,
-                                // next_fire_at)` index too, so a job created or changed while
-                                // fires are claimed can deadlock with the claim. Under READ
-                                // COMMITTED a locking read locks the rows it returns and reads
-                                // their latest committed version, which is all the claim needs
-                                // (the unique fire key guards the rest), as on PostgreSQL,
-                                // whose default it is.
-                                conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
-                                    .await?;
-                            }
-                            // An admin stopped inside a transaction (SIGSTOP, a paused VM, a
-                            // cut network) keeps the rows it locked, and the admins that took
-                            // its partitions over wait on them (a claim locks its due jobs):
-                            // their fires become misfires. The server ends such a transaction
-                            // and releases its locks once its client has sent nothing for
-                            // `HELD_TRANSACTION_LIMIT`; the stopped admin's next statement
-                            // fails, and it sends nothing it had claimed. MariaDB counts in
-                            // seconds and closes the connection; MySQL has no such setting.
-                            let limit = match backend {
-                                Backend::Postgres => Some(format!(
-                                    "SET idle_in_transaction_session_timeout = {}",
-                                    HELD_TRANSACTION_LIMIT.as_millis()
-                                )),
-                                _ if is_mariadb(conn).await? => Some(format!(
-                                    "SET SESSION idle_transaction_timeout = {}",
-                                    HELD_TRANSACTION_LIMIT.as_secs().max(1)
-                                )),
-                                _ => None,
-                            };
-                            if let Some(limit) = limit {
-                                conn.execute(limit.as_str()).await?;
-                            }
-                            Ok(())
-                        })
-                    })
-                    .connect(url)
-                    .await?;
-                Store {
-                    backend,
-                    read: pool.clone(),
-                    write: pool,
-                    pending_inserts: Default::default(),
-                    pending_audit: Default::default(),
-                }
-            }
+            Backend::Sqlite => Store::connect_sqlite(url).await?,
+            Backend::MySql | Backend::Postgres => Store::connect_server(url, backend).await?,
         };
         let migrator = match backend {
             Backend::Sqlite => &MIGRATE_SQLITE,
@@ -274,6 +188,97 @@ impl Store {
         };
         migrator.run(&store.write).await?;
         Ok(store)
+    }
+
+    /// SQLite: a one-connection pool for writes and a few readers (see the module's
+    /// documentation), the file created on first use.
+    async fn connect_sqlite(url: &str) -> StoreResult<Store> {
+        let url = if url.contains("mode=") || url.contains(":memory:") {
+            url.to_owned()
+        } else if url.contains('?') {
+            format!("{url}&mode=rwc")
+        } else {
+            format!("{url}?mode=rwc")
+        };
+        let options = AnyConnectOptions::from_str(&url)?;
+        // No ping before each acquire (sqlx's default, a round trip to the
+        // connection's thread): a SQLite connection is a file handle in this process,
+        // not a socket that a server or a firewall may have closed, and the ping was
+        // a measurable share of every short statement's cost.
+        let write = AnyPoolOptions::new()
+            .max_connections(1)
+            .test_before_acquire(false)
+            .acquire_timeout(Duration::from_secs(60))
+            .after_connect(|conn, _| sqlite_pragmas(conn, WRITER_CACHE_KIB))
+            .connect_with(options.clone())
+            .await?;
+        let read = AnyPoolOptions::new()
+            .max_connections(4)
+            .test_before_acquire(false)
+            .acquire_timeout(Duration::from_secs(30))
+            .after_connect(|conn, _| sqlite_pragmas(conn, READER_CACHE_KIB))
+            .connect_with(options)
+            .await?;
+        Ok(Store::with_pools(Backend::Sqlite, read, write))
+    }
+
+    /// MySQL, MariaDB or PostgreSQL: one pool for reads and writes.
+    async fn connect_server(url: &str, backend: Backend) -> StoreResult<Store> {
+        let pool = AnyPoolOptions::new()
+            .max_connections(16)
+            .acquire_timeout(Duration::from_secs(30))
+            .after_connect(move |conn, _meta| {
+                Box::pin(async move {
+                    if backend == Backend::MySql {
+                        // InnoDB's default, REPEATABLE READ, makes the claim's locking
+                        // read of due jobs lock the gaps of the `(running,
+                        // next_fire_at)` index too, so a job created or changed while
+                        // fires are claimed can deadlock with the claim. Under READ
+                        // COMMITTED a locking read locks the rows it returns and reads
+                        // their latest committed version, which is all the claim needs
+                        // (the unique fire key guards the rest), as on PostgreSQL,
+                        // whose default it is.
+                        conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+                            .await?;
+                    }
+                    // An admin stopped inside a transaction (SIGSTOP, a paused VM, a
+                    // cut network) keeps the rows it locked, and the admins that took
+                    // its partitions over wait on them (a claim locks its due jobs):
+                    // their fires become misfires. The server ends such a transaction
+                    // and releases its locks once its client has sent nothing for
+                    // `HELD_TRANSACTION_LIMIT`; the stopped admin's next statement
+                    // fails, and it sends nothing it had claimed. MariaDB counts in
+                    // seconds and closes the connection; MySQL has no such setting.
+                    let limit = match backend {
+                        Backend::Postgres => Some(format!(
+                            "SET idle_in_transaction_session_timeout = {}",
+                            HELD_TRANSACTION_LIMIT.as_millis()
+                        )),
+                        _ if is_mariadb(conn).await? => Some(format!(
+                            "SET SESSION idle_transaction_timeout = {}",
+                            HELD_TRANSACTION_LIMIT.as_secs().max(1)
+                        )),
+                        _ => None,
+                    };
+                    if let Some(limit) = limit {
+                        conn.execute(limit.as_str()).await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect(url)
+            .await?;
+        Ok(Store::with_pools(backend, pool.clone(), pool))
+    }
+
+    fn with_pools(backend: Backend, read: AnyPool, write: AnyPool) -> Store {
+        Store {
+            backend,
+            read,
+            write,
+            pending_inserts: Default::default(),
+            pending_audit: Default::default(),
+        }
     }
 
     /// Which engine this store talks to.
