@@ -14,7 +14,8 @@
 mod common;
 
 use common::cluster::{now_ms, shared_by_all, Check, Cluster, Netns};
-use common::Db;
+use common::{Db, TestDb};
+use serde_json::Value;
 use std::time::Duration;
 
 /// How long the freeze and the network cut last: ten lease times.
@@ -94,6 +95,76 @@ async fn two_of_three_admins_killed_one_after_the_other(kind: Db) {
 /// until the three share every partition again: no second skipped, lost or doubled.
 async fn a_rolling_restart_of_three_admins(kind: Db) {
     let mut cluster = Cluster::start(kind).await;
+    let started_at = restart_one_by_one(&mut cluster).await;
+    finish(cluster, "rolling restart", started_at).await;
+}
+
+/// The previous release's schema: its migrations are those numbered below this one.
+const PREVIOUS_RELEASE_SCHEMA: i64 = 19;
+
+/// Jobs the previous release's admin had defined, written in its schema.
+const LEGACY_JOBS: i64 = 20;
+
+/// An upgrade: the database holds the previous release's schema and its jobs; the three admins
+/// of this release start on it (the first applies the migrations since, the others wait for
+/// it), their jobs fire every second, and they are restarted one by one as a rolling upgrade
+/// does: no second skipped, lost or doubled, and the earlier jobs are all there afterwards.
+async fn an_upgrade_by_rolling_restart(kind: Db) {
+    let db = TestDb::new(kind).await;
+    let mut conn = db.migrated_before(PREVIOUS_RELEASE_SCHEMA).await;
+    fill_previous_release(&mut conn).await;
+    drop(conn);
+    let mut cluster = Cluster::start_on(db).await;
+    let started_at = restart_one_by_one(&mut cluster).await;
+    let api = cluster.api.clone();
+    let (status, jobs) = api.get("/v1/jobs?group=legacy&limit=100").await;
+    assert_eq!(status, 200, "{jobs}");
+    let keys: Vec<&str> = jobs
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|j| j["key"].as_str())
+        .collect();
+    assert_eq!(
+        keys.len() as i64,
+        LEGACY_JOBS,
+        "the previous release's jobs after the upgrade: {keys:?}"
+    );
+    assert!(keys.iter().all(|k| k.starts_with("legacy-")), "{keys:?}");
+    let (_, job) = api.get(&format!("/v1/jobs/{}", jobs[0]["id"])).await;
+    assert_eq!(job["description"], Value::from("legacy job 0"), "{job}");
+    finish(cluster, "rolling upgrade", started_at).await;
+}
+
+/// Writes what the previous release's admin kept: a group and its jobs, in that schema.
+async fn fill_previous_release(conn: &mut sqlx::AnyConnection) {
+    let now = now_ms();
+    sqlx::query(
+        "INSERT INTO executor_group (app_name, title, created_at, updated_at) VALUES ('legacy', 'legacy', $1, $1)",
+    )
+    .bind(now)
+    .execute(&mut *conn)
+    .await
+    .unwrap();
+    for i in 0..LEGACY_JOBS {
+        sqlx::query(
+            "INSERT INTO job (group_id, description, schedule_type, time_zone, misfire_strategy, route_strategy, \
+             block_strategy, glue_type, glue_updated_at, created_at, updated_at, job_key, handler) \
+             SELECT id, $1, 'NONE', 'UTC', 'DO_NOTHING', 'FIRST', 'SERIAL_EXECUTION', 'BEAN', $2, $2, $2, $3, 'ok' \
+             FROM executor_group WHERE app_name = 'legacy'",
+        )
+        .bind(format!("legacy job {i}"))
+        .bind(now)
+        .bind(format!("legacy-{i}"))
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    }
+}
+
+/// Restarts the three admins one by one, each when the three share every partition again;
+/// returns when it began, epoch ms.
+async fn restart_one_by_one(cluster: &mut Cluster) -> i64 {
     let started_at = now_ms();
     for k in 0..3 {
         let stopping = now_ms();
@@ -101,14 +172,21 @@ async fn a_rolling_restart_of_three_admins(kind: Db) {
         let what = format!("the partitions to be shared again after restarting admin {k}");
         cluster.wait_shares(&[0, 1, 2], &what, shared_by_all).await;
         eprintln!(
-            "{kind:?}: admin {k} restarted and the three shared everything again after {} ms",
+            "{:?}: admin {k} restarted and the three shared everything again after {} ms",
+            cluster.kind,
             now_ms() - stopping
         );
     }
+    started_at
+}
+
+/// Stops the cluster and checks every second of its jobs since `started_at`: none skipped, lost
+/// or doubled.
+async fn finish(cluster: Cluster, scenario: &'static str, started_at: i64) {
     let done_at = now_ms();
     cluster
         .finish(Check {
-            scenario: "rolling restart",
+            scenario,
             from: started_at,
             to: done_at,
             may_skip: None,
@@ -227,6 +305,11 @@ async fn two_of_three_killed_mysql() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn rolling_restart_postgres() {
     a_rolling_restart_of_three_admins(Db::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rolling_upgrade_postgres() {
+    an_upgrade_by_rolling_restart(Db::Postgres).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

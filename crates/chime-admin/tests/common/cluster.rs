@@ -224,18 +224,23 @@ pub struct Cluster {
 impl Cluster {
     /// Three admins on the host.
     pub async fn start(kind: Db) -> Cluster {
-        Cluster::start_in(kind, None).await
+        Cluster::start_in(TestDb::new(kind).await, None).await
+    }
+
+    /// Three admins on `db`, a database prepared beforehand (an earlier release's schema, say).
+    pub async fn start_on(db: TestDb) -> Cluster {
+        Cluster::start_in(db, None).await
     }
 
     /// Three admins, the first inside `netns`, reaching the database through a forwarder on the
     /// host side of its veth pair.
     pub async fn start_with_netns(kind: Db, netns: Netns) -> Cluster {
-        Cluster::start_in(kind, Some(netns)).await
+        Cluster::start_in(TestDb::new(kind).await, Some(netns)).await
     }
 
-    async fn start_in(kind: Db, netns: Option<Netns>) -> Cluster {
+    async fn start_in(db: TestDb, netns: Option<Netns>) -> Cluster {
+        let kind = db.kind;
         let bin = super::chime_binary();
-        let db = TestDb::new(kind).await;
         let dir = tempfile::tempdir().unwrap();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(1))
