@@ -452,6 +452,7 @@ fn wire(
             from: s.config.alarm_from.clone(),
             webhook: s.config.alarm_webhook.clone(),
             shutdown: s.shutdown.clone(),
+            metrics: s.metrics.clone(),
         },
         alarm_inbox: inboxes.alarms,
         retention: Retention {
