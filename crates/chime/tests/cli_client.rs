@@ -1,6 +1,7 @@
 //! The client commands as an XXL-JOB operator uses them, against `chime demo` (a real admin
 //! and a real executor): `run log --follow` until the run ends and on Ctrl-C, `<br>` shown as
-//! line breaks, group names and zoned times in job tables, alarm e-mails on `job add`/`edit`,
+//! line breaks, group names and zoned times in job tables, run, executor and workflow instance
+//! times with their offset, alarm e-mails on `job add`/`edit`,
 //! and `chime admin --help` without the client's options.
 
 use serde_json::Value;
@@ -310,4 +311,68 @@ fn admin_help_lists_no_client_options() {
     let out = Command::new(BIN).args(["job", "list", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("--json") && help.contains("--admin"), "{help}");
+}
+
+/// Run, executor and workflow instance times are printed in the machine's zone (`TZ`) with
+/// its offset, so a time copied elsewhere still says when it was.
+#[test]
+fn run_executor_and_instance_times_show_their_offset() {
+    let demo = common::demo("cli-times");
+    let local = |args: &[&str]| {
+        let out = client(&demo).env("TZ", "Asia/Kolkata").args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "chime {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let kolkata = chrono::FixedOffset::east_opt(5 * 3600 + 1800).unwrap();
+    let at = |ms: i64| {
+        chrono::DateTime::from_timestamp_millis(ms)
+            .unwrap()
+            .with_timezone(&kolkata)
+            .format("%Y-%m-%d %H:%M:%S%.3f +05:30")
+            .to_string()
+    };
+    let job = manual_job(&demo, "demoJobHandler", "");
+    let run_id = trigger(&demo, &job);
+    let r = final_run(&demo, &run_id);
+    let (scheduled, triggered) = (
+        at(r["scheduled_at"].as_i64().unwrap()),
+        at(r["triggered_at"].as_i64().unwrap()),
+    );
+
+    let list = local(&["run", "list", "--job", &job]);
+    assert!(list.contains(&scheduled) && list.contains(&triggered), "{list}");
+    let show = local(&["run", "show", &run_id]);
+    assert!(
+        show.contains(&scheduled) && show.contains(&at(r["handled_at"].as_i64().unwrap())),
+        "{show}"
+    );
+    let executors = local(&["executor", "list"]);
+    let row = executors
+        .lines()
+        .find(|l| l.starts_with("chime-demo"))
+        .unwrap_or_else(|| panic!("{executors}"));
+    assert!(row.trim_end().ends_with("+05:30"), "{executors}");
+
+    let definition = demo.dir.join("workflow.json");
+    std::fs::write(
+        &definition,
+        serde_json::json!({"name": "times", "definition": {"nodes": [{"key": "only", "job_id": job.parse::<i64>().unwrap()}]}})
+            .to_string(),
+    )
+    .unwrap();
+    let workflow = json(&demo, &["workflow", "add", "--file", definition.to_str().unwrap()]);
+    let workflow = workflow["id"].as_i64().unwrap().to_string();
+    let instance = json(&demo, &["workflow", "trigger", &workflow])["instance_id"]
+        .as_i64()
+        .unwrap();
+    let shown = json(&demo, &["workflow", "instance", &instance.to_string()]);
+    let scheduled = at(shown["scheduled_at"].as_i64().unwrap());
+    let detail = local(&["workflow", "instance", &instance.to_string()]);
+    assert!(detail.contains(&format!("scheduled {scheduled})")), "{detail}");
+    let instances = local(&["workflow", "instances"]);
+    assert!(instances.contains(&scheduled), "{instances}");
 }
