@@ -313,6 +313,84 @@ fn admin_help_lists_no_client_options() {
     assert!(help.contains("--json") && help.contains("--admin"), "{help}");
 }
 
+/// The options of `chime executor --help` are the executor's: the REST API client's token and
+/// `--json` are not among them (and are refused there), while `executor list`, a client, has
+/// them and reads them.
+#[test]
+fn executor_help_lists_only_what_the_executor_reads() {
+    let options = |args: &[&str]| {
+        let out = Command::new(BIN).args(args).output().unwrap();
+        assert!(out.status.success());
+        let help = String::from_utf8_lossy(&out.stdout).into_owned();
+        let names: Vec<String> = help
+            .lines()
+            .filter_map(|l| l.trim_start().strip_prefix("--"))
+            .map(|l| l.split([' ', ',']).next().unwrap_or("").to_owned())
+            .collect();
+        names
+    };
+    let executor = options(&["executor", "--help"]);
+    for own in ["admin", "access-token", "appname", "enable-scripts"] {
+        assert!(executor.iter().any(|o| o == own), "{own} in {executor:?}");
+    }
+    for client in ["api-token", "json"] {
+        assert!(!executor.iter().any(|o| o == client), "{client} in {executor:?}");
+    }
+    let out = Command::new(BIN)
+        .args(["executor", "--api-token", "x"])
+        .env_remove("CHIME_API_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--api-token"));
+    let list = options(&["executor", "list", "--help"]);
+    for client in ["admin", "api-token", "json", "group"] {
+        assert!(list.iter().any(|o| o == client), "{client} in {list:?}");
+    }
+
+    // Given after `list`, before it, or as variables, they reach the client.
+    let demo = common::demo("cli-executor-help");
+    for args in [
+        vec![
+            "executor",
+            "list",
+            "--admin",
+            &demo.url,
+            "--api-token",
+            &demo.token,
+            "--json",
+        ],
+        vec![
+            "--json",
+            "--admin",
+            &demo.url,
+            "--api-token",
+            &demo.token,
+            "executor",
+            "list",
+        ],
+    ] {
+        let out = Command::new(BIN)
+            .args(&args)
+            .env_remove("CHIME_ADMIN_URL")
+            .env_remove("CHIME_API_TOKEN")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let groups: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            groups.as_array().unwrap().iter().any(|g| g["app_name"] == "chime-demo"),
+            "{groups}"
+        );
+    }
+    let table = ok(&demo, &["executor", "list", "--group", "chime-demo"]);
+    assert!(table.starts_with("GROUP"), "{table}");
+}
+
 /// Run, executor and workflow instance times are printed in the machine's zone (`TZ`) with
 /// its offset, so a time copied elsewhere still says when it was.
 #[test]
