@@ -19,7 +19,6 @@ pub struct TriggerLabel {
     pub trigger_type: String,
 }
 
-/// Label of the refused-request counter: the executor API endpoint.
 /// Label of workflow instance metrics: the instance's state.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StateLabel {
@@ -27,6 +26,14 @@ pub struct StateLabel {
     pub state: String,
 }
 
+/// Label of the alarm counter: what became of an alarm.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabel {
+    /// `sent` or `failed`.
+    pub outcome: String,
+}
+
+/// Label of the refused-request counter: the executor API endpoint.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct EndpointLabel {
     /// `registry`, `registryRemove`, `callback`, or `other` (any other path: the path is the
@@ -143,6 +150,8 @@ pub struct Metrics {
     pub claimed: Counter,
     /// Missed fires recorded as skipped.
     pub misfires_skipped: Counter,
+    /// Runs the lost-run sweep failed: their executor vanished or forgot them.
+    pub runs_lost: Counter,
     /// Claim rounds put off because results waited to be written (the database is behind).
     pub claims_deferred: Counter,
     /// Trigger results and run results waiting for the results writer (updated when scraped).
@@ -164,6 +173,9 @@ pub struct Metrics {
     /// Seconds from a node's run result to the workflow step that took it up (and started
     /// the nodes after it).
     pub workflow_node_lateness: Histogram,
+    /// Alarms of failed runs, by outcome: `sent`, or `failed` (some channel refused it after
+    /// its retries). Runs that needed no alarm are not counted.
+    pub alarms: Family<OutcomeLabel, Counter>,
     refusal_log: Mutex<RefusalLog>,
 }
 
@@ -182,6 +194,7 @@ impl Metrics {
         let callbacks = Counter::default();
         let claimed = Counter::default();
         let misfires_skipped = Counter::default();
+        let runs_lost = Counter::default();
         let claims_deferred = Counter::default();
         let results_backlog = Gauge::default();
         let lateness = Histogram::new([
@@ -196,6 +209,12 @@ impl Metrics {
         let workflow_node_lateness = Histogram::new([
             0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
         ]);
+        let alarms = Family::<OutcomeLabel, Counter>::default();
+        registry.register(
+            "alarms",
+            "Alarms of failed runs by outcome: sent, or failed on some channel after its retries",
+            alarms.clone(),
+        );
         registry.register(
             "workflow_instances",
             "Workflow instances by state",
@@ -222,6 +241,11 @@ impl Metrics {
             "misfires_skipped",
             "Missed fires recorded as skipped by the misfire policy",
             misfires_skipped.clone(),
+        );
+        registry.register(
+            "runs_lost",
+            "Runs failed by the lost-run sweep: their executor vanished, restarted or forgot them",
+            runs_lost.clone(),
         );
         registry.register(
             "claims_deferred",
@@ -266,6 +290,7 @@ impl Metrics {
             callbacks,
             claimed,
             misfires_skipped,
+            runs_lost,
             claims_deferred,
             results_backlog,
             lateness,
@@ -276,6 +301,7 @@ impl Metrics {
             executor_refused,
             workflow_instances,
             workflow_node_lateness,
+            alarms,
             refusal_log: Mutex::new(RefusalLog::default()),
         }
     }
@@ -301,6 +327,16 @@ impl Metrics {
         self.fires
             .get_or_create(&TriggerLabel {
                 trigger_type: trigger_type.as_str().to_owned(),
+            })
+            .inc();
+    }
+
+    /// Counts an alarm delivered (`sent` true) or not.
+    pub fn alarm(&self, sent: bool) {
+        let outcome = if sent { "sent" } else { "failed" };
+        self.alarms
+            .get_or_create(&OutcomeLabel {
+                outcome: outcome.to_owned(),
             })
             .inc();
     }

@@ -174,6 +174,19 @@ pub fn validate_manual_address(address: &str, networks: &ExecutorNetworks) -> Re
 /// Longest job key.
 pub const MAX_JOB_KEY_CHARS: usize = 64;
 
+/// The schedule expression a job of `schedule_type` keeps: none for NONE. An expression sent
+/// with NONE is dropped rather than refused, as a form may send its schedule field whatever
+/// the type (the console did), and refusing would fail a request whose meaning is plain. A job
+/// switched from CRON to NONE would otherwise keep its old cron: shown as a schedule that never
+/// fires, and brought back unseen by a later switch to CRON.
+fn unscheduled_without_expr(schedule_type: ScheduleType, expr: String) -> String {
+    if schedule_type == ScheduleType::None {
+        String::new()
+    } else {
+        expr
+    }
+}
+
 /// Checks a job key: 1–64 of `A-Z a-z 0-9 . _ -` (so it can name a file and stand in a path).
 pub fn validate_job_key(key: &str) -> Result<String, String> {
     let ok = !key.is_empty()
@@ -346,9 +359,12 @@ impl JobSpec {
             base.map(|j| j.schedule_type),
             ScheduleType::None,
         )?;
-        let schedule_expr = pick(&self.schedule_expr, base.map(|j| &j.schedule_expr), String::new())
-            .trim()
-            .to_owned();
+        let schedule_expr = unscheduled_without_expr(
+            schedule_type,
+            pick(&self.schedule_expr, base.map(|j| &j.schedule_expr), String::new())
+                .trim()
+                .to_owned(),
+        );
         let time_zone = pick(&self.time_zone, base.map(|j| &j.time_zone), default_zone.to_owned())
             .trim()
             .to_owned();

@@ -452,6 +452,7 @@ fn wire(
             from: s.config.alarm_from.clone(),
             webhook: s.config.alarm_webhook.clone(),
             shutdown: s.shutdown.clone(),
+            metrics: s.metrics.clone(),
         },
         alarm_inbox: inboxes.alarms,
         retention: Retention {
@@ -591,6 +592,7 @@ fn sweeper(s: &Shared) -> Sweeper {
         client: s.client.clone(),
         probe_gate: s.probe_gate.clone(),
         results: s.results.clone(),
+        metrics: s.metrics.clone(),
         executor_timeout: c.executor_timeout,
         dead_timeout: c.dead_timeout,
         lost_result_after: c.lost_result_after,

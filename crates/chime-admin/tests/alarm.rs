@@ -404,6 +404,9 @@ async fn failing_webhook_is_retried_then_recorded_as_failed() {
     assert!(why.contains("webhook: answered HTTP 500 (after 4 attempts)"), "{why}");
     assert!(why.contains("e-mail: "), "{why}");
     assert!(!why.contains("s3cret") && !why.contains(&hook_url), "no secrets: {why}");
+    // Counted for the alert on alarms not delivered (deploy/monitoring/alerts.yml).
+    assert_eq!(api.metric(r#"chime_alarms_total{outcome="failed"}"#).await, Some(1.0));
+    assert_eq!(api.metric(r#"chime_alarms_total{outcome="sent"}"#).await, None);
     admin.shutdown().await;
     db.drop_db().await;
 }

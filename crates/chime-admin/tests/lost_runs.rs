@@ -94,6 +94,8 @@ async fn the_sweep_looks_past_the_first_page_of_running_runs() {
     for id in [long[0], long[long.len() - 1]] {
         assert_eq!(run(&api, id).await["status"], "running", "run {id} of a live executor");
     }
+    // Counted for the alert on lost runs.
+    assert_eq!(api.metric("chime_runs_lost_total").await, Some(lost.len() as f64));
     handle.shutdown().await;
     db.drop_db().await;
 }

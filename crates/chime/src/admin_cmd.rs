@@ -1,7 +1,8 @@
 //! `chime admin`: runs the scheduling center. Settings come from flags, then `CHIME_*`
 //! environment variables, then the TOML file given with `--config`, then defaults; every
 //! setting is declared once, in `chime_admin::AdminConfig`. `chime admin reset-password` and
-//! `chime admin show-token` work on the same database without starting the admin.
+//! `chime admin show-token` work on the same database without starting the admin, and
+//! `chime admin backup` copies it while the admin runs.
 
 use chime_admin::AdminConfig;
 use clap::ArgMatches;
@@ -33,6 +34,25 @@ pub enum AdminAction {
     /// --access-token was given), kept in the database: executors need it. Reads the database
     /// directly, so only someone who can reach it sees the token.
     ShowToken(ShowTokenArgs),
+    /// Write a consistent copy of the admin's SQLite database to a new file, while the admin
+    /// runs (`chime admin backup --to /var/backups/chime/chime-$(date +%F).db`). PostgreSQL
+    /// and MariaDB are backed up with their own tools (pg_dump, mariadb-dump).
+    Backup(BackupArgs),
+}
+
+/// Arguments of `chime admin backup`.
+#[derive(clap::Args, Debug)]
+pub struct BackupArgs {
+    /// The file to write: a complete SQLite database (no -wal file). Must not exist yet.
+    #[arg(long, value_name = "FILE")]
+    pub to: PathBuf,
+    /// Database URL, as `chime admin --db` [default: that of `chime admin`: CHIME_DB, the
+    /// settings file, then sqlite://chime.db].
+    #[arg(long, value_name = "URL")]
+    pub db: Option<String>,
+    /// Settings file to read the database from, as `chime admin --config`.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
 }
 
 /// Arguments of `chime admin show-token`.
@@ -108,6 +128,7 @@ pub fn run(mut args: AdminArgs, matches: &ArgMatches) -> ExitCode {
     match args.action.take() {
         Some(AdminAction::ResetPassword(reset)) => return reset_password(args, reset, matches),
         Some(AdminAction::ShowToken(show)) => return show_token(args, show, matches),
+        Some(AdminAction::Backup(copy)) => return backup(args, copy, matches),
         None => {}
     }
     init_logging();
@@ -225,6 +246,56 @@ fn show_token(mut args: AdminArgs, show: ShowTokenArgs, matches: &ArgMatches) ->
         }
         Err(e) => {
             eprintln!("chime admin show-token: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs `chime admin backup`: `VACUUM INTO` the new file on the database of `--db` (or of
+/// `chime admin`'s layers), with the running admin left alone.
+fn backup(mut args: AdminArgs, backup: BackupArgs, matches: &ArgMatches) -> ExitCode {
+    let db_url = match maintenance_db(&mut args, backup.db, backup.config, matches) {
+        Ok(db) => db,
+        Err(e) => {
+            eprintln!("chime admin backup: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // Said before connecting: the server may be out of reach from here, and the advice holds.
+    if let Some(advice) = chime_admin::store::Backend::from_url(&db_url).and_then(chime_admin::store::dump_advice) {
+        eprintln!("chime admin backup: {advice}");
+        return ExitCode::FAILURE;
+    }
+    if let Some(path) = sqlite_file(&db_url).filter(|p| !p.exists()) {
+        eprintln!("chime admin backup: no database at {}", path.display());
+        return ExitCode::FAILURE;
+    }
+    if backup.to.exists() {
+        eprintln!(
+            "chime admin backup: {} already exists; a backup does not overwrite a file",
+            backup.to.display()
+        );
+        return ExitCode::FAILURE;
+    }
+    let Some(runtime) = crate::start_runtime("chime admin backup", crate::Threads::One) else {
+        return ExitCode::FAILURE;
+    };
+    let target = backup.to.clone();
+    let done = runtime.block_on(async move {
+        let store = chime_admin::store::Store::connect(&db_url)
+            .await
+            .map_err(|e| e.to_string())?;
+        let copied = store.backup_to(&target).await;
+        store.close().await;
+        copied.map_err(|e| e.to_string())
+    });
+    match done {
+        Ok(()) => {
+            eprintln!("chime admin backup: database copied to {}", backup.to.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("chime admin backup: {e}");
             ExitCode::FAILURE
         }
     }

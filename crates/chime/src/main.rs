@@ -118,7 +118,14 @@ const NOT_CLIENT_FLAGS: &[(&str, &[&str])] = &[
     ("cron", &["admin", "api_token", "json"]),
     // `chime import` works on the database: `--json` prints its report as JSON.
     ("import", &["admin", "api_token"]),
+    // `chime executor --admin` is the executor's own (the admins it registers with); its
+    // `list` subcommand is a client and gets the options back (`CLIENT_SUBCOMMANDS`).
+    ("executor", &["api_token", "json"]),
 ];
+
+/// Subcommands of a command of [`NOT_CLIENT_FLAGS`] that are clients of the REST API after all,
+/// with the client options their parent does not take.
+const CLIENT_SUBCOMMANDS: &[(&str, &str, &[&str])] = &[("executor", "list", &["admin", "api_token", "json"])];
 
 /// The command line definition, with the client options kept out of the commands they do not
 /// apply to: a hidden option of the same id there stops the global one from being added
@@ -141,6 +148,23 @@ fn command() -> clap::Command {
             sub
         });
     }
+    for (parent, name, ids) in CLIENT_SUBCOMMANDS {
+        // The root's global definitions, so the values reach the client options as for any
+        // other client command (clap copies a global argument's value up to the root).
+        let client_args: Vec<Arg> = cmd
+            .get_arguments()
+            .filter(|a| ids.contains(&a.get_id().as_str()))
+            .cloned()
+            .collect();
+        cmd = cmd.mut_subcommand(*parent, |sub| {
+            sub.mut_subcommand(*name, |mut client| {
+                for arg in client_args {
+                    client = client.arg(arg);
+                }
+                client
+            })
+        });
+    }
     cmd
 }
 
@@ -148,6 +172,12 @@ fn command() -> clap::Command {
 fn misplaced_client_flag(matches: &clap::ArgMatches) -> Option<String> {
     let (name, m) = matches.subcommand()?;
     let (_, ids) = NOT_CLIENT_FLAGS.iter().find(|(n, _)| *n == name)?;
+    if let Some((sub, _)) = m.subcommand() {
+        if CLIENT_SUBCOMMANDS.iter().any(|(p, n, _)| *p == name && *n == sub) {
+            // A client subcommand: clap copied the values given to it up to this level.
+            return None;
+        }
+    }
     let id = ids
         .iter()
         .find(|id| m.value_source(id) == Some(clap::parser::ValueSource::CommandLine))?;

@@ -181,6 +181,20 @@ fn client_commands_against_a_real_admin() {
     assert_eq!(runs[1]["trigger_type"], "MANUAL");
     let out = client(&admin, &["run", "show", &runs[0]["id"].to_string()]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("RETRY"));
+    // Run times say their zone: the machine's, with its offset.
+    let out = Command::new(BIN)
+        .args(["run", "list", "--job", &id.to_string()])
+        .env("CHIME_ADMIN_URL", &admin.url)
+        .env("CHIME_API_TOKEN", TOKEN)
+        .env("TZ", "UTC")
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        table.matches(" +00:00").count(),
+        4,
+        "scheduled and triggered of both runs: {table}"
+    );
     let out = client(&admin, &["executor", "list"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("http://127.0.0.1:1"));
     // Bad input: non-zero exit, the message names the field.

@@ -1,6 +1,7 @@
 //! The client commands as an XXL-JOB operator uses them, against `chime demo` (a real admin
 //! and a real executor): `run log --follow` until the run ends and on Ctrl-C, `<br>` shown as
-//! line breaks, group names and zoned times in job tables, alarm e-mails on `job add`/`edit`,
+//! line breaks, group names and zoned times in job tables, run, executor and workflow instance
+//! times with their offset, alarm e-mails on `job add`/`edit`,
 //! and `chime admin --help` without the client's options.
 
 use serde_json::Value;
@@ -310,4 +311,146 @@ fn admin_help_lists_no_client_options() {
     let out = Command::new(BIN).args(["job", "list", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("--json") && help.contains("--admin"), "{help}");
+}
+
+/// The options of `chime executor --help` are the executor's: the REST API client's token and
+/// `--json` are not among them (and are refused there), while `executor list`, a client, has
+/// them and reads them.
+#[test]
+fn executor_help_lists_only_what_the_executor_reads() {
+    let options = |args: &[&str]| {
+        let out = Command::new(BIN).args(args).output().unwrap();
+        assert!(out.status.success());
+        let help = String::from_utf8_lossy(&out.stdout).into_owned();
+        let names: Vec<String> = help
+            .lines()
+            .filter_map(|l| l.trim_start().strip_prefix("--"))
+            .map(|l| l.split([' ', ',']).next().unwrap_or("").to_owned())
+            .collect();
+        names
+    };
+    let executor = options(&["executor", "--help"]);
+    for own in ["admin", "access-token", "appname", "enable-scripts"] {
+        assert!(executor.iter().any(|o| o == own), "{own} in {executor:?}");
+    }
+    for client in ["api-token", "json"] {
+        assert!(!executor.iter().any(|o| o == client), "{client} in {executor:?}");
+    }
+    let out = Command::new(BIN)
+        .args(["executor", "--api-token", "x"])
+        .env_remove("CHIME_API_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--api-token"));
+    let list = options(&["executor", "list", "--help"]);
+    for client in ["admin", "api-token", "json", "group"] {
+        assert!(list.iter().any(|o| o == client), "{client} in {list:?}");
+    }
+
+    // Given after `list`, before it, or as variables, they reach the client.
+    let demo = common::demo("cli-executor-help");
+    for args in [
+        vec![
+            "executor",
+            "list",
+            "--admin",
+            &demo.url,
+            "--api-token",
+            &demo.token,
+            "--json",
+        ],
+        vec![
+            "--json",
+            "--admin",
+            &demo.url,
+            "--api-token",
+            &demo.token,
+            "executor",
+            "list",
+        ],
+    ] {
+        let out = Command::new(BIN)
+            .args(&args)
+            .env_remove("CHIME_ADMIN_URL")
+            .env_remove("CHIME_API_TOKEN")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let groups: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            groups.as_array().unwrap().iter().any(|g| g["app_name"] == "chime-demo"),
+            "{groups}"
+        );
+    }
+    let table = ok(&demo, &["executor", "list", "--group", "chime-demo"]);
+    assert!(table.starts_with("GROUP"), "{table}");
+}
+
+/// Run, executor and workflow instance times are printed in the machine's zone (`TZ`) with
+/// its offset, so a time copied elsewhere still says when it was.
+#[test]
+fn run_executor_and_instance_times_show_their_offset() {
+    let demo = common::demo("cli-times");
+    let local = |args: &[&str]| {
+        let out = client(&demo).env("TZ", "Asia/Kolkata").args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "chime {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let kolkata = chrono::FixedOffset::east_opt(5 * 3600 + 1800).unwrap();
+    let at = |ms: i64| {
+        chrono::DateTime::from_timestamp_millis(ms)
+            .unwrap()
+            .with_timezone(&kolkata)
+            .format("%Y-%m-%d %H:%M:%S%.3f +05:30")
+            .to_string()
+    };
+    let job = manual_job(&demo, "demoJobHandler", "");
+    let run_id = trigger(&demo, &job);
+    let r = final_run(&demo, &run_id);
+    let (scheduled, triggered) = (
+        at(r["scheduled_at"].as_i64().unwrap()),
+        at(r["triggered_at"].as_i64().unwrap()),
+    );
+
+    let list = local(&["run", "list", "--job", &job]);
+    assert!(list.contains(&scheduled) && list.contains(&triggered), "{list}");
+    let show = local(&["run", "show", &run_id]);
+    assert!(
+        show.contains(&scheduled) && show.contains(&at(r["handled_at"].as_i64().unwrap())),
+        "{show}"
+    );
+    let executors = local(&["executor", "list"]);
+    let row = executors
+        .lines()
+        .find(|l| l.starts_with("chime-demo"))
+        .unwrap_or_else(|| panic!("{executors}"));
+    assert!(row.trim_end().ends_with("+05:30"), "{executors}");
+
+    let definition = demo.dir.join("workflow.json");
+    std::fs::write(
+        &definition,
+        serde_json::json!({"name": "times", "definition": {"nodes": [{"key": "only", "job_id": job.parse::<i64>().unwrap()}]}})
+            .to_string(),
+    )
+    .unwrap();
+    let workflow = json(&demo, &["workflow", "add", "--file", definition.to_str().unwrap()]);
+    let workflow = workflow["id"].as_i64().unwrap().to_string();
+    let instance = json(&demo, &["workflow", "trigger", &workflow])["instance_id"]
+        .as_i64()
+        .unwrap();
+    let shown = json(&demo, &["workflow", "instance", &instance.to_string()]);
+    let scheduled = at(shown["scheduled_at"].as_i64().unwrap());
+    let detail = local(&["workflow", "instance", &instance.to_string()]);
+    assert!(detail.contains(&format!("scheduled {scheduled})")), "{detail}");
+    let instances = local(&["workflow", "instances"]);
+    assert!(instances.contains(&scheduled), "{instances}");
 }

@@ -44,6 +44,8 @@ pub struct AlarmLoop {
     pub(crate) webhook: Option<String>,
     /// Cancelled to stop.
     pub(crate) shutdown: CancellationToken,
+    /// Where sent and failed alarms are counted (`chime_alarms_total`).
+    pub(crate) metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// Runs the alarm task until shutdown.
@@ -103,7 +105,7 @@ pub async fn run(alarm: AlarmLoop, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
         };
         for run_id in claimed {
             let (store, shutdown, secrets) = (alarm.store.clone(), alarm.shutdown.clone(), secrets.clone());
-            let (sender, permits) = (sender.clone(), permits.clone());
+            let (sender, permits, metrics) = (sender.clone(), permits.clone(), alarm.metrics.clone());
             deliveries.spawn(async move {
                 let Ok(_permit) = permits.acquire_owned().await else {
                     return;
@@ -113,6 +115,9 @@ pub async fn run(alarm: AlarmLoop, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
                     // Stopping: give the alarm back so the next start (or another admin) sends it.
                     _ = shutdown.cancelled() => (alarm_status::NONE, String::new()),
                 };
+                if status == alarm_status::SENT || status == alarm_status::FAILED {
+                    metrics.alarm(status == alarm_status::SENT);
+                }
                 let why = secrets.scrub(&why);
                 if let Err(e) = store.finish_alarm(run_id, status, &why).await {
                     tracing::warn!(run_id, error = %e, "recording the alarm status failed");

@@ -6,6 +6,7 @@ pub mod possibly_sent;
 
 use crate::dispatch::client::{ExecutorClient, Target};
 use crate::dispatch::gate::Gate;
+use crate::metrics::Metrics;
 use crate::model::{now_ms, AddressType, Group};
 use crate::pipeline::results_queue::ResultMsg;
 use crate::pipeline::results_queue::ResultsQueue;
@@ -169,6 +170,8 @@ pub struct Sweeper {
     pub(crate) probe_gate: Arc<Gate>,
     /// Where the results of lost runs go.
     pub(crate) results: ResultsQueue,
+    /// Lost runs are counted here.
+    pub(crate) metrics: Arc<Metrics>,
     /// `--executor-timeout`.
     pub(crate) executor_timeout: Duration,
     /// `--dead-timeout`.
@@ -407,6 +410,7 @@ async fn fail_lost(sweeper: &Sweeper, lost: Vec<HandleOutcome>, kinds: &LostKind
             overdue_and_idle = kinds.overdue,
             "runs without a result to come marked as failed"
         );
+        sweeper.metrics.runs_lost.inc_by(n as u64);
         let (tx, rx) = tokio::sync::oneshot::channel();
         sweeper.results.send(ResultMsg::Handle(lost, Some(tx)));
         let _ = rx.await;

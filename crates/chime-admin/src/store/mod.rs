@@ -14,6 +14,8 @@ mod alarms;
 mod apply;
 mod apply_workflows;
 mod audit;
+mod backup;
+pub use backup::dump_advice;
 mod bulk;
 mod console_queries;
 mod dialect;

@@ -57,13 +57,25 @@ pub(super) fn zoned(ms: i64, tz: &str) -> String {
     }
 }
 
-/// A time (epoch ms) in UTC to the millisecond, for runs; 0 (not yet) is `-`.
+/// A time (epoch ms) to the millisecond in this machine's zone, with its offset, for runs,
+/// executors and workflow instances: `2026-11-29 04:12:05.123 +01:00`. The offset makes the
+/// time unambiguous (a copy in a ticket, a machine in another zone, the hour repeated when
+/// summer time ends); the local clock makes it the one the reader compares with. `TZ` chooses
+/// another zone (`TZ=UTC chime run list`). 0 (not yet) is `-`.
 pub(super) fn time(ms: i64) -> String {
+    time_in(ms, &chrono::Local)
+}
+
+/// [`time`] in the zone `zone`.
+fn time_in<Z: chrono::TimeZone>(ms: i64, zone: &Z) -> String
+where
+    Z::Offset: std::fmt::Display,
+{
     if ms == 0 {
         return "-".to_owned();
     }
     chrono::DateTime::from_timestamp_millis(ms)
-        .map(|d| d.format("%Y-%m-%d %H:%M:%S%.3f").to_string())
+        .map(|d| d.with_timezone(zone).format("%Y-%m-%d %H:%M:%S%.3f %:z").to_string())
         .unwrap_or_else(|| ms.to_string())
 }
 
@@ -331,4 +343,19 @@ pub(super) fn print_run_detail(r: &Run) {
     table(&["FIELD", "VALUE"], rows);
     outln!("\ntrigger message:\n  {}", br_lines(&r.trigger_msg, "  "));
     outln!("\nresult message:\n  {}", br_lines(&r.handle_msg, "  "));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_times_carry_their_offset() {
+        let at = 1_795_570_200_123_i64;
+        let utc = chrono::FixedOffset::east_opt(0).unwrap();
+        assert_eq!(time_in(at, &utc), "2026-11-25 01:30:00.123 +00:00");
+        let tokyo = chrono::FixedOffset::east_opt(9 * 3600).unwrap();
+        assert_eq!(time_in(at, &tokyo), "2026-11-25 10:30:00.123 +09:00");
+        assert_eq!(time_in(0, &tokyo), "-");
+    }
 }
