@@ -282,7 +282,8 @@ fn backup(mut args: AdminArgs, backup: BackupArgs, matches: &ArgMatches) -> Exit
     };
     let target = backup.to.clone();
     let done = runtime.block_on(async move {
-        let store = chime_admin::store::Store::connect(&db_url)
+        // As it is: the running admin's schema is its own; a backup changes nothing.
+        let store = chime_admin::store::Store::connect_as_it_is(&db_url)
             .await
             .map_err(|e| e.to_string())?;
         let copied = store.backup_to(&target).await;

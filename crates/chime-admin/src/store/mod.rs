@@ -172,6 +172,19 @@ impl Store {
     /// Connects to `url` (`sqlite://file.db`, `mysql://…`, `postgres://…`), creating a SQLite
     /// file on first use, and applies the embedded migrations.
     pub async fn connect(url: &str) -> StoreResult<Store> {
+        let store = Store::connect_as_it_is(url).await?;
+        let migrator = match store.backend {
+            Backend::Sqlite => &MIGRATE_SQLITE,
+            Backend::MySql => &MIGRATE_MYSQL,
+            Backend::Postgres => &MIGRATE_POSTGRES,
+        };
+        migrator.run(&store.write).await?;
+        Ok(store)
+    }
+
+    /// Connects to `url` without migrating: for copying a database (`backup_to`) that an admin
+    /// of another release may be running on, whose schema is that admin's to change.
+    pub async fn connect_as_it_is(url: &str) -> StoreResult<Store> {
         sqlx::any::install_default_drivers();
         let backend = Backend::from_url(url).ok_or_else(|| {
             StoreError::Url(format!(
@@ -183,12 +196,6 @@ impl Store {
             Backend::Sqlite => Store::connect_sqlite(url).await?,
             Backend::MySql | Backend::Postgres => Store::connect_server(url, backend).await?,
         };
-        let migrator = match backend {
-            Backend::Sqlite => &MIGRATE_SQLITE,
-            Backend::MySql => &MIGRATE_MYSQL,
-            Backend::Postgres => &MIGRATE_POSTGRES,
-        };
-        migrator.run(&store.write).await?;
         Ok(store)
     }
 
