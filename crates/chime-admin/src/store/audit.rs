@@ -97,19 +97,18 @@ impl Store {
         target: &str,
         detail: &str,
     ) -> StoreResult<()> {
-        let (request, answer) = AuditRequest::new(NewAuditEntry {
+        let entry = NewAuditEntry {
             at,
             username: username.to_owned(),
             action: action.to_owned(),
             target: target.to_owned(),
             detail: detail.to_owned(),
-        });
-        if self.pending_audit.push(request) {
-            let store = self.clone();
-            // Its own task, so that a caller that goes away cannot strand its round.
-            tokio::spawn(async move { store.commit_pending_audit().await });
-        }
-        answer.await.map_err(|_| StoreError::Db(sqlx::Error::WorkerCrashed))?
+        };
+        let store = self.clone();
+        self.pending_audit
+            .wait_for_round(entry, || async move { store.commit_pending_audit().await })
+            .await
+            .unwrap_or(Err(StoreError::Db(sqlx::Error::WorkerCrashed)))
     }
 
     /// One round of audit entries: one multi-row insert per chunk, one commit. When it fails,

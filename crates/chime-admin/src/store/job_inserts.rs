@@ -41,17 +41,15 @@ impl Store {
     /// returns its id. Committed together with the creates that arrive meanwhile (see the
     /// module's documentation).
     pub(super) async fn insert_job_grouped(&self, draft: &JobDraft, author: &str) -> StoreResult<i64> {
-        let (request, answer) = InsertRequest::new(NewJob {
+        let job = NewJob {
             draft: draft.clone(),
             author: author.to_owned(),
-        });
-        if self.pending_inserts.push(request) {
-            let store = self.clone();
-            // Its own task, so that a caller whose client hangs up cannot strand the others of
-            // its round.
-            tokio::spawn(async move { store.commit_pending_inserts().await });
-        }
-        answer.await.map_err(|_| StoreError::Db(sqlx::Error::WorkerCrashed))?
+        };
+        let store = self.clone();
+        self.pending_inserts
+            .wait_for_round(job, || async move { store.commit_pending_inserts().await })
+            .await
+            .unwrap_or(Err(StoreError::Db(sqlx::Error::WorkerCrashed)))
     }
 
     /// One round: takes the writer, then every create queued by then, and commits them.

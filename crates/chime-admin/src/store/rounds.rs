@@ -44,6 +44,24 @@ impl<T> Rounds<T> {
     }
 }
 
+impl<R, A: Send + 'static> Rounds<Waiting<R, A>> {
+    /// Queues `request` and waits for its own answer. The request that finds the room empty
+    /// starts the round with `commit`, on a task of its own, so that a caller that goes away
+    /// (its client hung up) cannot strand the others of its round. `None`: the committer
+    /// ended without answering (it panicked).
+    pub(super) async fn wait_for_round<F, Fut>(&self, request: R, commit: F) -> Option<A>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let (request, answer) = Waiting::new(request);
+        if self.push(request) {
+            tokio::spawn(commit());
+        }
+        answer.await.ok()
+    }
+}
+
 /// A request and where its own answer goes.
 pub(super) struct Waiting<R, A> {
     /// What was asked.
@@ -53,7 +71,7 @@ pub(super) struct Waiting<R, A> {
 
 impl<R, A> Waiting<R, A> {
     /// A request, and the receiver its caller awaits.
-    pub(super) fn new(request: R) -> (Self, oneshot::Receiver<A>) {
+    fn new(request: R) -> (Self, oneshot::Receiver<A>) {
         let (reply, answer) = oneshot::channel();
         (Waiting { request, reply }, answer)
     }
