@@ -157,6 +157,21 @@ pub struct AdminConfig {
     /// URL that receives a JSON POST for every run that fails for good [default: none].
     #[arg(long, env = "CHIME_ALARM_WEBHOOK", hide_env_values = true)]
     pub alarm_webhook: Option<String>,
+    /// Attempts to deliver an alarm to each of its channels before the delivery is given up.
+    #[arg(long, env = "CHIME_ALARM_ATTEMPTS", default_value_t = 4)]
+    pub alarm_attempts: u32,
+    /// Pause before a delivery's second attempt, doubled for each further one (at most 5 min).
+    #[arg(long, env = "CHIME_ALARM_RETRY_PAUSE", default_value = "500ms", value_parser = parse_duration)]
+    #[serde(with = "duration_text")]
+    pub alarm_retry_pause: Duration,
+    /// Time limit of one delivery: an SMTP conversation or a webhook call.
+    #[arg(long, env = "CHIME_ALARM_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    #[serde(with = "duration_text")]
+    pub alarm_timeout: Duration,
+    /// The console's address as users reach it (https://chime.example.com): alarms link to the
+    /// failed run there [default: no link].
+    #[arg(long, env = "CHIME_PUBLIC_URL")]
+    pub public_url: Option<String>,
     /// Finished runs older than this many days are deleted, daily; 0 keeps them forever.
     #[arg(long, env = "CHIME_RUN_RETENTION_DAYS", default_value_t = 30)]
     pub run_retention_days: u32,
@@ -330,6 +345,17 @@ impl AdminConfig {
         }
         if self.tls_cert.is_some() != self.tls_key.is_some() {
             return Err("tls_cert and tls_key: set both to serve HTTPS, or neither".to_owned());
+        }
+        if self.alarm_attempts == 0 || self.alarm_timeout.is_zero() {
+            return Err("alarm_attempts and alarm_timeout must be positive".to_owned());
+        }
+        self.public_url = self
+            .public_url
+            .take()
+            .map(|u| u.trim().trim_end_matches('/').to_owned())
+            .filter(|u| !u.is_empty());
+        if let Some(url) = &self.public_url {
+            crate::alarm::deliver::check_webhook_url(url).map_err(|e| format!("public_url: {e}"))?;
         }
         self.alarm_webhook = self.alarm_webhook.take().filter(|u| !u.is_empty());
         if let Some(url) = &self.alarm_webhook {

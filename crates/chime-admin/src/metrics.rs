@@ -33,6 +33,15 @@ pub struct OutcomeLabel {
     pub outcome: String,
 }
 
+/// Labels of the alarm delivery counter: the channel's kind and what became of an attempt.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DeliveryLabel {
+    /// `email`, `webhook`, `slack`, `teams`, `dingtalk`, `feishu` or `wecom`.
+    pub kind: String,
+    /// `sent`, `retried` (failed, tried again later) or `failed` (failed for good).
+    pub outcome: String,
+}
+
 /// Label of the refused-request counter: the executor API endpoint.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct EndpointLabel {
@@ -176,6 +185,8 @@ pub struct Metrics {
     /// Alarms of failed runs, by outcome: `sent`, or `failed` (some channel refused it after
     /// its retries). Runs that needed no alarm are not counted.
     pub alarms: Family<OutcomeLabel, Counter>,
+    /// Attempts to deliver an alarm, by channel kind and outcome.
+    pub alarm_deliveries: Family<DeliveryLabel, Counter>,
     refusal_log: Mutex<RefusalLog>,
 }
 
@@ -214,6 +225,12 @@ impl Metrics {
             "alarms",
             "Alarms of failed runs by outcome: sent, or failed on some channel after its retries",
             alarms.clone(),
+        );
+        let alarm_deliveries = Family::<DeliveryLabel, Counter>::default();
+        registry.register(
+            "alarm_deliveries",
+            "Attempts to deliver an alarm by channel kind and outcome: sent, retried, failed",
+            alarm_deliveries.clone(),
         );
         registry.register(
             "workflow_instances",
@@ -302,6 +319,7 @@ impl Metrics {
             workflow_instances,
             workflow_node_lateness,
             alarms,
+            alarm_deliveries,
             refusal_log: Mutex::new(RefusalLog::default()),
         }
     }
@@ -336,6 +354,17 @@ impl Metrics {
         let outcome = if sent { "sent" } else { "failed" };
         self.alarms
             .get_or_create(&OutcomeLabel {
+                outcome: outcome.to_owned(),
+            })
+            .inc();
+    }
+
+    /// Counts an attempt to deliver an alarm on a channel of `kind` (`sent`, `retried` or
+    /// `failed`).
+    pub fn alarm_delivery(&self, kind: &str, outcome: &'static str) {
+        self.alarm_deliveries
+            .get_or_create(&DeliveryLabel {
+                kind: kind.to_owned(),
                 outcome: outcome.to_owned(),
             })
             .inc();

@@ -7,6 +7,7 @@
 
 use crate::address_policy::ExecutorNetworks;
 pub use crate::api::{AddressType, Group, GroupSpec, Invalid, Job, JobInfo, JobSpec};
+pub use crate::api::{AlarmChannel, AlarmChannelSpec, AlarmDelivery, ChannelDraft, ChannelKind, DeliveryState};
 use chime_protocol::{
     BlockStrategy, GlueType, MisfireStrategy, ProtocolGeneration, RouteStrategy, ScheduleType, TriggerType,
 };
@@ -42,6 +43,8 @@ pub struct GroupDraft {
     pub insecure_no_token: bool,
     /// Keep run logs in the admin.
     pub keep_logs: bool,
+    /// Alarm channels of its jobs that name none.
+    pub alarm_channels: String,
 }
 
 impl GroupSpec {
@@ -132,6 +135,12 @@ impl GroupSpec {
             ));
         }
         let keep_logs = self.keep_logs.or(base.map(|g| g.keep_logs)).unwrap_or(true);
+        let alarm_channels = crate::api::alarm_channels::channel_names(
+            self.alarm_channels
+                .as_deref()
+                .or(base.map(|g| g.alarm_channels.as_str()))
+                .unwrap_or(""),
+        )?;
         Ok(GroupDraft {
             app_name,
             title,
@@ -141,6 +150,7 @@ impl GroupSpec {
             access_token,
             insecure_no_token,
             keep_logs,
+            alarm_channels,
         })
     }
 }
@@ -800,6 +810,7 @@ mod tests {
             access_token: draft.access_token,
             insecure_no_token: false,
             keep_logs: true,
+            alarm_channels: String::new(),
             created_at: 0,
             updated_at: 0,
         };
@@ -852,6 +863,7 @@ mod tests {
             access_token: None,
             insecure_no_token: true,
             keep_logs: true,
+            alarm_channels: String::new(),
             created_at: 0,
             updated_at: 0,
         };

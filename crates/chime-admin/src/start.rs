@@ -451,6 +451,12 @@ fn wire(
             smtp_url: s.config.smtp_url.clone(),
             from: s.config.alarm_from.clone(),
             webhook: s.config.alarm_webhook.clone(),
+            retries: crate::alarm::Retries {
+                attempts: s.config.alarm_attempts,
+                first_pause: s.config.alarm_retry_pause,
+                timeout: s.config.alarm_timeout,
+            },
+            public_url: s.config.public_url.clone(),
             shutdown: s.shutdown.clone(),
             metrics: s.metrics.clone(),
         },

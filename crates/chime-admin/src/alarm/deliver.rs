@@ -1,22 +1,18 @@
-//! Delivery of an alarm: e-mail through SMTP (`lettre`, tokio + rustls) and a JSON POST to a
-//! webhook, each tried a few times with a growing pause.
+//! One attempt to deliver an alarm: e-mail through SMTP (`lettre`, tokio + rustls), or a JSON
+//! POST to a webhook or chat robot shaped by [`super::channels`]. Retries, with their pauses,
+//! are the outbox's (`super::outbox`).
 //!
 //! `lettre` because it is the maintained SMTP client of the Rust ecosystem: async on tokio,
 //! rustls for `smtps://` and STARTTLS, SMTP URLs with credentials, and a MIME builder that
 //! encodes headers and bodies correctly (plain text + HTML alternatives).
 
 use super::message::Alarm;
+use crate::api::alarm_channels::recipient_list;
+use crate::model::{ChannelDraft, ChannelKind};
 use crate::store::redact_url;
 use lettre::message::{Mailbox, MultiPart};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use std::time::Duration;
-
-/// Delivery attempts per channel before the alarm is recorded as failed.
-const ATTEMPTS: u32 = 4;
-/// Pause before the second attempt; doubled for each further one.
-const FIRST_PAUSE: Duration = Duration::from_millis(500);
-/// Time limit of one SMTP conversation or webhook call.
-const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Checks an SMTP URL (`smtps://user:pass@host:465`, `smtp://user:pass@host:587?tls=required`,
 /// `smtp://host:25` for a relay without TLS). A password sent without TLS to another machine is
@@ -70,44 +66,70 @@ pub fn check_webhook_url(url: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// How the delivery of one alarm went.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(super) struct Outcome {
-    /// Channels that had something to send (e-mail with recipients, webhook).
-    pub attempted: u32,
-    /// Of those, channels where every attempt failed (or that cannot send: e-mail without an
-    /// SMTP server).
-    pub failed: u32,
-    /// Why, one line per failed channel, for the run's `alarm_msg`. Errors of the SMTP client
-    /// and of reqwest (`without_url`) name neither the URL nor the password; `alarm::run`
-    /// still removes both before storing.
-    pub problems: Vec<String>,
+/// Why one attempt failed, and whether trying again can help.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Failure {
+    /// What happened, without the URL or a secret.
+    pub message: String,
+    /// Nothing will change by trying again (no SMTP server configured, nobody to mail).
+    pub permanent: bool,
 }
 
-/// The configured channels.
-pub(super) struct Sender {
+impl Failure {
+    fn retry(message: impl Into<String>) -> Failure {
+        Failure {
+            message: message.into(),
+            permanent: false,
+        }
+    }
+
+    fn permanent(message: impl Into<String>) -> Failure {
+        Failure {
+            message: message.into(),
+            permanent: true,
+        }
+    }
+}
+
+/// Where one delivery goes.
+#[derive(Debug, Clone)]
+pub(crate) enum Target {
+    /// The job's e-mail contacts (`alarm_contacts`).
+    Contacts,
+    /// The admin's `--alarm-webhook`.
+    AdminWebhook,
+    /// A named channel, secrets included.
+    Channel(ChannelDraft),
+}
+
+/// Sends alarms: the SMTP transport, the sender's address, the admin's webhook and an HTTP
+/// client, each call bounded by the alarm timeout.
+pub(crate) struct Sender {
     smtp: Option<AsyncSmtpTransport<Tokio1Executor>>,
     from: Mailbox,
     webhook: Option<reqwest::Url>,
     http: reqwest::Client,
+    timeout: Duration,
 }
 
-/// Where alarms go, as the settings name it (`--smtp-url`, `--alarm-from`, `--alarm-webhook`).
-pub(super) struct Channels<'a> {
+/// Where alarms go, as the settings name it (`--smtp-url`, `--alarm-from`, `--alarm-webhook`),
+/// and how long one call may take (`--alarm-timeout`).
+pub(crate) struct Channels<'a> {
     pub smtp_url: Option<&'a str>,
     pub from: &'a str,
     pub webhook: Option<&'a str>,
+    pub timeout: Duration,
 }
 
 impl Sender {
-    pub(super) fn new(channels: Channels<'_>) -> Result<Sender, String> {
+    pub(crate) fn new(channels: Channels<'_>) -> Result<Sender, String> {
         let smtp = match channels.smtp_url {
             None => None,
             Some(url) => {
                 check_smtp_url(url)?;
                 let t = AsyncSmtpTransport::<Tokio1Executor>::from_url(url)
                     .map_err(|e| format!("smtp_url '{}': {e}", redact_url(url)))?
-                    .timeout(Some(CALL_TIMEOUT))
+                    .timeout(Some(channels.timeout))
                     .build();
                 Some(t)
             }
@@ -121,7 +143,9 @@ impl Sender {
             Some(u) => Some(reqwest::Url::parse(u).map_err(|e| format!("alarm_webhook: {e}"))?),
         };
         let http = reqwest::Client::builder()
-            .timeout(CALL_TIMEOUT)
+            .timeout(channels.timeout)
+            // A receiver's redirect would carry the signed request elsewhere.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| format!("HTTP client: {e}"))?;
         Ok(Sender {
@@ -129,133 +153,121 @@ impl Sender {
             from,
             webhook,
             http,
+            timeout: channels.timeout,
         })
     }
 
-    /// Sends `alarm` on every channel that applies, with retries.
-    pub(super) async fn send(&self, alarm: &Alarm) -> Outcome {
-        let mut outcome = Outcome::default();
-        let run_id = alarm.run.id;
-        let recipients = self.recipients(alarm);
-        match &self.smtp {
-            _ if recipients.is_empty() => {}
-            // Contacts to tell but no way to mail them: a failed delivery, said in the log and
-            // on the run, rather than an alarm silently recorded as not needed.
-            None => {
-                outcome.attempted += 1;
-                outcome.failed += 1;
-                tracing::warn!(
-                    run_id,
-                    job_id = alarm.run.job_id,
-                    contacts = recipients.len(),
-                    "alarm e-mail not sent: no SMTP server is configured (smtp_url)"
-                );
-                outcome.problems.push(format!(
-                    "e-mail to {} contact(s) not sent: no SMTP server is configured (smtp_url)",
-                    recipients.len()
-                ));
-            }
-            Some(smtp) => {
-                outcome.attempted += 1;
-                match self.email(alarm, &recipients) {
-                    Ok(message) => {
-                        let sent = retry("e-mail", run_id, || {
-                            let m = message.clone();
-                            async move { smtp.send(m).await.map(|_| ()).map_err(|e| e.to_string()) }
-                        })
-                        .await;
-                        if let Err(e) = sent {
-                            outcome.failed += 1;
-                            outcome.problems.push(format!("e-mail: {e}"));
-                        }
-                    }
-                    Err(e) => {
-                        tracing::warn!(run_id, error = %e, "building the alarm e-mail failed");
-                        outcome.failed += 1;
-                        outcome.problems.push(format!("e-mail: {e}"));
-                    }
-                }
-            }
-        }
-        if let Some(url) = &self.webhook {
-            outcome.attempted += 1;
-            let body = alarm.json();
-            let sent = retry("webhook", run_id, || {
-                let req = self.http.post(url.clone()).json(&body);
-                async move {
-                    match req.send().await {
-                        Ok(r) if r.status().is_success() => Ok(()),
-                        Ok(r) => Err(format!("answered HTTP {}", r.status().as_u16())),
-                        // Without the URL: chat webhook URLs carry their secret in the path.
-                        Err(e) => Err(e.without_url().to_string()),
-                    }
-                }
-            })
-            .await;
-            if let Err(e) = sent {
-                outcome.failed += 1;
-                outcome.problems.push(format!("webhook: {e}"));
-            }
-        }
-        outcome
+    /// Whether the admin has a webhook of its own (`--alarm-webhook`).
+    pub(crate) fn has_admin_webhook(&self) -> bool {
+        self.webhook.is_some()
     }
 
-    /// The job's alarm contacts that are e-mail addresses (XXL-JOB: comma-separated).
-    fn recipients(&self, alarm: &Alarm) -> Vec<Mailbox> {
-        let Some(job) = &alarm.job else { return Vec::new() };
-        job.info
-            .alarm_contacts
-            .split([',', ';'])
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .filter_map(|s| match s.parse::<Mailbox>() {
-                Ok(m) => Some(m),
-                Err(_) => {
-                    tracing::warn!(
-                        job_id = job.id,
-                        contact = s,
-                        "alarm contact is not an e-mail address; skipped"
-                    );
-                    None
+    /// One attempt to deliver `alarm` to `target`, bounded by the alarm timeout.
+    pub(crate) async fn send_once(&self, target: &Target, alarm: &Alarm) -> Result<(), Failure> {
+        let attempt = async {
+            match target {
+                Target::Contacts => {
+                    let to = contacts(alarm);
+                    self.email(alarm, &to).await
                 }
-            })
-            .collect()
+                Target::AdminWebhook => match &self.webhook {
+                    Some(url) => self.post(ChannelKind::Webhook, url.as_str(), "", "", alarm).await,
+                    None => Err(Failure::permanent(
+                        "the admin has no alarm webhook (alarm_webhook) any more",
+                    )),
+                },
+                Target::Channel(c) if c.kind == ChannelKind::Email => {
+                    let to: Vec<Mailbox> = recipient_list(&c.recipients).filter_map(|a| a.parse().ok()).collect();
+                    self.email(alarm, &to).await
+                }
+                Target::Channel(c) => self.post(c.kind, &c.url, &c.secret, &c.template, alarm).await,
+            }
+        };
+        // The HTTP client and the SMTP transport have their own timeouts; this bounds the whole
+        // attempt (DNS, connection, TLS, answer) all the same.
+        match tokio::time::timeout(self.timeout + Duration::from_secs(1), attempt).await {
+            Ok(done) => done,
+            Err(_) => Err(Failure::retry(format!("timed out after {:?}", self.timeout))),
+        }
     }
 
-    fn email(&self, alarm: &Alarm, to: &[Mailbox]) -> Result<Message, String> {
+    async fn post(
+        &self,
+        kind: ChannelKind,
+        url: &str,
+        secret: &str,
+        template: &str,
+        alarm: &Alarm,
+    ) -> Result<(), Failure> {
+        let request = super::channels::request(kind, url, secret, template, alarm, crate::model::now_ms())
+            .map_err(Failure::permanent)?;
+        let mut call = self
+            .http
+            .post(&request.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(request.body);
+        for (name, value) in request.headers {
+            call = call.header(name, value);
+        }
+        let answer = call.send().await.map_err(|e| Failure::retry(describe(e)))?;
+        let status = answer.status().as_u16();
+        let body = answer.text().await.map_err(|e| Failure::retry(describe(e)))?;
+        super::channels::accepted(kind, status, &body).map_err(Failure::retry)
+    }
+
+    async fn email(&self, alarm: &Alarm, to: &[Mailbox]) -> Result<(), Failure> {
+        if to.is_empty() {
+            return Err(Failure::permanent("no e-mail address to send to"));
+        }
+        let Some(smtp) = &self.smtp else {
+            // Contacts to tell but no way to mail them: a failed delivery, said on the run,
+            // rather than an alarm silently recorded as not needed.
+            return Err(Failure::permanent(format!(
+                "e-mail to {} recipient(s) not sent: no SMTP server is configured (smtp_url)",
+                to.len()
+            )));
+        };
         let mut builder = Message::builder().from(self.from.clone()).subject(alarm.subject());
         for m in to {
             builder = builder.to(m.clone());
         }
-        builder
+        let message = builder
             .multipart(MultiPart::alternative_plain_html(alarm.text(), alarm.html()))
-            .map_err(|e| e.to_string())
+            .map_err(|e| Failure::permanent(e.to_string()))?;
+        smtp.send(message)
+            .await
+            .map(|_| ())
+            .map_err(|e| Failure::retry(e.to_string()))
     }
 }
 
-/// Calls `attempt` up to [`ATTEMPTS`] times, pausing longer after each failure. The last
-/// error when none succeeded.
-async fn retry<F, Fut>(channel: &str, run_id: i64, mut attempt: F) -> Result<(), String>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<(), String>>,
-{
-    let mut pause = FIRST_PAUSE;
-    for n in 1..=ATTEMPTS {
-        match attempt().await {
-            Ok(()) => return Ok(()),
-            Err(e) if n < ATTEMPTS => {
-                tracing::warn!(run_id, channel, attempt = n, error = %e, "alarm delivery failed; trying again");
-                tokio::time::sleep(pause).await;
-                pause *= 2;
-            }
-            Err(e) => {
-                tracing::error!(run_id, channel, attempts = ATTEMPTS, error = %e, "alarm delivery failed; giving up");
-                return Err(format!("{e} (after {ATTEMPTS} attempts)"));
-            }
-        }
+/// A failed call in words, without its URL (chat webhook URLs carry their key).
+fn describe(e: reqwest::Error) -> String {
+    if e.is_timeout() {
+        "timed out".to_owned()
+    } else if e.is_connect() {
+        "could not connect".to_owned()
+    } else {
+        e.without_url().to_string()
     }
-    Err("not attempted".to_owned())
+}
+
+/// The job's alarm contacts that are e-mail addresses (XXL-JOB: comma-separated).
+pub(crate) fn contacts(alarm: &Alarm) -> Vec<Mailbox> {
+    let Some(job) = &alarm.job else { return Vec::new() };
+    recipient_list(&job.info.alarm_contacts)
+        .filter_map(|s| match s.parse::<Mailbox>() {
+            Ok(m) => Some(m),
+            Err(_) => {
+                tracing::warn!(
+                    job_id = job.id,
+                    contact = s,
+                    "alarm contact is not an e-mail address; skipped"
+                );
+                None
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

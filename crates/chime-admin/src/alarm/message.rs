@@ -1,5 +1,6 @@
 //! The alarm's text: the same facts for the e-mail (plain text and HTML, every value
-//! HTML-escaped) and the webhook (JSON with a `text` field, which chat tools show).
+//! HTML-escaped), the webhooks (JSON with a `text` field, which chat tools show, or a template's
+//! variables) and the chat robots (Markdown, see [`super::channels`]).
 
 use crate::model::{Group, Job, Run};
 use serde_json::{json, Value};
@@ -14,6 +15,22 @@ pub struct Alarm {
     pub job: Option<Job>,
     /// Its group, if it still exists.
     pub group: Option<Group>,
+    /// The run in the console (`--public-url`), when the admin knows its public address.
+    pub link: Option<String>,
+}
+
+/// Longest result message an alarm carries, in characters: chat robots refuse long messages
+/// (WeCom's Markdown takes 4,096 bytes), and the whole message stays in the run.
+const RESULT_CHARS: usize = 1000;
+
+/// `text` cut to `max` characters, marked with `…` when cut.
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(max - 1).collect();
+    out.push('…');
+    out
 }
 
 /// Chime's and XXL-JOB's run messages separate lines with `<br>`; alarms show them as lines.
@@ -74,9 +91,103 @@ impl Alarm {
                     r.executor_address.clone()
                 },
             ),
-            ("Trigger", format!("code {}\n{}", r.trigger_code, lines(&r.trigger_msg))),
-            ("Handle", format!("code {}\n{}", r.handle_code, lines(&r.handle_msg))),
+            (
+                "Trigger",
+                format!("code {}\n{}", r.trigger_code, cut(&lines(&r.trigger_msg), RESULT_CHARS)),
+            ),
+            (
+                "Handle",
+                format!("code {}\n{}", r.handle_code, cut(&lines(&r.handle_msg), RESULT_CHARS)),
+            ),
         ]
+    }
+
+    /// Markdown for chat robots: a title, one line per fact, and the link. Values are made
+    /// plain (no Markdown of their own), so a handler message cannot forge links or headings.
+    pub fn markdown(&self) -> String {
+        let mut out = format!("### {}\n\n", plain_markdown(&self.subject()));
+        for (label, value) in self.fields() {
+            let value = plain_markdown(value.trim_end()).replace('\n', "  \n  ");
+            out.push_str(&format!("- **{label}**: {value}\n"));
+        }
+        if let Some(link) = &self.link {
+            out.push_str(&format!("\n[Open run {} in Chime]({link})\n", self.run.id));
+        }
+        out
+    }
+
+    /// The facts by label, for receivers that lay them out themselves (Teams' fact set).
+    pub fn facts(&self) -> Vec<(&'static str, String)> {
+        self.fields()
+            .into_iter()
+            .map(|(label, value)| (label, value.trim_end().to_owned()))
+            .collect()
+    }
+
+    /// The variables of a webhook template (`${name}`), by name.
+    pub fn variables(&self) -> Vec<(&'static str, String)> {
+        let r = &self.run;
+        vec![
+            ("job_id", r.job_id.to_string()),
+            ("job", self.description()),
+            ("group", self.group_name()),
+            ("run_id", r.id.to_string()),
+            ("handler", r.handler.clone()),
+            ("param", r.param.clone()),
+            (
+                "status",
+                serde_json::to_value(r.status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+            ),
+            ("result", cut(&lines(&r.handle_msg), RESULT_CHARS)),
+            ("trigger_msg", cut(&lines(&r.trigger_msg), RESULT_CHARS)),
+            ("trigger_time", r.triggered_at.to_string()),
+            ("scheduled_at", r.scheduled_at.to_string()),
+            ("executor", r.executor_address.clone()),
+            ("link", self.link.clone().unwrap_or_default()),
+            ("text", self.text()),
+        ]
+    }
+
+    /// An alarm for a channel's test send: a made-up failed run of a made-up job.
+    pub fn sample(link_base: Option<&str>) -> Alarm {
+        let now = crate::model::now_ms();
+        let run = Run {
+            id: 0,
+            job_id: 0,
+            group_id: 0,
+            scheduled_at: now,
+            triggered_at: now,
+            trigger_type: chime_protocol::TriggerType::Manual,
+            executor_address: String::new(),
+            handler: "test".to_owned(),
+            param: String::new(),
+            shard_index: 0,
+            shard_total: 1,
+            retry_count: 0,
+            trigger_code: 200,
+            trigger_msg: String::new(),
+            handled_at: now,
+            handle_code: 500,
+            handle_msg: "This is a test message from Chime: the channel works.".to_owned(),
+            status: crate::model::RunStatus::Failed,
+            lineage: String::new(),
+            created_at: now,
+            killed_by: None,
+            retry_of: None,
+            retried_by: None,
+            lost_at: None,
+            alarm: crate::model::AlarmState::None,
+            alarm_msg: String::new(),
+        };
+        Alarm {
+            run,
+            job: None,
+            group: None,
+            link: link_base.map(|b| format!("{}/", b.trim_end_matches('/'))),
+        }
     }
 
     /// The e-mail subject (one line, no HTML).
@@ -136,6 +247,18 @@ impl Alarm {
             "alarm_contacts": self.job.as_ref().map(|j| j.info.alarm_contacts.clone()).unwrap_or_default(),
         })
     }
+}
+
+/// `text` with the characters that Markdown reads as markup escaped by a backslash.
+fn plain_markdown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '#' | '|' | '!') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 #[cfg(test)]

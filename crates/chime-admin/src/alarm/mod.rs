@@ -1,35 +1,44 @@
 //! Alarms: when a run fails for good — it could not be sent or it failed, and no retry was
-//! made (no retries left, killed, or lost on its last attempt) — the job's alarm contacts get
-//! an e-mail (`--smtp-url`) and the admin's webhook (`--alarm-webhook`) gets a JSON POST.
+//! made (no retries left, killed, or lost on its last attempt) — its alarm goes to the job's
+//! channels (or, when the job names none, its group's: [`crate::model::AlarmChannel`]), to
+//! the job's e-mail contacts (`--smtp-url`) and to the admin's webhook (`--alarm-webhook`).
 //!
 //! The results writer hands the ids of failed runs over after each commit
-//! ([`after_commit`]); this never waits, so a slow mail server cannot hold up recording
-//! results. The alarm task claims each alarm with a guarded `UPDATE` of the run's
-//! `alarm_status` (0 → -1, see [`crate::store::alarm_status`]), so every alarm is sent once
-//! even with several admins, and records 2 (sent), 3 (every attempt failed) or 1 (nobody to
-//! tell), XXL-JOB's values, and why an alarm failed in the run's `alarm_msg` (without URLs or
-//! passwords). A job with e-mail contacts but no SMTP server configured fails its alarm with
-//! that reason, logged too. A sweep at start and every few minutes claims failures whose notification was lost
-//! because an admin stopped between the commit and the claim.
+//! ([`crate::pipeline::alarm_queue`]); this never waits, so a slow receiver cannot hold up
+//! recording results. The alarm task claims each run's alarm with a guarded `UPDATE` of its
+//! `alarm_status` (0 → -1, see [`crate::store::alarm_status`]) and stores one delivery per
+//! receiver in the same transaction, so every alarm is claimed once even with several admins,
+//! and nothing is sent that was not stored first. The outbox ([`outbox`]) then sends the
+//! deliveries, each under a lease, with retries, and records 2 (sent) or 3 (a delivery failed)
+//! on the run, or 1 when there was nobody to tell. A sweep at start and every few minutes
+//! claims failures whose notification was lost because an admin stopped between the commit
+//! and the claim.
 
+mod channels;
 pub mod deliver;
 mod message;
+mod outbox;
 
+pub use channels::check_template;
 pub use deliver::{check_mailbox, check_smtp_url, check_webhook_url};
 pub use message::{escape_html, Alarm};
 
-use crate::store::{alarm_status, Store};
+use crate::model::ChannelKind;
+use crate::store::{AlarmClaim, NewDelivery, Store};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, Notify};
 use tokio_util::sync::CancellationToken;
 
 /// How often unclaimed failures are looked for (besides at start).
 const SWEEP_EVERY: Duration = Duration::from_secs(300);
 /// The sweep looks at failures created this recently; older ones are left alone.
 const SWEEP_WINDOW_MS: i64 = 24 * 3600 * 1000;
-/// Alarms delivered at once.
-const CONCURRENT_DELIVERIES: usize = 8;
+
+/// The name a delivery to the job's e-mail contacts is shown under (XXL-JOB's one channel).
+pub const CONTACTS: &str = "e-mail";
+/// The name a delivery to `--alarm-webhook` is shown under.
+pub const ADMIN_WEBHOOK: &str = "webhook";
 
 /// What the alarm task works with.
 #[derive(Debug)]
@@ -42,10 +51,38 @@ pub struct AlarmLoop {
     pub(crate) from: String,
     /// `--alarm-webhook`.
     pub(crate) webhook: Option<String>,
+    /// How deliveries are retried and bounded.
+    pub(crate) retries: outbox::Retries,
+    /// `--public-url`: alarms link to the run there.
+    pub(crate) public_url: Option<String>,
     /// Cancelled to stop.
     pub(crate) shutdown: CancellationToken,
     /// Where sent and failed alarms are counted (`chime_alarms_total`).
     pub(crate) metrics: Arc<crate::metrics::Metrics>,
+}
+
+pub use outbox::Retries;
+
+/// Builds the sender of a channel's test message, from the admin's settings.
+pub(crate) fn test_sender(config: &crate::AdminConfig) -> Result<deliver::Sender, String> {
+    deliver::Sender::new(deliver::Channels {
+        smtp_url: config.smtp_url.as_deref(),
+        from: &config.alarm_from,
+        webhook: config.alarm_webhook.as_deref(),
+        timeout: config.alarm_timeout,
+    })
+}
+
+/// Sends a made-up alarm to `channel` once, now, without storing anything: a channel's "send
+/// test". The error holds no URL or secret.
+pub async fn send_test(config: &crate::AdminConfig, channel: &crate::model::ChannelDraft) -> Result<(), String> {
+    let sender = test_sender(config)?;
+    let alarm = Alarm::sample(config.public_url.as_deref());
+    let target = deliver::Target::Channel(channel.clone());
+    sender
+        .send_once(&target, &alarm)
+        .await
+        .map_err(|f| Secrets(secrets_of_channel(channel)).scrub(&f.message))
 }
 
 /// Runs the alarm task until shutdown.
@@ -54,6 +91,7 @@ pub async fn run(alarm: AlarmLoop, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
         smtp_url: alarm.smtp_url.as_deref(),
         from: &alarm.from,
         webhook: alarm.webhook.as_deref(),
+        timeout: alarm.retries.timeout,
     };
     let sender = match deliver::Sender::new(channels) {
         Ok(s) => Arc::new(s),
@@ -64,9 +102,17 @@ pub async fn run(alarm: AlarmLoop, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
             return;
         }
     };
-    let secrets = Arc::new(Secrets::of(&alarm));
-    let permits = Arc::new(Semaphore::new(CONCURRENT_DELIVERIES));
-    let mut deliveries = tokio::task::JoinSet::new();
+    let wake = Arc::new(Notify::new());
+    let outbox = tokio::spawn(outbox::run(outbox::Outbox {
+        store: alarm.store.clone(),
+        sender: sender.clone(),
+        retries: alarm.retries,
+        public_url: alarm.public_url.clone(),
+        admin_secrets: Secrets::of(&alarm).0,
+        shutdown: alarm.shutdown.clone(),
+        metrics: alarm.metrics.clone(),
+        wake: wake.clone(),
+    }));
     let mut sweep = tokio::time::interval(SWEEP_EVERY);
     loop {
         let ids = tokio::select! {
@@ -91,75 +137,91 @@ pub async fn run(alarm: AlarmLoop, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
                 None => break,
             },
         };
-        while deliveries.try_join_next().is_some() {}
-        if ids.is_empty() {
-            continue;
-        }
-        let claimed = match alarm.store.claim_alarms(&ids).await {
-            Ok(c) => c,
-            Err(e) => {
+        let mut stored = false;
+        for run_id in ids {
+            match claim(&alarm.store, &sender, run_id).await {
+                Ok(AlarmClaim::Stored(n)) => {
+                    tracing::info!(run_id, deliveries = n, "alarm claimed");
+                    stored = true;
+                }
+                Ok(_) => {}
                 // Left at alarm_status 0: the next sweep tries again.
-                tracing::warn!(error = %e, runs = ids.len(), "claiming alarms failed");
-                continue;
+                Err(e) => tracing::warn!(run_id, error = %e, "claiming an alarm failed"),
             }
-        };
-        for run_id in claimed {
-            let (store, shutdown, secrets) = (alarm.store.clone(), alarm.shutdown.clone(), secrets.clone());
-            let (sender, permits, metrics) = (sender.clone(), permits.clone(), alarm.metrics.clone());
-            deliveries.spawn(async move {
-                let Ok(_permit) = permits.acquire_owned().await else {
-                    return;
-                };
-                let (status, why) = tokio::select! {
-                    s = deliver_one(&store, &sender, run_id) => s,
-                    // Stopping: give the alarm back so the next start (or another admin) sends it.
-                    _ = shutdown.cancelled() => (alarm_status::NONE, String::new()),
-                };
-                if status == alarm_status::SENT || status == alarm_status::FAILED {
-                    metrics.alarm(status == alarm_status::SENT);
-                }
-                let why = secrets.scrub(&why);
-                if let Err(e) = store.finish_alarm(run_id, status, &why).await {
-                    tracing::warn!(run_id, error = %e, "recording the alarm status failed");
-                }
-            });
+        }
+        if stored {
+            wake.notify_one();
         }
     }
-    while deliveries.join_next().await.is_some() {}
+    let _ = outbox.await;
 }
 
-/// Sends one claimed alarm and returns the run's new `alarm_status`, with why it was not
-/// delivered (empty when it was).
-async fn deliver_one(store: &Store, sender: &deliver::Sender, run_id: i64) -> (i64, String) {
-    let run = match store.run(run_id).await {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::warn!(run_id, error = %e, "loading the failed run for its alarm failed");
-            return (
-                alarm_status::FAILED,
-                "the run could not be read from the database".to_owned(),
-            );
-        }
-    };
+/// Claims run `run_id`'s alarm, if it is due and no other admin has it, with one delivery per
+/// receiver: the job's channels (or its group's), its e-mail contacts, the admin's webhook.
+async fn claim(store: &Store, sender: &deliver::Sender, run_id: i64) -> crate::store::StoreResult<AlarmClaim> {
+    let run = store.run(run_id).await?;
     let job = store.job(run.job_id).await.ok();
     let group = store.group(run.group_id).await.ok();
-    let alarm = Alarm { run, job, group };
-    let outcome = sender.send(&alarm).await;
-    if outcome.attempted == 0 {
-        return (alarm_status::NOT_NEEDED, String::new());
+    let named = job
+        .as_ref()
+        .map(|j| j.info.alarm_channels.as_str())
+        .filter(|c| !c.is_empty())
+        .or(group.as_ref().map(|g| g.alarm_channels.as_str()))
+        .unwrap_or("");
+    let names: Vec<&str> = crate::api::alarm_channels::names_of(named).collect();
+    let found = store.alarm_channels_named(&names).await?;
+    let mut deliveries = Vec::new();
+    for name in names {
+        match found.get(name) {
+            Some(c) => deliveries.push(NewDelivery {
+                channel_id: Some(c.id),
+                channel: name.to_owned(),
+                kind: c.draft.kind,
+            }),
+            // Channels in use cannot be deleted or renamed, so this is a race with a change.
+            None => tracing::warn!(run_id, channel = name, "alarm channel not found; skipped"),
+        }
     }
-    if outcome.failed == 0 {
-        tracing::info!(run_id, job_id = alarm.run.job_id, "alarm sent");
-        (alarm_status::SENT, String::new())
-    } else {
-        (alarm_status::FAILED, outcome.problems.join("; "))
+    let alarm = Alarm {
+        run,
+        job,
+        group,
+        link: None,
+    };
+    if !deliver::contacts(&alarm).is_empty() {
+        deliveries.push(NewDelivery {
+            channel_id: None,
+            channel: CONTACTS.to_owned(),
+            kind: ChannelKind::Email,
+        });
     }
+    if sender.has_admin_webhook() {
+        deliveries.push(NewDelivery {
+            channel_id: None,
+            channel: ADMIN_WEBHOOK.to_owned(),
+            kind: ChannelKind::Webhook,
+        });
+    }
+    store.claim_alarm(run_id, &deliveries).await
+}
+
+/// The secrets of one channel: its whole URL (chat webhooks carry their key in it) and its
+/// signing secret.
+fn secrets_of_channel(channel: &crate::model::ChannelDraft) -> Vec<String> {
+    let mut found = vec![channel.url.clone(), channel.secret.clone()];
+    if let Ok(url) = reqwest::Url::parse(&channel.url) {
+        found.extend(url.query().map(str::to_owned));
+        found.push(url.path().to_owned());
+    }
+    found.retain(|s| s.len() > 1);
+    found.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    found
 }
 
 /// The secrets of the alarm settings, kept out of what is stored on a run: the SMTP URL (and
 /// its password on its own) and the webhook URL (chat webhooks carry their key in the path).
 #[derive(Debug, Default)]
-struct Secrets(Vec<String>);
+pub(crate) struct Secrets(pub(crate) Vec<String>);
 
 impl Secrets {
     fn of(alarm: &AlarmLoop) -> Secrets {
@@ -181,7 +243,7 @@ impl Secrets {
     }
 
     /// `text` with every secret replaced by `***`.
-    fn scrub(&self, text: &str) -> String {
+    pub(crate) fn scrub(&self, text: &str) -> String {
         self.0.iter().fold(text.to_owned(), |t, s| t.replace(s.as_str(), "***"))
     }
 }

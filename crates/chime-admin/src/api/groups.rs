@@ -69,6 +69,8 @@ pub struct Group {
     /// Whether the admin keeps its executors' run logs (sent by Chime executors once a run
     /// ended), so a run's log outlives its executor.
     pub keep_logs: bool,
+    /// Comma-separated names of the alarm channels of the group's jobs that name none.
+    pub alarm_channels: String,
     /// Creation time, epoch ms.
     pub created_at: i64,
     /// Last change, epoch ms.
@@ -103,6 +105,9 @@ pub struct GroupSpec {
     pub insecure_no_token: Option<bool>,
     /// Keep the group's run logs in the admin (default true).
     pub keep_logs: Option<bool>,
+    /// Alarm channels of the group's jobs that name none (comma-separated names).
+    #[schemars(length(max = 255))]
+    pub alarm_channels: Option<String>,
 }
 
 fn nullable_protocols(g: &mut schemars::SchemaGenerator) -> schemars::Schema {

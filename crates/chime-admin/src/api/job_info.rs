@@ -74,6 +74,8 @@ job_info! {
     owner: max 64,
     /// Comma-separated alarm contacts.
     alarm_contacts: max 255,
+    /// Comma-separated names of alarm channels; empty: the group's channels.
+    alarm_channels: max 255,
 }
 
 impl JobInfoPatch {

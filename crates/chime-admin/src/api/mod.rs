@@ -5,12 +5,14 @@
 //! CLI sends and reads these same types, and the console reads the schemas. A job's descriptive
 //! fields are declared once, in [`job_info`].
 
+pub mod alarm_channels;
 mod groups;
 mod invalid;
 pub mod job_info;
 mod jobs;
 pub mod schema;
 
+pub use alarm_channels::{AlarmChannel, AlarmChannelSpec, AlarmDelivery, ChannelDraft, ChannelKind, DeliveryState};
 pub use groups::{AddressType, Group, GroupSpec};
 pub use invalid::Invalid;
 pub use job_info::{JobInfo, JobInfoPatch};

@@ -86,9 +86,12 @@ pub fn components() -> Map<String, Value> {
     let mut answers = generator(Contract::Serialize);
     answers.subschema_for::<super::Job>();
     answers.subschema_for::<super::Group>();
+    answers.subschema_for::<super::AlarmChannel>();
+    answers.subschema_for::<super::AlarmDelivery>();
     let mut bodies = generator(Contract::Deserialize);
     bodies.subschema_for::<super::JobSpec>();
     bodies.subschema_for::<super::GroupSpec>();
+    bodies.subschema_for::<super::AlarmChannelSpec>();
     let mut all = answers.take_definitions(true);
     all.extend(bodies.take_definitions(true));
     all

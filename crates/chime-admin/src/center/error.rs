@@ -28,6 +28,9 @@ pub enum OpError {
     /// the operation handed it); the same request may succeed when tried again.
     #[error("{0}")]
     Unavailable(String),
+    /// A receiver outside (an alarm channel's) refused or could not be reached.
+    #[error("{0}")]
+    Unreachable(String),
     /// The admin itself failed (not the request, not the database).
     #[error("{0}")]
     Internal(String),
@@ -49,7 +52,7 @@ impl OpError {
             OpError::Store(e) if e.is_transient() => StatusCode::SERVICE_UNAVAILABLE,
             OpError::Store(_) | OpError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             OpError::Forbidden(_) => StatusCode::FORBIDDEN,
-            OpError::Executor(_) => StatusCode::BAD_GATEWAY,
+            OpError::Executor(_) | OpError::Unreachable(_) => StatusCode::BAD_GATEWAY,
             OpError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }

@@ -3,6 +3,7 @@
 //! `access` for who may do what), `/metrics` and `/healthz`.
 
 pub mod access;
+mod alarm_channels;
 pub mod auth;
 pub mod console_api;
 pub mod console_assets;

@@ -350,6 +350,7 @@ fn doc_group(out: bool) -> Value {
         "addresses": opt(arr(string())),
         "protocol": opt(protocols()),
         "keep_logs": opt(boolean()),
+        "alarm_channels": opt(json!({ "type": "string", "maxLength": 255, "description": "alarm channels of the group's jobs that name none (comma-separated names)" })),
         "access_token_set": opt(json!({ "type": "boolean", "description": "the group has its own access token (ignored by apply)" })),
         "insecure_no_token": opt(json!({ "type": "boolean", "description": "the group's executors work without an access token (ignored by apply: set through the group API)" })),
         "jobs": arr(doc_job(out)),

@@ -73,17 +73,18 @@ impl Store {
 
     /// Records how a claimed alarm ended (1 not needed, 2 sent, 3 failed) and why it was not
     /// delivered (`msg`, empty otherwise; cut to `ALARM_MSG_CHARS`). The caller keeps
-    /// secrets out of `msg`.
-    pub async fn finish_alarm(&self, run_id: i64, status: i64, msg: &str) -> StoreResult<()> {
+    /// secrets out of `msg`. Returns whether this call ended the claim (another admin may
+    /// have already).
+    pub async fn finish_alarm(&self, run_id: i64, status: i64, msg: &str) -> StoreResult<bool> {
         let q = self.sql("UPDATE run SET alarm_status = ?, alarm_msg = ? WHERE id = ? AND alarm_status = ?");
-        sqlx::query(&q)
+        let done = sqlx::query(&q)
             .bind(status)
             .bind(bounded_alarm_msg(msg))
             .bind(run_id)
             .bind(alarm_status::LOCKED)
             .execute(&self.write)
             .await?;
-        Ok(())
+        Ok(done.rows_affected() == 1)
     }
 
     /// Failed runs created since `since` whose alarm nobody claimed (an admin stopped between

@@ -57,6 +57,9 @@ pub struct DocGroup {
     /// Keep the group's run logs in the admin.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_logs: Option<bool>,
+    /// Alarm channels of the group's jobs that name none (comma-separated names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alarm_channels: Option<String>,
     /// Whether the group has its own access token (exported for information; ignored on apply:
     /// the token is a secret and is set through the group API only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -333,6 +336,9 @@ fn group_fields(g: &Group, d: &GroupDraft) -> Vec<String> {
     if g.keep_logs != d.keep_logs {
         f.push("keep_logs".to_owned());
     }
+    if g.alarm_channels != d.alarm_channels {
+        f.push("alarm_channels".to_owned());
+    }
     f
 }
 
@@ -381,6 +387,7 @@ pub(super) fn validate_document(doc: &JobsDocument, opts: &ApplyOptions<'_>) -> 
             access_token: None,
             insecure_no_token: None,
             keep_logs: g.keep_logs,
+            alarm_channels: g.alarm_channels.clone(),
         };
         spec.validate(None, opts.networks).map_err(|e| group_err(&app, e))?;
         let mut keys = HashSet::new();
@@ -536,6 +543,7 @@ impl Store {
                 addresses: Some(g.addresses),
                 protocol: Some(g.protocol.as_str().to_owned()),
                 keep_logs: Some(g.keep_logs),
+                alarm_channels: Some(g.alarm_channels),
                 access_token_set: Some(g.access_token.is_some()),
                 insecure_no_token: Some(g.insecure_no_token),
             })

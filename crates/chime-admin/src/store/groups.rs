@@ -89,7 +89,8 @@ impl Store {
     ) -> Result<sqlx::any::AnyRow, sqlx::Error> {
         let q = self.sql(
             "INSERT INTO executor_group (app_name, title, address_type, address_list, protocol, access_token, \
-             insecure_no_token, keep_logs, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+             insecure_no_token, keep_logs, alarm_channels, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
              RETURNING id",
         );
         let row = bind_group(sqlx::query(&q), draft)
@@ -112,7 +113,7 @@ impl Store {
     ) -> Result<sqlx::any::AnyQueryResult, sqlx::Error> {
         let q = self.sql(
             "UPDATE executor_group SET app_name = ?, title = ?, address_type = ?, address_list = ?, protocol = ?, \
-             access_token = ?, insecure_no_token = ?, keep_logs = ?, updated_at = ? WHERE id = ?",
+             access_token = ?, insecure_no_token = ?, keep_logs = ?, alarm_channels = ?, updated_at = ? WHERE id = ?",
         );
         let done = bind_group(sqlx::query(&q), draft)
             .bind(now)
@@ -186,7 +187,7 @@ impl Store {
 }
 
 /// Binds a group's fields in the order its insert and update name them: app name, title,
-/// address type, addresses, protocol, token, `insecure_no_token`, `keep_logs`.
+/// address type, addresses, protocol, token, `insecure_no_token`, `keep_logs`, alarm channels.
 fn bind_group<'q>(query: Query<'q, Any, AnyArguments<'q>>, draft: &'q GroupDraft) -> Query<'q, Any, AnyArguments<'q>> {
     query
         .bind(&draft.app_name)
@@ -197,4 +198,5 @@ fn bind_group<'q>(query: Query<'q, Any, AnyArguments<'q>>, draft: &'q GroupDraft
         .bind(draft.access_token.as_deref())
         .bind(i64::from(draft.insecure_no_token))
         .bind(i64::from(draft.keep_logs))
+        .bind(&draft.alarm_channels)
 }

@@ -10,6 +10,10 @@
 //! goes through a one-connection `write` pool, and reads use their own pool. On MySQL and
 //! PostgreSQL both are the same pool.
 
+mod alarm_channels;
+pub use alarm_channels::StoredChannel;
+mod alarm_deliveries;
+pub use alarm_deliveries::{AlarmClaim, LeasedDelivery, NewDelivery};
 mod alarms;
 mod apply;
 mod apply_workflows;

@@ -47,7 +47,7 @@ pub(super) fn join_ids(ids: &[i64]) -> String {
 
 pub(super) const GROUP_COLUMNS: &str =
     "id, app_name, title, address_type, address_list, protocol, access_token, insecure_no_token, keep_logs, \
-     created_at, updated_at";
+     alarm_channels, created_at, updated_at";
 
 pub(super) fn group(row: &AnyRow) -> Result<Group, sqlx::Error> {
     let list = text(row, "address_list")?;
@@ -66,6 +66,7 @@ pub(super) fn group(row: &AnyRow) -> Result<Group, sqlx::Error> {
         access_token: Some(text(row, "access_token")?).filter(|t| !t.is_empty()),
         insecure_no_token: int(row, "insecure_no_token")? != 0,
         keep_logs: int(row, "keep_logs")? != 0,
+        alarm_channels: text(row, "alarm_channels")?,
         created_at: int(row, "created_at")?,
         updated_at: int(row, "updated_at")?,
     })

@@ -7,7 +7,10 @@ use crate::model::{Group, GroupSpec};
 impl Admin {
     /// Creates an executor group.
     pub async fn create_group(&self, spec: &GroupSpec) -> Result<Group, OpError> {
-        let draft = spec.validate(None, &self.config.executor_networks)?;
+        let mut draft = spec.validate(None, &self.config.executor_networks)?;
+        draft.alarm_channels = self
+            .checked_channel_names("alarm_channels", &draft.alarm_channels)
+            .await?;
         let group = self.store.insert_group(&draft).await?;
         self.refresh_directory().await;
         Ok(group)
@@ -15,7 +18,12 @@ impl Admin {
 
     /// Changes the group `current`: fields `spec` leaves out keep their value.
     pub async fn update_group(&self, current: &Group, spec: &GroupSpec) -> Result<Group, OpError> {
-        let draft = spec.validate(Some(current), &self.config.executor_networks)?;
+        let mut draft = spec.validate(Some(current), &self.config.executor_networks)?;
+        if draft.alarm_channels != current.alarm_channels {
+            draft.alarm_channels = self
+                .checked_channel_names("alarm_channels", &draft.alarm_channels)
+                .await?;
+        }
         let group = self.store.update_group(current.id, &draft).await?;
         self.refresh_directory().await;
         Ok(group)

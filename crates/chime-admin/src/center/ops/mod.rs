@@ -4,6 +4,7 @@
 //! change to workflows. Who may call it (the caller's groups, the admin role) is the caller's
 //! check: each API knows its callers.
 
+pub(super) mod alarm_channels;
 pub(super) mod groups;
 pub(super) mod jobs;
 pub(super) mod runs;

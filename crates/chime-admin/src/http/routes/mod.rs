@@ -21,6 +21,7 @@ macro_rules! api {
     };
 }
 
+mod alarm_channels;
 mod executors;
 mod groups;
 mod jobs;
@@ -114,6 +115,7 @@ const BY_RESOURCE: &[&[Route]] = &[
     jobs::ROUTES,
     runs::ROUTES,
     executors::ROUTES,
+    alarm_channels::ROUTES,
     users::ROUTES,
     session::ROUTES,
 ];

@@ -1,0 +1,60 @@
+//! Operations on alarm channels, and the check that a list of channel names (a job's or a
+//! group's `alarm_channels`) names channels that exist.
+
+use crate::api::alarm_channels::{channel_names, names_of};
+use crate::center::{Admin, OpError};
+use crate::model::AlarmChannelSpec;
+use crate::store::{JobsDocument, StoredChannel};
+
+impl Admin {
+    /// Creates an alarm channel.
+    pub async fn create_alarm_channel(&self, spec: &AlarmChannelSpec) -> Result<StoredChannel, OpError> {
+        let draft = spec.validate(None)?;
+        Ok(self.store.insert_alarm_channel(&draft).await?)
+    }
+
+    /// Changes channel `id`: `url` and `secret` left out keep their values.
+    pub async fn update_alarm_channel(&self, id: i64, spec: &AlarmChannelSpec) -> Result<StoredChannel, OpError> {
+        let current = self.store.alarm_channel(id).await?;
+        let draft = spec.validate(Some(&current.draft))?;
+        Ok(self.store.update_alarm_channel(id, &draft).await?)
+    }
+
+    /// Deletes channel `id`, unless a job or group names it.
+    pub async fn delete_alarm_channel(&self, id: i64) -> Result<(), OpError> {
+        Ok(self.store.delete_alarm_channel(id).await?)
+    }
+
+    /// Sends a made-up alarm to channel `id` once, now; a refusal or an unreachable receiver
+    /// is [`OpError::Unreachable`] (502) with why, without the URL or secret.
+    pub async fn test_alarm_channel(&self, id: i64) -> Result<(), OpError> {
+        let channel = self.store.alarm_channel(id).await?;
+        crate::alarm::send_test(&self.config, &channel.draft)
+            .await
+            .map_err(OpError::Unreachable)
+    }
+
+    /// `list` (channel names as given) checked and written back as `a,b`, each name a channel
+    /// that exists; `field` names the input in the error.
+    pub(crate) async fn checked_channel_names(&self, field: &str, list: &str) -> Result<String, OpError> {
+        let names = channel_names(list).map_err(|mut e| {
+            e.field = field.to_owned();
+            e
+        })?;
+        self.store.check_channel_names(field, &names).await?;
+        Ok(names)
+    }
+
+    /// Refuses a jobs document whose groups or jobs name a channel that does not exist.
+    pub(crate) async fn check_document_channels(&self, doc: &JobsDocument) -> Result<(), OpError> {
+        let mut lists: Vec<&str> = Vec::new();
+        for g in &doc.groups {
+            lists.extend(g.alarm_channels.as_deref());
+            lists.extend(g.jobs.iter().filter_map(|j| j.info.alarm_channels.as_deref()));
+        }
+        for list in lists.into_iter().filter(|l| names_of(l).next().is_some()) {
+            self.checked_channel_names("alarm_channels", list).await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,295 @@
+//! The outbox of alarm deliveries (`alarm_delivery`): one row per run and channel, written in
+//! the transaction that claims the run's alarm, so nothing is sent that was not stored first
+//! and nothing stored is forgotten when an admin stops.
+//!
+//! A delivery is sent by whichever admin takes its lease (`lease_until`, a guarded `UPDATE`
+//! like a run's claim), so one admin at a time sends it; an admin killed while sending leaves
+//! the lease to run out, and the delivery is then taken again (by a restarted admin or another
+//! one). Each attempt is counted when its lease is taken, so a delivery that kills its admin
+//! cannot be retried forever. When a run's last delivery ends, the run's `alarm_status` says
+//! how they went: 2 when all were sent, 3 when one failed, with which and why in `alarm_msg`.
+
+use super::alarms::{alarm_status, FAILED};
+use super::rows;
+use super::{Store, StoreResult};
+use crate::model::{now_ms, AlarmDelivery, ChannelKind, DeliveryState};
+use sqlx::any::AnyRow;
+
+/// Longest error kept on a delivery, in characters (the column's size).
+const ERROR_CHARS: usize = 500;
+
+/// A delivery to be stored with its run's claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewDelivery {
+    /// The named channel's id; `None` for the job's e-mail contacts and `--alarm-webhook`.
+    pub channel_id: Option<i64>,
+    /// The channel's name (`contacts`, `alarm-webhook` for the two above).
+    pub channel: String,
+    /// Its kind.
+    pub kind: ChannelKind,
+}
+
+/// How a claim of a run's alarm went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlarmClaim {
+    /// Another admin claimed it, or the run needs no alarm (it did not fail for good, or a
+    /// retry was made).
+    NotOurs,
+    /// Claimed, with nobody to tell: recorded as needing no alarm.
+    NobodyToTell,
+    /// Claimed, and this many deliveries stored.
+    Stored(usize),
+}
+
+/// A delivery this admin holds the lease of, to send now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeasedDelivery {
+    /// Delivery id.
+    pub id: i64,
+    /// Its run.
+    pub run_id: i64,
+    /// The named channel, if any.
+    pub channel_id: Option<i64>,
+    /// The channel's name.
+    pub channel: String,
+    /// Its kind.
+    pub kind: ChannelKind,
+    /// Attempts made, this one included.
+    pub attempts: i64,
+}
+
+const DELIVERY_COLUMNS: &str = "id, run_id, channel_id, channel, kind, state, attempts, error, created_at, sent_at";
+
+fn kind_of(row: &AnyRow) -> Result<ChannelKind, sqlx::Error> {
+    let kind = rows::text(row, "kind")?;
+    ChannelKind::parse(&kind).ok_or_else(|| sqlx::Error::ColumnDecode {
+        index: "kind".to_owned(),
+        source: format!("unknown alarm channel kind '{kind}'").into(),
+    })
+}
+
+fn delivery(row: &AnyRow) -> Result<AlarmDelivery, sqlx::Error> {
+    Ok(AlarmDelivery {
+        id: rows::int(row, "id")?,
+        run_id: rows::int(row, "run_id")?,
+        channel: rows::text(row, "channel")?,
+        kind: kind_of(row)?,
+        state: DeliveryState::from_code(rows::int(row, "state")?),
+        attempts: rows::int(row, "attempts")?,
+        error: rows::text(row, "error")?,
+        created_at: rows::int(row, "created_at")?,
+        sent_at: rows::int(row, "sent_at")?,
+    })
+}
+
+/// `text` cut to `max` characters, marked with `…` when cut.
+fn bounded(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(max - 1).collect();
+    out.push('…');
+    out
+}
+
+impl Store {
+    /// Claims run `run_id`'s alarm (`alarm_status` 0 → -1, only if it failed for good) and
+    /// stores its `deliveries`, in one transaction; with no deliveries the claim records that
+    /// no alarm is needed (1).
+    pub async fn claim_alarm(&self, run_id: i64, deliveries: &[NewDelivery]) -> StoreResult<AlarmClaim> {
+        let now = now_ms();
+        let status = if deliveries.is_empty() {
+            alarm_status::NOT_NEEDED
+        } else {
+            alarm_status::LOCKED
+        };
+        let mut tx = self.write.begin().await?;
+        let q = self
+            .sql(&format!(
+                "UPDATE run SET alarm_status = ? WHERE id = ? AND alarm_status = ? AND {FAILED}"
+            ))
+            .into_owned();
+        let claimed = sqlx::query(&q)
+            .bind(status)
+            .bind(run_id)
+            .bind(alarm_status::NONE)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+            == 1;
+        if !claimed {
+            return Ok(AlarmClaim::NotOurs);
+        }
+        let insert = self.sql(
+            "INSERT INTO alarm_delivery (run_id, channel_id, channel, kind, next_at, created_at) \
+             VALUES (?, ?, ?, ?, ?, ?)",
+        );
+        for d in deliveries {
+            sqlx::query(&insert)
+                .bind(run_id)
+                .bind(d.channel_id)
+                .bind(&d.channel)
+                .bind(d.kind.as_str())
+                .bind(now)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(if deliveries.is_empty() {
+            AlarmClaim::NobodyToTell
+        } else {
+            AlarmClaim::Stored(deliveries.len())
+        })
+    }
+
+    /// Pending deliveries due by `now` whose lease (if any) has run out, oldest first.
+    pub async fn due_deliveries(&self, now: i64, limit: i64) -> StoreResult<Vec<i64>> {
+        let q = self.sql(
+            "SELECT id FROM alarm_delivery WHERE state = 0 AND next_at <= ? AND lease_until <= ? \
+             ORDER BY next_at, id LIMIT ?",
+        );
+        let due = sqlx::query(&q)
+            .bind(now)
+            .bind(now)
+            .bind(limit)
+            .fetch_all(&self.write)
+            .await?;
+        Ok(due.iter().map(|r| rows::int(r, "id")).collect::<Result<_, _>>()?)
+    }
+
+    /// Takes delivery `id`'s lease until `now + lease_ms` and counts the attempt, if it is
+    /// still pending, due and free; `None` when another admin has it or it ended.
+    pub async fn lease_delivery(&self, id: i64, now: i64, lease_ms: i64) -> StoreResult<Option<LeasedDelivery>> {
+        let q = self.sql(
+            "UPDATE alarm_delivery SET lease_until = ?, attempts = attempts + 1 \
+             WHERE id = ? AND state = 0 AND next_at <= ? AND lease_until <= ?",
+        );
+        let taken = sqlx::query(&q)
+            .bind(now + lease_ms)
+            .bind(id)
+            .bind(now)
+            .bind(now)
+            .execute(&self.write)
+            .await?
+            .rows_affected()
+            == 1;
+        if !taken {
+            return Ok(None);
+        }
+        let q = self.sql("SELECT id, run_id, channel_id, channel, kind, attempts FROM alarm_delivery WHERE id = ?");
+        let row = sqlx::query(&q).bind(id).fetch_one(&self.write).await?;
+        let channel_id = rows::int(&row, "channel_id")?;
+        Ok(Some(LeasedDelivery {
+            id,
+            run_id: rows::int(&row, "run_id")?,
+            channel_id: (channel_id != 0).then_some(channel_id),
+            channel: rows::text(&row, "channel")?,
+            kind: kind_of(&row)?,
+            attempts: rows::int(&row, "attempts")?,
+        }))
+    }
+
+    /// Records how an attempt of delivery `id` went: sent; failed with `retry_at` (the next
+    /// attempt's time); or failed for good (`retry_at` `None`). `error` holds no secret (the
+    /// caller's duty). Returns whether the delivery ended.
+    pub async fn record_attempt(&self, id: i64, outcome: Result<(), (&str, Option<i64>)>) -> StoreResult<bool> {
+        let now = now_ms();
+        let (sql, ended) = match outcome {
+            Ok(()) => (
+                "UPDATE alarm_delivery SET state = 1, sent_at = ?, error = ?, lease_until = 0 WHERE id = ? AND state = 0",
+                true,
+            ),
+            Err((_, Some(_))) => (
+                "UPDATE alarm_delivery SET next_at = ?, error = ?, lease_until = 0 WHERE id = ? AND state = 0",
+                false,
+            ),
+            Err((_, None)) => (
+                "UPDATE alarm_delivery SET state = 2, sent_at = ?, error = ?, lease_until = 0 WHERE id = ? AND state = 0",
+                true,
+            ),
+        };
+        // `sent_at` of a failed delivery is when it ended; the answer shows it only for sent ones.
+        let (time, error) = match outcome {
+            Ok(()) => (now, String::new()),
+            Err((e, Some(at))) => (at, bounded(e, ERROR_CHARS)),
+            Err((e, None)) => (now, bounded(e, ERROR_CHARS)),
+        };
+        let q = self.sql(sql);
+        sqlx::query(&q)
+            .bind(time)
+            .bind(error)
+            .bind(id)
+            .execute(&self.write)
+            .await?;
+        Ok(ended)
+    }
+
+    /// When no delivery of run `run_id` is pending any more, records on the run how they went
+    /// (`alarm_status` 2 or 3, and which failed and why in `alarm_msg`); several admins
+    /// finishing the last deliveries at once write the same result, and only one of them is
+    /// answered `Some`: whether every delivery was sent.
+    pub async fn settle_run_alarm(&self, run_id: i64) -> StoreResult<Option<bool>> {
+        let all = self.deliveries_of_run_on(&self.write, run_id).await?;
+        if all.is_empty() || all.iter().any(|d| d.state == DeliveryState::Pending) {
+            return Ok(None);
+        }
+        let failed: Vec<String> = all
+            .iter()
+            .filter(|d| d.state == DeliveryState::Failed)
+            .map(|d| match d.attempts {
+                0 | 1 => format!("{}: {}", d.channel, d.error),
+                n => format!("{}: {} (after {n} attempts)", d.channel, d.error),
+            })
+            .collect();
+        let status = if failed.is_empty() {
+            alarm_status::SENT
+        } else {
+            alarm_status::FAILED
+        };
+        let ended = self.finish_alarm(run_id, status, &failed.join("; ")).await?;
+        Ok(ended.then_some(failed.is_empty()))
+    }
+
+    /// Every delivery of run `run_id`'s alarm, in the order they were stored.
+    pub async fn run_alarm_deliveries(&self, run_id: i64) -> StoreResult<Vec<AlarmDelivery>> {
+        self.deliveries_of_run_on(&self.read, run_id).await
+    }
+
+    async fn deliveries_of_run_on(&self, pool: &sqlx::AnyPool, run_id: i64) -> StoreResult<Vec<AlarmDelivery>> {
+        let q = self
+            .sql(&format!(
+                "SELECT {DELIVERY_COLUMNS} FROM alarm_delivery WHERE run_id = ? ORDER BY id"
+            ))
+            .into_owned();
+        let all = sqlx::query(&q).bind(run_id).fetch_all(pool).await?;
+        Ok(all.iter().map(delivery).collect::<Result<_, _>>()?)
+    }
+
+    /// Runs whose alarm is claimed (-1) with no delivery pending: an admin that stopped
+    /// between a delivery's end and the run's settling leaves them; at most `limit`.
+    pub async fn unsettled_alarms(&self, limit: i64) -> StoreResult<Vec<i64>> {
+        let q = self.sql(
+            "SELECT DISTINCT d.run_id AS run_id FROM alarm_delivery d JOIN run r ON r.id = d.run_id \
+             WHERE r.alarm_status = ? AND NOT EXISTS \
+             (SELECT 1 FROM alarm_delivery p WHERE p.run_id = d.run_id AND p.state = 0) LIMIT ?",
+        );
+        let all = sqlx::query(&q)
+            .bind(alarm_status::LOCKED)
+            .bind(limit)
+            .fetch_all(&self.read)
+            .await?;
+        Ok(all.iter().map(|r| rows::int(r, "run_id")).collect::<Result<_, _>>()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn errors_are_bounded() {
+        assert_eq!(super::bounded("short", 10), "short");
+        let cut = super::bounded(&"é".repeat(20), 10);
+        assert_eq!(cut.chars().count(), 10);
+        assert!(cut.ends_with('…'));
+    }
+}
