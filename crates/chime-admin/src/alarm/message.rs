@@ -210,6 +210,9 @@ impl Alarm {
         for (label, value) in self.fields() {
             out.push_str(&format!("{label}: {}\n", value.trim_end()));
         }
+        if let Some(link) = &self.link {
+            out.push_str(&format!("Open in Chime: {link}\n"));
+        }
         out
     }
 
@@ -224,7 +227,15 @@ impl Alarm {
             let value = escape_html(value.trim_end()).replace('\n', "<br>");
             out.push_str(&format!("<tr><th align=\"left\">{label}</th><td>{value}</td></tr>"));
         }
-        out.push_str("</table></body></html>");
+        out.push_str("</table>");
+        if let Some(link) = &self.link {
+            let link = escape_html(link);
+            out.push_str(&format!(
+                "<p><a href=\"{link}\">Open run {} in Chime</a></p>",
+                self.run.id
+            ));
+        }
+        out.push_str("</body></html>");
         out
     }
 
@@ -245,6 +256,7 @@ impl Alarm {
             "handle_code": r.handle_code,
             "handle_msg": lines(&r.handle_msg),
             "alarm_contacts": self.job.as_ref().map(|j| j.info.alarm_contacts.clone()).unwrap_or_default(),
+            "link": self.link,
         })
     }
 }

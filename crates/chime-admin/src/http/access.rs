@@ -592,14 +592,21 @@ async fn filter_list(resp: Response, field: &str, p: &Principal) -> Result<Respo
     Ok(Response::from_parts(parts, Body::from(out)))
 }
 
-/// Removes secrets and shortens long strings before a body goes to the audit log.
+/// Removes secrets and shortens long strings before a body goes to the audit log. URLs are
+/// kept up to their host: a chat webhook's URL carries its key in the path or query.
 fn redact(v: Value) -> Value {
     match v {
         Value::Object(m) => Value::Object(
             m.into_iter()
                 .map(|(k, v)| {
-                    if k.contains("password") || k.contains("token") {
+                    if k.contains("password") || k.contains("token") || k.contains("secret") {
                         (k, Value::String("***".into()))
+                    } else if k == "url" || k.ends_with("_url") || k.contains("webhook") {
+                        let shown = match &v {
+                            Value::String(s) => Value::String(crate::api::alarm_channels::shown_url(s)),
+                            other => other.clone(),
+                        };
+                        (k, shown)
                     } else {
                         (k, redact(v))
                     }
@@ -698,5 +705,11 @@ mod tests {
         assert_eq!(sha256_hex("abc").len(), 64);
         let r = redact(json!({"password": "x", "nested": {"api_token": "y"}, "a": 1}));
         assert_eq!(r, json!({"password": "***", "nested": {"api_token": "***"}, "a": 1}));
+        let r =
+            redact(json!({"secret": "s", "url": "https://oapi.dingtalk.com/robot/send?access_token=K", "name": "x"}));
+        assert_eq!(
+            r,
+            json!({"secret": "***", "url": "https://oapi.dingtalk.com/…", "name": "x"})
+        );
     }
 }

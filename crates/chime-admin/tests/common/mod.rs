@@ -4,7 +4,8 @@
 //! for what a real one cannot be made to do on cue, several admin processes sharing one
 //! database (`cluster`), executors in link mode, behind NAT too (`linked`), pyxxl
 //! (`pyxxl_executor`), and one admin process started, stopped and frozen at will, under
-//! libfaketime too (`admin_process`).
+//! libfaketime too (`admin_process`), and alarm receivers playing DingTalk, Feishu, WeCom,
+//! Slack, Teams and Chime's signed webhook (`receivers`).
 
 #![allow(dead_code)]
 
@@ -16,6 +17,7 @@ pub mod executor;
 pub mod linked;
 pub mod process;
 pub mod pyxxl_executor;
+pub mod receivers;
 
 use chime_admin::{AdminConfig, AdminHandle};
 use serde_json::Value;
