@@ -1076,3 +1076,89 @@ mod receivers {
         assert_eq!(d.requests().len(), 2);
     }
 }
+
+/// Jobs as code: a document defines a channel and a job naming it; the export lists the channel
+/// without its URL or secret, and applying that export back changes nothing (the stored URL and
+/// secret are kept, and an alarm still verifies at the receiver). A document naming a channel
+/// that neither exists nor is defined is refused whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn channels_are_applied_and_exported_without_secrets() {
+    let env = admin(json!({})).await;
+    let ding = Receiver::start(
+        Vendor::DingTalk {
+            secret: Some("SECapply-123".into()),
+        },
+        Behaviour::Normal,
+    )
+    .await;
+    let _ex = group_with_executor(&env, "coded", json!({})).await;
+    let doc = json!({
+        "alarm_channels": [{"name": "ops-ding", "kind": "dingtalk", "url": ding.url(), "secret": "SECapply-123"}],
+        "groups": [{"app_name": "coded", "jobs": [
+            {"key": "nightly", "handler": "fail", "schedule_type": "NONE", "alarm_channels": "ops-ding"}
+        ]}],
+    });
+    let plan = env.api.ok("/v1/apply", doc).await;
+    let created: Vec<String> = plan["create"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| format!("{}:{}", e["kind"].as_str().unwrap(), e["key"].as_str().unwrap_or("")))
+        .collect();
+    assert!(created.contains(&"alarm_channel:ops-ding".to_owned()), "{plan}");
+    assert!(created.contains(&"job:nightly".to_owned()), "{plan}");
+
+    let (s, exported) = env.api.get("/v1/export").await;
+    assert_eq!(s, 200, "{exported}");
+    let text = exported.to_string();
+    assert!(
+        !text.contains("SECapply-123") && !text.contains(ding.token()),
+        "no secrets exported: {text}"
+    );
+    let listed = &exported["alarm_channels"][0];
+    assert_eq!(
+        (listed["name"].as_str(), listed["kind"].as_str()),
+        (Some("ops-ding"), Some("dingtalk")),
+        "{exported}"
+    );
+    assert!(listed["url"].is_null() && listed["secret"].is_null(), "{listed}");
+    let job = &exported["groups"][0]["jobs"][0];
+    assert_eq!(job["alarm_channels"], "ops-ding", "{exported}");
+
+    // The export applied back: nothing to do, and the URL and secret are still there.
+    let mut again = exported.clone();
+    again.as_object_mut().unwrap().remove("workflows");
+    let plan = env.api.ok("/v1/apply", again).await;
+    assert!(
+        plan["create"].as_array().unwrap().is_empty() && plan["update"].as_array().unwrap().is_empty(),
+        "{plan}"
+    );
+    let (_, jobs) = env.api.get("/v1/jobs?group=coded").await;
+    let job_id = jobs["items"]
+        .as_array()
+        .or(jobs.as_array())
+        .and_then(|a| a.first())
+        .and_then(|j| j["id"].as_i64())
+        .unwrap_or_else(|| panic!("the applied job: {jobs}"));
+    let run = fail_once(&env, job_id).await;
+    delivery_in_state(&env.api, run, "ops-ding", "sent", 20).await;
+    assert_eq!(ding.verified_count(), 1, "signed with the kept secret");
+
+    let (s, v) = env
+        .api
+        .post(
+            "/v1/apply",
+            json!({"groups": [{"app_name": "coded", "jobs": [
+                {"key": "other", "handler": "fail", "schedule_type": "NONE", "alarm_channels": "nowhere"}
+            ]}]}),
+        )
+        .await;
+    assert_eq!(s, 422, "{v}");
+    assert!(v.to_string().contains("nowhere"), "{v}");
+    let (_, after) = env.api.get("/v1/export").await;
+    assert_eq!(
+        after["groups"][0]["jobs"].as_array().map(Vec::len),
+        Some(1),
+        "nothing applied: {after}"
+    );
+}

@@ -105,7 +105,7 @@ pub struct AlarmChannel {
 /// Input to create or change a channel. On change, `url` and `secret` left out (or `null`)
 /// keep their stored values, so a channel exported without its secrets applies unchanged;
 /// `""` removes a secret.
-#[derive(Debug, Clone, Deserialize, Serialize, Default, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct AlarmChannelSpec {
     /// 1–64 letters, digits, `.`, `_` or `-`.

@@ -395,7 +395,9 @@ fn doc_workflow(out: bool) -> Value {
 }
 
 pub(super) fn jobs_document() -> Value {
-    let mut doc = exact(json!({ "groups": arr(doc_group(true)), "workflows": arr(doc_workflow(true)) }));
+    let mut doc = exact(
+        json!({ "groups": arr(doc_group(true)), "workflows": arr(doc_workflow(true)), "alarm_channels": arr(r("AlarmChannelSpec")) }),
+    );
     // Exported only when there are any (and for admins).
     doc["required"] = json!(["groups"]);
     doc
@@ -406,6 +408,7 @@ pub(super) fn apply_request() -> Value {
     input(json!({
         "groups": arr(doc_group(false)),
         "workflows": arr(doc_workflow(false)),
+        "alarm_channels": arr(r("AlarmChannelSpec")),
         "dry_run": nullable(json!({ "type": "boolean", "description": "work out the plan, change nothing" })),
         "prune": nullable(json!({ "type": "boolean", "description": "delete the jobs of the named groups that the document does not list" })),
     }))

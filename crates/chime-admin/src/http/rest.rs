@@ -469,6 +469,8 @@ struct ApplyRequest {
     #[serde(default)]
     workflows: Vec<crate::store::DocWorkflow>,
     #[serde(default)]
+    alarm_channels: Vec<crate::model::AlarmChannelSpec>,
+    #[serde(default)]
     dry_run: Option<bool>,
     #[serde(default)]
     prune: Option<bool>,
@@ -484,6 +486,7 @@ pub(super) async fn apply_jobs(
     let doc = JobsDocument {
         groups: req.groups,
         workflows: req.workflows,
+        alarm_channels: req.alarm_channels,
     };
     let mode = ApplyMode {
         dry_run: req.dry_run.unwrap_or(false),

@@ -6,6 +6,7 @@ use super::{Store, StoreError, StoreResult};
 use crate::api::alarm_channels::names_of;
 use crate::model::{now_ms, AlarmChannel, ChannelDraft, ChannelKind, Invalid};
 use sqlx::any::AnyRow;
+use sqlx::AnyConnection;
 use std::collections::HashMap;
 
 /// A stored channel, secrets included: for the alarm sender, never for an answer.
@@ -63,9 +64,8 @@ fn name_taken(e: sqlx::Error, draft: &ChannelDraft) -> StoreError {
 impl Store {
     /// Every channel, by name.
     pub async fn alarm_channels(&self) -> StoreResult<Vec<StoredChannel>> {
-        let q = format!("SELECT {CHANNEL_COLUMNS} FROM alarm_channel ORDER BY name");
-        let all = sqlx::query(&q).fetch_all(&self.read).await?;
-        Ok(all.iter().map(channel).collect::<Result<_, _>>()?)
+        let mut conn = self.read.acquire().await?;
+        self.alarm_channels_on(&mut conn).await
     }
 
     /// The channel `id`.
@@ -121,7 +121,19 @@ impl Store {
 
     /// Creates a channel; its name must be new.
     pub async fn insert_alarm_channel(&self, draft: &ChannelDraft) -> StoreResult<StoredChannel> {
-        let now = now_ms();
+        let mut conn = self.write.acquire().await?;
+        let id = self.insert_channel_on(&mut conn, draft, now_ms()).await?;
+        drop(conn);
+        self.alarm_channel_written(id).await
+    }
+
+    /// Inserts a channel on `conn` (a transaction's, for `apply`); answers its id.
+    pub(super) async fn insert_channel_on(
+        &self,
+        conn: &mut AnyConnection,
+        draft: &ChannelDraft,
+        now: i64,
+    ) -> StoreResult<i64> {
         let q = self.sql(
             "INSERT INTO alarm_channel (name, kind, url, secret, recipients, template, created_at, updated_at) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -129,10 +141,38 @@ impl Store {
         let row = bind_channel(sqlx::query(&q), draft)
             .bind(now)
             .bind(now)
-            .fetch_one(&self.write)
+            .fetch_one(&mut *conn)
             .await
             .map_err(|e| name_taken(e, draft))?;
-        self.alarm_channel_written(rows::int(&row, 0)?).await
+        Ok(rows::int(&row, 0)?)
+    }
+
+    /// Replaces channel `id`'s settings on `conn`.
+    pub(super) async fn update_channel_on(
+        &self,
+        conn: &mut AnyConnection,
+        id: i64,
+        draft: &ChannelDraft,
+        now: i64,
+    ) -> StoreResult<u64> {
+        let q = self.sql(
+            "UPDATE alarm_channel SET name = ?, kind = ?, url = ?, secret = ?, recipients = ?, template = ?, \
+             updated_at = ? WHERE id = ?",
+        );
+        let done = bind_channel(sqlx::query(&q), draft)
+            .bind(now)
+            .bind(id)
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| name_taken(e, draft))?;
+        Ok(done.rows_affected())
+    }
+
+    /// Every channel, read on `conn` (a transaction's, for `apply`).
+    pub(super) async fn alarm_channels_on(&self, conn: &mut AnyConnection) -> StoreResult<Vec<StoredChannel>> {
+        let q = format!("SELECT {CHANNEL_COLUMNS} FROM alarm_channel ORDER BY name");
+        let all = sqlx::query(&q).fetch_all(&mut *conn).await?;
+        Ok(all.iter().map(channel).collect::<Result<_, _>>()?)
     }
 
     /// Replaces channel `id`'s settings. A rename is refused while jobs or groups use the old
@@ -142,17 +182,10 @@ impl Store {
         if current.draft.name != draft.name {
             self.refuse_if_used(&current.draft.name, "renamed").await?;
         }
-        let q = self.sql(
-            "UPDATE alarm_channel SET name = ?, kind = ?, url = ?, secret = ?, recipients = ?, template = ?, \
-             updated_at = ? WHERE id = ?",
-        );
-        let done = bind_channel(sqlx::query(&q), draft)
-            .bind(now_ms())
-            .bind(id)
-            .execute(&self.write)
-            .await
-            .map_err(|e| name_taken(e, draft))?;
-        if done.rows_affected() == 0 {
+        let mut conn = self.write.acquire().await?;
+        let changed = self.update_channel_on(&mut conn, id, draft, now_ms()).await?;
+        drop(conn);
+        if changed == 0 {
             return Err(StoreError::NotFound(format!("alarm channel {id}")));
         }
         self.alarm_channel_written(id).await

@@ -33,6 +33,10 @@ pub struct JobsDocument {
     /// Workflows, their nodes naming jobs by `app_name/key` (exported for admins only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub workflows: Vec<DocWorkflow>,
+    /// Alarm channels, without their URLs and secrets (exported for admins only; see
+    /// `apply_channels`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alarm_channels: Vec<crate::model::AlarmChannelSpec>,
 }
 
 /// A group of a [`JobsDocument`]. Fields left out keep their value (or take the default when
@@ -153,7 +157,7 @@ impl ApplyPlan {
 /// One step of an [`ApplyPlan`].
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PlanEntry {
-    /// `group` or `job`.
+    /// `alarm_channel`, `group`, `job` or `workflow`.
     pub kind: String,
     /// The group's app name.
     pub group: String,
@@ -548,13 +552,23 @@ impl Store {
                 insecure_no_token: Some(g.insecure_no_token),
             })
             .collect();
-        // Workflows span groups: in the whole document of an admin only.
-        let workflows = if only.is_none() && scope.is_none() {
-            self.export_workflows().await?
+        // Workflows span groups, and channels are an administrator's: in the whole document
+        // of an admin only.
+        let (workflows, alarm_channels) = if only.is_none() && scope.is_none() {
+            let channels = self.alarm_channels().await?;
+            let exported = channels
+                .iter()
+                .map(|c| super::apply_channels::exported(&c.draft))
+                .collect();
+            (self.export_workflows().await?, exported)
         } else {
-            Vec::new()
+            (Vec::new(), Vec::new())
         };
-        Ok(JobsDocument { groups, workflows })
+        Ok(JobsDocument {
+            groups,
+            workflows,
+            alarm_channels,
+        })
     }
 
     /// Applies `doc`: validates all of it first, then works out and executes the plan in one
@@ -564,7 +578,13 @@ impl Store {
         let checked = validate_document(doc, &opts)?;
         let now = now_ms();
         let mut tx = self.write.begin().await?;
+        let mut channels_plan = ApplyPlan::default();
+        // Channels first: the groups and jobs that follow may name them.
+        self.apply_channels(&mut tx, &doc.alarm_channels, now, &mut channels_plan)
+            .await?;
         let Applied { mut plan, .. } = self.apply_in(&mut tx, checked, &doc.workflows, &opts, now).await?;
+        plan.create.splice(0..0, channels_plan.create);
+        plan.update.splice(0..0, channels_plan.update);
         if opts.dry_run || plan.is_empty() {
             tx.rollback().await?;
             return Ok(plan);

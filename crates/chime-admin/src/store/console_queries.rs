@@ -231,7 +231,7 @@ impl Store {
     }
 
     /// Deletes finished runs (success, failed, skipped) created before `before`, of one job or
-    /// one group when given, with their stored logs. Returns how many.
+    /// one group when given, with their stored logs and alarm deliveries. Returns how many.
     pub async fn clear_finished_runs(
         &self,
         before: i64,
@@ -254,6 +254,9 @@ impl Store {
         let deleted = query.execute(&self.write).await?.rows_affected();
         if deleted > 0 {
             self.delete_orphan_run_logs().await?;
+            let q =
+                "DELETE FROM alarm_delivery WHERE NOT EXISTS (SELECT 1 FROM run WHERE run.id = alarm_delivery.run_id)";
+            sqlx::query(q).execute(&self.write).await?;
         }
         Ok(deleted)
     }

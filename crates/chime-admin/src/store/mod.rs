@@ -16,6 +16,7 @@ mod alarm_deliveries;
 pub use alarm_deliveries::{AlarmClaim, LeasedDelivery, NewDelivery};
 mod alarms;
 mod apply;
+mod apply_channels;
 mod apply_workflows;
 mod audit;
 mod backup;

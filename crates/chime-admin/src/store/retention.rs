@@ -50,14 +50,15 @@ impl Store {
                         &[Arg::Int(cutoff)],
                     )
                     .await?;
-                // Their stored logs go with them (a run kept by the re-check keeps its log).
-                self.write_in(
-                    "DELETE FROM run_log WHERE run_id IN ({in}) \
-                     AND NOT EXISTS (SELECT 1 FROM run WHERE run.id = run_log.run_id)",
-                    &doomed,
-                    &[],
-                )
-                .await?;
+                // Their stored logs and alarm deliveries go with them (a run kept by the
+                // re-check keeps both).
+                for table in ["run_log", "alarm_delivery"] {
+                    let sql = format!(
+                        "DELETE FROM {table} WHERE run_id IN ({{in}}) \
+                         AND NOT EXISTS (SELECT 1 FROM run WHERE run.id = {table}.run_id)"
+                    );
+                    self.write_in(&sql, &doomed, &[]).await?;
+                }
             }
             if reached_young || (page.len() as i64) < batch.max(1) {
                 return Ok(deleted);

@@ -45,16 +45,26 @@ impl Admin {
         Ok(names)
     }
 
-    /// Refuses a jobs document whose groups or jobs name a channel that does not exist.
+    /// Refuses a jobs document whose groups or jobs name a channel that neither exists nor is
+    /// defined by the document itself.
     pub(crate) async fn check_document_channels(&self, doc: &JobsDocument) -> Result<(), OpError> {
-        let mut lists: Vec<&str> = Vec::new();
+        let defined: Vec<&str> = doc.alarm_channels.iter().filter_map(|c| c.name.as_deref()).collect();
+        let mut named: Vec<&str> = Vec::new();
         for g in &doc.groups {
-            lists.extend(g.alarm_channels.as_deref());
-            lists.extend(g.jobs.iter().filter_map(|j| j.info.alarm_channels.as_deref()));
+            let lists = g
+                .alarm_channels
+                .iter()
+                .chain(g.jobs.iter().filter_map(|j| j.info.alarm_channels.as_ref()));
+            for list in lists {
+                channel_names(list)?;
+                named.extend(names_of(list).filter(|n| !defined.contains(n)));
+            }
         }
-        for list in lists.into_iter().filter(|l| names_of(l).next().is_some()) {
-            self.checked_channel_names("alarm_channels", list).await?;
-        }
+        named.sort_unstable();
+        named.dedup();
+        self.store
+            .check_channel_names("alarm_channels", &named.join(","))
+            .await?;
         Ok(())
     }
 }
