@@ -132,15 +132,9 @@ pub fn run(mut args: AdminArgs, matches: &ArgMatches) -> ExitCode {
         None => {}
     }
     init_logging();
-    let config = match args.to_config(matches) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("chime admin: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let Some(runtime) = crate::start_runtime("chime admin", crate::Threads::PerCore) else {
-        return ExitCode::FAILURE;
+    let (config, runtime) = match crate::ready_to_run("chime admin", crate::Threads::PerCore, args.to_config(matches)) {
+        Ok(ready) => ready,
+        Err(code) => return code,
     };
     runtime.block_on(async move {
         let handle = match chime_admin::start(config).await {
