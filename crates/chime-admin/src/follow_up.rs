@@ -460,6 +460,18 @@ pub(crate) mod tests {
         (job(1, vec![2]), [(2, job(2, vec![]))].into_iter().collect())
     }
 
+    /// The plan for run 100 (of a job, not of a workflow node) reported successful with `msg`
+    /// after its loss, `chain` following it; its job has the child job 2 when `with_child`.
+    fn late_success(f: &RunFacts, chain: &[ChainRun], msg: &str, with_child: bool) -> LatePlan {
+        let (parent, children) = parent_and_child();
+        let (parent, children) = if with_child {
+            (Some(&parent), children)
+        } else {
+            (None, HashMap::new())
+        };
+        plan_late_success(f, chain, false, &result(200, msg, true), parent, &children, NOW).unwrap()
+    }
+
     fn chain_run(id: i64, trigger_code: i64, handle_code: i64, marked: bool) -> ChainRun {
         ChainRun {
             id,
@@ -775,19 +787,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_late_success_withdraws_the_retry_not_sent_and_fires_the_children() {
-        let f = facts(2, "");
-        let (parent, children) = parent_and_child();
-        let chain = [chain_run(101, 0, 0, false)];
-        let p = plan_late_success(
-            &f,
-            &chain,
-            false,
-            &result(200, "done", true),
-            Some(&parent),
-            &children,
-            NOW,
-        )
-        .unwrap();
+        let p = late_success(&facts(2, ""), &[chain_run(101, 0, 0, false)], "done", true);
         assert_eq!(
             (p.run_id, p.withdraw.as_slice(), p.supersede.as_slice()),
             (100, &[101][..], &[][..])
@@ -813,39 +813,17 @@ pub(crate) mod tests {
             // Marked by an admin, no trigger result yet: it may be on the wire.
             chain_run(102, 0, 0, true),
         ];
-        let p = plan_late_success(&f, &chain, false, &result(200, "", true), None, &HashMap::new(), NOW).unwrap();
+        let p = late_success(&f, &chain, "", false);
         assert_eq!((p.withdraw.as_slice(), p.supersede.as_slice()), (&[][..], &[102][..]));
         assert!(p.msg.starts_with("Reported after"), "no empty line first: {}", p.msg);
-        let running = [chain_run(101, 200, 0, true)];
-        let p = plan_late_success(
-            &f,
-            &running,
-            false,
-            &result(200, "ok", true),
-            None,
-            &HashMap::new(),
-            NOW,
-        )
-        .unwrap();
+        let p = late_success(&f, &[chain_run(101, 200, 0, true)], "ok", false);
         assert_eq!(p.supersede, [101]);
         assert!(p.children.is_empty(), "a job without children");
     }
 
     #[test]
     fn children_are_not_fired_twice_when_a_retry_succeeded() {
-        let f = facts(1, "");
-        let (parent, children) = parent_and_child();
-        let chain = [chain_run(101, 200, 200, false)];
-        let p = plan_late_success(
-            &f,
-            &chain,
-            false,
-            &result(200, "ok", true),
-            Some(&parent),
-            &children,
-            NOW,
-        )
-        .unwrap();
+        let p = late_success(&facts(1, ""), &[chain_run(101, 200, 200, false)], "ok", true);
         assert!(p.children.is_empty());
         assert!(p.msg.contains("retry run 101 succeeded and fired them"), "{}", p.msg);
         assert!(p.withdraw.is_empty() && p.supersede.is_empty());

@@ -703,21 +703,21 @@ mod tests {
         };
         assert_eq!(plan.action, skip);
         assert!(plan.undecided.is_empty());
+        let retry = |id, state, nodes: &[NodeRun], node| plan_change(id, state, &def, nodes, node, NodeChange::Retry);
+        let conflict = |why: &str| -> Result<ChangePlan, _> { Err(ChangeRefused::Conflict(why.into())) };
         assert_eq!(
-            plan_change(1, InstanceState::Running, &def, &running, "a", NodeChange::Retry),
-            Err(ChangeRefused::Conflict("node 'a' is running: cannot retry".into()))
+            retry(1, InstanceState::Running, &running, "a"),
+            conflict("node 'a' is running: cannot retry")
         );
         assert_eq!(
-            plan_change(1, InstanceState::Running, &def, &running, "b", NodeChange::Retry),
-            Err(ChangeRefused::Conflict("node 'b' is waiting: cannot retry".into()))
+            retry(1, InstanceState::Running, &running, "b"),
+            conflict("node 'b' is waiting: cannot retry")
         );
         assert_eq!(
-            plan_change(7, InstanceState::Stopped, &def, &failed, "a", NodeChange::Retry),
-            Err(ChangeRefused::Conflict("instance 7 is stopped".into()))
+            retry(7, InstanceState::Stopped, &failed, "a"),
+            conflict("instance 7 is stopped")
         );
-        assert_eq!(
-            plan_change(7, InstanceState::Failed, &def, &failed, "x", NodeChange::Retry),
-            Err(ChangeRefused::NotFound("node 'x' in instance 7".into()))
-        );
+        let not_found: Result<ChangePlan, _> = Err(ChangeRefused::NotFound("node 'x' in instance 7".into()));
+        assert_eq!(retry(7, InstanceState::Failed, &failed, "x"), not_found);
     }
 }
