@@ -4,7 +4,7 @@
 use super::filter::{like_pattern, Filtered};
 use super::rounds::{Rounds, Waiting};
 use super::rows::from_row;
-use super::{rows, Store, StoreError, StoreResult};
+use super::{rows, Store, StoreResult};
 use serde::Serialize;
 use sqlx::any::Any;
 use sqlx::Transaction;
@@ -106,18 +106,14 @@ impl Store {
             target: target.to_owned(),
             detail: detail.to_owned(),
         };
-        let store = self.clone();
-        self.pending_audit
-            .wait_for_round(entry, || async move { store.commit_pending_audit().await })
+        self.join_round(&self.pending_audit, entry, Store::commit_pending_audit)
             .await
-            .unwrap_or(Err(StoreError::Db(sqlx::Error::WorkerCrashed)))
     }
 
     /// One round of audit entries: one multi-row insert per chunk, one commit. When it fails,
     /// each entry is written alone, so each caller gets its own result.
-    async fn commit_pending_audit(&self) {
-        let tx = self.write.begin().await;
-        let batch = self.pending_audit.take();
+    async fn commit_pending_audit(self) {
+        let (tx, batch) = self.begin_round(&self.pending_audit).await;
         let written = match tx {
             Ok(mut tx) => match self.insert_audit_rows(&mut tx, &batch).await {
                 Ok(()) => tx.commit().await.is_ok(),
