@@ -299,7 +299,7 @@ pub fn node_run(
         dag::Paste::Plain
     };
     let mut run = NewRun::of_job(job, TriggerType::Workflow, at, None);
-    run.param = dag::resolve(node.param.as_deref().unwrap_or(&job.param), results, paste).map_err(|_| {
+    run.payload.param = dag::resolve(node.param.as_deref().unwrap_or(&job.param), results, paste).map_err(|_| {
         format!(
             "its parameter with the upstream results quoted in is over {} bytes: job {} runs code, \
              so a result is not cut short (read them from CHIME_UPSTREAM_RESULTS instead)",
@@ -307,7 +307,7 @@ pub fn node_run(
             job.id
         )
     })?;
-    run.upstream = dag::upstream_json(graph.sources(k), results);
+    run.payload.upstream = dag::upstream_json(graph.sources(k), results);
     Ok(run)
 }
 
@@ -651,8 +651,8 @@ mod tests {
         let all = jobs(&[job(1, ""), job(2, "unused")]);
         let (_, plan) = step_a(json, facts(vec![ended(100, 200, "42")], &[]), &all);
         assert_eq!(plan.new_runs.len(), 1);
-        assert_eq!(plan.new_runs[0].param, "got 42");
-        assert_eq!(plan.new_runs[0].upstream, r#"{"a":"42"}"#);
+        assert_eq!(plan.new_runs[0].payload.param, "got 42");
+        assert_eq!(plan.new_runs[0].payload.upstream, r#"{"a":"42"}"#);
     }
 
     #[test]
