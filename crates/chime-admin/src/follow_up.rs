@@ -29,7 +29,7 @@
 //! so a report that arrives twice never retries or fires children twice.
 
 use crate::model::{Job, RunStatus};
-use crate::run::{truncate, HandleOutcome, NewRun, TriggerOutcome};
+use crate::run::{truncate, HandleOutcome, NewRun, RunPayload, TriggerOutcome};
 use chime_protocol::TriggerType;
 use std::collections::{HashMap, HashSet};
 
@@ -46,20 +46,8 @@ pub struct RunFacts {
     pub job_id: i64,
     /// Its group at fire time.
     pub group_id: i64,
-    /// Handler sent.
-    pub handler: String,
-    /// Parameter sent.
-    pub param: String,
-    /// A workflow node's upstream results sent with it (a retry sends them again).
-    pub upstream: String,
-    /// Shard index.
-    pub shard_index: i64,
-    /// Shard total.
-    pub shard_total: i64,
-    /// Retries still allowed after this run.
-    pub retry_count: i64,
-    /// Job ids of the parent chain, comma-separated.
-    pub lineage: String,
+    /// What it sent (a retry sends the same, a workflow node's upstream results too).
+    pub payload: RunPayload,
 }
 
 /// A run about to be given a result, as far as it was read.
@@ -329,7 +317,7 @@ pub fn plan_late_success(
 
 /// A retry of `run` if `may_retry` and it has retries left; otherwise it failed for good.
 fn retry_or_give_up(run: &RunFacts, may_retry: bool, now: i64) -> Consequence {
-    if !may_retry || run.retry_count <= 0 {
+    if !may_retry || run.payload.retry_count <= 0 {
         return Consequence {
             follow_ups: Vec::new(),
             failed_for_good: true,
@@ -342,13 +330,10 @@ fn retry_or_give_up(run: &RunFacts, may_retry: bool, now: i64) -> Consequence {
             fire_key: None,
             scheduled_at: now,
             trigger_type: TriggerType::Retry,
-            handler: run.handler.clone(),
-            param: run.param.clone(),
-            upstream: run.upstream.clone(),
-            shard_index: run.shard_index,
-            shard_total: run.shard_total,
-            retry_count: run.retry_count - 1,
-            lineage: run.lineage.clone(),
+            payload: RunPayload {
+                retry_count: run.payload.retry_count - 1,
+                ..run.payload.clone()
+            },
             trigger_code: 0,
             trigger_msg: String::new(),
         }],
@@ -361,15 +346,16 @@ fn retry_or_give_up(run: &RunFacts, may_retry: bool, now: i64) -> Consequence {
 /// fire time; cycles are also refused when jobs are saved).
 fn child_runs(run: &RunFacts, parent: &Job, children: &HashMap<i64, Job>, now: i64) -> (String, Vec<NewRun>) {
     let lineage_ids: HashSet<i64> = run
+        .payload
         .lineage
         .split(',')
         .filter_map(|p| p.trim().parse().ok())
         .chain([run.job_id])
         .collect();
-    let lineage = if run.lineage.is_empty() {
+    let lineage = if run.payload.lineage.is_empty() {
         run.job_id.to_string()
     } else {
-        format!("{},{}", run.lineage, run.job_id)
+        format!("{},{}", run.payload.lineage, run.job_id)
     };
     let total = parent.child_job_ids.len();
     let mut lines = String::from(">>>>>>>>>>>Trigger child job<<<<<<<<<<<<br>");
@@ -384,7 +370,7 @@ fn child_runs(run: &RunFacts, parent: &Job, children: &HashMap<i64, Job>, now: i
             }
             Some(child) => {
                 let mut nr = NewRun::of_job(child, TriggerType::Parent, now, None);
-                nr.lineage = lineage.clone();
+                nr.payload.lineage = lineage.clone();
                 runs.push(nr);
                 lines.push_str(&format!(
                     "{n}/{total} [Job ID={cid}], Trigger success, Trigger msg: null <br>"
@@ -445,19 +431,33 @@ pub(crate) mod tests {
             id: 100,
             job_id: 1,
             group_id: 7,
-            handler: "h".into(),
-            param: "p".into(),
-            upstream: r#"{"a":"x"}"#.into(),
-            shard_index: 2,
-            shard_total: 3,
-            retry_count,
-            lineage: lineage.into(),
+            payload: RunPayload {
+                handler: "h".into(),
+                param: "p".into(),
+                upstream: r#"{"a":"x"}"#.into(),
+                shard_index: 2,
+                shard_total: 3,
+                retry_count,
+                lineage: lineage.into(),
+            },
         }
     }
 
     /// Job 1, whose child is job 2, and that child by id.
     fn parent_and_child() -> (Job, HashMap<i64, Job>) {
         (job(1, vec![2]), [(2, job(2, vec![]))].into_iter().collect())
+    }
+
+    /// The plan for run 100 (of a job, not of a workflow node) reported successful with `msg`
+    /// after its loss, `chain` following it; its job has the child job 2 when `with_child`.
+    fn late_success(f: &RunFacts, chain: &[ChainRun], msg: &str, with_child: bool) -> LatePlan {
+        let (parent, children) = parent_and_child();
+        let (parent, children) = if with_child {
+            (Some(&parent), children)
+        } else {
+            (None, HashMap::new())
+        };
+        plan_late_success(f, chain, false, &result(200, msg, true), parent, &children, NOW).unwrap()
     }
 
     fn chain_run(id: i64, trigger_code: i64, handle_code: i64, marked: bool) -> ChainRun {
@@ -516,13 +516,15 @@ pub(crate) mod tests {
             fire_key: None,
             scheduled_at: NOW,
             trigger_type: TriggerType::Retry,
-            handler: "h".into(),
-            param: "p".into(),
-            upstream: f.upstream.clone(),
-            shard_index: 2,
-            shard_total: 3,
-            retry_count,
-            lineage: f.lineage.clone(),
+            payload: RunPayload {
+                handler: "h".into(),
+                param: "p".into(),
+                upstream: f.payload.upstream.clone(),
+                shard_index: 2,
+                shard_total: 3,
+                retry_count,
+                lineage: f.payload.lineage.clone(),
+            },
             trigger_code: 0,
             trigger_msg: String::new(),
         }
@@ -638,13 +640,15 @@ pub(crate) mod tests {
             fire_key: None,
             scheduled_at: NOW,
             trigger_type: TriggerType::Parent,
-            handler: format!("handler{id}"),
-            param: format!("param{id}"),
-            upstream: String::new(),
-            shard_index: 0,
-            shard_total: 1,
-            retry_count: id,
-            lineage: "8,1".into(),
+            payload: RunPayload {
+                handler: format!("handler{id}"),
+                param: format!("param{id}"),
+                upstream: String::new(),
+                shard_index: 0,
+                shard_total: 1,
+                retry_count: id,
+                lineage: "8,1".into(),
+            },
             trigger_code: 0,
             trigger_msg: String::new(),
         };
@@ -657,7 +661,7 @@ pub(crate) mod tests {
         let (parent, children) = parent_and_child();
         let p = plan_result(open(&f), &result(200, "", true), Some(&parent), &children, NOW).unwrap();
         assert!(p.msg.starts_with(">>>>>>>>>>>Trigger child job"), "{}", p.msg);
-        assert_eq!(p.then.follow_ups[0].lineage, "1");
+        assert_eq!(p.then.follow_ups[0].payload.lineage, "1");
     }
 
     #[test]
@@ -775,19 +779,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_late_success_withdraws_the_retry_not_sent_and_fires_the_children() {
-        let f = facts(2, "");
-        let (parent, children) = parent_and_child();
-        let chain = [chain_run(101, 0, 0, false)];
-        let p = plan_late_success(
-            &f,
-            &chain,
-            false,
-            &result(200, "done", true),
-            Some(&parent),
-            &children,
-            NOW,
-        )
-        .unwrap();
+        let p = late_success(&facts(2, ""), &[chain_run(101, 0, 0, false)], "done", true);
         assert_eq!(
             (p.run_id, p.withdraw.as_slice(), p.supersede.as_slice()),
             (100, &[101][..], &[][..])
@@ -801,7 +793,7 @@ pub(crate) mod tests {
         );
         assert!(p.msg.contains("1/1 [Job ID=2], Trigger success"), "{}", p.msg);
         assert_eq!(p.children.len(), 1);
-        assert_eq!((p.children[0].job_id, p.children[0].lineage.as_str()), (2, "1"));
+        assert_eq!((p.children[0].job_id, p.children[0].payload.lineage.as_str()), (2, "1"));
     }
 
     #[test]
@@ -813,39 +805,17 @@ pub(crate) mod tests {
             // Marked by an admin, no trigger result yet: it may be on the wire.
             chain_run(102, 0, 0, true),
         ];
-        let p = plan_late_success(&f, &chain, false, &result(200, "", true), None, &HashMap::new(), NOW).unwrap();
+        let p = late_success(&f, &chain, "", false);
         assert_eq!((p.withdraw.as_slice(), p.supersede.as_slice()), (&[][..], &[102][..]));
         assert!(p.msg.starts_with("Reported after"), "no empty line first: {}", p.msg);
-        let running = [chain_run(101, 200, 0, true)];
-        let p = plan_late_success(
-            &f,
-            &running,
-            false,
-            &result(200, "ok", true),
-            None,
-            &HashMap::new(),
-            NOW,
-        )
-        .unwrap();
+        let p = late_success(&f, &[chain_run(101, 200, 0, true)], "ok", false);
         assert_eq!(p.supersede, [101]);
         assert!(p.children.is_empty(), "a job without children");
     }
 
     #[test]
     fn children_are_not_fired_twice_when_a_retry_succeeded() {
-        let f = facts(1, "");
-        let (parent, children) = parent_and_child();
-        let chain = [chain_run(101, 200, 200, false)];
-        let p = plan_late_success(
-            &f,
-            &chain,
-            false,
-            &result(200, "ok", true),
-            Some(&parent),
-            &children,
-            NOW,
-        )
-        .unwrap();
+        let p = late_success(&facts(1, ""), &[chain_run(101, 200, 200, false)], "ok", true);
         assert!(p.children.is_empty());
         assert!(p.msg.contains("retry run 101 succeeded and fired them"), "{}", p.msg);
         assert!(p.withdraw.is_empty() && p.supersede.is_empty());

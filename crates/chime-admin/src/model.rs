@@ -886,36 +886,36 @@ mod tests {
 
     #[test]
     fn job_validation_names_fields() {
-        let spec = JobSpec {
+        let refused = |spec: JobSpec| spec.validate(None, "UTC", 1).unwrap_err();
+        // A spec with a handler, which every job needs.
+        let handled = || JobSpec {
             handler: Some("h".into()),
-            schedule_type: Some("CRONN".into()),
             ..Default::default()
         };
-        assert_eq!(spec.validate(None, "UTC", 1).unwrap_err().field, "schedule_type");
         let spec = JobSpec {
-            handler: Some("h".into()),
+            schedule_type: Some("CRONN".into()),
+            ..handled()
+        };
+        assert_eq!(refused(spec).field, "schedule_type");
+        let spec = JobSpec {
             schedule_type: Some("CRON".into()),
             schedule_expr: Some("0 0 0 * * ?".into()),
             time_zone: Some("Mars/Olympus".into()),
-            ..Default::default()
+            ..handled()
         };
-        assert_eq!(spec.validate(None, "UTC", 1).unwrap_err().field, "time_zone");
-        let spec = JobSpec {
+        assert_eq!(refused(spec).field, "time_zone");
+        let err = refused(JobSpec {
             route_strategy: Some("ROUND_ROBIN".into()),
-            handler: Some("h".into()),
-            ..Default::default()
-        };
-        let err = spec.validate(None, "UTC", 1).unwrap_err();
+            ..handled()
+        });
         assert_eq!(err.field, "route_strategy");
         assert!(err.message.contains("CONSISTENT_HASH"));
-        let spec = JobSpec::default();
-        assert_eq!(spec.validate(None, "UTC", 1).unwrap_err().field, "handler");
+        assert_eq!(refused(JobSpec::default()).field, "handler");
         let spec = JobSpec {
-            handler: Some("h".into()),
             running: Some(true),
-            ..Default::default()
+            ..handled()
         };
-        assert_eq!(spec.validate(None, "UTC", 1).unwrap_err().field, "running");
+        assert_eq!(refused(spec).field, "running");
     }
 
     #[test]

@@ -63,6 +63,28 @@ pub struct MarkedRun {
     pub partition: i64,
 }
 
+/// What a run sends its executor, and what its retries and child runs carry on from it: the
+/// same for a run to create ([`NewRun`]), a run to send ([`RunTicket`]) and a run followed up
+/// (`follow_up::RunFacts`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RunPayload {
+    /// Handler to send.
+    pub handler: String,
+    /// Parameter to send.
+    pub param: String,
+    /// A workflow node's upstream results, as data: a JSON object of strings by node key, sent
+    /// beside the parameter (`TriggerParam::upstream_results`); empty for other runs.
+    pub upstream: String,
+    /// Shard index.
+    pub shard_index: i64,
+    /// Shard total.
+    pub shard_total: i64,
+    /// Retries still allowed after this run.
+    pub retry_count: i64,
+    /// Job ids of the parent chain (the cycle guard of child jobs), comma-separated.
+    pub lineage: String,
+}
+
 /// A run row to create.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewRun {
@@ -78,21 +100,8 @@ pub struct NewRun {
     pub scheduled_at: i64,
     /// Why.
     pub trigger_type: TriggerType,
-    /// Handler to send.
-    pub handler: String,
-    /// Parameter to send.
-    pub param: String,
-    /// A workflow node's upstream results, as data: a JSON object of strings by node key, sent
-    /// beside the parameter (`TriggerParam::upstream_results`); empty for other runs.
-    pub upstream: String,
-    /// Shard index.
-    pub shard_index: i64,
-    /// Shard total.
-    pub shard_total: i64,
-    /// Retries allowed after this run.
-    pub retry_count: i64,
-    /// Parent chain (job ids).
-    pub lineage: String,
+    /// What it sends and carries on.
+    pub payload: RunPayload,
     /// 0 (pending) or [`crate::model::SKIPPED_CODE`].
     pub trigger_code: i64,
     /// Message (why it was skipped).
@@ -107,13 +116,7 @@ impl NewRun {
             job_id: self.job_id,
             scheduled_at: self.scheduled_at,
             trigger_type: self.trigger_type,
-            handler: self.handler.clone(),
-            param: self.param.clone(),
-            upstream: self.upstream.clone(),
-            shard_index: self.shard_index,
-            shard_total: self.shard_total,
-            retry_count: self.retry_count,
-            lineage: self.lineage.clone(),
+            payload: self.payload.clone(),
         }
     }
 
@@ -125,13 +128,15 @@ impl NewRun {
             fire_key,
             scheduled_at,
             trigger_type,
-            handler: job.handler.clone(),
-            param: job.param.clone(),
-            upstream: String::new(),
-            shard_index: 0,
-            shard_total: 1,
-            retry_count: job.retry_count,
-            lineage: String::new(),
+            payload: RunPayload {
+                handler: job.handler.clone(),
+                param: job.param.clone(),
+                upstream: String::new(),
+                shard_index: 0,
+                shard_total: 1,
+                retry_count: job.retry_count,
+                lineage: String::new(),
+            },
             trigger_code: 0,
             trigger_msg: String::new(),
         }
@@ -149,20 +154,8 @@ pub struct RunTicket {
     pub scheduled_at: i64,
     /// Why.
     pub trigger_type: TriggerType,
-    /// Handler.
-    pub handler: String,
-    /// Parameter.
-    pub param: String,
-    /// A workflow node's upstream results (see [`NewRun::upstream`]).
-    pub upstream: String,
-    /// Shard index.
-    pub shard_index: i64,
-    /// Shard total.
-    pub shard_total: i64,
-    /// Retries left.
-    pub retry_count: i64,
-    /// Parent chain.
-    pub lineage: String,
+    /// What it sends and carries on.
+    pub payload: RunPayload,
 }
 
 /// The result of sending a run to an executor.

@@ -595,13 +595,10 @@ async fn workflows_story(kind: Db) {
                     fire_key: Some(*k),
                     scheduled_at: *k,
                     trigger_type: chime_protocol::TriggerType::Cron,
-                    handler: String::new(),
-                    param: String::new(),
-                    upstream: String::new(),
-                    shard_index: 0,
-                    shard_total: 1,
-                    retry_count: 0,
-                    lineage: String::new(),
+                    payload: chime_admin::store::RunPayload {
+                        shard_total: 1,
+                        ..Default::default()
+                    },
                     trigger_code: 0,
                     trigger_msg: String::new(),
                 })

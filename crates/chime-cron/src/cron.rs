@@ -311,15 +311,7 @@ impl CronExpr {
                 }
             } else if self.lastday_of_week {
                 // The last given weekday of the month.
-                let dow = self.days_of_week[0];
-                let c_dow = cl.day_of_week();
-                let mut days_to_add = 0;
-                if c_dow < dow {
-                    days_to_add = dow - c_dow;
-                }
-                if c_dow > dow {
-                    days_to_add = dow + (7 - c_dow);
-                }
+                let mut days_to_add = days_until(cl.day_of_week(), self.days_of_week[0]);
                 let l_day = month_len(mon, cl.year());
                 if day + days_to_add > l_day {
                     // Already past the last one: first day of the next month.
@@ -336,14 +328,7 @@ impl CronExpr {
                 }
             } else if self.nthday_of_week != 0 {
                 // The nth given weekday of the month.
-                let dow = self.days_of_week[0];
-                let c_dow = cl.day_of_week();
-                let mut days_to_add = 0;
-                if c_dow < dow {
-                    days_to_add = dow - c_dow;
-                } else if c_dow > dow {
-                    days_to_add = dow + (7 - c_dow);
-                }
+                let mut days_to_add = days_until(cl.day_of_week(), self.days_of_week[0]);
                 let day_shifted = days_to_add > 0;
                 day += days_to_add;
                 let mut week_of_month = day / 7;
@@ -362,13 +347,7 @@ impl CronExpr {
             } else {
                 let c_dow = cl.day_of_week();
                 let dow = self.dow_first_from(c_dow).unwrap_or(self.days_of_week[0]);
-                let mut days_to_add = 0;
-                if c_dow < dow {
-                    days_to_add = dow - c_dow;
-                }
-                if c_dow > dow {
-                    days_to_add = dow + (7 - c_dow);
-                }
+                let days_to_add = days_until(c_dow, dow);
                 let l_day = month_len(mon, cl.year());
                 if day + days_to_add > l_day {
                     reset_to_day(&mut cl, 1, mon);
@@ -462,6 +441,16 @@ fn set_calendar_hour(cl: &mut Cal<'_>, hour: i32) {
     cl.set_hour(hour);
     if cl.hour() != hour && hour != 24 {
         cl.set_hour(hour + 1);
+    }
+}
+
+/// Days from weekday `from` to the next weekday `to` (both 1–7), 0 when they are the same.
+#[inline]
+fn days_until(from: i32, to: i32) -> i32 {
+    if from <= to {
+        to - from
+    } else {
+        to + (7 - from)
     }
 }
 

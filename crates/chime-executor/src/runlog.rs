@@ -718,11 +718,17 @@ pub fn remove_old_day_dirs(log_dir: &Path, retention_days: i64) -> Vec<PathBuf> 
 mod tests {
     use super::*;
 
-    #[test]
-    fn pages_by_line_number_with_g2_semantics() {
+    /// A run's log holding `text`, in a directory removed when the first is dropped.
+    fn log_of(text: &str) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("1.log");
-        fs::write(&path, "a\nb\nc\n").unwrap();
+        fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn pages_by_line_number_with_g2_semantics() {
+        let (_dir, path) = log_of("a\nb\nc\n");
         let page = read_page(&path, 1, true);
         assert_eq!(
             (page.from_line_num, page.to_line_num, page.log_content.as_str()),
@@ -740,9 +746,7 @@ mod tests {
 
     #[test]
     fn holds_back_a_partial_line_while_the_run_is_active() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("1.log");
-        fs::write(&path, "a\npart").unwrap();
+        let (_dir, path) = log_of("a\npart");
         let page = read_page(&path, 1, false);
         assert_eq!((page.to_line_num, page.log_content.as_str()), (1, "a\n"));
         let page = read_page(&path, 2, true);

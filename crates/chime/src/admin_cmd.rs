@@ -46,6 +46,15 @@ pub struct BackupArgs {
     /// The file to write: a complete SQLite database (no -wal file). Must not exist yet.
     #[arg(long, value_name = "FILE")]
     pub to: PathBuf,
+    /// The database.
+    #[command(flatten)]
+    pub database: MaintenanceDbArgs,
+}
+
+/// Where a maintenance action (`chime admin backup`, `show-token`, `reset-password`) finds the
+/// database.
+#[derive(clap::Args, Debug, Clone)]
+pub struct MaintenanceDbArgs {
     /// Database URL, as `chime admin --db` [default: that of `chime admin`: CHIME_DB, the
     /// settings file, then sqlite://chime.db].
     #[arg(long, value_name = "URL")]
@@ -58,13 +67,9 @@ pub struct BackupArgs {
 /// Arguments of `chime admin show-token`.
 #[derive(clap::Args, Debug)]
 pub struct ShowTokenArgs {
-    /// Database URL, as `chime admin --db` [default: that of `chime admin`: CHIME_DB, the
-    /// settings file, then sqlite://chime.db].
-    #[arg(long, value_name = "URL")]
-    pub db: Option<String>,
-    /// Settings file to read the database from, as `chime admin --config`.
-    #[arg(long)]
-    pub config: Option<PathBuf>,
+    /// The database.
+    #[command(flatten)]
+    pub database: MaintenanceDbArgs,
 }
 
 /// Arguments of `chime admin reset-password`.
@@ -72,13 +77,9 @@ pub struct ShowTokenArgs {
 pub struct ResetPasswordArgs {
     /// The user's login name (the first user is `admin`).
     pub user: String,
-    /// Database URL, as `chime admin --db` [default: that of `chime admin`: CHIME_DB, the
-    /// settings file, then sqlite://chime.db].
-    #[arg(long, value_name = "URL")]
-    pub db: Option<String>,
-    /// Settings file to read the database from, as `chime admin --config`.
-    #[arg(long)]
-    pub config: Option<PathBuf>,
+    /// The database.
+    #[command(flatten)]
+    pub database: MaintenanceDbArgs,
     /// Read the new password from the first line of standard input instead of generating
     /// one (`printf '%s\n' "$PW" | chime admin reset-password admin --password-stdin`): a
     /// password given as a flag would stay in the shell history and be visible to every user
@@ -132,15 +133,9 @@ pub fn run(mut args: AdminArgs, matches: &ArgMatches) -> ExitCode {
         None => {}
     }
     init_logging();
-    let config = match args.to_config(matches) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("chime admin: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let Some(runtime) = crate::start_runtime("chime admin", crate::Threads::PerCore) else {
-        return ExitCode::FAILURE;
+    let (config, runtime) = match crate::ready_to_run("chime admin", crate::Threads::PerCore, args.to_config(matches)) {
+        Ok(ready) => ready,
+        Err(code) => return code,
     };
     runtime.block_on(async move {
         let handle = match chime_admin::start(config).await {
@@ -189,33 +184,35 @@ fn announce_new_token(token: &str) {
     );
 }
 
-/// The database URL of a maintenance action: its own `--db`, else `chime admin`'s layers (flag
-/// before the subcommand, `CHIME_DB`, settings file, default), with the action's `--config`
-/// in place of the admin's.
+/// The database URL of the maintenance action `command`: its own `--db`, else `chime admin`'s
+/// layers (flag before the subcommand, `CHIME_DB`, settings file, default), with the action's
+/// `--config` in place of the admin's. A setting refused is said on standard error, and the
+/// `Err` is the exit code (2, a usage error).
 fn maintenance_db(
+    command: &str,
     args: &mut AdminArgs,
-    db: Option<String>,
-    config: Option<PathBuf>,
+    database: MaintenanceDbArgs,
     matches: &ArgMatches,
-) -> Result<String, String> {
-    if config.is_some() {
-        args.config = config;
+) -> Result<String, ExitCode> {
+    if database.config.is_some() {
+        args.config = database.config;
     }
-    match db {
+    let db = match database.db {
         Some(db) => Ok(db),
         None => args.to_config(matches).map(|c| c.db_url),
-    }
+    };
+    db.map_err(|e| {
+        eprintln!("{command}: {e}");
+        ExitCode::from(2)
+    })
 }
 
 /// Runs `chime admin show-token`: prints the kept executor access token on standard output, and
 /// only it, so a script can capture it.
 fn show_token(mut args: AdminArgs, show: ShowTokenArgs, matches: &ArgMatches) -> ExitCode {
-    let db_url = match maintenance_db(&mut args, show.db, show.config, matches) {
+    let db_url = match maintenance_db("chime admin show-token", &mut args, show.database, matches) {
         Ok(db) => db,
-        Err(e) => {
-            eprintln!("chime admin show-token: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     if let Some(path) = sqlite_file(&db_url).filter(|p| !p.exists()) {
         eprintln!("chime admin show-token: no database at {}", path.display());
@@ -254,12 +251,9 @@ fn show_token(mut args: AdminArgs, show: ShowTokenArgs, matches: &ArgMatches) ->
 /// Runs `chime admin backup`: `VACUUM INTO` the new file on the database of `--db` (or of
 /// `chime admin`'s layers), with the running admin left alone.
 fn backup(mut args: AdminArgs, backup: BackupArgs, matches: &ArgMatches) -> ExitCode {
-    let db_url = match maintenance_db(&mut args, backup.db, backup.config, matches) {
+    let db_url = match maintenance_db("chime admin backup", &mut args, backup.database, matches) {
         Ok(db) => db,
-        Err(e) => {
-            eprintln!("chime admin backup: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     // Said before connecting: the server may be out of reach from here, and the advice holds.
     if let Some(advice) = chime_admin::store::Backend::from_url(&db_url).and_then(chime_admin::store::dump_advice) {
@@ -308,12 +302,9 @@ const PASSWORD_CHARS: std::ops::RangeInclusive<usize> = 8..=256;
 /// Runs `chime admin reset-password`: the database comes from the subcommand's `--db`, else
 /// from `chime admin`'s own layers (flag before the subcommand, `CHIME_DB`, settings file).
 fn reset_password(mut args: AdminArgs, reset: ResetPasswordArgs, matches: &ArgMatches) -> ExitCode {
-    let db_url = match maintenance_db(&mut args, reset.db.clone(), reset.config.clone(), matches) {
+    let db_url = match maintenance_db("chime admin reset-password", &mut args, reset.database, matches) {
         Ok(db) => db,
-        Err(e) => {
-            eprintln!("chime admin reset-password: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let password = if reset.password_stdin {
         match read_password_line() {

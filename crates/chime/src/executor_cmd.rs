@@ -274,15 +274,9 @@ pub fn run(args: ExecutorArgs) -> ExitCode {
     if args.demo_handlers {
         builder = chime_executor::demo::register_demo_handlers(builder);
     }
-    let executor = match builder.build() {
-        Ok(executor) => executor,
-        Err(err) => {
-            eprintln!("chime executor: {err}");
-            return ExitCode::from(2);
-        }
-    };
-    let Some(runtime) = crate::start_runtime("chime executor", crate::Threads::PerCore) else {
-        return ExitCode::FAILURE;
+    let (executor, runtime) = match crate::ready_to_run("chime executor", crate::Threads::PerCore, builder.build()) {
+        Ok(ready) => ready,
+        Err(code) => return code,
     };
     let result = runtime.block_on(executor.run());
     // Blocking handlers that ignore cancellation must not keep the process alive.

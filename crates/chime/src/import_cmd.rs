@@ -67,15 +67,9 @@ pub struct XxlJobArgs {
 /// Runs `chime import`; `json` prints the report as JSON.
 pub fn run(args: ImportArgs, json: bool) -> ExitCode {
     let ImportSource::XxlJob(args) = args.source;
-    let options = match options(&args) {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("chime import xxl-job: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let Some(runtime) = crate::start_runtime("chime import xxl-job", crate::Threads::One) else {
-        return ExitCode::FAILURE;
+    let (options, runtime) = match crate::ready_to_run("chime import xxl-job", crate::Threads::One, options(&args)) {
+        Ok(ready) => ready,
+        Err(code) => return code,
     };
     let db = args.db.clone();
     let result = runtime.block_on(async move {

@@ -226,6 +226,22 @@ pub(crate) fn start_runtime(command: &str, threads: Threads) -> Option<tokio::ru
         .ok()
 }
 
+/// `command`'s checked settings and Tokio's runtime to run it on. Settings refused by their
+/// check are said on standard error and exit with 2 (a usage error); a runtime that cannot
+/// start exits with a failure: the `Err` is the code to exit with.
+pub(crate) fn ready_to_run<T, E: std::fmt::Display>(
+    command: &str,
+    threads: Threads,
+    settings: Result<T, E>,
+) -> Result<(T, tokio::runtime::Runtime), ExitCode> {
+    let settings = settings.map_err(|e| {
+        eprintln!("{command}: {e}");
+        ExitCode::from(2)
+    })?;
+    let runtime = start_runtime(command, threads).ok_or(ExitCode::FAILURE)?;
+    Ok((settings, runtime))
+}
+
 /// The writer behind [`out!`] and [`outln!`]. Any other write error is reported once on
 /// standard error, with a failure exit code.
 pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {

@@ -25,7 +25,7 @@ use crate::pipeline::results_queue::ResultsQueue;
 use crate::pipeline::run_ids::RunIds;
 use crate::registry::{Directory, GroupView};
 use crate::run::WheelEntry;
-use crate::store::{NewRun, RunTicket, Store, TriggerOutcome};
+use crate::store::{NewRun, RunPayload, RunTicket, Store, TriggerOutcome};
 use chime_protocol::paths::normalize_address;
 use chime_protocol::{RouteStrategy, TriggerParam, TriggerType};
 use client::{ExecutorClient, Target};
@@ -107,7 +107,7 @@ async fn dispatch(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
     }
     let Some(view) = view_for(dispatcher, job.group_id, address.as_deref()).await else {
         let why = format!("executor group {} not found", job.group_id);
-        fail(dispatcher, &ticket, ticket.shard_total, String::new(), why);
+        fail(dispatcher, &ticket, ticket.payload.shard_total, String::new(), why);
         return;
     };
     let Some(chosen) = choose_executor(dispatcher, &job, &ticket, address, &view).await else {
@@ -141,16 +141,16 @@ async fn choose_executor(
     address: Option<String>,
     view: &GroupView,
 ) -> Option<Chosen> {
-    let mut shard_total = ticket.shard_total;
+    let mut shard_total = ticket.payload.shard_total;
     let mut report = String::new();
     let chosen: Option<String> = if let Some(a) = address {
         let wanted = normalize_address(&a);
         view.addresses.iter().find(|r| normalize_address(r) == wanted).cloned()
     } else if job.route_strategy == RouteStrategy::ShardingBroadcast {
-        if ticket.shard_total <= 1 && view.addresses.len() > 1 {
+        if ticket.payload.shard_total <= 1 && view.addresses.len() > 1 {
             shard_total = fan_out_shards(dispatcher, job, ticket, view.addresses.len() as i64).await?;
         }
-        route::sharding_broadcast::shard_address(&view.addresses, ticket.shard_index).cloned()
+        route::sharding_broadcast::shard_address(&view.addresses, ticket.payload.shard_index).cloned()
     } else {
         let (address, routed) = route_pick(dispatcher, job, view).await;
         report = routed;
@@ -237,13 +237,11 @@ fn shard_runs(job: &Job, ticket: &RunTicket, shard_total: i64) -> Vec<NewRun> {
             fire_key: None,
             scheduled_at: ticket.scheduled_at,
             trigger_type: ticket.trigger_type,
-            handler: ticket.handler.clone(),
-            param: ticket.param.clone(),
-            upstream: ticket.upstream.clone(),
-            shard_index: i,
-            shard_total,
-            retry_count: ticket.retry_count,
-            lineage: ticket.lineage.clone(),
+            payload: RunPayload {
+                shard_index: i,
+                shard_total,
+                ..ticket.payload.clone()
+            },
             trigger_code: 0,
             trigger_msg: String::new(),
         })
@@ -358,8 +356,8 @@ async fn send(dispatcher: &Dispatcher, job: &Job, ticket: RunTicket, view: &Grou
 fn trigger_param(job: &Job, ticket: &RunTicket, triggered_at: i64, shard_total: i64) -> TriggerParam {
     TriggerParam {
         job_id: job.id,
-        executor_handler: ticket.handler.clone(),
-        executor_params: ticket.param.clone(),
+        executor_handler: ticket.payload.handler.clone(),
+        executor_params: ticket.payload.param.clone(),
         executor_block_strategy: job.block_strategy,
         executor_timeout: job.timeout_secs.clamp(0, i32::MAX as i64) as i32,
         log_id: ticket.id,
@@ -367,9 +365,9 @@ fn trigger_param(job: &Job, ticket: &RunTicket, triggered_at: i64, shard_total: 
         glue_type: job.glue_type,
         glue_source: job.glue_source.clone(),
         glue_updatetime: job.glue_updated_at,
-        broadcast_index: ticket.shard_index as i32,
+        broadcast_index: ticket.payload.shard_index as i32,
         broadcast_total: shard_total as i32,
-        upstream_results: upstream_results(&ticket.upstream),
+        upstream_results: upstream_results(&ticket.payload.upstream),
     }
 }
 
@@ -541,7 +539,7 @@ fn trigger_msg(
     let shard_total = chosen.shard_total;
     let mut route = job.route_strategy.title().to_owned();
     if shard_total > 1 {
-        route.push_str(&format!("({}/{})", ticket.shard_index, shard_total));
+        route.push_str(&format!("({}/{})", ticket.payload.shard_index, shard_total));
     }
     format!(
         "Trigger type：{}<br>Admin：{}<br>Executors：{}<br>Route strategy：{}<br>\
@@ -553,7 +551,7 @@ fn trigger_msg(
         route,
         job.block_strategy.title(),
         job.timeout_secs,
-        ticket.retry_count,
+        ticket.payload.retry_count,
         chosen.report,
         chosen.address,
         code,

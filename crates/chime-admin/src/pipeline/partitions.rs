@@ -235,12 +235,18 @@ mod tests {
         assert!(let_go, "not held: let go");
     }
 
-    #[test]
-    fn recovering_again_keeps_the_leases_and_recovers_them_all() {
+    /// Partitions scheduling `ids`, leased (in epoch 1) for a minute, and that deadline.
+    fn scheduling(ids: &[i64]) -> (Partitions, Option<Instant>) {
         let parts = Partitions::default();
         let soon = Some(Instant::now() + Duration::from_secs(60));
-        parts.keep_leased(&set(&[1, 2]), soon);
-        parts.start_scheduling(&[1, 2], || ());
+        parts.keep_leased(&set(ids), soon);
+        parts.start_scheduling(ids, || ());
+        (parts, soon)
+    }
+
+    #[test]
+    fn recovering_again_keeps_the_leases_and_recovers_them_all() {
+        let (parts, soon) = scheduling(&[1, 2]);
         parts.recover_again();
         assert!(parts.held().is_empty(), "nothing is claimed until recovered");
         let (acquired, lost) = parts.keep_leased(&set(&[1, 2]), soon);
@@ -249,10 +255,7 @@ mod tests {
 
     #[test]
     fn a_lease_taken_again_in_a_new_epoch_is_recovered_again() {
-        let parts = Partitions::default();
-        let soon = Some(Instant::now() + Duration::from_secs(60));
-        parts.keep_leased(&set(&[5, 6]), soon);
-        parts.start_scheduling(&[5, 6], || ());
+        let (parts, soon) = scheduling(&[5, 6]);
         assert_eq!(parts.token(5), Some(1));
         assert_eq!(parts.held_epochs(), vec![(5, 1), (6, 1)]);
         // Partition 5 lapsed and was taken again between two rounds: another admin may have

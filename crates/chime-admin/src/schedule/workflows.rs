@@ -11,7 +11,7 @@ use crate::model::{now_ms, Job};
 use crate::pipeline::partitions::Partitions;
 use crate::pipeline::wheel_queue::WheelQueue;
 use crate::pipeline::workflow_wake::WorkflowWake;
-use crate::store::{Advanced, NodeTickets, Store, ADVANCE_BATCH};
+use crate::store::{Advanced, NodeTickets, Store, StoreResult, ADVANCE_BATCH};
 use crate::workflow::dag;
 use crate::workflow::live::LiveInstances;
 use crate::workflow::spec::Workflow;
@@ -34,6 +34,25 @@ const COUNTS_EVERY: Duration = Duration::from_secs(5);
 /// finishes are added to their states' gauges as they finish; the count puts in those that other
 /// admins finished and operators stopped, and takes out those retention deleted.
 const ALL_COUNTS_EVERY: Duration = Duration::from_secs(300);
+
+/// Most batches of one kind a round runs (a full batch may have left more).
+const BATCHES_PER_ROUND: usize = 50;
+
+/// Whether another batch should follow one whose outcome is `batch` (whether it did anything,
+/// and whether more may be left), adding what it did to `busy`. A failure is logged as `doing`
+/// failed and ends the round's batches: the next round tries again.
+fn more_batches(doing: &str, batch: StoreResult<(bool, bool)>, busy: &mut bool) -> bool {
+    match batch {
+        Ok((did, more)) => {
+            *busy |= did;
+            more
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "{doing} failed; trying again next round");
+            false
+        }
+    }
+}
 
 /// What the workflow loop works with.
 #[derive(Debug)]
@@ -182,7 +201,7 @@ impl WorkflowLoop {
         let lookahead = self.lookahead.as_millis() as i64;
         let rules = self.rules;
         let mut busy = false;
-        for _ in 0..50 {
+        for _ in 0..BATCHES_PER_ROUND {
             let now = now_ms();
             let horizon = now + lookahead;
             let fired = self
@@ -190,19 +209,13 @@ impl WorkflowLoop {
                 .fire_workflows(held, horizon, live, |w| {
                     calendars.plan(&schedule_of(w), now, horizon, rules)
                 })
-                .await;
-            match fired {
-                Ok(a) => {
+                .await
+                .map(|a| {
                     let more = a.more;
-                    busy |= self.after_step(a);
-                    if !more {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "firing workflows failed; trying again next round");
-                    break;
-                }
+                    (self.after_step(a), more)
+                });
+            if !more_batches("firing workflows", fired, &mut busy) {
+                break;
             }
         }
         busy
@@ -237,19 +250,12 @@ impl WorkflowLoop {
     /// them on, batch after batch (a full one may have left more).
     async fn advance_found(&self, held: &[i64], live: &mut LiveInstances) -> bool {
         let mut busy = false;
-        for _ in 0..50 {
-            match self.store.advance_found(held, live).await {
-                Ok(a) => {
-                    let more = self.after_step(a);
-                    busy |= more;
-                    if !more {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "moving workflow instances on failed; trying again next round");
-                    break;
-                }
+        for _ in 0..BATCHES_PER_ROUND {
+            let stepped = self.store.advance_found(held, live).await;
+            // A batch that did something may have been a full one.
+            let stepped = stepped.map(|a| self.after_step(a)).map(|did| (did, did));
+            if !more_batches("moving workflow instances on", stepped, &mut busy) {
+                break;
             }
         }
         busy

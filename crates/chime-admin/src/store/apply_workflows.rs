@@ -120,23 +120,14 @@ impl Store {
             .flat_map(|w| w.definition.nodes.iter().map(|n| n.job_id))
             .collect();
         let mut conn = self.read.acquire().await?;
+        let sql = "SELECT j.id AS id, g.app_name AS app_name, j.job_key AS job_key FROM job j \
+                   JOIN executor_group g ON g.id = j.group_id WHERE j.id IN ({in})";
         let names: HashMap<i64, String> = self
-            .fetch_in(
-                &mut conn,
-                "SELECT j.id AS id, g.app_name AS app_name, j.job_key AS job_key FROM job j \
-                 JOIN executor_group g ON g.id = j.group_id WHERE j.id IN ({in})",
-                &ids,
-                &[],
-            )
-            .await?
-            .iter()
-            .map(|r| {
-                Ok((
-                    rows::int(r, "id")?,
-                    format!("{}/{}", rows::text(r, "app_name")?, rows::text(r, "job_key")?),
-                ))
+            .fetch_in_as(&mut conn, sql, &ids, &[], |r| {
+                let name = format!("{}/{}", rows::text(r, "app_name")?, rows::text(r, "job_key")?);
+                Ok((rows::int(r, "id")?, name))
             })
-            .collect::<Result<_, sqlx::Error>>()?;
+            .await?;
         Ok(workflows
             .into_iter()
             .map(|w| DocWorkflow {

@@ -1,8 +1,10 @@
 //! The audit log: who changed what through the REST API or the console, and who tried to and
 //! was refused.
 
+use super::filter::{like_pattern, Filtered};
 use super::rounds::{Rounds, Waiting};
-use super::{rows, Store, StoreError, StoreResult};
+use super::rows::from_row;
+use super::{rows, Store, StoreResult};
 use serde::Serialize;
 use sqlx::any::Any;
 use sqlx::Transaction;
@@ -104,18 +106,14 @@ impl Store {
             target: target.to_owned(),
             detail: detail.to_owned(),
         };
-        let store = self.clone();
-        self.pending_audit
-            .wait_for_round(entry, || async move { store.commit_pending_audit().await })
+        self.join_round(&self.pending_audit, entry, Store::commit_pending_audit)
             .await
-            .unwrap_or(Err(StoreError::Db(sqlx::Error::WorkerCrashed)))
     }
 
     /// One round of audit entries: one multi-row insert per chunk, one commit. When it fails,
     /// each entry is written alone, so each caller gets its own result.
-    async fn commit_pending_audit(&self) {
-        let tx = self.write.begin().await;
-        let batch = self.pending_audit.take();
+    async fn commit_pending_audit(self) {
+        let (tx, batch) = self.begin_round(&self.pending_audit).await;
         let written = match tx {
             Ok(mut tx) => match self.insert_audit_rows(&mut tx, &batch).await {
                 Ok(()) => tx.commit().await.is_ok(),
@@ -189,53 +187,27 @@ impl Store {
 
     /// Entries matching `f`, newest first.
     pub async fn list_audit(&self, f: &AuditFilter) -> StoreResult<Vec<AuditEntry>> {
-        let mut sql = String::from("SELECT id, at, username, action, target, detail FROM audit_log WHERE id < ?");
-        if f.username.is_some() {
-            sql.push_str(" AND username = ?");
-        }
+        let mut sql = Filtered::new("SELECT id, at, username, action, target, detail FROM audit_log");
+        sql.push(" WHERE id < ?", [f.before_id.unwrap_or(i64::MAX)]);
+        sql.and(" AND username = ?", f.username.as_ref());
         // LOWER on both sides: LIKE is case-insensitive on SQLite and MariaDB but not PostgreSQL.
         // '!' escapes LIKE's wildcards in the user's text (a backslash would mean different things per engine).
-        if f.action.is_some() {
-            sql.push_str(" AND LOWER(action) LIKE ? ESCAPE '!'");
-        }
-        if f.from.is_some() {
-            sql.push_str(" AND at >= ?");
-        }
-        if f.to.is_some() {
-            sql.push_str(" AND at < ?");
-        }
-        sql.push_str(" ORDER BY id DESC LIMIT ?");
-        let q = self.sql(&sql).into_owned();
-        let mut query = sqlx::query(&q).bind(f.before_id.unwrap_or(i64::MAX));
-        if let Some(u) = &f.username {
-            query = query.bind(u.as_str());
-        }
-        if let Some(a) = &f.action {
-            let escaped: String = a
-                .to_lowercase()
-                .chars()
-                .flat_map(|c| match c {
-                    '!' | '%' | '_' => vec!['!', c],
-                    c => vec![c],
-                })
-                .collect();
-            query = query.bind(format!("%{escaped}%"));
-        }
-        for v in [f.from, f.to].into_iter().flatten() {
-            query = query.bind(v);
-        }
-        let all = query.bind(f.limit).fetch_all(&self.read).await?;
+        sql.and(
+            " AND LOWER(action) LIKE ? ESCAPE '!'",
+            f.action.as_deref().map(like_pattern),
+        );
+        sql.and(" AND at >= ?", f.from);
+        sql.and(" AND at < ?", f.to);
+        sql.push(" ORDER BY id DESC LIMIT ?", [f.limit]);
+        let q = self.sql(sql.text()).into_owned();
+        let all = sql.bind(&q).fetch_all(&self.read).await?;
         all.iter()
             .map(|r| {
                 let detail = rows::text(r, "detail")?;
-                Ok(AuditEntry {
-                    id: rows::int(r, "id")?,
-                    at: rows::int(r, "at")?,
-                    username: rows::text(r, "username")?,
-                    action: rows::text(r, "action")?,
-                    target: rows::text(r, "target")?,
+                Ok(from_row!(r => AuditEntry {
+                    id, at, username, action, target,
                     detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::String(detail)),
-                })
+                }))
             })
             .collect()
     }

@@ -63,6 +63,19 @@ impl Store {
         Ok(out)
     }
 
+    /// [`Store::fetch_in`], each row made an item by `decode`, collected.
+    pub(super) async fn fetch_in_as<T, C: FromIterator<T>>(
+        &self,
+        conn: &mut AnyConnection,
+        sql: &str,
+        ids: &[i64],
+        args: &[Arg<'_>],
+        decode: impl FnMut(&AnyRow) -> Result<T, sqlx::Error>,
+    ) -> StoreResult<C> {
+        let rows = self.fetch_in(conn, sql, ids, args).await?;
+        Ok(rows.iter().map(decode).collect::<Result<C, _>>()?)
+    }
+
     /// Runs the statement `sql` for all of `ids` as [`Store::fetch_in`] does, and returns how
     /// many rows it changed in all.
     pub(super) async fn execute_in(
@@ -92,6 +105,18 @@ impl Store {
         }
         let mut conn = self.read.acquire().await?;
         self.fetch_in(&mut conn, sql, ids, args).await
+    }
+
+    /// [`Store::read_in`], each row made an item by `decode`, collected.
+    pub(super) async fn read_in_as<T, C: FromIterator<T>>(
+        &self,
+        sql: &str,
+        ids: &[i64],
+        args: &[Arg<'_>],
+        decode: impl FnMut(&AnyRow) -> Result<T, sqlx::Error>,
+    ) -> StoreResult<C> {
+        let rows = self.read_in(sql, ids, args).await?;
+        Ok(rows.iter().map(decode).collect::<Result<C, _>>()?)
     }
 
     /// [`Store::execute_in`] outside a transaction, on a connection of the writing pool (none is
@@ -272,6 +297,11 @@ pub(super) fn bind<'q>(query: Query<'q, Any, AnyArguments<'q>>, arg: Arg<'q>) ->
         Arg::Int(v) => query.bind(v),
         Arg::Text(v) => query.bind(v),
     }
+}
+
+/// The statement `q` with `args` bound to its `?`s in order.
+pub(super) fn bound<'q>(q: &'q str, args: &[Arg<'q>]) -> Query<'q, Any, AnyArguments<'q>> {
+    args.iter().fold(sqlx::query(q), |query, a| bind(query, *a))
 }
 
 /// Splits `group_concat` output of `N` integer columns (`1,2,3;4,5,6`) into rows.

@@ -1,6 +1,7 @@
 //! Queries the web console needs beyond the REST API's: user management, dashboard counts,
 //! GLUE version history and clearing old runs.
 
+use super::rows::from_row;
 use super::users::{user_row, User, USER_COLUMNS};
 use super::{rows, Store, StoreError, StoreResult};
 use crate::model::{now_ms, RunStatus};
@@ -53,13 +54,8 @@ impl Store {
 
     /// One user by id.
     pub async fn user_by_id(&self, id: i64) -> StoreResult<User> {
-        let q = self
-            .sql(&format!("SELECT {USER_COLUMNS} FROM app_user WHERE id = ?"))
-            .into_owned();
-        match sqlx::query(&q).bind(id).fetch_optional(&self.read).await? {
-            Some(r) => Ok(user_row(&r)?),
-            None => Err(StoreError::NotFound(format!("user {id}"))),
-        }
+        let q = format!("SELECT {USER_COLUMNS} FROM app_user WHERE id = ?");
+        self.read_by_id(&q, id, "user", user_row).await
     }
 
     /// Sets a user's role, write permission and groups.
@@ -164,12 +160,7 @@ impl Store {
             .await?;
         let groups = match group_ids {
             Some(ids) => ids.len() as i64,
-            None => {
-                let r = sqlx::query("SELECT COUNT(*) AS n FROM executor_group")
-                    .fetch_one(&self.read)
-                    .await?;
-                rows::int(&r, "n")?
-            }
+            None => self.count("SELECT COUNT(*) AS n FROM executor_group").await?,
         };
         Ok((groups, rows::int(&row, "n")?, rows::int(&row, "r")?))
     }
@@ -217,16 +208,7 @@ impl Store {
         );
         let all = sqlx::query(&q).bind(job_id).bind(limit).fetch_all(&self.read).await?;
         all.iter()
-            .map(|r| {
-                Ok(GlueVersion {
-                    id: rows::int(r, "id")?,
-                    glue_type: rows::text(r, "glue_type")?,
-                    glue_source: rows::text(r, "glue_source")?,
-                    author: rows::text(r, "author")?,
-                    remark: rows::text(r, "remark")?,
-                    created_at: rows::int(r, "created_at")?,
-                })
-            })
+            .map(|r| Ok(from_row!(r => GlueVersion { id, glue_type, glue_source, author, remark, created_at })))
             .collect()
     }
 

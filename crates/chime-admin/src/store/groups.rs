@@ -146,14 +146,8 @@ impl Store {
 
     /// One group by id.
     pub async fn group(&self, id: i64) -> StoreResult<Group> {
-        let q = self
-            .sql(&format!("SELECT {GROUP_COLUMNS} FROM executor_group WHERE id = ?"))
-            .into_owned();
-        let row = sqlx::query(&q).bind(id).fetch_optional(&self.read).await?;
-        match row {
-            Some(r) => Ok(rows::group(&r)?),
-            None => Err(StoreError::NotFound(format!("group {id}"))),
-        }
+        let q = format!("SELECT {GROUP_COLUMNS} FROM executor_group WHERE id = ?");
+        self.read_by_id(&q, id, "group", rows::group).await
     }
 
     /// One group by app name.
@@ -171,11 +165,10 @@ impl Store {
     /// callback reports on).
     pub async fn groups_of_runs(&self, run_ids: &[i64]) -> StoreResult<HashMap<i64, i64>> {
         let sql = "SELECT id, group_id FROM run WHERE id IN ({in})";
-        self.read_in(sql, run_ids, &[])
-            .await?
-            .iter()
-            .map(|r| Ok((rows::int(r, "id")?, rows::int(r, "group_id")?)))
-            .collect()
+        self.read_in_as(sql, run_ids, &[], |r| {
+            Ok((rows::int(r, "id")?, rows::int(r, "group_id")?))
+        })
+        .await
     }
 
     /// Every group, by id.

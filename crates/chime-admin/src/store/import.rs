@@ -553,26 +553,16 @@ impl Store {
         tx: &mut Transaction<'static, Any>,
         ids: &[i64],
     ) -> StoreResult<HashMap<i64, (i64, i64, i64)>> {
-        Ok(self
-            .fetch_in(
-                tx,
-                "SELECT id, job_id, scheduled_at, handle_code FROM run WHERE id IN ({in})",
-                ids,
-                &[],
-            )
-            .await?
-            .iter()
-            .map(|r| {
-                Ok((
-                    rows::int(r, "id")?,
-                    (
-                        rows::int(r, "job_id")?,
-                        rows::int(r, "scheduled_at")?,
-                        rows::int(r, "handle_code")?,
-                    ),
-                ))
-            })
-            .collect::<Result<_, sqlx::Error>>()?)
+        let sql = "SELECT id, job_id, scheduled_at, handle_code FROM run WHERE id IN ({in})";
+        self.fetch_in_as(tx, sql, ids, &[], |r| {
+            let run = (
+                rows::int(r, "job_id")?,
+                rows::int(r, "scheduled_at")?,
+                rows::int(r, "handle_code")?,
+            );
+            Ok((rows::int(r, "id")?, run))
+        })
+        .await
     }
 
     /// Gives a run Chime has without a result the source's result.

@@ -45,17 +45,13 @@ impl Store {
             draft: draft.clone(),
             author: author.to_owned(),
         };
-        let store = self.clone();
-        self.pending_inserts
-            .wait_for_round(job, || async move { store.commit_pending_inserts().await })
+        self.join_round(&self.pending_inserts, job, Store::commit_pending_inserts)
             .await
-            .unwrap_or(Err(StoreError::Db(sqlx::Error::WorkerCrashed)))
     }
 
     /// One round: takes the writer, then every create queued by then, and commits them.
-    async fn commit_pending_inserts(&self) {
-        let tx = self.write.begin().await;
-        let batch = self.pending_inserts.take();
+    async fn commit_pending_inserts(self) {
+        let (tx, batch) = self.begin_round(&self.pending_inserts).await;
         let mut tx = match tx {
             Ok(tx) => tx,
             Err(_) => return self.insert_each_alone(batch).await,

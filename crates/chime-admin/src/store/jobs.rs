@@ -1,5 +1,6 @@
 //! Job definitions: create, change, start/stop, delete; child-job checks.
 
+use super::filter::like_pattern;
 use super::job_columns::{bind_cells, draft_columns, insert_sql, set_sql, Cell, JOB_COLUMNS};
 use super::rows;
 use super::{placeholders, Store, StoreError, StoreResult, PARTITIONS};
@@ -86,19 +87,6 @@ pub struct JobQuery {
     pub offset: i64,
     /// At most this many.
     pub limit: i64,
-}
-
-/// `%text%` in lower case with LIKE's wildcards (and the escape `!`) escaped by `!`.
-fn like_pattern(text: &str) -> String {
-    let escaped: String = text
-        .to_lowercase()
-        .chars()
-        .flat_map(|c| match c {
-            '!' | '%' | '_' => vec!['!', c],
-            c => vec![c],
-        })
-        .collect();
-    format!("%{escaped}%")
 }
 
 /// A due job as the scheduler's claim sees it.
@@ -479,13 +467,8 @@ impl Store {
 
     /// One job.
     pub async fn job(&self, id: i64) -> StoreResult<Job> {
-        let q = self
-            .sql(&format!("SELECT {JOB_COLUMNS} FROM job WHERE id = ?"))
-            .into_owned();
-        match sqlx::query(&q).bind(id).fetch_optional(&self.read).await? {
-            Some(r) => Ok(rows::job(&r)?),
-            None => Err(StoreError::NotFound(format!("job {id}"))),
-        }
+        let q = format!("SELECT {JOB_COLUMNS} FROM job WHERE id = ?");
+        self.read_by_id(&q, id, "job", rows::job).await
     }
 
     /// Jobs by id (missing ids are left out).
@@ -591,13 +574,9 @@ impl Store {
 
     /// Number of jobs (all, running).
     pub async fn count_jobs(&self) -> StoreResult<(i64, i64)> {
-        let r = sqlx::query("SELECT COUNT(*) AS n FROM job")
-            .fetch_one(&self.read)
-            .await?;
-        let r2 = sqlx::query("SELECT COUNT(*) AS n FROM job WHERE running = 1")
-            .fetch_one(&self.read)
-            .await?;
-        Ok((rows::int(&r, "n")?, rows::int(&r2, "n")?))
+        let all = self.count("SELECT COUNT(*) AS n FROM job").await?;
+        let running = self.count("SELECT COUNT(*) AS n FROM job WHERE running = 1").await?;
+        Ok((all, running))
     }
 
     /// Bulk-creates running jobs (load tests and benchmarks): one transaction per 500 jobs.

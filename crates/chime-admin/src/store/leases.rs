@@ -1,7 +1,7 @@
 //! Partition leases: which admin schedules which partition of the jobs.
 
 use super::bulk::Arg;
-use super::rows;
+use super::rows::{self, from_row};
 use super::{Store, StoreResult};
 
 /// A lease row.
@@ -47,14 +47,7 @@ impl Store {
         };
         let leases = all
             .iter()
-            .map(|r| {
-                Ok(Lease {
-                    partition: rows::int(r, "partition_no")?,
-                    owner: rows::text(r, "owner")?,
-                    expires_at: rows::int(r, "expires_at")?,
-                    epoch: rows::int(r, "epoch")?,
-                })
-            })
+            .map(|r| Ok(from_row!(r => Lease { partition: rows::int(r, "partition_no")?, owner, expires_at, epoch })))
             .collect::<StoreResult<Vec<Lease>>>()?;
         Ok(LeaseTable { leases, now })
     }

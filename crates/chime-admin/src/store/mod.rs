@@ -24,6 +24,7 @@ pub use backup::dump_advice;
 mod bulk;
 mod console_queries;
 mod dialect;
+mod filter;
 mod groups;
 mod import;
 mod job_columns;
@@ -48,7 +49,7 @@ mod workflow_rows;
 mod workflow_steps;
 mod workflows;
 
-pub use crate::run::{Claimed, FirePlan, Recorded, HANDLE_MSG_MAX, PARTITIONS};
+pub use crate::run::{Claimed, FirePlan, Recorded, RunPayload, HANDLE_MSG_MAX, PARTITIONS};
 pub use crate::run::{HandleOutcome, MarkedRun, NewRun, RunTicket, SendMark, TriggerOutcome, UnfinishedRun};
 pub use alarms::alarm_status;
 pub use apply::check_document;
@@ -69,8 +70,8 @@ pub use workflow_steps::{Advanced, NodeTickets, ADVANCE_BATCH};
 pub use workflows::{NodeChange, StoppedInstance};
 
 use crate::model::Invalid;
-use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{AnyPool, Executor};
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
+use sqlx::{AnyConnection, AnyPool, Executor};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -330,6 +331,40 @@ impl Store {
         self.backend.sql(q)
     }
 
+    /// The row that `select` (`… WHERE id = ?`) finds for `id`, decoded by `decode`:
+    /// `NotFound("{what} {id}")` when there is none.
+    async fn row_by_id<T>(
+        &self,
+        conn: &mut AnyConnection,
+        select: &str,
+        id: i64,
+        what: &str,
+        decode: fn(&AnyRow) -> Result<T, sqlx::Error>,
+    ) -> StoreResult<T> {
+        let q = self.sql(select).into_owned();
+        let row = sqlx::query(&q).bind(id).fetch_optional(&mut *conn).await?;
+        row.map(|r| decode(&r))
+            .transpose()?
+            .ok_or_else(|| StoreError::NotFound(format!("{what} {id}")))
+    }
+
+    /// [`Store::row_by_id`] on a connection of the reading pool.
+    async fn read_by_id<T>(
+        &self,
+        select: &str,
+        id: i64,
+        what: &str,
+        decode: fn(&AnyRow) -> Result<T, sqlx::Error>,
+    ) -> StoreResult<T> {
+        let mut conn = self.read.acquire().await?;
+        self.row_by_id(&mut conn, select, id, what, decode).await
+    }
+
+    /// The number `sql` (`SELECT COUNT(*) AS n …`, binding nothing) counts, on the reading pool.
+    async fn count(&self, sql: &str) -> StoreResult<i64> {
+        Ok(rows::int(&sqlx::query(sql).fetch_one(&self.read).await?, "n")?)
+    }
+
     /// Runs `update` with `update_values` bound and, when it matched no row, inserts one as
     /// [`Store::insert_unless_present`] does.
     async fn update_or_insert(
@@ -340,11 +375,8 @@ impl Store {
         values: &[bulk::Arg<'_>],
     ) -> StoreResult<()> {
         let q = self.sql(update);
-        let mut query = sqlx::query(&q);
-        for v in update_values {
-            query = bulk::bind(query, *v);
-        }
-        if query.execute(&self.write).await?.rows_affected() == 0 {
+        let updated = bulk::bound(&q, update_values).execute(&self.write).await?;
+        if updated.rows_affected() == 0 {
             self.insert_unless_present(into, values).await?;
         }
         Ok(())
@@ -361,11 +393,7 @@ impl Store {
                 placeholders(values.len())
             ))
             .into_owned();
-        let mut query = sqlx::query(&q);
-        for v in values {
-            query = bulk::bind(query, *v);
-        }
-        query.execute(&self.write).await?;
+        bulk::bound(&q, values).execute(&self.write).await?;
         Ok(())
     }
 }

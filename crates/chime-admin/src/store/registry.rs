@@ -1,6 +1,6 @@
 //! Executor heartbeats (`/api/registry`).
 
-use super::bulk::Arg;
+use super::bulk::{bound, Arg};
 use super::rows;
 use super::{Store, StoreResult};
 
@@ -48,12 +48,8 @@ impl Store {
     /// True when deleted.
     pub async fn delete_registry_row(&self, app_name: &str, address: &str, updated_at: i64) -> StoreResult<bool> {
         let q = self.sql("DELETE FROM registry WHERE app_name = ? AND address = ? AND updated_at = ?");
-        let done = sqlx::query(&q)
-            .bind(app_name)
-            .bind(address)
-            .bind(updated_at)
-            .execute(&self.write)
-            .await?;
+        let args = [Arg::Text(app_name), Arg::Text(address), Arg::Int(updated_at)];
+        let done = bound(&q, &args).execute(&self.write).await?;
         Ok(done.rows_affected() == 1)
     }
 }

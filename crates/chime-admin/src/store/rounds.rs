@@ -6,6 +6,9 @@
 //! request alone pays no wait, and requests that pile up behind a busy writer share one
 //! transaction instead of queueing for one each.
 
+use super::{Store, StoreError, StoreResult};
+use sqlx::any::Any;
+use sqlx::Transaction;
 use std::sync::Mutex;
 use tokio::sync::oneshot;
 
@@ -59,6 +62,39 @@ impl<R, A: Send + 'static> Rounds<Waiting<R, A>> {
             tokio::spawn(commit());
         }
         answer.await.ok()
+    }
+}
+
+impl Store {
+    /// Queues `request` in `room` and waits for its own result, as
+    /// [`Rounds::wait_for_round`] does, with `commit` run on a clone of this store as the
+    /// round's committer. A committer that ended without answering (it panicked) answers with
+    /// the error of a crashed worker.
+    pub(super) async fn join_round<R, T, Fut>(
+        &self,
+        room: &Rounds<Waiting<R, StoreResult<T>>>,
+        request: R,
+        commit: impl FnOnce(Store) -> Fut,
+    ) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let store = self.clone();
+        room.wait_for_round(request, move || commit(store))
+            .await
+            .unwrap_or(Err(StoreError::Db(sqlx::Error::WorkerCrashed)))
+    }
+
+    /// The start of a round of `room`: the writer's transaction, then every request queued by
+    /// the time it was had, in that order, so that the requests that arrive while the writer
+    /// is busy join this round.
+    pub(super) async fn begin_round<T>(
+        &self,
+        room: &Rounds<T>,
+    ) -> (Result<Transaction<'static, Any>, sqlx::Error>, Vec<T>) {
+        let tx = self.write.begin().await;
+        (tx, room.take())
     }
 }
 

@@ -37,6 +37,47 @@ where
     })
 }
 
+/// A value read from a column of its own type: integers as [`int`] reads them, text as [`text`].
+pub(super) trait Column: Sized {
+    /// Reads column `col` of `row`.
+    fn read(row: &AnyRow, col: &str) -> Result<Self, sqlx::Error>;
+}
+
+impl Column for i64 {
+    fn read(row: &AnyRow, col: &str) -> Result<Self, sqlx::Error> {
+        int(row, col)
+    }
+}
+
+impl Column for String {
+    fn read(row: &AnyRow, col: &str) -> Result<Self, sqlx::Error> {
+        text(row, col)
+    }
+}
+
+/// Column `col` of `row`, read as the type the caller wants.
+pub(super) fn get<T: Column>(row: &AnyRow, col: &str) -> Result<T, sqlx::Error> {
+    T::read(row, col)
+}
+
+/// Builds a struct from a row, inside a function that returns a `Result` (a column that cannot
+/// be read returns its error): `from_row!(r => Lease { owner, epoch, partition: expr })` reads
+/// each field named alone from the column of the same name, as the field's type (see
+/// [`Column`]), and sets each `field: expr` to `expr`, for a column named otherwise or a value
+/// decoded further. Listing the fields once keeps a struct's fields and its columns in step.
+macro_rules! from_row {
+    ($row:expr => $ty:ident { $($field:ident $(: $value:expr)?),* $(,)? }) => {
+        $ty { $($field: $crate::store::rows::from_row!(@field $row, $field $(, $value)?),)* }
+    };
+    (@field $row:expr, $field:ident, $value:expr) => {
+        $value
+    };
+    (@field $row:expr, $field:ident) => {
+        $crate::store::rows::get($row, stringify!($field))?
+    };
+}
+pub(super) use from_row;
+
 pub(super) fn id_list(s: &str) -> Vec<i64> {
     s.split(',').filter_map(|p| p.trim().parse().ok()).collect()
 }

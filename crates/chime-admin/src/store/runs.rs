@@ -14,7 +14,7 @@ use super::job_columns::JOB_COLUMNS;
 use super::rows;
 use super::{Store, StoreResult};
 use crate::model::Job;
-use crate::run::RunTicket;
+use crate::run::{RunPayload, RunTicket};
 use chime_protocol::TriggerType;
 use sqlx::any::AnyRow;
 use sqlx::AnyConnection;
@@ -41,13 +41,15 @@ fn ticket(row: &AnyRow) -> Result<(RunTicket, i64), sqlx::Error> {
             job_id: rows::int(row, 1)?,
             scheduled_at: rows::int(row, 2)?,
             trigger_type: tt.parse().unwrap_or(TriggerType::Cron),
-            handler: rows::text(row, 4)?,
-            param: rows::text(row, 5)?,
-            shard_index: rows::int(row, 6)?,
-            shard_total: rows::int(row, 7)?,
-            retry_count: rows::int(row, 8)?,
-            lineage: rows::text(row, 9)?,
-            upstream: rows::text(row, 11)?,
+            payload: RunPayload {
+                handler: rows::text(row, 4)?,
+                param: rows::text(row, 5)?,
+                shard_index: rows::int(row, 6)?,
+                shard_total: rows::int(row, 7)?,
+                retry_count: rows::int(row, 8)?,
+                lineage: rows::text(row, 9)?,
+                upstream: rows::text(row, 11)?,
+            },
         },
         rows::int(row, 10)?,
     ))

@@ -1,6 +1,7 @@
 //! Console login sessions. The table holds only a SHA-256 of each session token, so reading
 //! the database (a backup, an SQL injection elsewhere) does not let anyone log in.
 
+use super::bulk::{bound, Arg};
 use super::users::{user_row, User, USER_COLUMNS};
 use super::{rows, Store, StoreResult};
 
@@ -28,14 +29,14 @@ impl Store {
         let q = self.sql(
             "INSERT INTO console_session (token_hash, user_id, csrf_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
         );
-        sqlx::query(&q)
-            .bind(token_hash)
-            .bind(user_id)
-            .bind(csrf_token)
-            .bind(now)
-            .bind(expires_at)
-            .execute(&self.write)
-            .await?;
+        let args = [
+            Arg::Text(token_hash),
+            Arg::Int(user_id),
+            Arg::Text(csrf_token),
+            Arg::Int(now),
+            Arg::Int(expires_at),
+        ];
+        bound(&q, &args).execute(&self.write).await?;
         Ok(())
     }
 

@@ -24,10 +24,7 @@ pub struct User {
 impl Store {
     /// Number of users.
     pub async fn count_users(&self) -> StoreResult<i64> {
-        let r = sqlx::query("SELECT COUNT(*) AS n FROM app_user")
-            .fetch_one(&self.read)
-            .await?;
-        Ok(rows::int(&r, "n")?)
+        self.count("SELECT COUNT(*) AS n FROM app_user").await
     }
 
     /// Creates a user with an already hashed password.

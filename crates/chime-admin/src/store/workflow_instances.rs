@@ -6,7 +6,7 @@
 //! into one value (`store/bulk.rs`): the driver hands each result row from its worker thread to
 //! the async side on its own, and a step's rows sent that way cost more than writing them.
 
-use super::rows;
+use super::rows::{self, from_row};
 use super::sqlite_ids::{IdCursor, KNOWN_IDS};
 use super::{Backend, Store, StoreError, StoreResult};
 use crate::workflow::dag::InstanceState;
@@ -198,14 +198,7 @@ impl Store {
             "triggered_at",
         ];
         self.packed_rows_in(tx, q, &cols, ids, |r| {
-            Ok(RunEnd {
-                id: rows::int(r, "id")?,
-                trigger_code: rows::int(r, "trigger_code")?,
-                handle_code: rows::int(r, "handle_code")?,
-                handle_msg: rows::text(r, "handle_msg")?,
-                handled_at: rows::int(r, "handled_at")?,
-                triggered_at: rows::int(r, "triggered_at")?,
-            })
+            Ok(from_row!(r => RunEnd { id, trigger_code, handle_code, handle_msg, handled_at, triggered_at }))
         })
         .await
     }

@@ -15,9 +15,8 @@ use crate::workflow::dag::{self, InstanceState, NodeState};
 use crate::workflow::spec::{Instance, NodeRun, Workflow, WorkflowDraft};
 pub use crate::workflow::step::NodeChange;
 use crate::workflow::step::{self, node_run, ChangeAction, ChangeRefused};
-use sqlx::any::{Any, AnyArguments, AnyRow};
+use sqlx::any::{Any, AnyArguments};
 use sqlx::query::Query;
-use sqlx::AnyConnection;
 use sqlx::Transaction;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -210,8 +209,7 @@ impl Store {
     /// A workflow.
     pub async fn workflow(&self, id: i64) -> StoreResult<Workflow> {
         let q = format!("SELECT {WORKFLOW_COLUMNS} FROM workflow WHERE id = ?");
-        let mut conn = self.read.acquire().await?;
-        self.row_by_id(&mut conn, &q, id, "workflow", workflow_row).await
+        self.read_by_id(&q, id, "workflow", workflow_row).await
     }
 
     pub(super) async fn workflow_tx(&self, tx: &mut Transaction<'static, Any>, id: i64) -> StoreResult<Workflow> {
@@ -220,23 +218,6 @@ impl Store {
             self.backend.for_update()
         );
         self.row_by_id(tx, &q, id, "workflow", workflow_row).await
-    }
-
-    /// The row that `select` (`… WHERE id = ?`) finds for `id`, decoded by `decode`:
-    /// `NotFound("{what} {id}")` when there is none.
-    async fn row_by_id<T>(
-        &self,
-        conn: &mut AnyConnection,
-        select: &str,
-        id: i64,
-        what: &str,
-        decode: fn(&AnyRow) -> Result<T, sqlx::Error>,
-    ) -> StoreResult<T> {
-        let q = self.sql(select).into_owned();
-        let row = sqlx::query(&q).bind(id).fetch_optional(&mut *conn).await?;
-        row.map(|r| decode(&r))
-            .transpose()?
-            .ok_or_else(|| StoreError::NotFound(format!("{what} {id}")))
     }
 
     /// Every workflow, by id.

@@ -222,13 +222,14 @@ impl InstanceState {
     }
 }
 
-/// What [`step`] decides.
+/// What [`step`] decides, each node named by an `N`: its key (as here), or its index into the
+/// graph's nodes ([`IndexedStep`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Step {
+pub struct Step<N = String> {
     /// Nodes to start now, in the graph's order.
-    pub ready: Vec<String>,
+    pub ready: Vec<N>,
     /// Nodes that will never run.
-    pub not_run: Vec<String>,
+    pub not_run: Vec<N>,
     /// The instance's end, once every node is final.
     pub finished: Option<InstanceState>,
 }
@@ -603,15 +604,7 @@ pub struct Graph {
 }
 
 /// What [`Graph::step`] decides, with nodes as indexes into the graph's nodes.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct IndexedStep {
-    /// Nodes to start now, in the graph's order.
-    pub ready: Vec<usize>,
-    /// Nodes that will never run.
-    pub not_run: Vec<usize>,
-    /// The instance's end, once every node is final.
-    pub finished: Option<InstanceState>,
-}
+pub type IndexedStep = Step<usize>;
 
 impl Graph {
     /// Prepares `def` for stepping.

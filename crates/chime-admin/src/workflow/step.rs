@@ -299,7 +299,7 @@ pub fn node_run(
         dag::Paste::Plain
     };
     let mut run = NewRun::of_job(job, TriggerType::Workflow, at, None);
-    run.param = dag::resolve(node.param.as_deref().unwrap_or(&job.param), results, paste).map_err(|_| {
+    run.payload.param = dag::resolve(node.param.as_deref().unwrap_or(&job.param), results, paste).map_err(|_| {
         format!(
             "its parameter with the upstream results quoted in is over {} bytes: job {} runs code, \
              so a result is not cut short (read them from CHIME_UPSTREAM_RESULTS instead)",
@@ -307,7 +307,7 @@ pub fn node_run(
             job.id
         )
     })?;
-    run.upstream = dag::upstream_json(graph.sources(k), results);
+    run.payload.upstream = dag::upstream_json(graph.sources(k), results);
     Ok(run)
 }
 
@@ -651,8 +651,8 @@ mod tests {
         let all = jobs(&[job(1, ""), job(2, "unused")]);
         let (_, plan) = step_a(json, facts(vec![ended(100, 200, "42")], &[]), &all);
         assert_eq!(plan.new_runs.len(), 1);
-        assert_eq!(plan.new_runs[0].param, "got 42");
-        assert_eq!(plan.new_runs[0].upstream, r#"{"a":"42"}"#);
+        assert_eq!(plan.new_runs[0].payload.param, "got 42");
+        assert_eq!(plan.new_runs[0].payload.upstream, r#"{"a":"42"}"#);
     }
 
     #[test]
@@ -703,21 +703,21 @@ mod tests {
         };
         assert_eq!(plan.action, skip);
         assert!(plan.undecided.is_empty());
+        let retry = |id, state, nodes: &[NodeRun], node| plan_change(id, state, &def, nodes, node, NodeChange::Retry);
+        let conflict = |why: &str| -> Result<ChangePlan, _> { Err(ChangeRefused::Conflict(why.into())) };
         assert_eq!(
-            plan_change(1, InstanceState::Running, &def, &running, "a", NodeChange::Retry),
-            Err(ChangeRefused::Conflict("node 'a' is running: cannot retry".into()))
+            retry(1, InstanceState::Running, &running, "a"),
+            conflict("node 'a' is running: cannot retry")
         );
         assert_eq!(
-            plan_change(1, InstanceState::Running, &def, &running, "b", NodeChange::Retry),
-            Err(ChangeRefused::Conflict("node 'b' is waiting: cannot retry".into()))
+            retry(1, InstanceState::Running, &running, "b"),
+            conflict("node 'b' is waiting: cannot retry")
         );
         assert_eq!(
-            plan_change(7, InstanceState::Stopped, &def, &failed, "a", NodeChange::Retry),
-            Err(ChangeRefused::Conflict("instance 7 is stopped".into()))
+            retry(7, InstanceState::Stopped, &failed, "a"),
+            conflict("instance 7 is stopped")
         );
-        assert_eq!(
-            plan_change(7, InstanceState::Failed, &def, &failed, "x", NodeChange::Retry),
-            Err(ChangeRefused::NotFound("node 'x' in instance 7".into()))
-        );
+        let not_found: Result<ChangePlan, _> = Err(ChangeRefused::NotFound("node 'x' in instance 7".into()));
+        assert_eq!(retry(7, InstanceState::Failed, &failed, "x"), not_found);
     }
 }

@@ -25,7 +25,7 @@ impl Admin {
         };
         let mut run = NewRun::of_job(&job, trigger_type, now_ms(), None);
         if let Some(p) = param {
-            run.param = p;
+            run.payload.param = p;
         }
         let tickets = self.store.insert_runs(&[run]).await?;
         let id = tickets

@@ -9,7 +9,7 @@
 
 use super::{ticket, TICKET_COLUMNS_OF_R, UPDATE_ROWS};
 use crate::run::{MarkedRun, SendMark};
-use crate::store::bulk::sized_query;
+use crate::store::bulk::{bound, sized_query, Arg};
 use crate::store::{rows, Store, StoreResult};
 use std::collections::HashMap;
 
@@ -116,10 +116,7 @@ impl Store {
             self.backend.now_ms_sql()
         );
         let q = self.sql(&text);
-        let done = sqlx::query(&q)
-            .bind(run_id)
-            .bind(token)
-            .bind(epoch)
+        let done = bound(&q, &[Arg::Int(run_id), Arg::Int(token), Arg::Int(epoch)])
             .execute(&self.write)
             .await?;
         Ok(done.rows_affected() == 1)

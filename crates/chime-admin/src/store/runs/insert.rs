@@ -42,7 +42,7 @@ impl Store {
             // Only a chunk with a retry in it names the column; the others take its default.
             let links: &[i64] = if links.iter().any(|l| *l != 0) { links } else { &[] };
             // So too with upstream results: only workflow nodes' runs have them.
-            let upstream = chunk.iter().any(|r| !r.upstream.is_empty());
+            let upstream = chunk.iter().any(|r| !r.payload.upstream.is_empty());
             let mut sql = insert_sql(prefix, chunk.len(), !links.is_empty(), upstream);
             sql.push_str(suffix);
             if self.backend == Backend::Sqlite {
@@ -226,19 +226,19 @@ fn bind_new_runs<'q>(
             .bind(r.fire_key)
             .bind(r.scheduled_at)
             .bind(r.trigger_type.as_str())
-            .bind(r.handler.as_str())
-            .bind(r.param.as_str())
-            .bind(r.shard_index)
-            .bind(r.shard_total)
-            .bind(r.retry_count)
-            .bind(r.lineage.as_str())
+            .bind(r.payload.handler.as_str())
+            .bind(r.payload.param.as_str())
+            .bind(r.payload.shard_index)
+            .bind(r.payload.shard_total)
+            .bind(r.payload.retry_count)
+            .bind(r.payload.lineage.as_str())
             .bind(r.trigger_code)
             .bind(r.trigger_msg.as_str());
         if !retry_of.is_empty() {
             query = query.bind(retry_of.get(i).copied().unwrap_or(0));
         }
         if upstream {
-            query = query.bind(r.upstream.as_str());
+            query = query.bind(r.payload.upstream.as_str());
         }
         query = query.bind(now);
     }

@@ -11,7 +11,7 @@
 use super::UPDATE_ROWS;
 use crate::follow_up::{self as plan, ChainRun, ResultPlan, RunFacts, RunState};
 use crate::model::{now_ms, Job, SKIPPED_CODE};
-use crate::run::{capped, HandleOutcome, NewRun, Recorded, RunTicket, TriggerOutcome, WrittenResult};
+use crate::run::{capped, HandleOutcome, NewRun, Recorded, RunPayload, RunTicket, TriggerOutcome, WrittenResult};
 use crate::store::alarm_status;
 use crate::store::bulk::sized_query;
 use crate::store::rows;
@@ -592,13 +592,15 @@ impl Store {
                 id: rows::int(&r, 0)?,
                 job_id: rows::int(&r, 1)?,
                 group_id: rows::int(&r, 2)?,
-                handler: rows::text(&r, 3)?,
-                param: rows::text(&r, 4)?,
-                shard_index: rows::int(&r, 5)?,
-                shard_total: rows::int(&r, 6)?,
-                retry_count: rows::int(&r, 7)?,
-                lineage: rows::text(&r, 8)?,
-                upstream: rows::text(&r, 9)?,
+                payload: RunPayload {
+                    handler: rows::text(&r, 3)?,
+                    param: rows::text(&r, 4)?,
+                    shard_index: rows::int(&r, 5)?,
+                    shard_total: rows::int(&r, 6)?,
+                    retry_count: rows::int(&r, 7)?,
+                    lineage: rows::text(&r, 8)?,
+                    upstream: rows::text(&r, 9)?,
+                },
             };
             out.insert(f.id, f);
         }

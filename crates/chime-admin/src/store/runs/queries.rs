@@ -2,50 +2,36 @@
 
 use crate::model::{Run, RunFilter, RunStatus};
 use crate::run::UnfinishedRun;
-use crate::store::placeholders;
-use crate::store::rows::{self, RUN_COLUMNS};
-use crate::store::{Store, StoreError, StoreResult};
+use crate::store::bulk::{bound, Arg};
+use crate::store::filter::Filtered;
+use crate::store::rows::{self, from_row, RUN_COLUMNS};
+use crate::store::{Store, StoreResult};
 
 impl Store {
     /// One run.
     pub async fn run(&self, id: i64) -> StoreResult<Run> {
-        let q = self
-            .sql(&format!("SELECT {RUN_COLUMNS} FROM run WHERE id = ?"))
-            .into_owned();
-        match sqlx::query(&q).bind(id).fetch_optional(&self.read).await? {
-            Some(r) => Ok(rows::run(&r)?),
-            None => Err(StoreError::NotFound(format!("run {id}"))),
-        }
+        let q = format!("SELECT {RUN_COLUMNS} FROM run WHERE id = ?");
+        self.read_by_id(&q, id, "run", rows::run).await
     }
 
     /// Runs matching `f`, newest (highest id) first. The time range is on `scheduled_at`, which
     /// every run has (`triggered_at` is 0 until a run is sent). The group scope is applied here,
     /// not after the query, so `limit` and `before_id` count only rows the caller may see.
     pub async fn list_runs(&self, f: &RunFilter) -> StoreResult<Vec<Run>> {
-        let mut sql = format!("SELECT {RUN_COLUMNS} FROM run WHERE 1 = 1");
-        if f.job_id.is_some() {
-            sql.push_str(" AND job_id = ?");
-        }
-        if f.group_id.is_some() {
-            sql.push_str(" AND group_id = ?");
-        }
+        let mut sql = Filtered::new(format!("SELECT {RUN_COLUMNS} FROM run WHERE 1 = 1"));
+        sql.and(" AND job_id = ?", f.job_id);
+        sql.and(" AND group_id = ?", f.group_id);
         if let Some(ids) = &f.group_ids {
             if ids.is_empty() {
                 return Ok(Vec::new());
             }
-            sql.push_str(&format!(" AND group_id IN ({})", placeholders(ids.len())));
+            sql.and_in("group_id", ids);
         }
-        if f.from.is_some() {
-            sql.push_str(" AND scheduled_at >= ?");
-        }
-        if f.to.is_some() {
-            sql.push_str(" AND scheduled_at < ?");
-        }
-        if f.before_id.is_some() {
-            sql.push_str(" AND id < ?");
-        }
+        sql.and(" AND scheduled_at >= ?", f.from);
+        sql.and(" AND scheduled_at < ?", f.to);
+        sql.and(" AND id < ?", f.before_id);
         if let Some(s) = f.status {
-            sql.push_str(match s {
+            sql.append(match s {
                 RunStatus::Pending => " AND trigger_code = 0 AND handle_code = 0",
                 RunStatus::Running => " AND trigger_code = 200 AND handle_code = 0",
                 RunStatus::Success => " AND handle_code = 200",
@@ -59,19 +45,9 @@ impl Store {
                 RunStatus::Skipped => " AND trigger_code = -1 AND handle_code <> 200",
             });
         }
-        sql.push_str(" ORDER BY id DESC LIMIT ?");
-        let q = self.sql(&sql).into_owned();
-        let mut query = sqlx::query(&q);
-        for v in [f.job_id, f.group_id].into_iter().flatten() {
-            query = query.bind(v);
-        }
-        for id in f.group_ids.iter().flatten() {
-            query = query.bind(*id);
-        }
-        for v in [f.from, f.to, f.before_id].into_iter().flatten() {
-            query = query.bind(v);
-        }
-        let all = query.bind(f.limit).fetch_all(&self.read).await?;
+        sql.push(" ORDER BY id DESC LIMIT ?", [f.limit]);
+        let q = self.sql(sql.text()).into_owned();
+        let all = sql.bind(&q).fetch_all(&self.read).await?;
         Ok(all.iter().map(rows::run).collect::<Result<_, _>>()?)
     }
 
@@ -93,34 +69,26 @@ impl Store {
              AND r.triggered_at < ? AND r.id > ? \
              ORDER BY r.id LIMIT ?",
         );
-        let all = sqlx::query(&q)
-            .bind(triggered_before)
-            .bind(after_id)
-            .bind(limit)
-            .fetch_all(&self.read)
-            .await?;
+        let args = [Arg::Int(triggered_before), Arg::Int(after_id), Arg::Int(limit)];
+        let all = bound(&q, &args).fetch_all(&self.read).await?;
         all.iter()
             .map(|r| {
-                Ok(UnfinishedRun {
-                    id: rows::int(r, "id")?,
-                    job_id: rows::int(r, "job_id")?,
-                    group_id: rows::int(r, "group_id")?,
+                Ok(from_row!(r => UnfinishedRun {
+                    id, job_id, group_id, triggered_at, timeout_secs,
                     address: rows::text(r, "executor_address")?,
-                    triggered_at: rows::int(r, "triggered_at")?,
-                    timeout_secs: rows::int(r, "timeout_secs")?,
-                })
+                }))
             })
             .collect()
     }
 
     /// Counts runs by state (for `/metrics`): `(pending, running)`.
     pub async fn count_open_runs(&self) -> StoreResult<(i64, i64)> {
-        let p = sqlx::query("SELECT COUNT(*) AS n FROM run WHERE trigger_code = 0 AND handle_code = 0")
-            .fetch_one(&self.read)
+        let pending = self
+            .count("SELECT COUNT(*) AS n FROM run WHERE trigger_code = 0 AND handle_code = 0")
             .await?;
-        let r = sqlx::query("SELECT COUNT(*) AS n FROM run WHERE trigger_code = 200 AND handle_code = 0")
-            .fetch_one(&self.read)
+        let running = self
+            .count("SELECT COUNT(*) AS n FROM run WHERE trigger_code = 200 AND handle_code = 0")
             .await?;
-        Ok((rows::int(&p, "n")?, rows::int(&r, "n")?))
+        Ok((pending, running))
     }
 }
