@@ -2,7 +2,7 @@
 //! HTML-escaped), the webhooks (JSON with a `text` field, which chat tools show, or a template's
 //! variables) and the chat robots (Markdown, see [`super::channels`]).
 
-use crate::model::{Group, Job, Run};
+use crate::model::{cut_chars, Group, Job, Run};
 use serde_json::{json, Value};
 
 /// What went wrong, collected from the run, its job and its group. The job or group may have
@@ -22,16 +22,6 @@ pub struct Alarm {
 /// Longest result message an alarm carries, in characters: chat robots refuse long messages
 /// (WeCom's Markdown takes 4,096 bytes), and the whole message stays in the run.
 const RESULT_CHARS: usize = 1000;
-
-/// `text` cut to `max` characters, marked with `…` when cut.
-fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(max - 1).collect();
-    out.push('…');
-    out
-}
 
 /// Chime's and XXL-JOB's run messages separate lines with `<br>`; alarms show them as lines.
 fn lines(msg: &str) -> String {
@@ -93,11 +83,19 @@ impl Alarm {
             ),
             (
                 "Trigger",
-                format!("code {}\n{}", r.trigger_code, cut(&lines(&r.trigger_msg), RESULT_CHARS)),
+                format!(
+                    "code {}\n{}",
+                    r.trigger_code,
+                    cut_chars(&lines(&r.trigger_msg), RESULT_CHARS)
+                ),
             ),
             (
                 "Handle",
-                format!("code {}\n{}", r.handle_code, cut(&lines(&r.handle_msg), RESULT_CHARS)),
+                format!(
+                    "code {}\n{}",
+                    r.handle_code,
+                    cut_chars(&lines(&r.handle_msg), RESULT_CHARS)
+                ),
             ),
         ]
     }
@@ -141,8 +139,8 @@ impl Alarm {
                     .and_then(|v| v.as_str().map(str::to_owned))
                     .unwrap_or_default(),
             ),
-            ("result", cut(&lines(&r.handle_msg), RESULT_CHARS)),
-            ("trigger_msg", cut(&lines(&r.trigger_msg), RESULT_CHARS)),
+            ("result", cut_chars(&lines(&r.handle_msg), RESULT_CHARS)),
+            ("trigger_msg", cut_chars(&lines(&r.trigger_msg), RESULT_CHARS)),
             ("trigger_time", r.triggered_at.to_string()),
             ("scheduled_at", r.scheduled_at.to_string()),
             ("executor", r.executor_address.clone()),

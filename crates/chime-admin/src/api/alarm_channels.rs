@@ -110,19 +110,25 @@ pub struct AlarmChannel {
 pub struct AlarmChannelSpec {
     /// 1–64 letters, digits, `.`, `_` or `-`.
     #[schemars(regex(pattern = r"^[A-Za-z0-9._-]{1,64}$"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// What it sends to.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<ChannelKind>,
     /// The receiver's webhook URL (all kinds but e-mail).
     #[schemars(length(max = 2048))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     /// Signing secret (webhook, DingTalk, Feishu).
     #[schemars(length(max = 512))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub secret: Option<String>,
     /// E-mail recipients, comma-separated (e-mail only).
     #[schemars(length(max = 1024))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub recipients: Option<String>,
     /// Generic webhook only: the JSON body, whose strings may hold `${var}` placeholders.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub template: Option<String>,
 }
 
@@ -390,42 +396,53 @@ mod tests {
             ChannelKind::Dingtalk,
             "https://oapi.dingtalk.com/robot/send?access_token=abc",
         );
-        let signed = AlarmChannelSpec {
-            secret: Some("SEC1".into()),
-            ..ding.clone()
-        };
-        assert!(signed.validate(None).is_ok());
-        let wecom = AlarmChannelSpec {
-            secret: Some("x".into()),
-            ..spec(ChannelKind::Wecom, "https://qyapi.weixin.qq.com/x")
-        };
-        assert_eq!(wecom.validate(None).unwrap_err().field, "secret");
         let mail = AlarmChannelSpec {
             name: Some("mail".into()),
             kind: Some(ChannelKind::Email),
             recipients: Some("a@example.com, b@example.com".into()),
             ..AlarmChannelSpec::default()
         };
-        assert!(mail.validate(None).is_ok());
-        let mail_url = AlarmChannelSpec {
-            url: Some("https://x".into()),
-            ..mail
+        let signed = AlarmChannelSpec {
+            secret: Some("SEC1".into()),
+            ..ding.clone()
         };
-        assert_eq!(mail_url.validate(None).unwrap_err().field, "url");
-        assert_eq!(
-            spec(ChannelKind::Slack, "ftp://x").validate(None).unwrap_err().field,
-            "url"
-        );
-        let bad_template = AlarmChannelSpec {
-            template: Some("{".into()),
-            ..spec(ChannelKind::Webhook, "http://x")
-        };
-        assert_eq!(bad_template.validate(None).unwrap_err().field, "template");
-        let bad_name = AlarmChannelSpec {
-            name: Some("a b".into()),
-            ..ding
-        };
-        assert_eq!(bad_name.validate(None).unwrap_err().field, "name");
+        for accepted in [&signed, &mail] {
+            assert!(accepted.validate(None).is_ok(), "{accepted:?}");
+        }
+        let refused = [
+            (
+                AlarmChannelSpec {
+                    secret: Some("x".into()),
+                    ..spec(ChannelKind::Wecom, "https://qyapi.weixin.qq.com/x")
+                },
+                "secret",
+            ),
+            (
+                AlarmChannelSpec {
+                    url: Some("https://x".into()),
+                    ..mail
+                },
+                "url",
+            ),
+            (spec(ChannelKind::Slack, "ftp://x"), "url"),
+            (
+                AlarmChannelSpec {
+                    template: Some("{".into()),
+                    ..spec(ChannelKind::Webhook, "http://x")
+                },
+                "template",
+            ),
+            (
+                AlarmChannelSpec {
+                    name: Some("a b".into()),
+                    ..ding
+                },
+                "name",
+            ),
+        ];
+        for (body, field) in refused {
+            assert_eq!(body.validate(None).unwrap_err().field, field, "{body:?}");
+        }
     }
 
     #[test]

@@ -70,15 +70,8 @@ impl Store {
 
     /// The channel `id`.
     pub async fn alarm_channel(&self, id: i64) -> StoreResult<StoredChannel> {
-        let q = self
-            .sql(&format!("SELECT {CHANNEL_COLUMNS} FROM alarm_channel WHERE id = ?"))
-            .into_owned();
-        let row = sqlx::query(&q)
-            .bind(id)
-            .fetch_optional(&self.read)
-            .await?
-            .ok_or_else(|| StoreError::NotFound(format!("alarm channel {id}")))?;
-        Ok(channel(&row)?)
+        let select = format!("SELECT {CHANNEL_COLUMNS} FROM alarm_channel WHERE id = ?");
+        self.read_by_id(&select, id, "alarm channel", channel).await
     }
 
     /// The channels of these names (those that exist), by name. Read from the writing pool: a
@@ -230,11 +223,9 @@ impl Store {
     /// The channel just written, read from the writing pool (on SQLite a reader might not see
     /// the commit yet).
     async fn alarm_channel_written(&self, id: i64) -> StoreResult<StoredChannel> {
-        let q = self
-            .sql(&format!("SELECT {CHANNEL_COLUMNS} FROM alarm_channel WHERE id = ?"))
-            .into_owned();
-        let row = sqlx::query(&q).bind(id).fetch_one(&self.write).await?;
-        Ok(channel(&row)?)
+        let select = format!("SELECT {CHANNEL_COLUMNS} FROM alarm_channel WHERE id = ?");
+        let mut conn = self.write.acquire().await?;
+        self.row_by_id(&mut conn, &select, id, "alarm channel", channel).await
     }
 }
 

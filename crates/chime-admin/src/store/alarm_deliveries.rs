@@ -12,7 +12,7 @@
 use super::alarms::{alarm_status, FAILED};
 use super::rows;
 use super::{Store, StoreResult};
-use crate::model::{now_ms, AlarmDelivery, ChannelKind, DeliveryState};
+use crate::model::{cut_chars, now_ms, AlarmDelivery, ChannelKind, DeliveryState};
 use sqlx::any::AnyRow;
 
 /// Longest error kept on a delivery, in characters (the column's size).
@@ -80,16 +80,6 @@ fn delivery(row: &AnyRow) -> Result<AlarmDelivery, sqlx::Error> {
         created_at: rows::int(row, "created_at")?,
         sent_at: rows::int(row, "sent_at")?,
     })
-}
-
-/// `text` cut to `max` characters, marked with `…` when cut.
-fn bounded(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(max - 1).collect();
-    out.push('…');
-    out
 }
 
 impl Store {
@@ -212,8 +202,8 @@ impl Store {
         // `sent_at` of a failed delivery is when it ended; the answer shows it only for sent ones.
         let (time, error) = match outcome {
             Ok(()) => (now, String::new()),
-            Err((e, Some(at))) => (at, bounded(e, ERROR_CHARS)),
-            Err((e, None)) => (now, bounded(e, ERROR_CHARS)),
+            Err((e, Some(at))) => (at, cut_chars(e, ERROR_CHARS)),
+            Err((e, None)) => (now, cut_chars(e, ERROR_CHARS)),
         };
         let q = self.sql(sql);
         sqlx::query(&q)
@@ -280,16 +270,5 @@ impl Store {
             .fetch_all(&self.read)
             .await?;
         Ok(all.iter().map(|r| rows::int(r, "run_id")).collect::<Result<_, _>>()?)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn errors_are_bounded() {
-        assert_eq!(super::bounded("short", 10), "short");
-        let cut = super::bounded(&"é".repeat(20), 10);
-        assert_eq!(cut.chars().count(), 10);
-        assert!(cut.ends_with('…'));
     }
 }

@@ -36,12 +36,7 @@ const ALARM_MSG_CHARS: usize = 500;
 
 /// `msg` cut to [`ALARM_MSG_CHARS`] characters, marked with `…` when cut.
 fn bounded_alarm_msg(msg: &str) -> String {
-    if msg.chars().count() <= ALARM_MSG_CHARS {
-        return msg.to_owned();
-    }
-    let mut out: String = msg.chars().take(ALARM_MSG_CHARS - 1).collect();
-    out.push('…');
-    out
+    crate::model::cut_chars(msg, ALARM_MSG_CHARS)
 }
 
 impl Store {

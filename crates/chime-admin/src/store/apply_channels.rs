@@ -20,8 +20,8 @@ pub(super) fn exported(draft: &ChannelDraft) -> AlarmChannelSpec {
         kind: Some(draft.kind),
         url: None,
         secret: None,
-        recipients: Some(draft.recipients.clone()),
-        template: Some(draft.template.clone()),
+        recipients: Some(draft.recipients.clone()).filter(|r| !r.is_empty()),
+        template: Some(draft.template.clone()).filter(|t| !t.is_empty()),
     }
 }
 
