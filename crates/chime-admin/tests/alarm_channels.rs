@@ -768,15 +768,23 @@ async fn pending_delivery_survives_kill_9() {
         })
         .await;
     let run = runs[0]["id"].as_i64().unwrap();
-    let pending = eventually(20, "a pending delivery with an attempt", || async {
+    // An attempt is counted when its lease is taken, and its error written when it ends: wait
+    // for a failed attempt's error, not only for the count.
+    let pending = eventually(20, "a pending delivery with a failed attempt", || async {
         let all = deliveries(&api, run).await;
         match all.iter().find(|d| d["channel"] == "k9") {
-            Some(d) if d["state"] == "pending" && d["attempts"].as_i64().unwrap_or(0) >= 1 => Ok(d.clone()),
+            Some(d)
+                if d["state"] == "pending"
+                    && d["attempts"].as_i64().unwrap_or(0) >= 1
+                    && d["error"].as_str().is_some_and(|e| !e.is_empty()) =>
+            {
+                Ok(d.clone())
+            }
             _ => Err(format!("{all:?}")),
         }
     })
     .await;
-    assert!(pending["error"].as_str().is_some_and(|e| !e.is_empty()), "{pending}");
+    assert_eq!(pending["sent_at"], 0, "{pending}");
     assert!(r.requests().is_empty(), "the receiver was down");
 
     admin.kill_9();
@@ -792,6 +800,80 @@ async fn pending_delivery_survives_kill_9() {
     tokio::time::sleep(Duration::from_secs(3)).await;
     let all = r.requests();
     assert_eq!(all.len(), 1, "exactly one request after the restart: {all:#?}");
+}
+
+/// `alarm_policy`: with `after_failures=2` only the 2nd failure in a row (and the 4th, …)
+/// alarms, the others say why on the run; with `on_recovery` the first success after the
+/// alarmed failure is told to the same channel, once; a policy that does not read is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_policy_waits_for_failures_in_a_row_and_tells_the_recovery() {
+    let env = admin(json!({})).await;
+    let slack = Receiver::start(Vendor::Slack, Behaviour::Normal).await;
+    channel(&env, "team", &slack, None).await;
+    let _ex = group_with_executor(&env, "policy", json!({})).await;
+    let (s, v) = env
+        .api
+        .post(
+            "/v1/jobs",
+            json!({"group": "policy", "handler": "fail", "schedule_type": "NONE", "alarm_policy": "after_failures=zero"}),
+        )
+        .await;
+    assert_eq!(s, 422, "{v}");
+    assert_eq!(v["field"], "alarm_policy", "{v}");
+    let job = env
+        .job(
+            json!({"group": "policy", "handler": "fail", "schedule_type": "NONE", "retry_count": 0,
+                    "description": "flaky import", "alarm_channels": "team",
+                    "alarm_policy": " on_recovery, after_failures = 2 "}),
+        )
+        .await;
+    let (_, shown) = env.api.get(&format!("/v1/jobs/{job}")).await;
+    assert_eq!(
+        shown["alarm_policy"], "after_failures=2,on_recovery",
+        "stored as written back: {shown}"
+    );
+
+    let first = fail_once(&env, job).await;
+    let quiet = run_alarm(&env.api, first, "not_needed", 20).await;
+    assert!(
+        quiet["alarm_msg"].as_str().unwrap().contains("failure 1 in a row"),
+        "{quiet}"
+    );
+    assert!(deliveries(&env.api, first).await.is_empty());
+    let second = fail_once(&env, job).await;
+    delivery_in_state(&env.api, second, "team", "sent", 20).await;
+    run_alarm(&env.api, second, "sent", 20).await;
+    let third = fail_once(&env, job).await;
+    let quiet = run_alarm(&env.api, third, "not_needed", 20).await;
+    assert!(
+        quiet["alarm_msg"].as_str().unwrap().contains("failure 3 in a row"),
+        "{quiet}"
+    );
+    assert_eq!(slack.accepted_count(), 1, "only the 2nd failure alarmed");
+
+    // The job works again: its first success is told, once.
+    let (s, v) = env
+        .api
+        .call(
+            reqwest::Method::PUT,
+            &format!("/v1/jobs/{job}"),
+            Some(json!({"handler": "ok"})),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let ok = env.trigger(job, json!({})).await;
+    env.run_with_status(ok, "success").await;
+    let told = delivery_in_state(&env.api, ok, "team", "sent", 30).await;
+    assert_eq!(told["event"], "recovered", "{told}");
+    let got = slack.wait_accepted(2, 10).await;
+    let text = got[1].text();
+    assert!(text.contains("recovered") && text.contains(&ok.to_string()), "{text}");
+    let again = env.trigger(job, json!({})).await;
+    env.run_with_status(again, "success").await;
+    // Two recovery looks later, still one recovery message.
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    assert_eq!(slack.accepted_count(), 2, "one recovery, not one per success");
+    assert!(deliveries(&env.api, again).await.is_empty());
 }
 
 /// The receivers themselves, proven against the vendors' documented algorithms (and values

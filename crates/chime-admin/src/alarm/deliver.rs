@@ -168,7 +168,7 @@ impl Sender {
             match target {
                 Target::Contacts => {
                     let to = contacts(alarm);
-                    self.email(alarm, &to).await
+                    self.email(alarm, &to, "contact(s)").await
                 }
                 Target::AdminWebhook => match &self.webhook {
                     Some(url) => self.post(ChannelKind::Webhook, url.as_str(), "", "", alarm).await,
@@ -178,7 +178,7 @@ impl Sender {
                 },
                 Target::Channel(c) if c.kind == ChannelKind::Email => {
                     let to: Vec<Mailbox> = recipient_list(&c.recipients).filter_map(|a| a.parse().ok()).collect();
-                    self.email(alarm, &to).await
+                    self.email(alarm, &to, "recipient(s)").await
                 }
                 Target::Channel(c) => self.post(c.kind, &c.url, &c.secret, &c.template, alarm).await,
             }
@@ -215,7 +215,8 @@ impl Sender {
         super::channels::accepted(kind, status, &body).map_err(Failure::retry)
     }
 
-    async fn email(&self, alarm: &Alarm, to: &[Mailbox]) -> Result<(), Failure> {
+    /// Mails `alarm` to `to`, called `whom` in a failure (`contact(s)`, `recipient(s)`).
+    async fn email(&self, alarm: &Alarm, to: &[Mailbox], whom: &str) -> Result<(), Failure> {
         if to.is_empty() {
             return Err(Failure::permanent("no e-mail address to send to"));
         }
@@ -223,7 +224,7 @@ impl Sender {
             // Contacts to tell but no way to mail them: a failed delivery, said on the run,
             // rather than an alarm silently recorded as not needed.
             return Err(Failure::permanent(format!(
-                "e-mail to {} recipient(s) not sent: no SMTP server is configured (smtp_url)",
+                "not sent to {} {whom}: no SMTP server is configured (smtp_url)",
                 to.len()
             )));
         };

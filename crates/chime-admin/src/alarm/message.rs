@@ -2,7 +2,7 @@
 //! HTML-escaped), the webhooks (JSON with a `text` field, which chat tools show, or a template's
 //! variables) and the chat robots (Markdown, see [`super::channels`]).
 
-use crate::model::{cut_chars, Group, Job, Run};
+use crate::model::{cut_chars, AlarmEvent, Group, Job, Run};
 use serde_json::{json, Value};
 
 /// What went wrong, collected from the run, its job and its group. The job or group may have
@@ -17,6 +17,8 @@ pub struct Alarm {
     pub group: Option<Group>,
     /// The run in the console (`--public-url`), when the admin knows its public address.
     pub link: Option<String>,
+    /// What it tells: the run failed, or it succeeded after the job's alarmed failure.
+    pub event: AlarmEvent,
 }
 
 /// Longest result message an alarm carries, in characters: chat robots refuse long messages
@@ -185,6 +187,7 @@ impl Alarm {
             job: None,
             group: None,
             link: link_base.map(|b| format!("{}/", b.trim_end_matches('/'))),
+            event: AlarmEvent::Failed,
         }
     }
 
@@ -196,10 +199,16 @@ impl Alarm {
             .filter(|c| !c.is_control())
             .take(120)
             .collect();
-        format!(
-            "Chime alarm: job {} ({desc}) failed, run {}",
-            self.run.job_id, self.run.id
-        )
+        match self.event {
+            AlarmEvent::Failed => format!(
+                "Chime alarm: job {} ({desc}) failed, run {}",
+                self.run.job_id, self.run.id
+            ),
+            AlarmEvent::Recovered => format!(
+                "Chime alarm: job {} ({desc}) recovered, run {} succeeded",
+                self.run.job_id, self.run.id
+            ),
+        }
     }
 
     /// Plain text: the e-mail's text part and the webhook's `text`.
@@ -255,6 +264,7 @@ impl Alarm {
             "handle_msg": lines(&r.handle_msg),
             "alarm_contacts": self.job.as_ref().map(|j| j.info.alarm_contacts.clone()).unwrap_or_default(),
             "link": self.link,
+            "event": self.event.as_str(),
         })
     }
 }

@@ -23,7 +23,8 @@ pub use channels::check_template;
 pub use deliver::{check_mailbox, check_smtp_url, check_webhook_url};
 pub use message::{escape_html, Alarm};
 
-use crate::model::ChannelKind;
+use crate::api::alarm_policy::AlarmPolicy;
+use crate::model::{AlarmEvent, ChannelKind};
 use crate::store::{AlarmClaim, NewDelivery, Store};
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,6 +33,9 @@ use tokio_util::sync::CancellationToken;
 
 /// How often unclaimed failures are looked for (besides at start).
 const SWEEP_EVERY: Duration = Duration::from_secs(300);
+/// How often jobs with an alarmed failure are looked at for a success since (`on_recovery`):
+/// one query over the open incidents, which are few.
+const RECOVERY_EVERY: Duration = Duration::from_secs(5);
 /// The sweep looks at failures created this recently; older ones are left alone.
 const SWEEP_WINDOW_MS: i64 = 24 * 3600 * 1000;
 
@@ -114,9 +118,19 @@ pub async fn run(alarm: AlarmLoop, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
         wake: wake.clone(),
     }));
     let mut sweep = tokio::time::interval(SWEEP_EVERY);
+    let mut recovery = tokio::time::interval(RECOVERY_EVERY);
+    recovery.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let ids = tokio::select! {
             _ = alarm.shutdown.cancelled() => break,
+            _ = recovery.tick() => {
+                match recoveries(&alarm.store, &sender).await {
+                    Ok(true) => wake.notify_one(),
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!(error = %e, "looking for recovered jobs failed"),
+                }
+                continue;
+            }
             _ = sweep.tick() => {
                 let since = crate::model::now_ms() - SWEEP_WINDOW_MS;
                 match alarm.store.unclaimed_alarms(since, 1000).await {
@@ -157,16 +171,57 @@ pub async fn run(alarm: AlarmLoop, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
 }
 
 /// Claims run `run_id`'s alarm, if it is due and no other admin has it, with one delivery per
-/// receiver: the job's channels (or its group's), its e-mail contacts, the admin's webhook.
+/// receiver: the job's channels (or its group's), its e-mail contacts, the admin's webhook. A
+/// job whose policy waits for more failures in a row records why on the run instead.
 async fn claim(store: &Store, sender: &deliver::Sender, run_id: i64) -> crate::store::StoreResult<AlarmClaim> {
     let run = store.run(run_id).await?;
     let job = store.job(run.job_id).await.ok();
     let group = store.group(run.group_id).await.ok();
-    let named = job
+    let policy = policy_of(job.as_ref());
+    if policy.after_failures > 1 {
+        let streak = store.failure_streak(run.job_id, run_id).await?;
+        if !policy.alarms_at(streak) {
+            let why = format!(
+                "failure {streak} in a row; the job's alarm policy alarms at every {} (after_failures)",
+                policy.after_failures
+            );
+            store.claim_alarm_not_needed(run_id, &why).await?;
+            return Ok(AlarmClaim::NobodyToTell);
+        }
+    }
+    let job_id = run.job_id;
+    let alarm = Alarm {
+        run,
+        job,
+        group,
+        link: None,
+        event: AlarmEvent::Failed,
+    };
+    let deliveries = receivers(store, sender, &alarm).await?;
+    store
+        .claim_alarm(run_id, &deliveries, policy.on_recovery.then_some(job_id))
+        .await
+}
+
+/// The policy of `job` (the default for a deleted job, or a stored text that no longer reads).
+fn policy_of(job: Option<&crate::model::Job>) -> AlarmPolicy {
+    job.and_then(|j| AlarmPolicy::parse(&j.info.alarm_policy).ok())
+        .unwrap_or_default()
+}
+
+/// One delivery per receiver of `alarm`: the job's channels (or its group's), its e-mail
+/// contacts, the admin's webhook.
+async fn receivers(
+    store: &Store,
+    sender: &deliver::Sender,
+    alarm: &Alarm,
+) -> crate::store::StoreResult<Vec<NewDelivery>> {
+    let named = alarm
+        .job
         .as_ref()
         .map(|j| j.info.alarm_channels.as_str())
         .filter(|c| !c.is_empty())
-        .or(group.as_ref().map(|g| g.alarm_channels.as_str()))
+        .or(alarm.group.as_ref().map(|g| g.alarm_channels.as_str()))
         .unwrap_or("");
     let names: Vec<&str> = crate::api::alarm_channels::names_of(named).collect();
     let found = store.alarm_channels_named(&names).await?;
@@ -179,16 +234,14 @@ async fn claim(store: &Store, sender: &deliver::Sender, run_id: i64) -> crate::s
                 kind: c.draft.kind,
             }),
             // Channels in use cannot be deleted or renamed, so this is a race with a change.
-            None => tracing::warn!(run_id, channel = name, "alarm channel not found; skipped"),
+            None => tracing::warn!(
+                run_id = alarm.run.id,
+                channel = name,
+                "alarm channel not found; skipped"
+            ),
         }
     }
-    let alarm = Alarm {
-        run,
-        job,
-        group,
-        link: None,
-    };
-    if !deliver::contacts(&alarm).is_empty() {
+    if !deliver::contacts(alarm).is_empty() {
         deliveries.push(NewDelivery {
             channel_id: None,
             channel: CONTACTS.to_owned(),
@@ -202,7 +255,32 @@ async fn claim(store: &Store, sender: &deliver::Sender, run_id: i64) -> crate::s
             kind: ChannelKind::Webhook,
         });
     }
-    store.claim_alarm(run_id, &deliveries).await
+    Ok(deliveries)
+}
+
+/// Stores the recoveries that are due: for each job whose alarmed failure has been followed
+/// by a success, the incident is closed and the success is told to the same receivers, once
+/// across several admins. Answers whether any delivery was stored.
+async fn recoveries(store: &Store, sender: &deliver::Sender) -> crate::store::StoreResult<bool> {
+    let mut stored = false;
+    for due in store.recovered_incidents().await? {
+        let run = store.run(due.ok_run).await?;
+        let job = store.job(due.job_id).await.ok();
+        let group = store.group(run.group_id).await.ok();
+        let alarm = Alarm {
+            run,
+            job,
+            group,
+            link: None,
+            event: AlarmEvent::Recovered,
+        };
+        let deliveries = receivers(store, sender, &alarm).await?;
+        if store.claim_recovery(due, &deliveries).await? && !deliveries.is_empty() {
+            tracing::info!(job_id = due.job_id, run_id = due.ok_run, "recovery claimed");
+            stored = true;
+        }
+    }
+    Ok(stored)
 }
 
 /// The secrets of one channel: its whole URL (chat webhooks carry their key in it) and its

@@ -162,7 +162,13 @@ impl Outbox {
         let job = self.store.job(run.job_id).await.ok();
         let group = self.store.group(run.group_id).await.ok();
         let link = self.public_url.as_ref().map(|base| format!("{base}/#/runs/{}", run.id));
-        let alarm = Alarm { run, job, group, link };
+        let alarm = Alarm {
+            run,
+            job,
+            group,
+            link,
+            event: leased.event,
+        };
         let (target, mut secrets) = match leased.channel_id {
             None if leased.channel == super::CONTACTS => (Target::Contacts, Vec::new()),
             None => (Target::AdminWebhook, Vec::new()),

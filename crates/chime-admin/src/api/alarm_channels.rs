@@ -352,6 +352,35 @@ impl DeliveryState {
     }
 }
 
+/// What an alarm tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AlarmEvent {
+    /// The run failed for good.
+    Failed,
+    /// The run succeeded after the job's alarmed failure (`alarm_policy` `on_recovery`).
+    Recovered,
+}
+
+impl AlarmEvent {
+    /// The database value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlarmEvent::Failed => "failed",
+            AlarmEvent::Recovered => "recovered",
+        }
+    }
+
+    /// From the database value (anything else reads as a failure).
+    pub fn parse(text: &str) -> AlarmEvent {
+        if text == "recovered" {
+            AlarmEvent::Recovered
+        } else {
+            AlarmEvent::Failed
+        }
+    }
+}
+
 /// One delivery of a run's alarm to one channel.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[schemars(transform = super::schema::exact)]
@@ -365,6 +394,8 @@ pub struct AlarmDelivery {
     pub channel: String,
     /// The channel's kind.
     pub kind: ChannelKind,
+    /// What it tells.
+    pub event: AlarmEvent,
     /// Where it stands.
     pub state: DeliveryState,
     /// Attempts made so far.

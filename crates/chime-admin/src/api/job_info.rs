@@ -76,6 +76,9 @@ job_info! {
     alarm_contacts: max 255,
     /// Comma-separated names of alarm channels; empty: the group's channels.
     alarm_channels: max 255,
+    /// When failures alarm: `after_failures=N` (at the Nth failure in a row and every Nth
+    /// after), `on_recovery` (say when the job succeeds again); empty: every final failure.
+    alarm_policy: max 255,
 }
 
 impl JobInfoPatch {

@@ -6,13 +6,16 @@
 //! fields are declared once, in [`job_info`].
 
 pub mod alarm_channels;
+pub mod alarm_policy;
 mod groups;
 mod invalid;
 pub mod job_info;
 mod jobs;
 pub mod schema;
 
-pub use alarm_channels::{AlarmChannel, AlarmChannelSpec, AlarmDelivery, ChannelDraft, ChannelKind, DeliveryState};
+pub use alarm_channels::{
+    AlarmChannel, AlarmChannelSpec, AlarmDelivery, AlarmEvent, ChannelDraft, ChannelKind, DeliveryState,
+};
 pub use groups::{AddressType, Group, GroupSpec};
 pub use invalid::Invalid;
 pub use job_info::{JobInfo, JobInfoPatch};

@@ -12,7 +12,7 @@
 use super::alarms::{alarm_status, FAILED};
 use super::rows;
 use super::{Store, StoreResult};
-use crate::model::{cut_chars, now_ms, AlarmDelivery, ChannelKind, DeliveryState};
+use crate::model::{cut_chars, now_ms, AlarmDelivery, AlarmEvent, ChannelKind, DeliveryState, SKIPPED_CODE};
 use sqlx::any::AnyRow;
 
 /// Longest error kept on a delivery, in characters (the column's size).
@@ -54,11 +54,28 @@ pub struct LeasedDelivery {
     pub channel: String,
     /// Its kind.
     pub kind: ChannelKind,
+    /// What it tells.
+    pub event: AlarmEvent,
     /// Attempts made, this one included.
     pub attempts: i64,
 }
 
-const DELIVERY_COLUMNS: &str = "id, run_id, channel_id, channel, kind, state, attempts, error, created_at, sent_at";
+/// A job whose alarmed failure is followed by a success: its recovery is due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recovered {
+    /// The job.
+    pub job_id: i64,
+    /// The alarmed failure that opened the incident.
+    pub failed_run: i64,
+    /// The first success after it.
+    pub ok_run: i64,
+}
+
+/// Most runs read back to count a job's failures in a row.
+const STREAK_WINDOW: i64 = 10_000;
+
+const DELIVERY_COLUMNS: &str =
+    "id, run_id, channel_id, channel, kind, event, state, attempts, error, created_at, sent_at";
 
 fn kind_of(row: &AnyRow) -> Result<ChannelKind, sqlx::Error> {
     let kind = rows::text(row, "kind")?;
@@ -74,6 +91,7 @@ fn delivery(row: &AnyRow) -> Result<AlarmDelivery, sqlx::Error> {
         run_id: rows::int(row, "run_id")?,
         channel: rows::text(row, "channel")?,
         kind: kind_of(row)?,
+        event: AlarmEvent::parse(&rows::text(row, "event")?),
         state: DeliveryState::from_code(rows::int(row, "state")?),
         attempts: rows::int(row, "attempts")?,
         error: rows::text(row, "error")?,
@@ -85,8 +103,14 @@ fn delivery(row: &AnyRow) -> Result<AlarmDelivery, sqlx::Error> {
 impl Store {
     /// Claims run `run_id`'s alarm (`alarm_status` 0 → -1, only if it failed for good) and
     /// stores its `deliveries`, in one transaction; with no deliveries the claim records that
-    /// no alarm is needed (1).
-    pub async fn claim_alarm(&self, run_id: i64, deliveries: &[NewDelivery]) -> StoreResult<AlarmClaim> {
+    /// no alarm is needed (1). With `incident_of`, a job whose recovery is to be told, the
+    /// job's incident is opened too (if none is open), so its next success is reported.
+    pub async fn claim_alarm(
+        &self,
+        run_id: i64,
+        deliveries: &[NewDelivery],
+        incident_of: Option<i64>,
+    ) -> StoreResult<AlarmClaim> {
         let now = now_ms();
         let status = if deliveries.is_empty() {
             alarm_status::NOT_NEEDED
@@ -110,17 +134,19 @@ impl Store {
         if !claimed {
             return Ok(AlarmClaim::NotOurs);
         }
-        let insert = self.sql(
-            "INSERT INTO alarm_delivery (run_id, channel_id, channel, kind, next_at, created_at) \
-             VALUES (?, ?, ?, ?, ?, ?)",
-        );
-        for d in deliveries {
-            sqlx::query(&insert)
+        self.insert_deliveries(&mut tx, run_id, deliveries, AlarmEvent::Failed, now)
+            .await?;
+        if let (Some(job_id), false) = (incident_of, deliveries.is_empty()) {
+            // An incident already open keeps the failure that opened it.
+            let (prefix, suffix) = self.backend.insert_ignore();
+            let open = self
+                .sql(&format!(
+                    "{prefix} INTO alarm_incident (job_id, run_id, opened_at) VALUES (?, ?, ?){suffix}"
+                ))
+                .into_owned();
+            sqlx::query(&open)
+                .bind(job_id)
                 .bind(run_id)
-                .bind(d.channel_id)
-                .bind(&d.channel)
-                .bind(d.kind.as_str())
-                .bind(now)
                 .bind(now)
                 .execute(&mut *tx)
                 .await?;
@@ -131,6 +157,122 @@ impl Store {
         } else {
             AlarmClaim::Stored(deliveries.len())
         })
+    }
+
+    async fn insert_deliveries(
+        &self,
+        tx: &mut sqlx::AnyConnection,
+        run_id: i64,
+        deliveries: &[NewDelivery],
+        event: AlarmEvent,
+        now: i64,
+    ) -> StoreResult<()> {
+        let insert = self.sql(
+            "INSERT INTO alarm_delivery (run_id, channel_id, channel, kind, event, next_at, created_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+        );
+        for d in deliveries {
+            sqlx::query(&insert)
+                .bind(run_id)
+                .bind(d.channel_id)
+                .bind(&d.channel)
+                .bind(d.kind.as_str())
+                .bind(event.as_str())
+                .bind(now)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Claims run `run_id`'s alarm as not needed (1), saying why on the run (`why`, e.g. the
+    /// policy waits for more failures), if it failed for good and nobody claimed it yet.
+    pub async fn claim_alarm_not_needed(&self, run_id: i64, why: &str) -> StoreResult<bool> {
+        let q = self
+            .sql(&format!(
+                "UPDATE run SET alarm_status = ?, alarm_msg = ? WHERE id = ? AND alarm_status = ? AND {FAILED}"
+            ))
+            .into_owned();
+        let done = sqlx::query(&q)
+            .bind(alarm_status::NOT_NEEDED)
+            .bind(cut_chars(why, 500))
+            .bind(run_id)
+            .bind(alarm_status::NONE)
+            .execute(&self.write)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// How many of job `job_id`'s runs up to `run_id` (included) failed in a row: runs that
+    /// ended, not counting a failure that was retried (its retry counts), a skipped misfire or
+    /// a run still open; a success ends the count.
+    pub async fn failure_streak(&self, job_id: i64, run_id: i64) -> StoreResult<u32> {
+        let q = self.sql(
+            "SELECT r.trigger_code AS trigger_code, r.handle_code AS handle_code, \
+             (SELECT MIN(l.id) FROM run l WHERE l.retry_of = r.id) AS retried_by \
+             FROM run r WHERE r.job_id = ? AND r.id <= ? ORDER BY r.id DESC LIMIT ?",
+        );
+        let recent = sqlx::query(&q)
+            .bind(job_id)
+            .bind(run_id)
+            .bind(STREAK_WINDOW)
+            .fetch_all(&self.write)
+            .await?;
+        let mut streak = 0u32;
+        for row in &recent {
+            let (trigger, handle) = (rows::int(row, "trigger_code")?, rows::int(row, "handle_code")?);
+            let open = handle == 0 && (trigger == 0 || trigger == 200);
+            if open || trigger == SKIPPED_CODE || rows::int(row, "retried_by")? > 0 {
+                continue;
+            }
+            if handle == 200 {
+                break;
+            }
+            streak += 1;
+        }
+        Ok(streak)
+    }
+
+    /// Open incidents whose job has succeeded since: their recoveries are due.
+    pub async fn recovered_incidents(&self) -> StoreResult<Vec<Recovered>> {
+        let q = "SELECT i.job_id AS job_id, i.run_id AS run_id, \
+                 (SELECT MIN(r.id) FROM run r WHERE r.job_id = i.job_id AND r.id > i.run_id AND r.handle_code = 200) AS ok_run \
+                 FROM alarm_incident i";
+        let all = sqlx::query(q).fetch_all(&self.write).await?;
+        let mut due = Vec::new();
+        for row in &all {
+            let ok_run = rows::int(row, "ok_run")?;
+            if ok_run > 0 {
+                due.push(Recovered {
+                    job_id: rows::int(row, "job_id")?,
+                    failed_run: rows::int(row, "run_id")?,
+                    ok_run,
+                });
+            }
+        }
+        Ok(due)
+    }
+
+    /// Closes `recovered`'s incident and stores the recovery's `deliveries` on its successful
+    /// run, in one transaction; false when another admin closed it first.
+    pub async fn claim_recovery(&self, recovered: Recovered, deliveries: &[NewDelivery]) -> StoreResult<bool> {
+        let mut tx = self.write.begin().await?;
+        let q = self.sql("DELETE FROM alarm_incident WHERE job_id = ? AND run_id = ?");
+        let closed = sqlx::query(&q)
+            .bind(recovered.job_id)
+            .bind(recovered.failed_run)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+            == 1;
+        if !closed {
+            return Ok(false);
+        }
+        self.insert_deliveries(&mut tx, recovered.ok_run, deliveries, AlarmEvent::Recovered, now_ms())
+            .await?;
+        tx.commit().await?;
+        Ok(true)
     }
 
     /// Pending deliveries due by `now` whose lease (if any) has run out, oldest first.
@@ -167,7 +309,8 @@ impl Store {
         if !taken {
             return Ok(None);
         }
-        let q = self.sql("SELECT id, run_id, channel_id, channel, kind, attempts FROM alarm_delivery WHERE id = ?");
+        let q =
+            self.sql("SELECT id, run_id, channel_id, channel, kind, event, attempts FROM alarm_delivery WHERE id = ?");
         let row = sqlx::query(&q).bind(id).fetch_one(&self.write).await?;
         let channel_id = rows::int(&row, "channel_id")?;
         Ok(Some(LeasedDelivery {
@@ -176,6 +319,7 @@ impl Store {
             channel_id: (channel_id != 0).then_some(channel_id),
             channel: rows::text(&row, "channel")?,
             kind: kind_of(&row)?,
+            event: AlarmEvent::parse(&rows::text(&row, "event")?),
             attempts: rows::int(&row, "attempts")?,
         }))
     }

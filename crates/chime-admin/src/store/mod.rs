@@ -13,7 +13,7 @@
 mod alarm_channels;
 pub use alarm_channels::StoredChannel;
 mod alarm_deliveries;
-pub use alarm_deliveries::{AlarmClaim, LeasedDelivery, NewDelivery};
+pub use alarm_deliveries::{AlarmClaim, LeasedDelivery, NewDelivery, Recovered};
 mod alarms;
 mod apply;
 mod apply_channels;

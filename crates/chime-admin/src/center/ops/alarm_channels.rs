@@ -2,8 +2,10 @@
 //! group's `alarm_channels`) names channels that exist.
 
 use crate::api::alarm_channels::{channel_names, names_of};
+use crate::api::alarm_policy::AlarmPolicy;
 use crate::center::{Admin, OpError};
 use crate::model::AlarmChannelSpec;
+use crate::model::JobInfo;
 use crate::store::{JobsDocument, StoredChannel};
 
 impl Admin {
@@ -45,9 +47,25 @@ impl Admin {
         Ok(names)
     }
 
+    /// Checks a job's alarm fields and writes them as stored: its channels (each must exist;
+    /// not looked up again when unchanged from `current`) and its policy.
+    pub(crate) async fn check_alarm_fields(
+        &self,
+        info: &mut JobInfo,
+        current: Option<&JobInfo>,
+    ) -> Result<(), OpError> {
+        if current.is_none_or(|c| c.alarm_channels != info.alarm_channels) {
+            info.alarm_channels = self
+                .checked_channel_names("alarm_channels", &info.alarm_channels)
+                .await?;
+        }
+        info.alarm_policy = AlarmPolicy::parse(&info.alarm_policy)?.to_string();
+        Ok(())
+    }
+
     /// Refuses a jobs document whose groups or jobs name a channel that neither exists nor is
-    /// defined by the document itself.
-    pub(crate) async fn check_document_channels(&self, doc: &JobsDocument) -> Result<(), OpError> {
+    /// defined by the document itself, or whose jobs have a policy that does not read.
+    pub(crate) async fn check_document_alarms(&self, doc: &JobsDocument) -> Result<(), OpError> {
         let defined: Vec<&str> = doc.alarm_channels.iter().filter_map(|c| c.name.as_deref()).collect();
         let mut named: Vec<&str> = Vec::new();
         for g in &doc.groups {
@@ -58,6 +76,9 @@ impl Admin {
             for list in lists {
                 channel_names(list)?;
                 named.extend(names_of(list).filter(|n| !defined.contains(n)));
+            }
+            for policy in g.jobs.iter().filter_map(|j| j.info.alarm_policy.as_deref()) {
+                AlarmPolicy::parse(policy)?;
             }
         }
         named.sort_unstable();

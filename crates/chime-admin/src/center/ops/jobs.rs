@@ -52,9 +52,7 @@ impl Admin {
     /// its GLUE version.
     pub async fn create_job(&self, spec: &JobSpec, group_id: i64, author: &str) -> Result<Job, OpError> {
         let mut draft = spec.validate(None, &self.config.default_time_zone, group_id)?;
-        draft.info.alarm_channels = self
-            .checked_channel_names("alarm_channels", &draft.info.alarm_channels)
-            .await?;
+        self.check_alarm_fields(&mut draft.info, None).await?;
         let job = self.store.insert_job(&draft, author).await?;
         self.wake_scheduler_for(&job);
         Ok(job)
@@ -64,11 +62,7 @@ impl Admin {
     /// their value.
     pub async fn update_job(&self, current: &Job, spec: &JobSpec, group_id: i64, author: &str) -> Result<Job, OpError> {
         let mut draft = spec.validate(Some(current), &self.config.default_time_zone, group_id)?;
-        if draft.info.alarm_channels != current.info.alarm_channels {
-            draft.info.alarm_channels = self
-                .checked_channel_names("alarm_channels", &draft.info.alarm_channels)
-                .await?;
-        }
+        self.check_alarm_fields(&mut draft.info, Some(&current.info)).await?;
         let job = self.store.update_job(current.id, &draft, author).await?;
         self.wake_scheduler_for(&job);
         Ok(job)
@@ -102,7 +96,7 @@ impl Admin {
             dry_run: mode.dry_run,
             prune: mode.prune && !doc.groups.is_empty(),
         };
-        self.check_document_channels(doc).await?;
+        self.check_document_alarms(doc).await?;
         let plan = self.store.apply_jobs(doc, opts).await?;
         if plan.applied {
             self.refresh_directory().await;
