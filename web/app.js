@@ -16,6 +16,7 @@ import { runList } from './pages/runs.js';
 import { runDetail } from './pages/run.js';
 import { users } from './pages/users.js';
 import { audit } from './pages/audit.js';
+import { channels } from './pages/channels.js';
 import { password } from './pages/password.js';
 import { workflowList } from './pages/workflows.js';
 import { workflowFormPage } from './pages/workflow-form.js';
@@ -34,6 +35,7 @@ const routes = {
   runs: (args) => (args[0] && args[0] !== 'job' ? runDetail : runList),
   users: () => users,
   audit: () => audit,
+  channels: () => channels,
   password: () => password,
   workflows: (args) => {
     /** @type {Record<string, Page>} */
@@ -44,7 +46,7 @@ const routes = {
 
 /** The menu: each page, and whether it is the admins' only. */
 const nav = [
-  ['dashboard', false], ['executors', false], ['jobs', false], ['runs', false], ['workflows', true], ['users', true], ['audit', true],
+  ['dashboard', false], ['executors', false], ['jobs', false], ['runs', false], ['workflows', true], ['channels', true], ['users', true], ['audit', true],
 ];
 
 const main = () => /** @type {HTMLElement} */ (document.getElementById('main'));

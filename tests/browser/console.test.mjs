@@ -438,10 +438,14 @@ test('console walk-through', { timeout: 300000 }, async () => {
     // A final run whose log has ended is no longer polled.
     await page.waitForFunction(() => document.getElementById('log-state').textContent === '(log complete)', null, LONG);
     // No retry links on a run that is none. A killed run is alarmed like any failure: the
-    // job's two e-mail contacts cannot be told without SMTP, and the alarm row says so.
+    // job's two e-mail contacts cannot be told without SMTP, and the alarm row says so; the
+    // delivery to the contacts is listed under it, failed, with the reason.
     assert.equal(await page.isVisible('#run-links'), false, 'no retry row');
     await page.waitForFunction(() => document.getElementById('run-alarm').dataset.alarm === 'failed', null, LONG);
-    assert.match(await page.textContent('#run-alarm'), /^failed: e-mail to 2 contact\(s\) not sent: no SMTP server is configured/);
+    assert.match(await page.textContent('#run-alarm'), /^failed: e-mail: e-mail to 2 recipient\(s\) not sent: no SMTP server is configured/);
+    await page.waitForSelector('#run-alarms tr[data-channel="e-mail"][data-state=failed]');
+    assert.deepEqual((await page.locator('#run-alarms tr[data-channel="e-mail"] td').allTextContents()).slice(0, 3), ['e-mail', 'E-mail', 'failed']);
+    assert.match(await page.textContent('#run-alarms tr[data-channel="e-mail"] td.error'), /no SMTP server is configured/);
     await shot('09-run-killed');
     // The runs list shows it as killed, and its status filter finds it.
     const killedRun = Number(/#runs\/(\d+)/.exec(page.url())[1]);
@@ -474,7 +478,7 @@ test('console walk-through', { timeout: 300000 }, async () => {
     assert.equal(await page.textContent('#run-retry-of'), `Retry of run #${failed.body.run_id}`);
     assert.equal(await page.getAttribute('#run-retry-of', 'href'), `#runs/${failed.body.run_id}`);
     await page.waitForFunction(() => document.getElementById('run-alarm').dataset.alarm === 'failed', null, LONG);
-    assert.match(await page.textContent('#run-alarm'), /^failed: e-mail to 1 contact\(s\) not sent: no SMTP server is configured/);
+    assert.match(await page.textContent('#run-alarm'), /^failed: e-mail: e-mail to 1 recipient\(s\) not sent: no SMTP server is configured/);
     assert.equal(await page.getAttribute('#run-alarm', 'class'), 'alarm-failed');
     await shot('09-run-retry-alarm-failed');
     // The same in Chinese.

@@ -90,6 +90,8 @@ export const JOB_FIELDS = /** @type {Field[]} */ ([
   { name: 'timeout_secs', kind: 'number', section: 'executor', initial: '0', parse: numberOrNothing },
   { name: 'retry_count', kind: 'number', section: 'alarms', initial: '0', parse: numberOrNothing },
   { name: 'alarm_contacts', kind: 'text', section: 'alarms', attrs: { placeholder: 'ops@example.com, …' } },
+  // Names of alarm channels, comma-separated; empty: the group's. The page suggests the names.
+  { name: 'alarm_channels', kind: 'text', section: 'alarms', help: 'alarm_channels_help', attrs: { list: 'channel-names', autocomplete: 'off', spellcheck: 'false', placeholder: 'ops-slack, oncall-dingtalk' } },
   { name: 'child_job_ids', kind: 'multiselect', section: 'advanced', options: 'child_jobs', parse: ids },
   // Known, but not inputs of this form: `group_id` names the group, the script editor edits
   // the source (the form sends a template for a new GLUE job), start and stop run the job.
@@ -112,6 +114,8 @@ export const GROUP_FIELDS = /** @type {Field[]} */ ([
   { name: 'keep_logs', kind: 'checkbox', initial: true },
   // XXL-JOB's "no token" setup, for legacy executors only: off unless an admin turns it on.
   { name: 'insecure_no_token', kind: 'checkbox', initial: false, help: 'insecure_no_token_help' },
+  // The alarm channels of the group's jobs that name none (comma-separated names).
+  { name: 'alarm_channels', kind: 'text', help: 'group_alarm_channels_help', attrs: { list: 'channel-names', autocomplete: 'off', spellcheck: 'false' } },
 ]);
 
 /** The user form (admins only). */

@@ -1,8 +1,9 @@
 // @ts-check
 // Pieces the list and detail pages share: a row's action menu, refreshing a list while it is
-// shown, and jobs looked up by id.
+// shown, jobs looked up by id, and the channel names suggested in the job and group forms.
 import { h } from './dom.js';
 import { api } from './api.js';
+import { channelSuggestions } from './channels.js';
 import { t } from '../i18n.js';
 
 /**
@@ -87,4 +88,25 @@ export function jobCache() {
       await Promise.all(missing.map(async (id) => { try { known.set(id, await api('GET', `/v1/jobs/${id}`)); } catch { known.set(id, null); } }));
     },
   };
+}
+
+/**
+ * The suggestions of an `alarm_channels` input (the job and group forms; the field table points
+ * the input at the datalist `channel-names`): for an admin, the names of the admin's alarm
+ * channels, each offered as the next entry of the comma-separated list typed so far. Channels
+ * are the admins' to list, so others get an empty list and type the names.
+ * @param {HTMLInputElement} input
+ * @param {boolean} admin
+ */
+export function channelNames(input, admin) {
+  const list = h('datalist', { id: 'channel-names' });
+  if (!admin) return list;
+  /** @type {string[]} */
+  let names = [];
+  const fill = () => list.replaceChildren(...channelSuggestions(input.value, names).map((v) => h('option', { value: v })));
+  input.addEventListener('input', fill);
+  api('GET', '/v1/alarm-channels')
+    .then((/** @type {any[]} */ all) => { names = all.map((c) => String(c.name)); fill(); })
+    .catch(() => { /* no suggestions: the names can still be typed */ });
+  return list;
 }

@@ -7,9 +7,9 @@ import { fieldLabel, errorBox } from '../lib/forms.js';
 import { t } from '../i18n.js';
 
 /** What the object of an audited route is, by its collection in the path. @type {Record<string, string>} */
-const AUDIT_KINDS = { jobs: 'job', groups: 'group', users: 'user', runs: 'obj_run', me: 'user', workflows: 'workflow', 'workflow-instances': 'wf_instance' };
+const AUDIT_KINDS = { jobs: 'job', groups: 'group', users: 'user', runs: 'obj_run', me: 'user', workflows: 'workflow', 'workflow-instances': 'wf_instance', 'alarm-channels': 'alarm_channel' };
 /** Routes that act rather than create, change or delete, by their last path segment. @type {Record<string, string>} */
-const AUDIT_VERBS = { start: 'start', stop: 'stop', trigger: 'run_once', kill: 'kill', clear: 'clear', password: 'change_password', retry: 'retry_node', skip: 'skip_node', succeed: 'succeed_node' };
+const AUDIT_VERBS = { start: 'start', stop: 'stop', trigger: 'run_once', kill: 'kill', clear: 'clear', password: 'change_password', retry: 'retry_node', skip: 'skip_node', succeed: 'succeed_node', test: 'chan_send_test' };
 const PAGE = 100;
 
 /**

@@ -6,7 +6,8 @@ import { me } from '../lib/session.js';
 import { go } from '../lib/nav.js';
 import { fmtTime } from '../lib/time.js';
 import { GROUP_FIELDS } from '../lib/fields.js';
-import { controls, formBody, errorBox, showError } from '../lib/forms.js';
+import { controls, control, formBody, errorBox, showError } from '../lib/forms.js';
+import { channelNames } from '../lib/widgets.js';
 import { t } from '../i18n.js';
 
 /** @param {HTMLElement} root */
@@ -22,7 +23,8 @@ export async function executors(root) {
       ev.preventDefault();
       const body = formBody(GROUP_FIELDS, ctl, { isNew: !g });
       try { g ? await api('PUT', `/v1/groups/${g.id}`, body) : await api('POST', '/v1/groups', body); go('#executors'); } catch (e) { showError(/** @type {HTMLFormElement} */ (ev.target), msg, e); }
-    } }, [...ctl.values()].map((c) => c.row), h('button', { type: 'submit' }, t('save')), msg);
+    } }, [...ctl.values()].map((c) => c.row), channelNames(/** @type {HTMLInputElement} */ (control(ctl, 'alarm_channels').input), me().admin),
+    h('button', { type: 'submit' }, t('save')), msg);
   };
   const slot = h('div');
   const admin = me().admin;

@@ -8,6 +8,7 @@ import { go } from '../lib/nav.js';
 import { JOB_FIELDS, JOB_SECTIONS, schemaFields, shownFields } from '../lib/fields.js';
 import { controls, control, formBody, rowsOf, section, clearErrors, showError } from '../lib/forms.js';
 import { previewer } from '../lib/schedule.js';
+import { channelNames } from '../lib/widgets.js';
 import { t } from '../i18n.js';
 
 /** Starting points for new GLUE jobs. @type {Record<string, string>} */
@@ -88,7 +89,8 @@ async function jobForm(root, job, groups, jobs) {
   };
   group.addEventListener('change', suggest);
   suggest();
-  const after = { time_zone: preview, handler: handlers, alarm_contacts: smtpNote };
+  const channelList = channelNames(input('alarm_channels'), me().admin);
+  const after = { time_zone: preview, handler: handlers, alarm_contacts: smtpNote, alarm_channels: channelList };
   const form = h('form', { class: 'card job-form', id: 'job-form', onsubmit: async (/** @type {Event} */ ev) => {
     ev.preventDefault();
     const body = formBody(fields, ctl, { isNew });

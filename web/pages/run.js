@@ -7,6 +7,7 @@ import { go } from '../lib/nav.js';
 import { fmtTime } from '../lib/time.js';
 import { errorBox } from '../lib/forms.js';
 import { jobCache } from '../lib/widgets.js';
+import { kindName } from '../lib/channels.js';
 import { t } from '../i18n.js';
 
 /**
@@ -31,6 +32,31 @@ export async function runDetail(root, args) {
   const links = h('td', { id: 'run-links' });
   const linksRow = h('tr', { hidden: true }, h('th', {}, t('retry_links')), links);
   const alarm = h('td', { id: 'run-alarm' });
+  // Each delivery of the alarm (one per channel, `/v1/runs/{id}/alarms`), under the Alarm
+  // row: asked again when the alarm's state changes and while a delivery is pending.
+  const deliveries = h('tbody');
+  const deliveriesRow = h('tr', { hidden: true }, h('th', {}, t('alarm_deliveries')), h('td', {},
+    h('table', { id: 'run-alarms', class: 'deliveries' },
+      h('thead', {}, h('tr', {}, ['delivery_channel', 'chan_kind', 'status', 'attempts', 'error', 'delivery_sent_at'].map((k) => h('th', {}, t(k))))), deliveries)));
+  let askedFor = '';
+  let pending = false;
+  /** @param {any} r */
+  const loadDeliveries = async (r) => {
+    if (r.alarm === askedFor && !pending) return;
+    askedFor = r.alarm;
+    /** @type {any[]} */
+    let list;
+    try { list = await api('GET', `/v1/runs/${id}/alarms`); } catch { askedFor = ''; return; }
+    pending = list.some((d) => d.state === 'pending');
+    deliveries.replaceChildren(...list.map((d) => h('tr', { 'data-channel': d.channel, 'data-state': d.state },
+      h('td', { class: 'channel' }, d.channel),
+      h('td', { class: 'kind' }, kindName(d.kind)),
+      h('td', { class: `state delivery-${d.state}` }, t(`delivery_${d.state}`)),
+      h('td', { class: 'attempts' }, String(d.attempts)),
+      h('td', { class: 'error' }, d.error),
+      h('td', { class: 'sent-at' }, fmtTime(d.sent_at, zone)))));
+    deliveriesRow.hidden = !list.length;
+  };
   /** @param {any} r */
   const extras = (r) => {
     killer.textContent = r.killed_by ? ` — ${t('killed_by').replace('{user}', r.killed_by)}` : '';
@@ -41,6 +67,7 @@ export async function runDetail(root, args) {
     linksRow.hidden = !r.retry_of && !r.retried_by;
     alarm.className = `alarm-${r.alarm}`; alarm.dataset.alarm = r.alarm;
     alarm.textContent = r.alarm_msg ? `${t(`alarm_${r.alarm}`)}: ${r.alarm_msg}` : t(`alarm_${r.alarm}`);
+    loadDeliveries(r);
   };
   extras(run);
   const handle = h('td', { id: 'handle-msg' }, lines(run.handle_msg));
@@ -74,7 +101,7 @@ export async function runDetail(root, args) {
       row('handler', run.handler), row('param', run.param, { id: 'run-param' }),
       run.shard_total > 1 ? row('shard', `${run.shard_index + 1} / ${run.shard_total}`) : '',
       row('trigger_msg', trigger),
-      row('handled', handled), row('handle_msg', handle), row('alarm', alarm))));
+      row('handled', handled), row('handle_msg', handle), row('alarm', alarm), deliveriesRow)));
   // Poll while the page is open: the run's state first, then, once it reached an executor, its
   // log from where the last answer ended (the log rolls as the job writes it). Polling stops
   // when the run never reached an executor (there is no log to wait for), and when the run
