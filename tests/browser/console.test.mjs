@@ -442,7 +442,7 @@ test('console walk-through', { timeout: 300000 }, async () => {
     // delivery to the contacts is listed under it, failed, with the reason.
     assert.equal(await page.isVisible('#run-links'), false, 'no retry row');
     await page.waitForFunction(() => document.getElementById('run-alarm').dataset.alarm === 'failed', null, LONG);
-    assert.match(await page.textContent('#run-alarm'), /^failed: e-mail: e-mail to 2 recipient\(s\) not sent: no SMTP server is configured/);
+    assert.match(await page.textContent('#run-alarm'), /^failed: e-mail: not sent to 2 contact\(s\): no SMTP server is configured/);
     await page.waitForSelector('#run-alarms tr[data-channel="e-mail"][data-state=failed]');
     assert.deepEqual((await page.locator('#run-alarms tr[data-channel="e-mail"] td').allTextContents()).slice(0, 3), ['e-mail', 'E-mail', 'failed']);
     assert.match(await page.textContent('#run-alarms tr[data-channel="e-mail"] td.error'), /no SMTP server is configured/);
@@ -478,7 +478,7 @@ test('console walk-through', { timeout: 300000 }, async () => {
     assert.equal(await page.textContent('#run-retry-of'), `Retry of run #${failed.body.run_id}`);
     assert.equal(await page.getAttribute('#run-retry-of', 'href'), `#runs/${failed.body.run_id}`);
     await page.waitForFunction(() => document.getElementById('run-alarm').dataset.alarm === 'failed', null, LONG);
-    assert.match(await page.textContent('#run-alarm'), /^failed: e-mail: e-mail to 1 recipient\(s\) not sent: no SMTP server is configured/);
+    assert.match(await page.textContent('#run-alarm'), /^failed: e-mail: not sent to 1 contact\(s\): no SMTP server is configured/);
     assert.equal(await page.getAttribute('#run-alarm', 'class'), 'alarm-failed');
     await shot('09-run-retry-alarm-failed');
     // The same in Chinese.
