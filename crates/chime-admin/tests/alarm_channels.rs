@@ -876,6 +876,101 @@ async fn a_policy_waits_for_failures_in_a_row_and_tells_the_recovery() {
     assert!(deliveries(&env.api, again).await.is_empty());
 }
 
+/// `longer_than`: a run still running past it is told once, as `slow`, while it runs; the
+/// run's own failure alarm stays its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_run_longer_than_expected_is_told_once() {
+    let env = admin(json!({})).await;
+    let slack = Receiver::start(Vendor::Slack, Behaviour::Normal).await;
+    channel(&env, "team", &slack, None).await;
+    let _ex = group_with_executor(&env, "slow", json!({})).await;
+    let job = env
+        .job(json!({"group": "slow", "handler": "hang", "schedule_type": "NONE",
+                    "description": "long import", "alarm_channels": "team", "alarm_policy": "longer_than=1s"}))
+        .await;
+    let run = env.trigger(job, json!({})).await;
+    let told = delivery_in_state(&env.api, run, "team", "sent", 30).await;
+    assert_eq!(told["event"], "slow", "{told}");
+    let got = slack.wait_accepted(1, 10).await;
+    let text = got[0].text();
+    assert!(
+        text.contains("taking long") && text.contains(&run.to_string()),
+        "{text}"
+    );
+    let (_, shown) = env.api.get(&format!("/v1/runs/{run}")).await;
+    assert_eq!(shown["status"], "running", "told while it runs: {shown}");
+    // Two looks later, still told once.
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    assert_eq!(slack.accepted_count(), 1, "{:#?}", slack.requests());
+    assert_eq!(deliveries(&env.api, run).await.len(), 1);
+}
+
+/// `late_after`: the admin's scheduler falls behind (the process is stopped with SIGSTOP for
+/// longer than the policy allows, then continued) and the fires it makes late are told as
+/// `late`, each once; a job without the policy is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fires_the_scheduler_made_late_are_told() {
+    use common::admin_process::AdminProcess;
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/chime.db", dir.path().display());
+    let admin = AdminProcess::start(&db, "alarm-late", &[], dir.path(), false);
+    admin.wait_ready().await;
+    let api = admin.api();
+    let slack = Receiver::start(Vendor::Slack, Behaviour::Normal).await;
+    let (s, v) = api
+        .post(
+            "/v1/alarm-channels",
+            json!({"name": "team", "kind": "slack", "url": slack.url()}),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    api.ok("/v1/groups", json!({"app_name": "late"})).await;
+    let _ex = TestExecutor::start(&admin.base(), "late", ACCESS_TOKEN).await;
+    api.wait_executors("late", 1).await;
+    let job = api
+        .ok(
+            "/v1/jobs",
+            json!({"group": "late", "handler": "ok", "schedule_type": "CRON", "schedule_expr": "* * * * * ?",
+                   "misfire_strategy": "FIRE_ONCE_NOW", "running": true,
+                   "alarm_channels": "team", "alarm_policy": "late_after=2s"}),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    api.wait_runs(job, 30, "the job fires", |r| r.len() >= 2).await;
+    assert_eq!(slack.accepted_count(), 0, "fires on time are not late");
+    admin.signal(libc::SIGSTOP);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    admin.signal(libc::SIGCONT);
+    let got = slack.wait_accepted(1, 40).await;
+    let text = got[0].text();
+    assert!(text.contains("is late"), "{text}");
+    let runs = api.wait_runs(job, 10, "runs after the stop", |r| !r.is_empty()).await;
+    let late: Vec<i64> = runs
+        .iter()
+        .filter(|r| r["triggered_at"].as_i64().unwrap_or(0) > r["scheduled_at"].as_i64().unwrap_or(0) + 2000)
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect();
+    assert!(!late.is_empty(), "a fire was made late: {runs:#?}");
+    // Each late run is told once (two looks later).
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    let told: Vec<i64> = slack
+        .accepted()
+        .iter()
+        .map(|r| r.text())
+        .filter_map(|t| {
+            late.iter()
+                .copied()
+                .find(|id| t.contains(&format!("run {id} did not start")))
+        })
+        .collect();
+    let mut unique = told.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(told.len(), unique.len(), "each late run told once: {told:?}");
+    assert!(!told.is_empty(), "late runs told: {told:?} of {late:?}");
+}
+
 /// The receivers themselves, proven against the vendors' documented algorithms (and values
 /// computed with the vendors' own sample code) before they judge the admin.
 mod receivers {

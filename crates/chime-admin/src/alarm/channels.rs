@@ -196,75 +196,6 @@ fn within_bytes(text: &str, max: usize) -> String {
     format!("{}…", &text[..end])
 }
 
-/// The variables a template may use.
-pub const TEMPLATE_VARIABLES: &[&str] = &[
-    "job_id",
-    "job",
-    "group",
-    "run_id",
-    "handler",
-    "param",
-    "status",
-    "result",
-    "trigger_msg",
-    "trigger_time",
-    "scheduled_at",
-    "executor",
-    "link",
-    "text",
-];
-
-/// Checks a webhook template: JSON whose `${…}` name known variables (`$${` writes a literal
-/// `${`).
-pub fn check_template(template: &str) -> Result<(), String> {
-    let value: Value = serde_json::from_str(template).map_err(|e| format!("is not JSON: {e}"))?;
-    let mut unknown = None;
-    visit_strings(&value, &mut |s| {
-        for name in placeholders(s) {
-            if !TEMPLATE_VARIABLES.contains(&name) && unknown.is_none() {
-                unknown = Some(name.to_owned());
-            }
-        }
-    });
-    match unknown {
-        Some(name) => Err(format!(
-            "'${{{name}}}' is not a variable; known: {}",
-            TEMPLATE_VARIABLES.join(", ")
-        )),
-        None => Ok(()),
-    }
-}
-
-fn visit_strings<'v>(value: &'v Value, f: &mut impl FnMut(&'v str)) {
-    match value {
-        Value::String(s) => f(s),
-        Value::Array(items) => items.iter().for_each(|v| visit_strings(v, f)),
-        Value::Object(map) => map.values().for_each(|v| visit_strings(v, f)),
-        _ => {}
-    }
-}
-
-/// The names of the `${name}` placeholders of `s` (not those escaped as `$${`).
-fn placeholders(s: &str) -> Vec<&str> {
-    let mut names = Vec::new();
-    let mut rest = s;
-    while let Some(at) = rest.find("${") {
-        if rest[..at].ends_with('$') {
-            rest = &rest[at + 2..];
-            continue;
-        }
-        let after = &rest[at + 2..];
-        match after.find('}') {
-            Some(end) => {
-                names.push(&after[..end]);
-                rest = &after[end + 1..];
-            }
-            None => break,
-        }
-    }
-    names
-}
-
 /// `template` with every `${name}` in its strings replaced by the alarm's value (JSON-safe:
 /// values are put into strings, never into the document's structure).
 fn render_template(template: &str, alarm: &Alarm) -> Result<Value, String> {
@@ -373,9 +304,11 @@ mod tests {
         let out = render_template(r#"{"t":"job ${job_id} $${x} ${nope}","n":[1,"${run_id}"]}"#, &alarm).unwrap();
         assert_eq!(out["t"], "job 0 ${x} ${nope}");
         assert_eq!(out["n"][1], "0");
-        assert!(check_template(r#"{"a":"${job_id}"}"#).is_ok());
-        assert!(check_template(r#"{"a":"${nope}"}"#).unwrap_err().contains("nope"));
-        assert!(check_template(r#"{"a":"$${nope}"}"#).is_ok());
+        assert!(crate::api::alarm_channels::check_template(r#"{"a":"${job_id}"}"#).is_ok());
+        assert!(crate::api::alarm_channels::check_template(r#"{"a":"${nope}"}"#)
+            .unwrap_err()
+            .contains("nope"));
+        assert!(crate::api::alarm_channels::check_template(r#"{"a":"$${nope}"}"#).is_ok());
     }
 
     #[test]

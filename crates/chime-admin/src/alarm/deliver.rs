@@ -8,6 +8,7 @@
 
 use super::message::Alarm;
 use crate::api::alarm_channels::recipient_list;
+pub use crate::api::alarm_channels::{check_mailbox, check_webhook_url};
 use crate::model::{ChannelDraft, ChannelKind};
 use crate::store::redact_url;
 use lettre::message::{Mailbox, MultiPart};
@@ -46,23 +47,6 @@ pub fn check_smtp_url(url: &str) -> Result<(), String> {
         return Err(format!("'{shown}' names no host"));
     }
     AsyncSmtpTransport::<Tokio1Executor>::from_url(url).map_err(|e| format!("'{shown}': {e}"))?;
-    Ok(())
-}
-
-/// Checks an e-mail address such as `chime@example.com` or `Chime <chime@example.com>`.
-pub fn check_mailbox(address: &str) -> Result<(), String> {
-    address
-        .parse::<Mailbox>()
-        .map(|_| ())
-        .map_err(|e| format!("'{address}' is not an e-mail address: {e}"))
-}
-
-/// Checks a webhook URL: `http://` or `https://` with a host.
-pub fn check_webhook_url(url: &str) -> Result<(), String> {
-    let parsed = reqwest::Url::parse(url).map_err(|e| format!("not a URL: {e}"))?;
-    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none_or(str::is_empty) {
-        return Err("must be an http:// or https:// URL with a host".to_owned());
-    }
     Ok(())
 }
 

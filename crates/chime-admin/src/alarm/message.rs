@@ -76,6 +76,14 @@ impl Alarm {
             ("Run", format!("{} ({})", r.id, r.trigger_type.as_str())),
             ("Scheduled", when(r.scheduled_at)),
             (
+                "Started",
+                if r.triggered_at > 0 {
+                    when(r.triggered_at)
+                } else {
+                    "(not yet)".to_owned()
+                },
+            ),
+            (
                 "Executor",
                 if r.executor_address.is_empty() {
                     "(none)".to_owned()
@@ -206,6 +214,14 @@ impl Alarm {
             ),
             AlarmEvent::Recovered => format!(
                 "Chime alarm: job {} ({desc}) recovered, run {} succeeded",
+                self.run.job_id, self.run.id
+            ),
+            AlarmEvent::Late => format!(
+                "Chime alarm: job {} ({desc}) is late, run {} did not start in time",
+                self.run.job_id, self.run.id
+            ),
+            AlarmEvent::Slow => format!(
+                "Chime alarm: job {} ({desc}) is taking long, run {} still running",
                 self.run.job_id, self.run.id
             ),
         }

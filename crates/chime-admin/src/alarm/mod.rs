@@ -19,7 +19,7 @@ pub mod deliver;
 mod message;
 mod outbox;
 
-pub use channels::check_template;
+pub use crate::api::alarm_channels::check_template;
 pub use deliver::{check_mailbox, check_smtp_url, check_webhook_url};
 pub use message::{escape_html, Alarm};
 
@@ -128,6 +128,11 @@ pub async fn run(alarm: AlarmLoop, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
                     Ok(true) => wake.notify_one(),
                     Ok(false) => {}
                     Err(e) => tracing::warn!(error = %e, "looking for recovered jobs failed"),
+                }
+                match late_and_slow(&alarm.store, &sender).await {
+                    Ok(true) => wake.notify_one(),
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!(error = %e, "looking for late or slow runs failed"),
                 }
                 continue;
             }
@@ -278,6 +283,56 @@ async fn recoveries(store: &Store, sender: &deliver::Sender) -> crate::store::St
         if store.claim_recovery(due, &deliveries).await? && !deliveries.is_empty() {
             tracing::info!(job_id = due.job_id, run_id = due.ok_run, "recovery claimed");
             stored = true;
+        }
+    }
+    Ok(stored)
+}
+
+/// How far back the looks for late and slow runs go, by scheduled time: a run that waits or
+/// runs longer than this is the lost-run sweep's.
+const TIMING_WINDOW_MS: i64 = 2 * 24 * 3600 * 1000;
+
+/// Stores the alarms of runs that wait or run longer than their job's policy allows
+/// (`late_after`, `longer_than`), once per run and event. Answers whether any delivery was
+/// stored.
+async fn late_and_slow(store: &Store, sender: &deliver::Sender) -> crate::store::StoreResult<bool> {
+    let policies = store.timed_alarm_policies().await?;
+    if policies.is_empty() {
+        return Ok(false);
+    }
+    let now = crate::model::now_ms();
+    let Some(from_id) = store.first_run_scheduled_since(now - TIMING_WINDOW_MS).await? else {
+        return Ok(false);
+    };
+    let mut stored = false;
+    for (job_id, text) in policies {
+        let Ok(policy) = AlarmPolicy::parse(&text) else {
+            continue;
+        };
+        let watched = [
+            (AlarmEvent::Late, policy.late_after),
+            (AlarmEvent::Slow, policy.longer_than),
+        ];
+        for (event, wait) in watched {
+            let Some(wait) = wait else { continue };
+            let wait_ms = i64::try_from(wait.as_millis()).unwrap_or(i64::MAX);
+            for run_id in store.runs_raising(event, job_id, from_id, now, wait_ms).await? {
+                let run = store.run(run_id).await?;
+                let job = store.job(job_id).await.ok();
+                let group = store.group(run.group_id).await.ok();
+                let alarm = Alarm {
+                    run,
+                    job,
+                    group,
+                    link: None,
+                    event,
+                };
+                let deliveries = receivers(store, sender, &alarm).await?;
+                if store.claim_run_event(run_id, event, &deliveries).await? && !deliveries.is_empty() {
+                    tracing::info!(job_id, run_id, event = event.as_str(), "alarm claimed");
+                    stored = true;
+                }
+            }
         }
     }
     Ok(stored)

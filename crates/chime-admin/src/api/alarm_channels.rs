@@ -7,8 +7,10 @@
 //! receiver verifies none, a template outside the generic webhook), each value bounded.
 
 use super::Invalid;
+use lettre::message::Mailbox;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// Longest channel name.
 const NAME_CHARS: usize = 64;
@@ -222,7 +224,7 @@ impl ChannelDraft {
                     format!("must be at most {TEMPLATE_BYTES} bytes"),
                 ));
             }
-            crate::alarm::check_template(&self.template).map_err(|e| Invalid::new("template", e))?;
+            check_template(&self.template).map_err(|e| Invalid::new("template", e))?;
         }
         if self.kind == ChannelKind::Email {
             if !self.url.is_empty() {
@@ -238,7 +240,7 @@ impl ChannelDraft {
                 ));
             }
             for address in recipient_list(&self.recipients) {
-                crate::alarm::check_mailbox(address).map_err(|e| Invalid::new("recipients", e))?;
+                check_mailbox(address).map_err(|e| Invalid::new("recipients", e))?;
             }
             return Ok(());
         }
@@ -254,7 +256,7 @@ impl ChannelDraft {
         if self.url.chars().count() > URL_CHARS {
             return Err(Invalid::new("url", format!("must be at most {URL_CHARS} characters")));
         }
-        crate::alarm::check_webhook_url(&self.url).map_err(|e| Invalid::new("url", e))
+        check_webhook_url(&self.url).map_err(|e| Invalid::new("url", e))
     }
 
     /// The answer for this channel: URL cut after its host, secret hidden.
@@ -320,6 +322,92 @@ pub fn shown_url(url: &str) -> String {
     format!("{}://{host}{port}{rest}", parsed.scheme())
 }
 
+/// Checks an e-mail address such as `chime@example.com` or `Chime <chime@example.com>`.
+pub fn check_mailbox(address: &str) -> Result<(), String> {
+    address
+        .parse::<Mailbox>()
+        .map(|_| ())
+        .map_err(|e| format!("'{address}' is not an e-mail address: {e}"))
+}
+
+/// Checks a webhook URL: `http://` or `https://` with a host.
+pub fn check_webhook_url(url: &str) -> Result<(), String> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| format!("not a URL: {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none_or(str::is_empty) {
+        return Err("must be an http:// or https:// URL with a host".to_owned());
+    }
+    Ok(())
+}
+
+/// The variables a template may use.
+pub const TEMPLATE_VARIABLES: &[&str] = &[
+    "job_id",
+    "job",
+    "group",
+    "run_id",
+    "handler",
+    "param",
+    "status",
+    "result",
+    "trigger_msg",
+    "trigger_time",
+    "scheduled_at",
+    "executor",
+    "link",
+    "text",
+];
+
+/// Checks a webhook template: JSON whose `${…}` name known variables (`$${` writes a literal
+/// `${`).
+pub fn check_template(template: &str) -> Result<(), String> {
+    let value: Value = serde_json::from_str(template).map_err(|e| format!("is not JSON: {e}"))?;
+    let mut unknown = None;
+    visit_strings(&value, &mut |s| {
+        for name in placeholders(s) {
+            if !TEMPLATE_VARIABLES.contains(&name) && unknown.is_none() {
+                unknown = Some(name.to_owned());
+            }
+        }
+    });
+    match unknown {
+        Some(name) => Err(format!(
+            "'${{{name}}}' is not a variable; known: {}",
+            TEMPLATE_VARIABLES.join(", ")
+        )),
+        None => Ok(()),
+    }
+}
+
+fn visit_strings<'v>(value: &'v Value, f: &mut impl FnMut(&'v str)) {
+    match value {
+        Value::String(s) => f(s),
+        Value::Array(items) => items.iter().for_each(|v| visit_strings(v, f)),
+        Value::Object(map) => map.values().for_each(|v| visit_strings(v, f)),
+        _ => {}
+    }
+}
+
+/// The names of the `${name}` placeholders of `s` (not those escaped as `$${`).
+fn placeholders(s: &str) -> Vec<&str> {
+    let mut names = Vec::new();
+    let mut rest = s;
+    while let Some(at) = rest.find("${") {
+        if rest[..at].ends_with('$') {
+            rest = &rest[at + 2..];
+            continue;
+        }
+        let after = &rest[at + 2..];
+        match after.find('}') {
+            Some(end) => {
+                names.push(&after[..end]);
+                rest = &after[end + 1..];
+            }
+            None => break,
+        }
+    }
+    names
+}
+
 /// The state of one delivery of an alarm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -360,6 +448,10 @@ pub enum AlarmEvent {
     Failed,
     /// The run succeeded after the job's alarmed failure (`alarm_policy` `on_recovery`).
     Recovered,
+    /// The run had not started, or started, later than the job allows (`late_after`).
+    Late,
+    /// The run was still running longer than the job expects (`longer_than`).
+    Slow,
 }
 
 impl AlarmEvent {
@@ -368,15 +460,18 @@ impl AlarmEvent {
         match self {
             AlarmEvent::Failed => "failed",
             AlarmEvent::Recovered => "recovered",
+            AlarmEvent::Late => "late",
+            AlarmEvent::Slow => "slow",
         }
     }
 
     /// From the database value (anything else reads as a failure).
     pub fn parse(text: &str) -> AlarmEvent {
-        if text == "recovered" {
-            AlarmEvent::Recovered
-        } else {
-            AlarmEvent::Failed
+        match text {
+            "recovered" => AlarmEvent::Recovered,
+            "late" => AlarmEvent::Late,
+            "slow" => AlarmEvent::Slow,
+            _ => AlarmEvent::Failed,
         }
     }
 }

@@ -5,9 +5,12 @@
 
 use super::Invalid;
 use std::fmt;
+use std::time::Duration;
 
 /// Most consecutive failures a policy may wait for.
 const MAX_AFTER_FAILURES: u32 = 1000;
+/// Longest time a policy may allow a run to wait or take.
+const MAX_WAIT: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// A job's alarm policy. The default (empty text) alarms every run that fails for good, as
 /// XXL-JOB does.
@@ -18,6 +21,11 @@ pub struct AlarmPolicy {
     pub after_failures: u32,
     /// Say so when the job succeeds after an alarmed failure.
     pub on_recovery: bool,
+    /// Alarm a run that has not started this long after its scheduled time, or started later
+    /// than that.
+    pub late_after: Option<Duration>,
+    /// Alarm a run still running this long after it started (before its timeout, if any).
+    pub longer_than: Option<Duration>,
 }
 
 impl Default for AlarmPolicy {
@@ -25,6 +33,8 @@ impl Default for AlarmPolicy {
         AlarmPolicy {
             after_failures: 1,
             on_recovery: false,
+            late_after: None,
+            longer_than: None,
         }
     }
 }
@@ -48,10 +58,12 @@ impl AlarmPolicy {
                             ))
                         })?;
                 }
+                Some(("late_after", d)) => policy.late_after = Some(wait(d).map_err(refuse)?),
+                Some(("longer_than", d)) => policy.longer_than = Some(wait(d).map_err(refuse)?),
                 None if term == "on_recovery" => policy.on_recovery = true,
                 _ => {
                     return Err(refuse(format!(
-                        "'{term}' is not a policy term; known: after_failures=N, on_recovery"
+                        "'{term}' is not a policy term; known: after_failures=N, on_recovery, late_after=DURATION, longer_than=DURATION"
                     )))
                 }
             }
@@ -65,6 +77,17 @@ impl AlarmPolicy {
     }
 }
 
+/// A duration term's value (`90s`, `10m`, `1h 30m`): 1 s to 7 days, whole seconds.
+fn wait(text: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(text)
+        .map_err(|e| format!("'{text}' is not a duration (use e.g. 90s, 10m, 2h): {e}"))?;
+    let d = Duration::from_secs(d.as_secs());
+    if d < Duration::from_secs(1) || d > MAX_WAIT {
+        return Err(format!("'{text}' must be from 1s to 7 days"));
+    }
+    Ok(d)
+}
+
 /// The policy as stored: its terms in a fixed order, empty for the default.
 impl fmt::Display for AlarmPolicy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -74,6 +97,11 @@ impl fmt::Display for AlarmPolicy {
         }
         if self.on_recovery {
             terms.push("on_recovery".to_owned());
+        }
+        for (name, d) in [("late_after", self.late_after), ("longer_than", self.longer_than)] {
+            if let Some(d) = d {
+                terms.push(format!("{name}={}", humantime::format_duration(d)));
+            }
         }
         f.write_str(&terms.join(","))
     }
@@ -86,22 +114,29 @@ mod tests {
     #[test]
     fn terms_are_read_and_written_back_in_one_order() {
         let p = AlarmPolicy::parse(" on_recovery , after_failures = 3 ").unwrap();
-        assert_eq!(
-            p,
-            AlarmPolicy {
-                after_failures: 3,
-                on_recovery: true
-            }
-        );
+        let expected = AlarmPolicy {
+            after_failures: 3,
+            on_recovery: true,
+            ..AlarmPolicy::default()
+        };
+        assert_eq!(p, expected);
         assert_eq!(p.to_string(), "after_failures=3,on_recovery");
+        let timed = AlarmPolicy::parse("longer_than=90s, late_after=1h 30m").unwrap();
+        assert_eq!(timed.longer_than, Some(Duration::from_secs(90)));
+        assert_eq!(timed.to_string(), "late_after=1h 30m,longer_than=1m 30s");
+        assert_eq!(AlarmPolicy::parse(&timed.to_string()).unwrap(), timed);
         assert_eq!(AlarmPolicy::parse("").unwrap(), AlarmPolicy::default());
         assert_eq!(AlarmPolicy::default().to_string(), "");
-        for bad in [
+        let refused = [
             "after_failures=0",
             "after_failures=x",
             "sometimes",
             "after_failures=1001",
-        ] {
+            "late_after=0s",
+            "longer_than=8d",
+            "longer_than=soon",
+        ];
+        for bad in refused {
             assert_eq!(AlarmPolicy::parse(bad).unwrap_err().field, "alarm_policy", "{bad}");
         }
     }
@@ -110,7 +145,7 @@ mod tests {
     fn every_nth_failure_in_a_row_alarms() {
         let p = AlarmPolicy {
             after_failures: 3,
-            on_recovery: false,
+            ..AlarmPolicy::default()
         };
         let alarmed: Vec<u32> = (0..=9).filter(|s| p.alarms_at(*s)).collect();
         assert_eq!(alarmed, vec![3, 6, 9]);

@@ -159,7 +159,8 @@ impl Store {
         })
     }
 
-    async fn insert_deliveries(
+    /// Stores `deliveries` of `event` for run `run_id` in `tx`.
+    pub(super) async fn insert_deliveries(
         &self,
         tx: &mut sqlx::AnyConnection,
         run_id: i64,

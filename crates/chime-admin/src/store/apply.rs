@@ -555,12 +555,7 @@ impl Store {
         // Workflows span groups, and channels are an administrator's: in the whole document
         // of an admin only.
         let (workflows, alarm_channels) = if only.is_none() && scope.is_none() {
-            let channels = self.alarm_channels().await?;
-            let exported = channels
-                .iter()
-                .map(|c| super::apply_channels::exported(&c.draft))
-                .collect();
-            (self.export_workflows().await?, exported)
+            (self.export_workflows().await?, self.export_channels().await?)
         } else {
             (Vec::new(), Vec::new())
         };

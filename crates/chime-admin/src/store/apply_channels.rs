@@ -14,7 +14,7 @@ use sqlx::Transaction;
 pub const MAX_DOC_CHANNELS: usize = 1_000;
 
 /// The channel as a document lists it: everything but the URL and the secret.
-pub(super) fn exported(draft: &ChannelDraft) -> AlarmChannelSpec {
+fn exported(draft: &ChannelDraft) -> AlarmChannelSpec {
     AlarmChannelSpec {
         name: Some(draft.name.clone()),
         kind: Some(draft.kind),
@@ -30,6 +30,16 @@ fn refused(i: usize, e: Invalid) -> StoreError {
 }
 
 impl Store {
+    /// Every channel as a document lists it (no URL, no secret).
+    pub(super) async fn export_channels(&self) -> StoreResult<Vec<AlarmChannelSpec>> {
+        Ok(self
+            .alarm_channels()
+            .await?
+            .iter()
+            .map(|c| exported(&c.draft))
+            .collect())
+    }
+
     /// Creates and changes the document's `channels` in `tx`, adding each to `plan`.
     pub(super) async fn apply_channels(
         &self,

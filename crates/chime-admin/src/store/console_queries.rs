@@ -236,9 +236,11 @@ impl Store {
         let deleted = query.execute(&self.write).await?.rows_affected();
         if deleted > 0 {
             self.delete_orphan_run_logs().await?;
-            let q =
-                "DELETE FROM alarm_delivery WHERE NOT EXISTS (SELECT 1 FROM run WHERE run.id = alarm_delivery.run_id)";
-            sqlx::query(q).execute(&self.write).await?;
+            for table in ["alarm_delivery", "alarm_run_event"] {
+                let q =
+                    format!("DELETE FROM {table} WHERE NOT EXISTS (SELECT 1 FROM run WHERE run.id = {table}.run_id)");
+                sqlx::query(&q).execute(&self.write).await?;
+            }
         }
         Ok(deleted)
     }

@@ -13,6 +13,7 @@
 mod alarm_channels;
 pub use alarm_channels::StoredChannel;
 mod alarm_deliveries;
+mod alarm_events;
 pub use alarm_deliveries::{AlarmClaim, LeasedDelivery, NewDelivery, Recovered};
 mod alarms;
 mod apply;

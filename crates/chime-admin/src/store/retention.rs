@@ -52,7 +52,7 @@ impl Store {
                     .await?;
                 // Their stored logs and alarm deliveries go with them (a run kept by the
                 // re-check keeps both).
-                for table in ["run_log", "alarm_delivery"] {
+                for table in ["run_log", "alarm_delivery", "alarm_run_event"] {
                     let sql = format!(
                         "DELETE FROM {table} WHERE run_id IN ({{in}}) \
                          AND NOT EXISTS (SELECT 1 FROM run WHERE run.id = {table}.run_id)"
