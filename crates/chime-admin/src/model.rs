@@ -8,6 +8,7 @@
 use crate::address_policy::ExecutorNetworks;
 pub use crate::api::{AddressType, Group, GroupSpec, Invalid, Job, JobInfo, JobSpec};
 pub use crate::api::{AlarmChannel, AlarmChannelSpec, AlarmDelivery, ChannelDraft, ChannelKind, DeliveryState};
+pub use crate::api::{AlarmSilence, AlarmSilenceSpec, SilenceDraft};
 use chime_protocol::{
     BlockStrategy, GlueType, MisfireStrategy, ProtocolGeneration, RouteStrategy, ScheduleType, TriggerType,
 };

@@ -6,6 +6,7 @@
 //! fields are declared once, in [`job_info`].
 
 pub mod alarm_channels;
+pub mod alarm_silences;
 mod groups;
 mod invalid;
 pub mod job_info;
@@ -13,6 +14,7 @@ mod jobs;
 pub mod schema;
 
 pub use alarm_channels::{AlarmChannel, AlarmChannelSpec, AlarmDelivery, ChannelDraft, ChannelKind, DeliveryState};
+pub use alarm_silences::{AlarmSilence, AlarmSilenceSpec, SilenceDraft};
 pub use groups::{AddressType, Group, GroupSpec};
 pub use invalid::Invalid;
 pub use job_info::{JobInfo, JobInfoPatch};

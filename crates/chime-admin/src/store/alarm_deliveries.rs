@@ -9,7 +9,7 @@
 //! cannot be retried forever. When a run's last delivery ends, the run's `alarm_status` says
 //! how they went: 2 when all were sent, 3 when one failed, with which and why in `alarm_msg`.
 
-use super::alarms::{alarm_status, FAILED};
+use super::alarms::{alarm_status, bounded_alarm_msg, FAILED};
 use super::rows;
 use super::{Store, StoreResult};
 use crate::model::{cut_chars, now_ms, AlarmDelivery, ChannelKind, DeliveryState};
@@ -37,6 +37,9 @@ pub enum AlarmClaim {
     NotOurs,
     /// Claimed, with nobody to tell: recorded as needing no alarm.
     NobodyToTell,
+    /// Claimed while a silence window covers the run: recorded as needing no alarm, with the
+    /// window in `alarm_msg`.
+    Silenced,
     /// Claimed, and this many deliveries stored.
     Stored(usize),
 }
@@ -131,6 +134,25 @@ impl Store {
         } else {
             AlarmClaim::Stored(deliveries.len())
         })
+    }
+
+    /// Claims run `run_id`'s alarm as silenced: the guarded `UPDATE` of [`Store::claim_alarm`]
+    /// records in the same statement that no alarm is needed (1) and why (`msg`, naming the
+    /// silence window; cut to the column's size). Returns whether this admin claimed it.
+    pub async fn claim_alarm_silenced(&self, run_id: i64, msg: &str) -> StoreResult<bool> {
+        let q = self
+            .sql(&format!(
+                "UPDATE run SET alarm_status = ?, alarm_msg = ? WHERE id = ? AND alarm_status = ? AND {FAILED}"
+            ))
+            .into_owned();
+        let done = sqlx::query(&q)
+            .bind(alarm_status::NOT_NEEDED)
+            .bind(bounded_alarm_msg(msg))
+            .bind(run_id)
+            .bind(alarm_status::NONE)
+            .execute(&self.write)
+            .await?;
+        Ok(done.rows_affected() == 1)
     }
 
     /// Pending deliveries due by `now` whose lease (if any) has run out, oldest first.

@@ -14,6 +14,8 @@ mod alarm_channels;
 pub use alarm_channels::StoredChannel;
 mod alarm_deliveries;
 pub use alarm_deliveries::{AlarmClaim, LeasedDelivery, NewDelivery};
+mod alarm_silences;
+pub use alarm_silences::StoredSilence;
 mod alarms;
 mod apply;
 mod apply_channels;
