@@ -18,7 +18,6 @@ mod channels;
 pub mod deliver;
 mod message;
 mod outbox;
-pub mod silence;
 
 pub use channels::check_template;
 pub use deliver::{check_mailbox, check_smtp_url, check_webhook_url};
@@ -248,7 +247,7 @@ fn silenced(covering: &[StoredSilence], group: Option<&crate::model::Group>, now
         Some(format!(
             "silenced by window {}{name} ({covers}) until {}",
             s.id,
-            silence::wall_time(until, &s.draft.time_zone)
+            crate::silence::wall_time(until, &s.draft.time_zone)
         ))
     })
 }

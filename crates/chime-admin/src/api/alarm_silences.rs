@@ -8,7 +8,7 @@
 //! group or job exists is the caller's check ([`crate::center::Admin`]'s operations).
 
 use super::Invalid;
-use crate::alarm::silence::Window;
+use crate::silence::Window;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -1,5 +1,5 @@
 //! Silence windows of alarms (`alarm_silence`). Whether a window is in force is computed in
-//! Rust ([`crate::alarm::silence`]): the store only finds the windows of a job and its group.
+//! Rust ([`crate::silence`]): the store only finds the windows of a job and its group.
 
 use super::rows;
 use super::{Store, StoreError, StoreResult};

@@ -1,5 +1,6 @@
-//! When a silence window is in force: the pure computation behind the claim of a silenced
-//! alarm and the `active_now`, `active_until` and `next_start` of a silence's answer.
+//! When a silence window of alarms is in force: the pure computation behind the claim of a
+//! silenced alarm ([`crate::alarm`]) and the `active_now`, `active_until` and `next_start` of a
+//! silence's answer ([`crate::api::alarm_silences`]), below both.
 //!
 //! A one-off window is in force from `starts_at` (included) to `ends_at` (excluded). A
 //! recurring window starts at each fire time of its Quartz cron expression, evaluated in its
