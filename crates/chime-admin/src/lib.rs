@@ -32,6 +32,7 @@ pub mod results;
 pub mod retention;
 mod run;
 pub mod schedule;
+pub mod silence;
 mod start;
 pub mod store;
 pub mod workflow;

@@ -187,6 +187,8 @@ pub struct Metrics {
     pub alarms: Family<OutcomeLabel, Counter>,
     /// Attempts to deliver an alarm, by channel kind and outcome.
     pub alarm_deliveries: Family<DeliveryLabel, Counter>,
+    /// Alarms of failed runs not sent because a silence window covered the run's job or group.
+    pub alarms_silenced: Counter,
     refusal_log: Mutex<RefusalLog>,
 }
 
@@ -231,6 +233,12 @@ impl Metrics {
             "alarm_deliveries",
             "Attempts to deliver an alarm by channel kind and outcome: sent, retried, failed",
             alarm_deliveries.clone(),
+        );
+        let alarms_silenced = Counter::default();
+        registry.register(
+            "alarms_silenced",
+            "Alarms of failed runs not sent because a silence window covered the run's job or group",
+            alarms_silenced.clone(),
         );
         registry.register(
             "workflow_instances",
@@ -320,6 +328,7 @@ impl Metrics {
             workflow_node_lateness,
             alarms,
             alarm_deliveries,
+            alarms_silenced,
             refusal_log: Mutex::new(RefusalLog::default()),
         }
     }

@@ -10,6 +10,7 @@ pub use crate::api::{AddressType, Group, GroupSpec, Invalid, Job, JobInfo, JobSp
 pub use crate::api::{
     AlarmChannel, AlarmChannelSpec, AlarmDelivery, AlarmEvent, ChannelDraft, ChannelKind, DeliveryState,
 };
+pub use crate::api::{AlarmSilence, AlarmSilenceSpec, SilenceDraft};
 use chime_protocol::{
     BlockStrategy, GlueType, MisfireStrategy, ProtocolGeneration, RouteStrategy, ScheduleType, TriggerType,
 };

@@ -25,7 +25,7 @@ pub use message::{escape_html, Alarm};
 
 use crate::api::alarm_policy::AlarmPolicy;
 use crate::model::{AlarmEvent, ChannelKind};
-use crate::store::{AlarmClaim, NewDelivery, Store};
+use crate::store::{AlarmClaim, NewDelivery, Store, StoredSilence};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, Notify};
@@ -163,6 +163,10 @@ pub async fn run(alarm: AlarmLoop, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
                     tracing::info!(run_id, deliveries = n, "alarm claimed");
                     stored = true;
                 }
+                Ok(AlarmClaim::Silenced) => {
+                    tracing::info!(run_id, "alarm silenced by a silence window");
+                    alarm.metrics.alarms_silenced.inc();
+                }
                 Ok(_) => {}
                 // Left at alarm_status 0: the next sweep tries again.
                 Err(e) => tracing::warn!(run_id, error = %e, "claiming an alarm failed"),
@@ -176,12 +180,23 @@ pub async fn run(alarm: AlarmLoop, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
 }
 
 /// Claims run `run_id`'s alarm, if it is due and no other admin has it, with one delivery per
-/// receiver: the job's channels (or its group's), its e-mail contacts, the admin's webhook. A
-/// job whose policy waits for more failures in a row records why on the run instead.
+/// receiver: the job's channels (or its group's), its e-mail contacts, the admin's webhook.
+/// While a silence window covers the run's job or group, the claim records instead that no
+/// alarm is needed and which window silenced it, and stores no delivery; a job whose policy
+/// waits for more failures in a row records why on the run instead too.
 async fn claim(store: &Store, sender: &deliver::Sender, run_id: i64) -> crate::store::StoreResult<AlarmClaim> {
     let run = store.run(run_id).await?;
     let job = store.job(run.job_id).await.ok();
     let group = store.group(run.group_id).await.ok();
+    let now = crate::model::now_ms();
+    let covering = store.silences_covering(run.job_id, run.group_id, now).await?;
+    if let Some(msg) = silenced(&covering, group.as_ref(), now) {
+        return Ok(if store.claim_alarm_not_needed(run_id, &msg).await? {
+            AlarmClaim::Silenced
+        } else {
+            AlarmClaim::NotOurs
+        });
+    }
     let policy = policy_of(job.as_ref());
     if policy.after_failures > 1 {
         let streak = store.failure_streak(run.job_id, run_id).await?;
@@ -336,6 +351,38 @@ async fn late_and_slow(store: &Store, sender: &deliver::Sender) -> crate::store:
         }
     }
     Ok(stored)
+}
+
+/// What a run's `alarm_msg` says when one of `covering` (silences of its job and its group)
+/// is in force at `now`: the first by id, its name, what it covers and when it ends, in its
+/// zone (`silenced by window 7 'db upgrade' (group orders) until 2026-11-29 10:00:00 UTC`);
+/// `None` when none is. `group` is the run's, for its name.
+fn silenced(covering: &[StoredSilence], group: Option<&crate::model::Group>, now: i64) -> Option<String> {
+    covering.iter().find_map(|s| {
+        let until = match s.draft.window() {
+            Ok(w) => w.in_force(now)?,
+            // Checked when it was stored; a window that cannot be read silences nothing.
+            Err(e) => {
+                tracing::warn!(silence = s.id, error = %e, "silence window unreadable; ignored");
+                return None;
+            }
+        };
+        let name = if s.draft.name.is_empty() {
+            String::new()
+        } else {
+            format!(" '{}'", s.draft.name)
+        };
+        let covers = match group {
+            _ if s.draft.job_id > 0 => format!("job {}", s.draft.job_id),
+            Some(g) if g.id == s.draft.group_id => format!("group {}", g.app_name),
+            _ => format!("group {}", s.draft.group_id),
+        };
+        Some(format!(
+            "silenced by window {}{name} ({covers}) until {}",
+            s.id,
+            crate::silence::wall_time(until, &s.draft.time_zone)
+        ))
+    })
 }
 
 /// The secrets of one channel: its whole URL (chat webhooks carry their key in it) and its

@@ -7,6 +7,7 @@
 
 pub mod alarm_channels;
 pub mod alarm_policy;
+pub mod alarm_silences;
 mod groups;
 mod invalid;
 pub mod job_info;
@@ -16,6 +17,7 @@ pub mod schema;
 pub use alarm_channels::{
     AlarmChannel, AlarmChannelSpec, AlarmDelivery, AlarmEvent, ChannelDraft, ChannelKind, DeliveryState,
 };
+pub use alarm_silences::{AlarmSilence, AlarmSilenceSpec, SilenceDraft};
 pub use groups::{AddressType, Group, GroupSpec};
 pub use invalid::Invalid;
 pub use job_info::{JobInfo, JobInfoPatch};

@@ -88,10 +88,12 @@ pub fn components() -> Map<String, Value> {
     answers.subschema_for::<super::Group>();
     answers.subschema_for::<super::AlarmChannel>();
     answers.subschema_for::<super::AlarmDelivery>();
+    answers.subschema_for::<super::AlarmSilence>();
     let mut bodies = generator(Contract::Deserialize);
     bodies.subschema_for::<super::JobSpec>();
     bodies.subschema_for::<super::GroupSpec>();
     bodies.subschema_for::<super::AlarmChannelSpec>();
+    bodies.subschema_for::<super::AlarmSilenceSpec>();
     let mut all = answers.take_definitions(true);
     all.extend(bodies.take_definitions(true));
     all

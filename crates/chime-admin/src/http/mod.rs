@@ -4,6 +4,7 @@
 
 pub mod access;
 mod alarm_channels;
+mod alarm_silences;
 pub mod auth;
 pub mod console_api;
 pub mod console_assets;

@@ -9,7 +9,7 @@
 //! cannot be retried forever. When a run's last delivery ends, the run's `alarm_status` says
 //! how they went: 2 when all were sent, 3 when one failed, with which and why in `alarm_msg`.
 
-use super::alarms::{alarm_status, FAILED};
+use super::alarms::{alarm_status, bounded_alarm_msg, FAILED};
 use super::rows;
 use super::{Store, StoreResult};
 use crate::model::{cut_chars, now_ms, AlarmDelivery, AlarmEvent, ChannelKind, DeliveryState, SKIPPED_CODE};
@@ -37,6 +37,9 @@ pub enum AlarmClaim {
     NotOurs,
     /// Claimed, with nobody to tell: recorded as needing no alarm.
     NobodyToTell,
+    /// Claimed while a silence window covers the run: recorded as needing no alarm, with the
+    /// window in `alarm_msg`.
+    Silenced,
     /// Claimed, and this many deliveries stored.
     Stored(usize),
 }
@@ -187,8 +190,9 @@ impl Store {
         Ok(())
     }
 
-    /// Claims run `run_id`'s alarm as not needed (1), saying why on the run (`why`, e.g. the
-    /// policy waits for more failures), if it failed for good and nobody claimed it yet.
+    /// Claims run `run_id`'s alarm as not needed (1), saying why on the run (`why`: the silence
+    /// window that covers it, or the policy waiting for more failures), in the guarded `UPDATE`
+    /// of [`Store::claim_alarm`]; returns whether this admin claimed it.
     pub async fn claim_alarm_not_needed(&self, run_id: i64, why: &str) -> StoreResult<bool> {
         let q = self
             .sql(&format!(
@@ -197,7 +201,7 @@ impl Store {
             .into_owned();
         let done = sqlx::query(&q)
             .bind(alarm_status::NOT_NEEDED)
-            .bind(cut_chars(why, 500))
+            .bind(bounded_alarm_msg(why))
             .bind(run_id)
             .bind(alarm_status::NONE)
             .execute(&self.write)

@@ -35,7 +35,7 @@ pub(super) const FAILED: &str = "(((trigger_code = 200 OR trigger_code = 0) AND 
 const ALARM_MSG_CHARS: usize = 500;
 
 /// `msg` cut to [`ALARM_MSG_CHARS`] characters, marked with `…` when cut.
-fn bounded_alarm_msg(msg: &str) -> String {
+pub(super) fn bounded_alarm_msg(msg: &str) -> String {
     crate::model::cut_chars(msg, ALARM_MSG_CHARS)
 }
 

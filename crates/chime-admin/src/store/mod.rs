@@ -15,6 +15,8 @@ pub use alarm_channels::StoredChannel;
 mod alarm_deliveries;
 mod alarm_events;
 pub use alarm_deliveries::{AlarmClaim, LeasedDelivery, NewDelivery, Recovered};
+mod alarm_silences;
+pub use alarm_silences::StoredSilence;
 mod alarms;
 mod apply;
 mod apply_channels;

@@ -5,6 +5,7 @@
 //! check: each API knows its callers.
 
 pub(super) mod alarm_channels;
+pub(super) mod alarm_silences;
 pub(super) mod groups;
 pub(super) mod jobs;
 pub(super) mod runs;

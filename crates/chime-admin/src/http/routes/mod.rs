@@ -22,6 +22,7 @@ macro_rules! api {
 }
 
 mod alarm_channels;
+mod alarm_silences;
 mod executors;
 mod groups;
 mod jobs;
@@ -116,6 +117,7 @@ const BY_RESOURCE: &[&[Route]] = &[
     runs::ROUTES,
     executors::ROUTES,
     alarm_channels::ROUTES,
+    alarm_silences::ROUTES,
     users::ROUTES,
     session::ROUTES,
 ];
