@@ -159,6 +159,25 @@ impl Alarm {
         ]
     }
 
+    /// The alarm of `event` for run `run_id`, with its job and group as they are now (`None`
+    /// when deleted since), without a link (the outbox adds it).
+    pub(crate) async fn load(
+        store: &crate::store::Store,
+        run_id: i64,
+        event: AlarmEvent,
+    ) -> crate::store::StoreResult<Alarm> {
+        let run = store.run(run_id).await?;
+        let job = store.job(run.job_id).await.ok();
+        let group = store.group(run.group_id).await.ok();
+        Ok(Alarm {
+            run,
+            job,
+            group,
+            link: None,
+            event,
+        })
+    }
+
     /// An alarm for a channel's test send: a made-up failed run of a made-up job.
     pub fn sample(link_base: Option<&str>) -> Alarm {
         let now = crate::model::now_ms();

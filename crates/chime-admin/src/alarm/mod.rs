@@ -185,21 +185,20 @@ pub async fn run(alarm: AlarmLoop, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
 /// alarm is needed and which window silenced it, and stores no delivery; a job whose policy
 /// waits for more failures in a row records why on the run instead too.
 async fn claim(store: &Store, sender: &deliver::Sender, run_id: i64) -> crate::store::StoreResult<AlarmClaim> {
-    let run = store.run(run_id).await?;
-    let job = store.job(run.job_id).await.ok();
-    let group = store.group(run.group_id).await.ok();
+    let alarm = Alarm::load(store, run_id, AlarmEvent::Failed).await?;
+    let (job_id, group_id) = (alarm.run.job_id, alarm.run.group_id);
     let now = crate::model::now_ms();
-    let covering = store.silences_covering(run.job_id, run.group_id, now).await?;
-    if let Some(msg) = silenced(&covering, group.as_ref(), now) {
+    let covering = store.silences_covering(job_id, group_id, now).await?;
+    if let Some(msg) = silenced(&covering, alarm.group.as_ref(), now) {
         return Ok(if store.claim_alarm_not_needed(run_id, &msg).await? {
             AlarmClaim::Silenced
         } else {
             AlarmClaim::NotOurs
         });
     }
-    let policy = policy_of(job.as_ref());
+    let policy = policy_of(alarm.job.as_ref());
     if policy.after_failures > 1 {
-        let streak = store.failure_streak(run.job_id, run_id).await?;
+        let streak = store.failure_streak(job_id, run_id).await?;
         if !policy.alarms_at(streak) {
             let why = format!(
                 "failure {streak} in a row; the job's alarm policy alarms at every {} (after_failures)",
@@ -209,14 +208,6 @@ async fn claim(store: &Store, sender: &deliver::Sender, run_id: i64) -> crate::s
             return Ok(AlarmClaim::NobodyToTell);
         }
     }
-    let job_id = run.job_id;
-    let alarm = Alarm {
-        run,
-        job,
-        group,
-        link: None,
-        event: AlarmEvent::Failed,
-    };
     let deliveries = receivers(store, sender, &alarm).await?;
     store
         .claim_alarm(run_id, &deliveries, policy.on_recovery.then_some(job_id))
@@ -284,16 +275,7 @@ async fn receivers(
 async fn recoveries(store: &Store, sender: &deliver::Sender) -> crate::store::StoreResult<bool> {
     let mut stored = false;
     for due in store.recovered_incidents().await? {
-        let run = store.run(due.ok_run).await?;
-        let job = store.job(due.job_id).await.ok();
-        let group = store.group(run.group_id).await.ok();
-        let alarm = Alarm {
-            run,
-            job,
-            group,
-            link: None,
-            event: AlarmEvent::Recovered,
-        };
+        let alarm = Alarm::load(store, due.ok_run, AlarmEvent::Recovered).await?;
         let deliveries = receivers(store, sender, &alarm).await?;
         if store.claim_recovery(due, &deliveries).await? && !deliveries.is_empty() {
             tracing::info!(job_id = due.job_id, run_id = due.ok_run, "recovery claimed");
@@ -332,16 +314,7 @@ async fn late_and_slow(store: &Store, sender: &deliver::Sender) -> crate::store:
             let Some(wait) = wait else { continue };
             let wait_ms = i64::try_from(wait.as_millis()).unwrap_or(i64::MAX);
             for run_id in store.runs_raising(event, job_id, from_id, now, wait_ms).await? {
-                let run = store.run(run_id).await?;
-                let job = store.job(job_id).await.ok();
-                let group = store.group(run.group_id).await.ok();
-                let alarm = Alarm {
-                    run,
-                    job,
-                    group,
-                    link: None,
-                    event,
-                };
+                let alarm = Alarm::load(store, run_id, event).await?;
                 let deliveries = receivers(store, sender, &alarm).await?;
                 if store.claim_run_event(run_id, event, &deliveries).await? && !deliveries.is_empty() {
                     tracing::info!(job_id, run_id, event = event.as_str(), "alarm claimed");

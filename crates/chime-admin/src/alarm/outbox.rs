@@ -154,21 +154,13 @@ impl Outbox {
 
     /// One attempt; the error (without secrets) and whether it is final whatever the count.
     async fn attempt(&self, leased: &LeasedDelivery) -> Result<(), (String, bool)> {
-        let run = self
-            .store
-            .run(leased.run_id)
+        let mut alarm = Alarm::load(&self.store, leased.run_id, leased.event)
             .await
             .map_err(|e| (format!("the run could not be read: {e}"), false))?;
-        let job = self.store.job(run.job_id).await.ok();
-        let group = self.store.group(run.group_id).await.ok();
-        let link = self.public_url.as_ref().map(|base| format!("{base}/#/runs/{}", run.id));
-        let alarm = Alarm {
-            run,
-            job,
-            group,
-            link,
-            event: leased.event,
-        };
+        alarm.link = self
+            .public_url
+            .as_ref()
+            .map(|base| format!("{base}/#/runs/{}", leased.run_id));
         let (target, mut secrets) = match leased.channel_id {
             None if leased.channel == super::CONTACTS => (Target::Contacts, Vec::new()),
             None => (Target::AdminWebhook, Vec::new()),

@@ -43,6 +43,15 @@ pub enum ChannelKind {
     Wecom,
 }
 
+impl std::str::FromStr for ChannelKind {
+    type Err = String;
+
+    /// From the wire and database name.
+    fn from_str(name: &str) -> Result<ChannelKind, String> {
+        ChannelKind::parse(name).ok_or_else(|| format!("unknown alarm channel kind '{name}'"))
+    }
+}
+
 impl ChannelKind {
     /// Every kind, in the order the documentation lists them.
     pub const ALL: &'static [ChannelKind] = &[

@@ -4,7 +4,7 @@
 use super::rows;
 use super::{Store, StoreError, StoreResult};
 use crate::api::alarm_channels::names_of;
-use crate::model::{now_ms, AlarmChannel, ChannelDraft, ChannelKind, Invalid};
+use crate::model::{now_ms, AlarmChannel, ChannelDraft, Invalid};
 use sqlx::any::AnyRow;
 use sqlx::AnyConnection;
 use std::collections::HashMap;
@@ -32,15 +32,11 @@ impl StoredChannel {
 const CHANNEL_COLUMNS: &str = "id, name, kind, url, secret, recipients, template, created_at, updated_at";
 
 fn channel(row: &AnyRow) -> Result<StoredChannel, sqlx::Error> {
-    let kind = rows::text(row, "kind")?;
     Ok(StoredChannel {
         id: rows::int(row, "id")?,
         draft: ChannelDraft {
             name: rows::text(row, "name")?,
-            kind: ChannelKind::parse(&kind).ok_or_else(|| sqlx::Error::ColumnDecode {
-                index: "kind".to_owned(),
-                source: format!("unknown alarm channel kind '{kind}'").into(),
-            })?,
+            kind: rows::parsed(row, "kind")?,
             url: rows::text(row, "url")?,
             secret: rows::text(row, "secret")?,
             recipients: rows::text(row, "recipients")?,

@@ -80,20 +80,12 @@ const STREAK_WINDOW: i64 = 10_000;
 const DELIVERY_COLUMNS: &str =
     "id, run_id, channel_id, channel, kind, event, state, attempts, error, created_at, sent_at";
 
-fn kind_of(row: &AnyRow) -> Result<ChannelKind, sqlx::Error> {
-    let kind = rows::text(row, "kind")?;
-    ChannelKind::parse(&kind).ok_or_else(|| sqlx::Error::ColumnDecode {
-        index: "kind".to_owned(),
-        source: format!("unknown alarm channel kind '{kind}'").into(),
-    })
-}
-
 fn delivery(row: &AnyRow) -> Result<AlarmDelivery, sqlx::Error> {
     Ok(AlarmDelivery {
         id: rows::int(row, "id")?,
         run_id: rows::int(row, "run_id")?,
         channel: rows::text(row, "channel")?,
-        kind: kind_of(row)?,
+        kind: rows::parsed(row, "kind")?,
         event: AlarmEvent::parse(&rows::text(row, "event")?),
         state: DeliveryState::from_code(rows::int(row, "state")?),
         attempts: rows::int(row, "attempts")?,
@@ -323,7 +315,7 @@ impl Store {
             run_id: rows::int(&row, "run_id")?,
             channel_id: (channel_id != 0).then_some(channel_id),
             channel: rows::text(&row, "channel")?,
-            kind: kind_of(&row)?,
+            kind: rows::parsed(&row, "kind")?,
             event: AlarmEvent::parse(&rows::text(&row, "event")?),
             attempts: rows::int(&row, "attempts")?,
         }))

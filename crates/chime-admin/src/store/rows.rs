@@ -26,7 +26,7 @@ pub(super) fn text<I: sqlx::ColumnIndex<AnyRow> + Copy>(row: &AnyRow, col: I) ->
     }
 }
 
-fn parsed<T: std::str::FromStr>(row: &AnyRow, col: &str) -> Result<T, sqlx::Error>
+pub(super) fn parsed<T: std::str::FromStr>(row: &AnyRow, col: &str) -> Result<T, sqlx::Error>
 where
     T::Err: std::fmt::Display,
 {
