@@ -2,7 +2,7 @@
 
 use super::access::Principal;
 use super::error::ApiError;
-use super::rest::{parse_body, path_id};
+use super::rest::{bool_param, parse_body, path_id};
 use crate::center::Admin;
 use crate::model::{now_ms, AlarmSilence, AlarmSilenceSpec};
 use axum::body::Bytes;
@@ -19,17 +19,7 @@ pub(super) async fn list(
     State(admin): State<Arc<Admin>>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Vec<AlarmSilence>>> {
-    let active = match q.get("active").map(String::as_str) {
-        None => None,
-        Some("true") => Some(true),
-        Some("false") => Some(false),
-        Some(other) => {
-            return Err(ApiError::bad_request(
-                Some("active"),
-                format!("'{other}' is not true or false"),
-            ))
-        }
-    };
+    let active = bool_param(&q, "active")?;
     let now = now_ms();
     let all = admin.store.alarm_silences().await?;
     Ok(Json(

@@ -301,9 +301,23 @@ pub(super) fn job_key() -> Value {
     json!({ "type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$" })
 }
 
+/// A field of a jobs document as exported (`out`: always there) or as applied (may be null).
+fn doc_field(out: bool) -> impl Fn(Value) -> Value {
+    move |v| if out { v } else { nullable(v) }
+}
+
+/// A jobs document's object: every field there when exported (`out`), else only `required`.
+fn doc_object(out: bool, props: Value, required: &[&str]) -> Value {
+    if out {
+        exact(props)
+    } else {
+        input_required(props, required)
+    }
+}
+
 /// A jobs document's job: the fields of a job, `key` required, children by key.
 fn doc_job(out: bool) -> Value {
-    let opt = |v: Value| if out { v } else { nullable(v) };
+    let opt = doc_field(out);
     let props = json!({
         "key": job_key(),
         "description": opt(string()),
@@ -326,13 +340,7 @@ fn doc_job(out: bool) -> Value {
     if let (Some(props), Some(info)) = (props.as_object_mut(), info_properties().as_object()) {
         props.extend(info.iter().map(|(k, v)| (k.clone(), opt(v.clone()))));
     }
-    if out {
-        exact(props)
-    } else {
-        let mut s = input(props);
-        s["required"] = json!(["key"]);
-        s
-    }
+    doc_object(out, props, &["key"])
 }
 
 /// The schemas of a job's descriptive fields ([`crate::api::JobInfo`]), by name.
@@ -342,7 +350,7 @@ fn info_properties() -> Value {
 
 /// A jobs document's group with its jobs. Its own access token is never part of it.
 fn doc_group(out: bool) -> Value {
-    let opt = |v: Value| if out { v } else { nullable(v) };
+    let opt = doc_field(out);
     let props = json!({
         "app_name": app_name(),
         "title": opt(string()),
@@ -355,19 +363,13 @@ fn doc_group(out: bool) -> Value {
         "insecure_no_token": opt(json!({ "type": "boolean", "description": "the group's executors work without an access token (ignored by apply: set through the group API)" })),
         "jobs": arr(doc_job(out)),
     });
-    if out {
-        exact(props)
-    } else {
-        let mut s = input(props);
-        s["required"] = json!(["app_name"]);
-        s
-    }
+    doc_object(out, props, &["app_name"])
 }
 
 /// The jobs document `GET /v1/export` answers.
 /// A workflow of a jobs document (`out`: as exported, every field there).
 fn doc_workflow(out: bool) -> Value {
-    let opt = |v: Value| if out { v } else { nullable(v) };
+    let opt = doc_field(out);
     let node = json!({
         "key": job_key(),
         "job": json!({ "type": "string", "description": "the node's job: app_name/key" }),
@@ -387,11 +389,7 @@ fn doc_workflow(out: bool) -> Value {
         "edges": arr(input_required(edge, &["from", "to"])),
     });
     let props = with_schedule(props, opt);
-    if out {
-        exact(props)
-    } else {
-        input_required(props, &["name"])
-    }
+    doc_object(out, props, &["name"])
 }
 
 pub(super) fn jobs_document() -> Value {

@@ -66,6 +66,19 @@ pub(crate) fn int_param(q: &HashMap<String, String>, name: &str) -> ApiResult<Op
     }
 }
 
+/// An optional boolean query parameter: `None` when absent, else exactly `true` or `false`.
+pub(crate) fn bool_param(q: &HashMap<String, String>, name: &str) -> ApiResult<Option<bool>> {
+    match q.get(name).map(String::as_str) {
+        None => Ok(None),
+        Some("true") => Ok(Some(true)),
+        Some("false") => Ok(Some(false)),
+        Some(other) => Err(ApiError::bad_request(
+            Some(name),
+            format!("'{other}' is not true or false"),
+        )),
+    }
+}
+
 pub(super) fn path_id(raw: &str, what: &str) -> ApiResult<i64> {
     raw.parse::<i64>()
         .map_err(|_| ApiError::bad_request(Some("id"), format!("{what} id '{raw}' is not an integer")))
@@ -139,17 +152,7 @@ pub(super) async fn list_jobs(
     Query(q): Params,
 ) -> ApiResult<Json<Vec<Job>>> {
     let group_id = group_filter(&admin, &q).await?;
-    let running = match q.get("running").map(String::as_str) {
-        None => None,
-        Some("true") => Some(true),
-        Some("false") => Some(false),
-        Some(other) => {
-            return Err(ApiError::bad_request(
-                Some("running"),
-                format!("'{other}' is not true or false"),
-            ))
-        }
-    };
+    let running = bool_param(&q, "running")?;
     let sort = match q.get("sort") {
         None => JobSort::Id,
         Some(name) => JobSort::parse(name).ok_or_else(|| {
@@ -279,21 +282,44 @@ struct TriggerBody {
     trigger_type: Option<String>,
 }
 
+impl TriggerRequest for TriggerBody {
+    fn trigger_type(&self) -> Option<&str> {
+        self.trigger_type.as_deref()
+    }
+}
+
 pub(super) async fn trigger_job(
     State(admin): State<Arc<Admin>>,
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let id = path_id(&id, "job")?;
-    let body: TriggerBody = parse_optional_body(&body)?;
-    let trigger_type = requested_trigger_type(body.trigger_type.as_deref())?;
+    let (id, body, trigger_type) = parse_trigger::<TriggerBody>(&id, "job", &body)?;
     let run_id = admin.trigger_job(id, trigger_type, body.param, body.address).await?;
     Ok((StatusCode::ACCEPTED, Json(json!({ "run_id": run_id, "job_id": id }))))
 }
 
+/// The body of a trigger request (of a job or of a workflow), which may name its trigger type.
+pub(super) trait TriggerRequest: DeserializeOwned + Default {
+    /// The trigger type the caller asks for, if any.
+    fn trigger_type(&self) -> Option<&str>;
+}
+
+/// A trigger request's path id (of a `what`), its optional body and the trigger type it asks
+/// for, each checked.
+pub(super) fn parse_trigger<T: TriggerRequest>(
+    raw_id: &str,
+    what: &str,
+    body: &Bytes,
+) -> ApiResult<(i64, T, TriggerType)> {
+    let id = path_id(raw_id, what)?;
+    let body: T = parse_optional_body(body)?;
+    let trigger_type = requested_trigger_type(body.trigger_type())?;
+    Ok((id, body, trigger_type))
+}
+
 /// The trigger type a trigger request names: `API` (the default) or `MANUAL` (a person, e.g.
 /// through the CLI); nothing else may be claimed by a caller.
-pub(super) fn requested_trigger_type(named: Option<&str>) -> ApiResult<TriggerType> {
+fn requested_trigger_type(named: Option<&str>) -> ApiResult<TriggerType> {
     match named {
         None | Some("API") => Ok(TriggerType::Api),
         Some("MANUAL") => Ok(TriggerType::Manual),

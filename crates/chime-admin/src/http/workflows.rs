@@ -4,7 +4,7 @@
 
 use super::access::Principal;
 use super::error::ApiError;
-use super::rest::{author, int_param, limit_param, parse_body, parse_optional_body, path_id, requested_trigger_type};
+use super::rest::{author, int_param, limit_param, parse_body, parse_trigger, path_id, TriggerRequest};
 use crate::center::Admin;
 use crate::store::NodeChange;
 use crate::workflow::dag::InstanceState;
@@ -75,14 +75,18 @@ struct TriggerBody {
     trigger_type: Option<String>,
 }
 
+impl TriggerRequest for TriggerBody {
+    fn trigger_type(&self) -> Option<&str> {
+        self.trigger_type.as_deref()
+    }
+}
+
 pub(super) async fn trigger_workflow(
     State(admin): State<Arc<Admin>>,
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let id = path_id(&id, "workflow")?;
-    let body: TriggerBody = parse_optional_body(&body)?;
-    let trigger_type = requested_trigger_type(body.trigger_type.as_deref())?;
+    let (id, _, trigger_type) = parse_trigger::<TriggerBody>(&id, "workflow", &body)?;
     let instance = admin.trigger_workflow(id, trigger_type).await?;
     Ok((
         StatusCode::ACCEPTED,

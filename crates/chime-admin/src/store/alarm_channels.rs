@@ -1,6 +1,7 @@
 //! Named alarm channels (`alarm_channel`): the receivers' URLs and signing secrets, kept here
 //! whole and only ever shown shortened ([`ChannelDraft::shown`]).
 
+use super::job_columns::Cell;
 use super::rows;
 use super::{Store, StoreError, StoreResult};
 use crate::api::alarm_channels::names_of;
@@ -76,12 +77,10 @@ impl Store {
         if names.is_empty() {
             return Ok(HashMap::new());
         }
-        let q = self
-            .sql(&format!(
-                "SELECT {CHANNEL_COLUMNS} FROM alarm_channel WHERE name IN ({})",
-                super::placeholders(names.len())
-            ))
-            .into_owned();
+        let q = self.sql_text(format!(
+            "SELECT {CHANNEL_COLUMNS} FROM alarm_channel WHERE name IN ({})",
+            super::placeholders(names.len())
+        ));
         let mut query = sqlx::query(&q);
         for name in names {
             query = query.bind(*name);
@@ -123,17 +122,10 @@ impl Store {
         draft: &ChannelDraft,
         now: i64,
     ) -> StoreResult<i64> {
-        let q = self.sql(
-            "INSERT INTO alarm_channel (name, kind, url, secret, recipients, template, created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        );
-        let row = bind_channel(sqlx::query(&q), draft)
-            .bind(now)
-            .bind(now)
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(|e| name_taken(e, draft))?;
-        Ok(rows::int(&row, 0)?)
+        let inserted = self
+            .insert_row(conn, "alarm_channel", channel_columns(draft), now)
+            .await;
+        inserted.map_err(|e| name_taken(e, draft))
     }
 
     /// Replaces channel `id`'s settings on `conn`.
@@ -144,17 +136,10 @@ impl Store {
         draft: &ChannelDraft,
         now: i64,
     ) -> StoreResult<u64> {
-        let q = self.sql(
-            "UPDATE alarm_channel SET name = ?, kind = ?, url = ?, secret = ?, recipients = ?, template = ?, \
-             updated_at = ? WHERE id = ?",
-        );
-        let done = bind_channel(sqlx::query(&q), draft)
-            .bind(now)
-            .bind(id)
-            .execute(&mut *conn)
-            .await
-            .map_err(|e| name_taken(e, draft))?;
-        Ok(done.rows_affected())
+        let updated = self
+            .update_row(conn, "alarm_channel", id, channel_columns(draft), now)
+            .await;
+        updated.map_err(|e| name_taken(e, draft))
     }
 
     /// Every channel, read on `conn` (a transaction's, for `apply`).
@@ -225,16 +210,14 @@ impl Store {
     }
 }
 
-/// Binds a channel's settings in the order its insert and update name them.
-fn bind_channel<'q>(
-    query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
-    draft: &'q ChannelDraft,
-) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
-    query
-        .bind(&draft.name)
-        .bind(draft.kind.as_str())
-        .bind(&draft.url)
-        .bind(&draft.secret)
-        .bind(&draft.recipients)
-        .bind(&draft.template)
+/// A channel's columns with their values, as its insert and update write them.
+fn channel_columns(draft: &ChannelDraft) -> Vec<(&'static str, Cell)> {
+    vec![
+        ("name", Cell::Text(draft.name.clone())),
+        ("kind", Cell::Text(draft.kind.as_str().to_owned())),
+        ("url", Cell::Text(draft.url.clone())),
+        ("secret", Cell::Text(draft.secret.clone())),
+        ("recipients", Cell::Text(draft.recipients.clone())),
+        ("template", Cell::Text(draft.template.clone())),
+    ]
 }

@@ -9,7 +9,7 @@
 //! cannot be retried forever. When a run's last delivery ends, the run's `alarm_status` says
 //! how they went: 2 when all were sent, 3 when one failed, with which and why in `alarm_msg`.
 
-use super::alarms::{alarm_status, bounded_alarm_msg, FAILED};
+use super::alarms::alarm_status;
 use super::rows;
 use super::{Store, StoreResult};
 use crate::model::{cut_chars, now_ms, AlarmDelivery, AlarmEvent, ChannelKind, DeliveryState, SKIPPED_CODE};
@@ -40,6 +40,9 @@ pub enum AlarmClaim {
     /// Claimed while a silence window covers the run: recorded as needing no alarm, with the
     /// window in `alarm_msg`.
     Silenced,
+    /// Claimed within the job's `at_most_every` of its last failure alarm: recorded as
+    /// needing no alarm, with the run that was alarmed in `alarm_msg`.
+    RateLimited,
     /// Claimed, and this many deliveries stored.
     Stored(usize),
 }
@@ -113,19 +116,7 @@ impl Store {
             alarm_status::LOCKED
         };
         let mut tx = self.write.begin().await?;
-        let q = self
-            .sql(&format!(
-                "UPDATE run SET alarm_status = ? WHERE id = ? AND alarm_status = ? AND {FAILED}"
-            ))
-            .into_owned();
-        let claimed = sqlx::query(&q)
-            .bind(status)
-            .bind(run_id)
-            .bind(alarm_status::NONE)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-            == 1;
+        let claimed = self.claim_run_alarm(&mut tx, run_id, status, None).await?;
         if !claimed {
             return Ok(AlarmClaim::NotOurs);
         }
@@ -134,11 +125,9 @@ impl Store {
         if let (Some(job_id), false) = (incident_of, deliveries.is_empty()) {
             // An incident already open keeps the failure that opened it.
             let (prefix, suffix) = self.backend.insert_ignore();
-            let open = self
-                .sql(&format!(
-                    "{prefix} INTO alarm_incident (job_id, run_id, opened_at) VALUES (?, ?, ?){suffix}"
-                ))
-                .into_owned();
+            let open = self.sql_text(format!(
+                "{prefix} INTO alarm_incident (job_id, run_id, opened_at) VALUES (?, ?, ?){suffix}"
+            ));
             sqlx::query(&open)
                 .bind(job_id)
                 .bind(run_id)
@@ -186,19 +175,24 @@ impl Store {
     /// window that covers it, or the policy waiting for more failures), in the guarded `UPDATE`
     /// of [`Store::claim_alarm`]; returns whether this admin claimed it.
     pub async fn claim_alarm_not_needed(&self, run_id: i64, why: &str) -> StoreResult<bool> {
-        let q = self
-            .sql(&format!(
-                "UPDATE run SET alarm_status = ?, alarm_msg = ? WHERE id = ? AND alarm_status = ? AND {FAILED}"
-            ))
-            .into_owned();
-        let done = sqlx::query(&q)
-            .bind(alarm_status::NOT_NEEDED)
-            .bind(bounded_alarm_msg(why))
-            .bind(run_id)
-            .bind(alarm_status::NONE)
-            .execute(&self.write)
+        let mut conn = self.write.acquire().await?;
+        self.claim_run_alarm(&mut conn, run_id, alarm_status::NOT_NEEDED, Some(why))
+            .await
+    }
+
+    /// The run whose failure of job `job_id` was last alarmed (its deliveries stored) at or
+    /// after `since`, epoch ms; `None` when none was.
+    pub async fn last_failure_alarm(&self, job_id: i64, since: i64) -> StoreResult<Option<i64>> {
+        let q = self.sql(
+            "SELECT d.run_id AS run_id FROM alarm_delivery d JOIN run r ON r.id = d.run_id \
+             WHERE r.job_id = ? AND d.event = 'failed' AND d.created_at >= ? ORDER BY d.created_at DESC LIMIT 1",
+        );
+        let row = sqlx::query(&q)
+            .bind(job_id)
+            .bind(since)
+            .fetch_optional(&self.write)
             .await?;
-        Ok(done.rows_affected() == 1)
+        Ok(row.map(|r| rows::int(&r, "run_id")).transpose()?)
     }
 
     /// How many of job `job_id`'s runs up to `run_id` (included) failed in a row: runs that
@@ -388,11 +382,9 @@ impl Store {
     }
 
     async fn deliveries_of_run_on(&self, pool: &sqlx::AnyPool, run_id: i64) -> StoreResult<Vec<AlarmDelivery>> {
-        let q = self
-            .sql(&format!(
-                "SELECT {DELIVERY_COLUMNS} FROM alarm_delivery WHERE run_id = ? ORDER BY id"
-            ))
-            .into_owned();
+        let q = self.sql_text(format!(
+            "SELECT {DELIVERY_COLUMNS} FROM alarm_delivery WHERE run_id = ? ORDER BY id"
+        ));
         let all = sqlx::query(&q).bind(run_id).fetch_all(pool).await?;
         Ok(all.iter().map(delivery).collect::<Result<_, _>>()?)
     }

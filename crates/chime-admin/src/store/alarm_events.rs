@@ -55,13 +55,11 @@ impl Store {
                 1,
             ),
         };
-        let q = self
-            .sql(&format!(
-                "SELECT r.id AS id FROM run r WHERE r.job_id = ? AND r.id >= ? AND {condition} \
+        let q = self.sql_text(format!(
+            "SELECT r.id AS id FROM run r WHERE r.job_id = ? AND r.id >= ? AND {condition} \
                  AND NOT EXISTS (SELECT 1 FROM alarm_run_event e WHERE e.run_id = r.id AND e.event = ?) \
                  ORDER BY r.id LIMIT ?"
-            ))
-            .into_owned();
+        ));
         let found = sqlx::query(&q)
             .bind(job_id)
             .bind(from_id)
@@ -85,11 +83,9 @@ impl Store {
         let now = now_ms();
         let mut tx = self.write.begin().await?;
         let (prefix, suffix) = self.backend.insert_ignore();
-        let q = self
-            .sql(&format!(
-                "{prefix} INTO alarm_run_event (run_id, event, at) VALUES (?, ?, ?){suffix}"
-            ))
-            .into_owned();
+        let q = self.sql_text(format!(
+            "{prefix} INTO alarm_run_event (run_id, event, at) VALUES (?, ?, ?){suffix}"
+        ));
         let won = sqlx::query(&q)
             .bind(run_id)
             .bind(event.as_str())

@@ -51,9 +51,11 @@ fn silence(row: &AnyRow) -> Result<StoredSilence, sqlx::Error> {
 impl Store {
     /// Every silence, by id.
     pub async fn alarm_silences(&self) -> StoreResult<Vec<StoredSilence>> {
-        let q = format!("SELECT {SILENCE_COLUMNS} FROM alarm_silence ORDER BY id");
-        let all = sqlx::query(&q).fetch_all(&self.read).await?;
-        Ok(all.iter().map(silence).collect::<Result<_, _>>()?)
+        self.read_all(
+            &format!("SELECT {SILENCE_COLUMNS} FROM alarm_silence ORDER BY id"),
+            silence,
+        )
+        .await
     }
 
     /// The silence `id`.
@@ -108,12 +110,10 @@ impl Store {
     /// every recurring one and the one-off ones whose window holds `now`, by id. One query by
     /// the two indexes, on the writing pool: a silence created a moment ago must count.
     pub async fn silences_covering(&self, job_id: i64, group_id: i64, now: i64) -> StoreResult<Vec<StoredSilence>> {
-        let q = self
-            .sql(&format!(
-                "SELECT {SILENCE_COLUMNS} FROM alarm_silence WHERE (job_id = ? OR group_id = ?) \
+        let q = self.sql_text(format!(
+            "SELECT {SILENCE_COLUMNS} FROM alarm_silence WHERE (job_id = ? OR group_id = ?) \
                  AND (cron <> '' OR (starts_at <= ? AND ends_at > ?)) ORDER BY id"
-            ))
-            .into_owned();
+        ));
         // 0 stands for "none" in both columns: a run without a job or group matches nothing.
         let or_none = |id: i64| if id > 0 { id } else { -1 };
         let found = sqlx::query(&q)

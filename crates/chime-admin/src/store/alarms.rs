@@ -5,6 +5,7 @@
 
 use super::rows;
 use super::{Store, StoreResult};
+use sqlx::AnyConnection;
 
 /// `alarm_status` values (XXL-JOB's).
 pub mod alarm_status {
@@ -44,26 +45,43 @@ impl Store {
     /// claimed yet (`alarm_status` 0 → -1). A run whose failure made a retry already has
     /// status 1 (no alarm needed) and is not claimed. Returns the claimed ids.
     pub async fn claim_alarms(&self, run_ids: &[i64]) -> StoreResult<Vec<i64>> {
-        let q = self
-            .sql(&format!(
-                "UPDATE run SET alarm_status = ? WHERE id = ? AND alarm_status = ? AND {FAILED}"
-            ))
-            .into_owned();
+        let mut conn = self.write.acquire().await?;
         let mut claimed = Vec::new();
         // One statement per run: the affected-row count says whether this admin won the claim,
         // and failures are few compared to fires.
         for id in run_ids {
-            let done = sqlx::query(&q)
-                .bind(alarm_status::LOCKED)
-                .bind(*id)
-                .bind(alarm_status::NONE)
-                .execute(&self.write)
-                .await?;
-            if done.rows_affected() == 1 {
+            if self.claim_run_alarm(&mut conn, *id, alarm_status::LOCKED, None).await? {
                 claimed.push(*id);
             }
         }
         Ok(claimed)
+    }
+
+    /// The guarded claim of run `run_id`'s alarm on `conn`: `alarm_status` 0 → `status`, with
+    /// `why` stored on the run when given, only while the run failed for good and nobody has
+    /// claimed its alarm. Returns whether this call won the claim. Every claim of a run's
+    /// alarm goes through here, so the guard is written once.
+    pub(super) async fn claim_run_alarm(
+        &self,
+        conn: &mut AnyConnection,
+        run_id: i64,
+        status: i64,
+        why: Option<&str>,
+    ) -> StoreResult<bool> {
+        let set = if why.is_some() {
+            "alarm_status = ?, alarm_msg = ?"
+        } else {
+            "alarm_status = ?"
+        };
+        let q = self.sql_text(format!(
+            "UPDATE run SET {set} WHERE id = ? AND alarm_status = ? AND {FAILED}"
+        ));
+        let mut update = sqlx::query(&q).bind(status);
+        if let Some(why) = why {
+            update = update.bind(bounded_alarm_msg(why));
+        }
+        let done = update.bind(run_id).bind(alarm_status::NONE).execute(conn).await?;
+        Ok(done.rows_affected() == 1)
     }
 
     /// Records how a claimed alarm ended (1 not needed, 2 sent, 3 failed) and why it was not
@@ -85,11 +103,9 @@ impl Store {
     /// Failed runs created since `since` whose alarm nobody claimed (an admin stopped between
     /// recording the failure and claiming its alarm), oldest first, at most `limit`.
     pub async fn unclaimed_alarms(&self, since: i64, limit: i64) -> StoreResult<Vec<i64>> {
-        let q = self
-            .sql(&format!(
-                "SELECT id FROM run WHERE {FAILED} AND alarm_status = ? AND created_at >= ? ORDER BY id LIMIT ?"
-            ))
-            .into_owned();
+        let q = self.sql_text(format!(
+            "SELECT id FROM run WHERE {FAILED} AND alarm_status = ? AND created_at >= ? ORDER BY id LIMIT ?"
+        ));
         let all = sqlx::query(&q)
             .bind(alarm_status::NONE)
             .bind(since)

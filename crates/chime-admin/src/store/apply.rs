@@ -5,6 +5,7 @@
 
 use super::apply_workflows::{DocWorkflow, WorkflowChange};
 use super::job_columns::JOB_COLUMNS;
+use super::plan_fields::differing;
 use super::rows::{self, GROUP_COLUMNS};
 use super::{Store, StoreError, StoreResult};
 use crate::address_policy::ExecutorNetworks;
@@ -296,54 +297,20 @@ fn changed_fields(
     children_now: &[(String, String)],
     children: &[(String, String)],
 ) -> Vec<String> {
-    let mut f = Vec::new();
-    let mut diff = |name: &str, differs: bool| {
-        if differs {
-            f.push(name.to_owned());
-        }
-    };
-    diff("description", job.description != draft.description);
-    for name in job.info.differing(&draft.info) {
-        diff(name, true);
+    let mut f = differing!(job, draft; description);
+    f.extend(job.info.differing(&draft.info).into_iter().map(str::to_owned));
+    f.extend(differing!(job, draft;
+        schedule_type, schedule_expr, time_zone, misfire_strategy, route_strategy, handler, param,
+        block_strategy, timeout_secs, retry_count));
+    if children_now != children {
+        f.push("children".to_owned());
     }
-    diff("schedule_type", job.schedule_type != draft.schedule_type);
-    diff("schedule_expr", job.schedule_expr != draft.schedule_expr);
-    diff("time_zone", job.time_zone != draft.time_zone);
-    diff("misfire_strategy", job.misfire_strategy != draft.misfire_strategy);
-    diff("route_strategy", job.route_strategy != draft.route_strategy);
-    diff("handler", job.handler != draft.handler);
-    diff("param", job.param != draft.param);
-    diff("block_strategy", job.block_strategy != draft.block_strategy);
-    diff("timeout_secs", job.timeout_secs != draft.timeout_secs);
-    diff("retry_count", job.retry_count != draft.retry_count);
-    diff("children", children_now != children);
-    diff("glue_type", job.glue_type != draft.glue_type);
-    diff("glue_source", job.glue_source != draft.glue_source);
-    diff("running", job.running != draft.running);
+    f.extend(differing!(job, draft; glue_type, glue_source, running));
     f
 }
 
 fn group_fields(g: &Group, d: &GroupDraft) -> Vec<String> {
-    let mut f = Vec::new();
-    if g.title != d.title {
-        f.push("title".to_owned());
-    }
-    if g.address_type != d.address_type {
-        f.push("address_type".to_owned());
-    }
-    if g.addresses != d.addresses {
-        f.push("addresses".to_owned());
-    }
-    if g.protocol != d.protocol {
-        f.push("protocol".to_owned());
-    }
-    if g.keep_logs != d.keep_logs {
-        f.push("keep_logs".to_owned());
-    }
-    if g.alarm_channels != d.alarm_channels {
-        f.push("alarm_channels".to_owned());
-    }
-    f
+    differing!(g, d; title, address_type, addresses, protocol, keep_logs, alarm_channels)
 }
 
 fn entry(kind: &str, group: &str, key: Option<&str>, fields: Vec<String>) -> PlanEntry {
@@ -481,9 +448,7 @@ impl Store {
             .map(|g| (g.id, g.app_name))
             .collect();
         for g in groups {
-            let q = self
-                .sql(&format!("SELECT {JOB_COLUMNS} FROM job WHERE group_id = ?"))
-                .into_owned();
+            let q = self.sql_text(format!("SELECT {JOB_COLUMNS} FROM job WHERE group_id = ?"));
             let mut jobs: Vec<Job> = sqlx::query(&q)
                 .bind(g.id)
                 .fetch_all(&self.read)
@@ -684,8 +649,8 @@ impl Store {
             match base {
                 None => {
                     // `validate` without a base sets no access token: apply never sets one.
-                    let row = self.insert_group_row(tx, &draft, now).await?;
-                    group_ids.insert(app.to_owned(), rows::int(&row, 0)?);
+                    let id = self.insert_group_row(tx, &draft, now).await?;
+                    group_ids.insert(app.to_owned(), id);
                     plan.create.push(entry("group", app, None, Vec::new()));
                 }
                 Some(g) => {

@@ -5,6 +5,7 @@
 //! channel.
 
 use super::apply::{ApplyPlan, PlanEntry};
+use super::plan_fields::differing;
 use super::{Store, StoreError, StoreResult};
 use crate::model::{AlarmChannelSpec, ChannelDraft, Invalid};
 use sqlx::any::Any;
@@ -81,18 +82,7 @@ impl Store {
 }
 
 fn changed_fields(was: &ChannelDraft, now: &ChannelDraft) -> Vec<String> {
-    let mut f = Vec::new();
-    let mut diff = |name: &str, differs: bool| {
-        if differs {
-            f.push(name.to_owned());
-        }
-    };
-    diff("kind", was.kind != now.kind);
-    diff("url", was.url != now.url);
-    diff("secret", was.secret != now.secret);
-    diff("recipients", was.recipients != now.recipients);
-    diff("template", was.template != now.template);
-    f
+    differing!(was, now; kind, url, secret, recipients, template)
 }
 
 fn channel_entry(name: &str, fields: Vec<String>) -> PlanEntry {

@@ -2,6 +2,7 @@
 //! applied in the same transaction as the groups and jobs, matched by name, after the jobs (a
 //! node may run a job the same document creates).
 
+use super::plan_fields::differing;
 use super::workflow_rows::{workflow_row, WORKFLOW_COLUMNS};
 use super::{rows, Store, StoreError, StoreResult};
 use crate::model::{validate_job_key, Invalid};
@@ -252,12 +253,10 @@ impl Store {
         tx: &mut Transaction<'static, Any>,
         name: &str,
     ) -> StoreResult<Option<Workflow>> {
-        let q = self
-            .sql(&format!(
-                "SELECT {WORKFLOW_COLUMNS} FROM workflow WHERE name = ?{}",
-                self.backend.for_update()
-            ))
-            .into_owned();
+        let q = self.sql_text(format!(
+            "SELECT {WORKFLOW_COLUMNS} FROM workflow WHERE name = ?{}",
+            self.backend.for_update()
+        ));
         Ok(sqlx::query(&q)
             .bind(name)
             .fetch_optional(&mut **tx)
@@ -291,22 +290,10 @@ impl DocWorkflow {
 
 /// The fields in which `draft` differs from the workflow `old`, in the plan's order.
 fn changed_fields(old: &Workflow, draft: &WorkflowDraft) -> Vec<String> {
-    let mut fields = Vec::new();
-    let mut diff = |f: &str, differs: bool| {
-        if differs {
-            fields.push(f.to_owned());
-        }
-    };
-    diff("description", old.description != draft.description);
-    diff("schedule_type", old.schedule_type != draft.schedule_type);
-    diff("schedule_expr", old.schedule_expr != draft.schedule_expr);
-    diff("time_zone", old.time_zone != draft.time_zone);
-    diff("misfire_strategy", old.misfire_strategy != draft.misfire_strategy);
-    diff("max_instances", old.max_instances != draft.max_instances);
-    diff("on_limit", old.on_limit != draft.on_limit);
-    diff("nodes", old.definition.nodes != draft.definition.nodes);
-    diff("edges", old.definition.edges != draft.definition.edges);
-    diff("running", old.running != draft.running);
+    let mut fields = differing!(old, draft;
+        description, schedule_type, schedule_expr, time_zone, misfire_strategy, max_instances, on_limit);
+    fields.extend(differing!(old.definition, draft.definition; nodes, edges));
+    fields.extend(differing!(old, draft; running));
     fields
 }
 

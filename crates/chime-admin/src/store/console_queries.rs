@@ -47,9 +47,8 @@ const DAY_MS: i64 = 86_400_000;
 impl Store {
     /// Every user, by id.
     pub async fn list_users(&self) -> StoreResult<Vec<User>> {
-        let q = format!("SELECT {USER_COLUMNS} FROM app_user ORDER BY id");
-        let all = sqlx::query(&q).fetch_all(&self.read).await?;
-        Ok(all.iter().map(user_row).collect::<Result<_, _>>()?)
+        self.read_all(&format!("SELECT {USER_COLUMNS} FROM app_user ORDER BY id"), user_row)
+            .await
     }
 
     /// One user by id.
@@ -191,7 +190,7 @@ impl Store {
             Some(ids) => (format!(" AND group_id IN ({})", super::placeholders(ids.len())), ids),
             None => (String::new(), &[][..]),
         };
-        let q = self.sql(&format!("{select}{filter}")).into_owned();
+        let q = self.sql_text(format!("{select}{filter}"));
         let mut query = sqlx::query(&q);
         for id in ids {
             query = query.bind(*id);

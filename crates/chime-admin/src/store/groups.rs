@@ -9,11 +9,10 @@
 //! nothing like it), and a notification missed while that connection is down would be missed
 //! for good, where the counter is simply read again.
 
+use super::job_columns::Cell;
 use super::rows::{self, GROUP_COLUMNS};
 use super::{Store, StoreError, StoreResult};
 use crate::model::{now_ms, Group, GroupDraft, Invalid};
-use sqlx::any::{Any, AnyArguments};
-use sqlx::query::Query;
 use sqlx::AnyConnection;
 use std::collections::HashMap;
 
@@ -38,23 +37,22 @@ impl Store {
     pub async fn insert_group(&self, draft: &GroupDraft) -> StoreResult<Group> {
         let now = now_ms();
         let mut tx = self.write.begin().await?;
-        let row = self
+        let id = self
             .insert_group_row(&mut tx, draft, now)
             .await
             .map_err(|e| name_taken(e, draft))?;
         tx.commit().await?;
-        let id = rows::int(&row, 0)?;
         self.group(id).await
     }
 
     /// Replaces a group's fields.
     pub async fn update_group(&self, id: i64, draft: &GroupDraft) -> StoreResult<Group> {
         let mut tx = self.write.begin().await?;
-        let done = self
+        let changed = self
             .update_group_row(&mut tx, id, draft, now_ms())
             .await
             .map_err(|e| name_taken(e, draft))?;
-        if done.rows_affected() == 0 {
+        if changed == 0 {
             return Err(StoreError::NotFound(format!("group {id}")));
         }
         tx.commit().await?;
@@ -80,48 +78,34 @@ impl Store {
     }
 
     /// Inserts a group's row in a transaction (`conn`: the REST API's, or that of jobs as code or
-    /// of an import) and raises the version of the groups; returns the row holding the new id.
+    /// of an import) and raises the version of the groups; returns the new id.
     pub(super) async fn insert_group_row(
         &self,
         conn: &mut AnyConnection,
         draft: &GroupDraft,
         now: i64,
-    ) -> Result<sqlx::any::AnyRow, sqlx::Error> {
-        let q = self.sql(
-            "INSERT INTO executor_group (app_name, title, address_type, address_list, protocol, access_token, \
-             insecure_no_token, keep_logs, alarm_channels, created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-             RETURNING id",
-        );
-        let row = bind_group(sqlx::query(&q), draft)
-            .bind(now)
-            .bind(now)
-            .fetch_one(&mut *conn)
+    ) -> Result<i64, sqlx::Error> {
+        let id = self
+            .insert_row(conn, "executor_group", group_columns(draft), now)
             .await?;
         self.group_changed(conn).await?;
-        Ok(row)
+        Ok(id)
     }
 
     /// Replaces the fields of group `id` with `draft`'s in a transaction (`conn`) and raises the
-    /// version of the groups.
+    /// version of the groups; returns how many rows changed (0: no such group).
     pub(super) async fn update_group_row(
         &self,
         conn: &mut AnyConnection,
         id: i64,
         draft: &GroupDraft,
         now: i64,
-    ) -> Result<sqlx::any::AnyQueryResult, sqlx::Error> {
-        let q = self.sql(
-            "UPDATE executor_group SET app_name = ?, title = ?, address_type = ?, address_list = ?, protocol = ?, \
-             access_token = ?, insecure_no_token = ?, keep_logs = ?, alarm_channels = ?, updated_at = ? WHERE id = ?",
-        );
-        let done = bind_group(sqlx::query(&q), draft)
-            .bind(now)
-            .bind(id)
-            .execute(&mut *conn)
+    ) -> Result<u64, sqlx::Error> {
+        let changed = self
+            .update_row(conn, "executor_group", id, group_columns(draft), now)
             .await?;
         self.group_changed(conn).await?;
-        Ok(done)
+        Ok(changed)
     }
 
     /// Deletes a group that no job uses.
@@ -152,11 +136,7 @@ impl Store {
 
     /// One group by app name.
     pub async fn group_by_app_name(&self, app_name: &str) -> StoreResult<Option<Group>> {
-        let q = self
-            .sql(&format!(
-                "SELECT {GROUP_COLUMNS} FROM executor_group WHERE app_name = ?"
-            ))
-            .into_owned();
+        let q = self.sql_text(format!("SELECT {GROUP_COLUMNS} FROM executor_group WHERE app_name = ?"));
         let row = sqlx::query(&q).bind(app_name).fetch_optional(&self.read).await?;
         Ok(row.map(|r| rows::group(&r)).transpose()?)
     }
@@ -173,23 +153,26 @@ impl Store {
 
     /// Every group, by id.
     pub async fn list_groups(&self) -> StoreResult<Vec<Group>> {
-        let q = format!("SELECT {GROUP_COLUMNS} FROM executor_group ORDER BY id");
-        let all = sqlx::query(&q).fetch_all(&self.read).await?;
-        Ok(all.iter().map(rows::group).collect::<Result<_, _>>()?)
+        self.read_all(
+            &format!("SELECT {GROUP_COLUMNS} FROM executor_group ORDER BY id"),
+            rows::group,
+        )
+        .await
     }
 }
 
-/// Binds a group's fields in the order its insert and update name them: app name, title,
-/// address type, addresses, protocol, token, `insecure_no_token`, `keep_logs`, alarm channels.
-fn bind_group<'q>(query: Query<'q, Any, AnyArguments<'q>>, draft: &'q GroupDraft) -> Query<'q, Any, AnyArguments<'q>> {
-    query
-        .bind(&draft.app_name)
-        .bind(&draft.title)
-        .bind(draft.address_type.code())
-        .bind(draft.addresses.join(","))
-        .bind(draft.protocol.as_str())
-        .bind(draft.access_token.as_deref())
-        .bind(i64::from(draft.insecure_no_token))
-        .bind(i64::from(draft.keep_logs))
-        .bind(&draft.alarm_channels)
+/// A group's columns with their values, as its insert and update write them.
+fn group_columns(draft: &GroupDraft) -> Vec<(&'static str, Cell)> {
+    use Cell::{Int, MaybeText, Text};
+    vec![
+        ("app_name", Text(draft.app_name.clone())),
+        ("title", Text(draft.title.clone())),
+        ("address_type", Int(draft.address_type.code())),
+        ("address_list", Text(draft.addresses.join(","))),
+        ("protocol", Text(draft.protocol.as_str().to_owned())),
+        ("access_token", MaybeText(draft.access_token.clone())),
+        ("insecure_no_token", Int(i64::from(draft.insecure_no_token))),
+        ("keep_logs", Int(i64::from(draft.keep_logs))),
+        ("alarm_channels", Text(draft.alarm_channels.clone())),
+    ]
 }

@@ -451,9 +451,7 @@ impl Store {
                 .collect();
             group_ids.sort_unstable();
             group_ids.dedup();
-            let q = self
-                .sql(&format!("SELECT {USER_COLUMNS} FROM app_user WHERE username = ?"))
-                .into_owned();
+            let q = self.sql_text(format!("SELECT {USER_COLUMNS} FROM app_user WHERE username = ?"));
             let existing = sqlx::query(&q).bind(&u.username).fetch_optional(&mut **tx).await?;
             let result = match existing.map(|r| user_row(&r)).transpose()? {
                 None => {

@@ -1,13 +1,17 @@
-//! A job's columns, listed once: [`draft_columns`] names each column a job's definition is
+//! A table's columns, listed once, with their values ([`Cell`]s), from which its insert and
+//! update statements and their binds are built ([`Store::insert_row`], [`Store::update_row`]).
+//!
+//! A job's columns: [`draft_columns`] names each column a job's definition is
 //! written to together with its value, and the insert and update statements (`store::jobs`,
 //! which `apply` and the import go through too) are built from that list, their placeholders
 //! and binds in the same order. The descriptive fields ([`JobInfo`]) come from their own
 //! declaration, so a new one needs no change here; [`JOB_COLUMNS`] reads them back.
 
-use super::rows;
+use super::{rows, Store};
 use crate::model::{JobDraft, JobInfo};
 use sqlx::any::{Any, AnyArguments};
 use sqlx::query::Query;
+use sqlx::AnyConnection;
 use std::fmt;
 
 /// A value bound to one column.
@@ -60,10 +64,10 @@ fn info_columns(info: &JobInfo) -> impl Iterator<Item = (&'static str, Cell)> + 
 }
 
 /// `INSERT INTO job (…) VALUES (?, …)` of these columns.
-pub(super) fn insert_sql(cells: &[(&'static str, Cell)]) -> String {
+pub(super) fn insert_sql(table: &str, cells: &[(&'static str, Cell)]) -> String {
     let names: Vec<&str> = cells.iter().map(|(name, _)| *name).collect();
     format!(
-        "INSERT INTO job ({}) VALUES ({})",
+        "INSERT INTO {table} ({}) VALUES ({})",
         names.join(", "),
         super::placeholders(cells.len())
     )
@@ -93,6 +97,39 @@ pub(super) fn bind_cells<'q>(
     query
 }
 
+impl Store {
+    /// Inserts a row of `table` with `cells`, created and updated `now`, on `conn` (a
+    /// transaction's); returns its id.
+    pub(super) async fn insert_row(
+        &self,
+        conn: &mut AnyConnection,
+        table: &str,
+        mut cells: Vec<(&'static str, Cell)>,
+        now: i64,
+    ) -> Result<i64, sqlx::Error> {
+        cells.extend([("created_at", Cell::Int(now)), ("updated_at", Cell::Int(now))]);
+        let q = self.sql_text(format!("{} RETURNING id", insert_sql(table, &cells)));
+        let row = bind_cells(sqlx::query(&q), &cells).fetch_one(conn).await?;
+        rows::int(&row, 0)
+    }
+
+    /// Sets `cells` on row `id` of `table`, updated `now`, on `conn`; returns how many rows
+    /// changed (0: there is no such row).
+    pub(super) async fn update_row(
+        &self,
+        conn: &mut AnyConnection,
+        table: &str,
+        id: i64,
+        mut cells: Vec<(&'static str, Cell)>,
+        now: i64,
+    ) -> Result<u64, sqlx::Error> {
+        cells.push(("updated_at", Cell::Int(now)));
+        let q = self.sql_text(format!("UPDATE {table} SET {} WHERE id = ?", set_sql(&cells)));
+        let done = bind_cells(sqlx::query(&q), &cells).bind(id).execute(conn).await?;
+        Ok(done.rows_affected())
+    }
+}
+
 /// The columns `rows::job` reads, for `SELECT … FROM job`; written with `{JOB_COLUMNS}` in a
 /// `format!`, it lists the fixed columns and then the descriptive ones.
 pub(crate) const JOB_COLUMNS: JobColumns = JobColumns;
@@ -120,7 +157,7 @@ mod tests {
     #[test]
     fn statements_list_each_column_once_with_its_placeholder() {
         let cells = vec![("a", Cell::Int(1)), ("b", Cell::Text("x".into()))];
-        assert_eq!(insert_sql(&cells), "INSERT INTO job (a, b) VALUES (?, ?)");
+        assert_eq!(insert_sql("job", &cells), "INSERT INTO job (a, b) VALUES (?, ?)");
         assert_eq!(set_sql(&cells), "a = ?, b = ?");
         let columns = JOB_COLUMNS.to_string();
         for (name, _) in JobInfo::FIELDS {

@@ -253,7 +253,7 @@ impl Store {
             0
         };
         let cells = new_job_columns(draft, draft.key.as_deref(), group_id, now, next);
-        let q = self.sql(&format!("{} RETURNING id", insert_sql(&cells))).into_owned();
+        let q = self.sql_text(format!("{} RETURNING id", insert_sql("job", &cells)));
         let row = bind_cells(sqlx::query(&q), &cells)
             .fetch_one(&mut **tx)
             .await
@@ -317,12 +317,10 @@ impl Store {
     pub async fn update_job(&self, id: i64, draft: &JobDraft, author: &str) -> StoreResult<Job> {
         let now = now_ms();
         let mut tx = self.write.begin().await?;
-        let q = self
-            .sql(&format!(
-                "SELECT {JOB_COLUMNS} FROM job WHERE id = ?{}",
-                self.backend.for_update()
-            ))
-            .into_owned();
+        let q = self.sql_text(format!(
+            "SELECT {JOB_COLUMNS} FROM job WHERE id = ?{}",
+            self.backend.for_update()
+        ));
         let Some(row) = sqlx::query(&q).bind(id).fetch_optional(&mut *tx).await? else {
             return Err(StoreError::NotFound(format!("job {id}")));
         };
@@ -368,12 +366,10 @@ impl Store {
             ("anchor_at", Cell::Int(anchor)),
             ("next_fire_at", Cell::Int(next)),
         ]);
-        let q = self
-            .sql(&format!(
-                "UPDATE job SET {}, updated_at = {BUMP_UPDATED_AT} WHERE id = ?",
-                set_sql(&cells)
-            ))
-            .into_owned();
+        let q = self.sql_text(format!(
+            "UPDATE job SET {}, updated_at = {BUMP_UPDATED_AT} WHERE id = ?",
+            set_sql(&cells)
+        ));
         bind_cells(sqlx::query(&q), &cells)
             .bind(now)
             .bind(now)
@@ -458,7 +454,7 @@ impl Store {
             return Err(StoreError::NotFound(format!("job {id}")));
         }
         for table in ["run", "glue_version"] {
-            let q = self.sql(&format!("DELETE FROM {table} WHERE job_id = ?")).into_owned();
+            let q = self.sql_text(format!("DELETE FROM {table} WHERE job_id = ?"));
             sqlx::query(&q).bind(id).execute(&mut *tx).await?;
         }
         tx.commit().await?;
@@ -596,7 +592,7 @@ impl Store {
             }
             let Some(first) = rows_cells.first() else { continue };
             let row = format!("({})", placeholders(first.len()));
-            let mut sql = insert_sql(first);
+            let mut sql = insert_sql("job", first);
             for _ in 1..rows_cells.len() {
                 sql.push_str(", ");
                 sql.push_str(&row);

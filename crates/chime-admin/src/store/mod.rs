@@ -23,6 +23,7 @@ mod apply_channels;
 mod apply_workflows;
 mod audit;
 mod backup;
+mod plan_fields;
 pub use backup::dump_advice;
 mod bulk;
 mod console_queries;
@@ -334,6 +335,16 @@ impl Store {
         self.backend.sql(q)
     }
 
+    /// [`Store::sql`] of a statement built at run time (`format!`), kept as it is when this
+    /// database takes it unchanged.
+    fn sql_text(&self, q: String) -> String {
+        let rewritten = match self.backend.sql(&q) {
+            std::borrow::Cow::Owned(text) => Some(text),
+            std::borrow::Cow::Borrowed(_) => None,
+        };
+        rewritten.unwrap_or(q)
+    }
+
     /// The row that `select` (`… WHERE id = ?`) finds for `id`, decoded by `decode`:
     /// `NotFound("{what} {id}")` when there is none.
     async fn row_by_id<T>(
@@ -363,6 +374,12 @@ impl Store {
         self.row_by_id(&mut conn, select, id, what, decode).await
     }
 
+    /// Every row `select` (binding nothing) reads on the reading pool, decoded.
+    async fn read_all<T>(&self, select: &str, decode: fn(&AnyRow) -> Result<T, sqlx::Error>) -> StoreResult<Vec<T>> {
+        let all = sqlx::query(select).fetch_all(&self.read).await?;
+        Ok(all.iter().map(decode).collect::<Result<_, _>>()?)
+    }
+
     /// The number `sql` (`SELECT COUNT(*) AS n …`, binding nothing) counts, on the reading pool.
     async fn count(&self, sql: &str) -> StoreResult<i64> {
         Ok(rows::int(&sqlx::query(sql).fetch_one(&self.read).await?, "n")?)
@@ -390,12 +407,10 @@ impl Store {
     /// (by another admin) wins.
     async fn insert_unless_present(&self, into: &str, values: &[bulk::Arg<'_>]) -> StoreResult<()> {
         let (prefix, suffix) = self.backend.insert_ignore();
-        let q = self
-            .sql(&format!(
-                "{prefix} INTO {into} VALUES ({}){suffix}",
-                placeholders(values.len())
-            ))
-            .into_owned();
+        let q = self.sql_text(format!(
+            "{prefix} INTO {into} VALUES ({}){suffix}",
+            placeholders(values.len())
+        ));
         bulk::bound(&q, values).execute(&self.write).await?;
         Ok(())
     }

@@ -43,13 +43,11 @@ impl Store {
     /// The session with this token hash when it has not expired.
     pub async fn session_user(&self, token_hash: &str, now: i64) -> StoreResult<Option<SessionUser>> {
         let cols: Vec<String> = USER_COLUMNS.split(", ").map(|c| format!("u.{c}")).collect();
-        let q = self
-            .sql(&format!(
-                "SELECT {}, s.csrf_token, s.expires_at FROM console_session s JOIN app_user u ON u.id = s.user_id \
+        let q = self.sql_text(format!(
+            "SELECT {}, s.csrf_token, s.expires_at FROM console_session s JOIN app_user u ON u.id = s.user_id \
                  WHERE s.token_hash = ? AND s.expires_at > ?",
-                cols.join(", ")
-            ))
-            .into_owned();
+            cols.join(", ")
+        ));
         let row = sqlx::query(&q)
             .bind(token_hash)
             .bind(now)

@@ -108,9 +108,7 @@ impl Store {
 
     /// A user by login name.
     pub async fn user(&self, username: &str) -> StoreResult<Option<User>> {
-        let q = self
-            .sql(&format!("SELECT {USER_COLUMNS} FROM app_user WHERE username = ?"))
-            .into_owned();
+        let q = self.sql_text(format!("SELECT {USER_COLUMNS} FROM app_user WHERE username = ?"));
         let row = sqlx::query(&q).bind(username).fetch_optional(&self.read).await?;
         Ok(row.map(|r| user_row(&r)).transpose()?)
     }

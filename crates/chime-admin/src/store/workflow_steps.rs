@@ -343,14 +343,12 @@ impl Store {
                 ),
             )
         };
-        let q = self
-            .sql(&format!(
-                "SELECT DISTINCT n.instance_id AS instance_id FROM workflow_node_run n \
+        let q = self.sql_text(format!(
+            "SELECT DISTINCT n.instance_id AS instance_id FROM workflow_node_run n \
                  JOIN run r ON r.id = n.run_id{join} \
                  WHERE n.state = 'running' AND (r.handle_code <> 0 OR r.trigger_code NOT IN (0, 200)){held} \
                  LIMIT {ADVANCE_BATCH}"
-            ))
-            .into_owned();
+        ));
         let mut query = sqlx::query(&q);
         if !all {
             for p in partitions {

@@ -128,13 +128,11 @@ impl Store {
         } else {
             (old.anchor_at, old.next_fire_at)
         };
-        let q = self
-            .sql(&format!(
-                "UPDATE workflow SET name = ?, description = ?, schedule_type = ?, schedule_expr = ?, time_zone = ?, \
+        let q = self.sql_text(format!(
+            "UPDATE workflow SET name = ?, description = ?, schedule_type = ?, schedule_expr = ?, time_zone = ?, \
                  misfire_strategy = ?, max_instances = ?, on_limit = ?, definition = ?, version_id = ?, running = ?, \
                  anchor_at = ?, next_fire_at = ?, updated_at = {BUMP_UPDATED_AT} WHERE id = ?"
-            ))
-            .into_owned();
+        ));
         bind_settings(sqlx::query(&q), d)
             .bind(&json)
             .bind(version)
@@ -199,7 +197,7 @@ impl Store {
             "workflow_version WHERE workflow_id = ?",
             "workflow WHERE id = ?",
         ] {
-            let q = self.sql(&format!("DELETE FROM {table}")).into_owned();
+            let q = self.sql_text(format!("DELETE FROM {table}"));
             sqlx::query(&q).bind(id).execute(&mut *tx).await?;
         }
         tx.commit().await?;
@@ -296,11 +294,7 @@ impl Store {
 
     /// An instance with its nodes.
     pub async fn instance(&self, id: i64) -> StoreResult<Instance> {
-        let q = self
-            .sql(&format!(
-                "SELECT {INSTANCE_COLUMNS} FROM {INSTANCE_FROM} WHERE i.id = ?"
-            ))
-            .into_owned();
+        let q = self.sql_text(format!("SELECT {INSTANCE_COLUMNS} FROM {INSTANCE_FROM} WHERE i.id = ?"));
         let row = sqlx::query(&q).bind(id).fetch_optional(&self.read).await?;
         let mut instance = row
             .map(|r| instance_row(&r))

@@ -71,12 +71,10 @@ impl Store {
     /// The partitions among `ready` that `owner` still leases, judged by the database's clock,
     /// as the leases are stamped (`Store::lease_table`).
     async fn leased_ready(&self, tx: &mut AnyConnection, owner: &str, ready: &[i64]) -> StoreResult<Vec<i64>> {
-        let q = self
-            .sql(&format!(
-                "SELECT partition_no FROM partition_lease WHERE owner = ? AND expires_at > {}",
-                self.backend.now_ms_sql()
-            ))
-            .into_owned();
+        let q = self.sql_text(format!(
+            "SELECT partition_no FROM partition_lease WHERE owner = ? AND expires_at > {}",
+            self.backend.now_ms_sql()
+        ));
         Ok(sqlx::query(&q)
             .bind(owner)
             .fetch_all(&mut *tx)
@@ -106,13 +104,11 @@ impl Store {
                 held.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(",")
             )
         };
-        let q = self
-            .sql(&format!(
-                "SELECT id, updated_at, anchor_at, next_fire_at, last_fire_at FROM job \
+        let q = self.sql_text(format!(
+            "SELECT id, updated_at, anchor_at, next_fire_at, last_fire_at FROM job \
                  WHERE running = 1 AND next_fire_at <= ?{partition_filter} ORDER BY next_fire_at LIMIT ?{}",
-                self.backend.for_update()
-            ))
-            .into_owned();
+            self.backend.for_update()
+        ));
         let cols = ["id", "updated_at", "anchor_at", "next_fire_at", "last_fire_at"];
         self.int_rows(tx, &q, cols, &[horizon, limit]).await
     }
