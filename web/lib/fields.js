@@ -93,6 +93,7 @@ export const JOB_FIELDS = /** @type {Field[]} */ ([
   // Names of alarm channels, comma-separated; empty: the group's. The page suggests the names.
   { name: 'alarm_channels', kind: 'text', section: 'alarms', help: 'alarm_channels_help', attrs: { list: 'channel-names', autocomplete: 'off', spellcheck: 'false', placeholder: 'ops-slack, oncall-dingtalk' } },
   { name: 'alarm_policy', kind: 'text', section: 'alarms', help: 'alarm_policy_help', attrs: { autocomplete: 'off', spellcheck: 'false', placeholder: 'after_failures=3, on_recovery' } },
+  { name: 'alarm_language', kind: 'select', section: 'alarms', help: 'alarm_language_help', choices: [{ value: '', key: 'alarm_language_default' }, { value: 'en', key: 'alarm_language_en' }, { value: 'zh', key: 'alarm_language_zh' }], initial: '' },
   { name: 'child_job_ids', kind: 'multiselect', section: 'advanced', options: 'child_jobs', parse: ids },
   // Known, but not inputs of this form: `group_id` names the group, the script editor edits
   // the source (the form sends a template for a new GLUE job), start and stop run the job.

@@ -168,6 +168,9 @@ pub struct AdminConfig {
     #[arg(long, env = "CHIME_ALARM_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     #[serde(with = "duration_text")]
     pub alarm_timeout: Duration,
+    /// The language of alarm messages whose job names none (`alarm_language`): `en` or `zh`.
+    #[arg(long, env = "CHIME_ALARM_LANGUAGE", value_enum, default_value = "en")]
+    pub alarm_language: crate::api::alarm_policy::AlarmLanguage,
     /// The console's address as users reach it (https://chime.example.com): alarms link to the
     /// failed run there [default: no link].
     #[arg(long, env = "CHIME_PUBLIC_URL")]

@@ -189,6 +189,9 @@ pub struct Metrics {
     pub alarm_deliveries: Family<DeliveryLabel, Counter>,
     /// Alarms of failed runs not sent because a silence window covered the run's job or group.
     pub alarms_silenced: Counter,
+    /// Alarms of failed runs not sent because the job's `at_most_every` had not passed since
+    /// its last failure alarm.
+    pub alarms_rate_limited: Counter,
     refusal_log: Mutex<RefusalLog>,
 }
 
@@ -239,6 +242,12 @@ impl Metrics {
             "alarms_silenced",
             "Alarms of failed runs not sent because a silence window covered the run's job or group",
             alarms_silenced.clone(),
+        );
+        let alarms_rate_limited = Counter::default();
+        registry.register(
+            "alarms_rate_limited",
+            "Alarms of failed runs not sent because the job's at_most_every had not passed since its last failure alarm",
+            alarms_rate_limited.clone(),
         );
         registry.register(
             "workflow_instances",
@@ -329,6 +338,7 @@ impl Metrics {
             alarms,
             alarm_deliveries,
             alarms_silenced,
+            alarms_rate_limited,
             refusal_log: Mutex::new(RefusalLog::default()),
         }
     }

@@ -457,6 +457,8 @@ fn wire(
                 timeout: s.config.alarm_timeout,
             },
             public_url: s.config.public_url.clone(),
+            language: s.config.alarm_language,
+            client: s.client.clone(),
             shutdown: s.shutdown.clone(),
             metrics: s.metrics.clone(),
         },

@@ -876,6 +876,77 @@ async fn a_policy_waits_for_failures_in_a_row_and_tells_the_recovery() {
     assert!(deliveries(&env.api, again).await.is_empty());
 }
 
+/// `alarm_language`: a job's alarms are written in its language (Chinese here) and carry the
+/// end of the run's log (read from the executor), a job naming
+/// none in the admin's (English by default), an unknown language is refused; `at_most_every`:
+/// a second failure within the window is recorded on its run as rate-limited, naming the run
+/// that was alarmed, counted, and not sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn alarms_speak_the_jobs_language_and_are_rate_limited() {
+    let env = admin(json!({})).await;
+    let slack = Receiver::start(Vendor::Slack, Behaviour::Normal).await;
+    channel(&env, "team", &slack, None).await;
+    let _ex = group_with_executor(&env, "lang", json!({})).await;
+    let (s, v) = env
+        .api
+        .post(
+            "/v1/jobs",
+            json!({"group": "lang", "handler": "fail", "schedule_type": "NONE", "alarm_language": "fr"}),
+        )
+        .await;
+    assert_eq!(s, 422, "{v}");
+    assert_eq!(v["field"], "alarm_language", "{v}");
+    let zh = env
+        .job(
+            json!({"group": "lang", "handler": "fail", "schedule_type": "NONE", "retry_count": 0,
+                    "description": "日终对账", "alarm_channels": "team", "alarm_language": " zh ",
+                    "alarm_policy": "at_most_every=1h"}),
+        )
+        .await;
+    let (_, shown) = env.api.get(&format!("/v1/jobs/{zh}")).await;
+    assert_eq!(shown["alarm_language"], "zh", "stored trimmed: {shown}");
+    assert_eq!(shown["alarm_policy"], "at_most_every=1h", "{shown}");
+
+    let first = fail_once(&env, zh).await;
+    delivery_in_state(&env.api, first, "team", "sent", 20).await;
+    let got = slack.wait_accepted(1, 10).await;
+    let text = got[0].text();
+    assert!(
+        text.contains("Chime 告警") && text.contains("执行失败"),
+        "Chinese subject: {text}"
+    );
+    assert!(
+        text.contains("执行结果") && text.contains("日终对账"),
+        "Chinese labels: {text}"
+    );
+    assert!(!text.contains("Chime alarm"), "no English subject: {text}");
+    assert!(
+        text.contains("日志（末尾）") && text.contains(&format!("log of run {first} line 1")),
+        "the end of the run's log, read from its executor: {text}"
+    );
+
+    let second = fail_once(&env, zh).await;
+    let limited = run_alarm(&env.api, second, "not_needed", 20).await;
+    let why = limited["alarm_msg"].as_str().unwrap();
+    assert!(
+        why.contains("rate-limited") && why.contains(&first.to_string()),
+        "{limited}"
+    );
+    assert!(deliveries(&env.api, second).await.is_empty());
+    assert_eq!(env.api.metric("chime_alarms_rate_limited_total").await, Some(1.0));
+
+    let en = failing_job(&env, "lang", "nightly export", Some("team")).await;
+    let run = fail_once(&env, en).await;
+    delivery_in_state(&env.api, run, "team", "sent", 20).await;
+    let got = slack.wait_accepted(2, 10).await;
+    let text = got[1].text();
+    assert!(
+        text.contains("Chime alarm") && text.contains("failed"),
+        "English by default: {text}"
+    );
+    assert_eq!(slack.accepted_count(), 2, "the rate-limited failure was not sent");
+}
+
 /// `longer_than`: a run still running past it is told once, as `slow`, while it runs; the
 /// run's own failure alarm stays its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -2,6 +2,7 @@
 //! HTML-escaped), the webhooks (JSON with a `text` field, which chat tools show, or a template's
 //! variables) and the chat robots (Markdown, see [`super::channels`]).
 
+use crate::api::alarm_policy::AlarmLanguage;
 use crate::model::{cut_chars, AlarmEvent, Group, Job, Run};
 use serde_json::{json, Value};
 
@@ -19,6 +20,108 @@ pub struct Alarm {
     pub link: Option<String>,
     /// What it tells: the run failed, or it succeeded after the job's alarmed failure.
     pub event: AlarmEvent,
+    /// The language it is written in: the job's `alarm_language`, else the admin's.
+    pub lang: AlarmLanguage,
+    /// The last lines of the run's log, when they could be read (see [`log_tail`]); empty
+    /// otherwise.
+    pub log_tail: String,
+}
+
+/// Most lines of the run's log an alarm carries.
+const LOG_TAIL_LINES: usize = 20;
+/// Most characters of the run's log an alarm carries (the end is kept).
+const LOG_TAIL_CHARS: usize = 1500;
+
+/// The end of `log`: its last [`LOG_TAIL_LINES`] lines, at most [`LOG_TAIL_CHARS`] characters,
+/// `<br>` read as line breaks (XXL-JOB executors' logs use them), trailing blank lines dropped.
+pub fn log_tail(log: &str) -> String {
+    let text = lines(log);
+    let all: Vec<&str> = text.trim_end().lines().collect();
+    let tail = all[all.len().saturating_sub(LOG_TAIL_LINES)..].join("\n");
+    let count = tail.chars().count();
+    if count <= LOG_TAIL_CHARS {
+        return tail;
+    }
+    let kept: String = tail.chars().skip(count - LOG_TAIL_CHARS).collect();
+    format!("…{kept}")
+}
+
+/// The words of an alarm message in one language. The values (job descriptions, results,
+/// addresses) are shown as they are.
+struct Words {
+    title: &'static str,
+    job: &'static str,
+    group: &'static str,
+    run: &'static str,
+    scheduled: &'static str,
+    started: &'static str,
+    executor: &'static str,
+    trigger: &'static str,
+    handle: &'static str,
+    not_yet: &'static str,
+    nobody: &'static str,
+    job_deleted: &'static str,
+    code: &'static str,
+    log: &'static str,
+    open: &'static str,
+    /// What the job and the run did, by event.
+    failed: (&'static str, &'static str),
+    recovered: (&'static str, &'static str),
+    late: (&'static str, &'static str),
+    slow: (&'static str, &'static str),
+}
+
+const ENGLISH: Words = Words {
+    title: "Chime alarm",
+    job: "Job",
+    group: "Group",
+    run: "Run",
+    scheduled: "Scheduled",
+    started: "Started",
+    executor: "Executor",
+    trigger: "Trigger",
+    handle: "Handle",
+    not_yet: "(not yet)",
+    nobody: "(none)",
+    job_deleted: "(job deleted)",
+    code: "code",
+    log: "Log (last lines)",
+    open: "Open in Chime",
+    failed: ("failed", ""),
+    recovered: ("recovered", " succeeded"),
+    late: ("is late", " did not start in time"),
+    slow: ("is taking long", " still running"),
+};
+
+const CHINESE: Words = Words {
+    title: "Chime 告警",
+    job: "任务",
+    group: "执行器",
+    run: "运行",
+    scheduled: "计划时间",
+    started: "开始时间",
+    executor: "执行器地址",
+    trigger: "调度结果",
+    handle: "执行结果",
+    not_yet: "（尚未开始）",
+    nobody: "（无）",
+    job_deleted: "（任务已删除）",
+    code: "代码",
+    log: "日志（末尾）",
+    open: "在 Chime 中查看",
+    failed: ("执行失败", ""),
+    recovered: ("已恢复", " 执行成功"),
+    late: ("延迟", " 未按时开始"),
+    slow: ("运行过久", " 仍在运行"),
+};
+
+impl AlarmLanguage {
+    fn words(self) -> &'static Words {
+        match self {
+            AlarmLanguage::En => &ENGLISH,
+            AlarmLanguage::Zh => &CHINESE,
+        }
+    }
 }
 
 /// Longest result message an alarm carries, in characters: chat robots refuse long messages
@@ -51,7 +154,7 @@ impl Alarm {
         self.job
             .as_ref()
             .map(|j| j.description.clone())
-            .unwrap_or_else(|| "(job deleted)".to_owned())
+            .unwrap_or_else(|| self.lang.words().job_deleted.to_owned())
     }
 
     fn group_name(&self) -> String {
@@ -65,49 +168,40 @@ impl Alarm {
     /// The fields shown, in order: label and plain value.
     fn fields(&self) -> Vec<(&'static str, String)> {
         let r = &self.run;
+        let w = self.lang.words();
         let when = |ms: i64| {
             chrono::DateTime::from_timestamp_millis(ms)
                 .map(|t| t.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string())
                 .unwrap_or_default()
         };
         vec![
-            ("Job", format!("{} {}", r.job_id, self.description())),
-            ("Group", self.group_name()),
-            ("Run", format!("{} ({})", r.id, r.trigger_type.as_str())),
-            ("Scheduled", when(r.scheduled_at)),
+            (w.job, format!("{} {}", r.job_id, self.description())),
+            (w.group, self.group_name()),
+            (w.run, format!("{} ({})", r.id, r.trigger_type.as_str())),
+            (w.scheduled, when(r.scheduled_at)),
             (
-                "Started",
+                w.started,
                 if r.triggered_at > 0 {
                     when(r.triggered_at)
                 } else {
-                    "(not yet)".to_owned()
+                    w.not_yet.to_owned()
                 },
             ),
             (
-                "Executor",
+                w.executor,
                 if r.executor_address.is_empty() {
-                    "(none)".to_owned()
+                    w.nobody.to_owned()
                 } else {
                     r.executor_address.clone()
                 },
             ),
-            (
-                "Trigger",
-                format!(
-                    "code {}\n{}",
-                    r.trigger_code,
-                    cut_chars(&lines(&r.trigger_msg), RESULT_CHARS)
-                ),
-            ),
-            (
-                "Handle",
-                format!(
-                    "code {}\n{}",
-                    r.handle_code,
-                    cut_chars(&lines(&r.handle_msg), RESULT_CHARS)
-                ),
-            ),
+            (w.trigger, result_of(w, r.trigger_code, &r.trigger_msg)),
+            (w.handle, result_of(w, r.handle_code, &r.handle_msg)),
+            (w.log, self.log_tail.clone()),
         ]
+        .into_iter()
+        .filter(|(label, value)| *label != w.log || !value.is_empty())
+        .collect()
     }
 
     /// Markdown for chat robots: a title, one line per fact, and the link. Values are made
@@ -119,7 +213,12 @@ impl Alarm {
             out.push_str(&format!("- **{label}**: {value}\n"));
         }
         if let Some(link) = &self.link {
-            out.push_str(&format!("\n[Open run {} in Chime]({link})\n", self.run.id));
+            out.push_str(&format!(
+                "\n[{} ({} {})]({link})\n",
+                self.lang.words().open,
+                self.lang.words().run,
+                self.run.id
+            ));
         }
         out
     }
@@ -154,6 +253,7 @@ impl Alarm {
             ("trigger_time", r.triggered_at.to_string()),
             ("scheduled_at", r.scheduled_at.to_string()),
             ("executor", r.executor_address.clone()),
+            ("log_tail", self.log_tail.clone()),
             ("link", self.link.clone().unwrap_or_default()),
             ("text", self.text()),
         ]
@@ -175,6 +275,8 @@ impl Alarm {
             group,
             link: None,
             event,
+            lang: AlarmLanguage::default(),
+            log_tail: String::new(),
         })
     }
 
@@ -215,7 +317,15 @@ impl Alarm {
             group: None,
             link: link_base.map(|b| format!("{}/", b.trim_end_matches('/'))),
             event: AlarmEvent::Failed,
+            lang: AlarmLanguage::default(),
+            log_tail: String::new(),
         }
+    }
+
+    /// The language the job asks its alarms in, if it names one.
+    pub fn job_language(&self) -> Option<AlarmLanguage> {
+        let job = self.job.as_ref()?;
+        AlarmLanguage::parse(&job.info.alarm_language).ok().flatten()
     }
 
     /// The e-mail subject (one line, no HTML).
@@ -226,22 +336,26 @@ impl Alarm {
             .filter(|c| !c.is_control())
             .take(120)
             .collect();
-        match self.event {
-            AlarmEvent::Failed => format!(
-                "Chime alarm: job {} ({desc}) failed, run {}",
-                self.run.job_id, self.run.id
+        let w = self.lang.words();
+        let (job_is, run_is) = match self.event {
+            AlarmEvent::Failed => w.failed,
+            AlarmEvent::Recovered => w.recovered,
+            AlarmEvent::Late => w.late,
+            AlarmEvent::Slow => w.slow,
+        };
+        let (job, run) = (w.job, w.run);
+        match self.lang {
+            AlarmLanguage::En => format!(
+                "{}: {} {} ({desc}) {job_is}, {} {}{run_is}",
+                w.title,
+                job.to_lowercase(),
+                self.run.job_id,
+                run.to_lowercase(),
+                self.run.id
             ),
-            AlarmEvent::Recovered => format!(
-                "Chime alarm: job {} ({desc}) recovered, run {} succeeded",
-                self.run.job_id, self.run.id
-            ),
-            AlarmEvent::Late => format!(
-                "Chime alarm: job {} ({desc}) is late, run {} did not start in time",
-                self.run.job_id, self.run.id
-            ),
-            AlarmEvent::Slow => format!(
-                "Chime alarm: job {} ({desc}) is taking long, run {} still running",
-                self.run.job_id, self.run.id
+            AlarmLanguage::Zh => format!(
+                "{}：{job} {}（{desc}）{job_is}，{run} {}{run_is}",
+                w.title, self.run.job_id, self.run.id
             ),
         }
     }
@@ -253,7 +367,7 @@ impl Alarm {
             out.push_str(&format!("{label}: {}\n", value.trim_end()));
         }
         if let Some(link) = &self.link {
-            out.push_str(&format!("Open in Chime: {link}\n"));
+            out.push_str(&format!("{}: {link}\n", self.lang.words().open));
         }
         out
     }
@@ -272,9 +386,10 @@ impl Alarm {
         out.push_str("</table>");
         if let Some(link) = &self.link {
             let link = escape_html(link);
+            let w = self.lang.words();
             out.push_str(&format!(
-                "<p><a href=\"{link}\">Open run {} in Chime</a></p>",
-                self.run.id
+                "<p><a href=\"{link}\">{} ({} {})</a></p>",
+                w.open, w.run, self.run.id
             ));
         }
         out.push_str("</body></html>");
@@ -300,8 +415,14 @@ impl Alarm {
             "alarm_contacts": self.job.as_ref().map(|j| j.info.alarm_contacts.clone()).unwrap_or_default(),
             "link": self.link,
             "event": self.event.as_str(),
+            "log_tail": self.log_tail,
         })
     }
+}
+
+/// A trigger or handle result: its code, then its message as lines, cut.
+fn result_of(w: &Words, code: i64, msg: &str) -> String {
+    format!("{} {code}\n{}", w.code, cut_chars(&lines(msg), RESULT_CHARS))
 }
 
 /// `text` with the characters that Markdown reads as markup escaped by a backslash.
@@ -318,6 +439,18 @@ fn plain_markdown(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_log_tail_keeps_the_last_lines_and_characters() {
+        let log: String = (1..=30).map(|i| format!("line {i}<br>")).collect();
+        let tail = super::log_tail(&log);
+        assert!(tail.starts_with("line 11\n") && tail.ends_with("line 30"), "{tail}");
+        assert_eq!(tail.lines().count(), 20);
+        let long = super::log_tail(&"x".repeat(5000));
+        assert_eq!(long.chars().count(), 1501);
+        assert!(long.starts_with('…'));
+        assert_eq!(super::log_tail(""), "");
+    }
+
     #[test]
     fn escapes_markup() {
         assert_eq!(

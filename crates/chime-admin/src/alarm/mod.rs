@@ -59,6 +59,10 @@ pub struct AlarmLoop {
     pub(crate) retries: outbox::Retries,
     /// `--public-url`: alarms link to the run there.
     pub(crate) public_url: Option<String>,
+    /// `--alarm-language`.
+    pub(crate) language: crate::api::alarm_policy::AlarmLanguage,
+    /// Reads the log of an alarmed run from its executor (the alarm's `log_tail`).
+    pub(crate) client: crate::dispatch::client::ExecutorClient,
     /// Cancelled to stop.
     pub(crate) shutdown: CancellationToken,
     /// Where sent and failed alarms are counted (`chime_alarms_total`).
@@ -81,7 +85,8 @@ pub(crate) fn test_sender(config: &crate::AdminConfig) -> Result<deliver::Sender
 /// test". The error holds no URL or secret.
 pub async fn send_test(config: &crate::AdminConfig, channel: &crate::model::ChannelDraft) -> Result<(), String> {
     let sender = test_sender(config)?;
-    let alarm = Alarm::sample(config.public_url.as_deref());
+    let mut alarm = Alarm::sample(config.public_url.as_deref());
+    alarm.lang = config.alarm_language;
     let target = deliver::Target::Channel(channel.clone());
     sender
         .send_once(&target, &alarm)
@@ -112,6 +117,8 @@ pub async fn run(alarm: AlarmLoop, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
         sender: sender.clone(),
         retries: alarm.retries,
         public_url: alarm.public_url.clone(),
+        language: alarm.language,
+        client: alarm.client.clone(),
         admin_secrets: Secrets::of(&alarm).0,
         shutdown: alarm.shutdown.clone(),
         metrics: alarm.metrics.clone(),
@@ -167,6 +174,10 @@ pub async fn run(alarm: AlarmLoop, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
                     tracing::info!(run_id, "alarm silenced by a silence window");
                     alarm.metrics.alarms_silenced.inc();
                 }
+                Ok(AlarmClaim::RateLimited) => {
+                    tracing::info!(run_id, "alarm rate-limited by the job's policy");
+                    alarm.metrics.alarms_rate_limited.inc();
+                }
                 Ok(_) => {}
                 // Left at alarm_status 0: the next sweep tries again.
                 Err(e) => tracing::warn!(run_id, error = %e, "claiming an alarm failed"),
@@ -206,6 +217,20 @@ async fn claim(store: &Store, sender: &deliver::Sender, run_id: i64) -> crate::s
             );
             store.claim_alarm_not_needed(run_id, &why).await?;
             return Ok(AlarmClaim::NobodyToTell);
+        }
+    }
+    if let Some(every) = policy.at_most_every {
+        let since = now - i64::try_from(every.as_millis()).unwrap_or(i64::MAX);
+        if let Some(last) = store.last_failure_alarm(job_id, since).await? {
+            let why = format!(
+                "rate-limited: the job's failure was alarmed with run {last} less than {} ago (at_most_every)",
+                humantime::format_duration(every)
+            );
+            return Ok(if store.claim_alarm_not_needed(run_id, &why).await? {
+                AlarmClaim::RateLimited
+            } else {
+                AlarmClaim::NotOurs
+            });
         }
     }
     let deliveries = receivers(store, sender, &alarm).await?;

@@ -7,9 +7,13 @@
 //! and every [`POLL`] besides (deliveries of another admin that stopped, leases run out).
 
 use super::deliver::{Sender, Target};
-use super::message::Alarm;
+use super::message::{log_tail, Alarm};
 use super::Secrets;
+use crate::api::alarm_policy::AlarmLanguage;
+use crate::dispatch::client::{ExecutorClient, Target as ExecutorTarget};
+use crate::model::AlarmEvent;
 use crate::store::{LeasedDelivery, Store};
+use chime_protocol::LogParam;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Notify, Semaphore};
@@ -58,6 +62,10 @@ pub(super) struct Outbox {
     pub sender: Arc<Sender>,
     pub retries: Retries,
     pub public_url: Option<String>,
+    /// `--alarm-language`: the language of alarms whose job names none.
+    pub language: AlarmLanguage,
+    /// Reads a failed run's log from its executor when the admin keeps no copy.
+    pub client: ExecutorClient,
     /// The admin's own alarm secrets (SMTP URL and password, its webhook URL).
     pub admin_secrets: Vec<String>,
     pub shutdown: CancellationToken,
@@ -152,11 +160,42 @@ impl Outbox {
         }
     }
 
+    /// The end of the alarmed run's log: the admin's stored copy (groups that keep logs), else
+    /// its executor's, as the console reads it; empty when neither can be read. Each attempt
+    /// reads it again, so a retry carries a log that arrived after the first attempt; the
+    /// executor call is bounded by the client's timeout.
+    async fn read_log_tail(&self, alarm: &Alarm) -> String {
+        let run = &alarm.run;
+        if let Ok(Some(stored)) = self.store.stored_run_log(run.id).await {
+            return log_tail(&stored.content);
+        }
+        let Some(group) = alarm.group.as_ref().filter(|_| !run.executor_address.is_empty()) else {
+            return String::new();
+        };
+        let param = LogParam {
+            log_date_tim: run.triggered_at,
+            log_id: run.id,
+            from_line_num: 1,
+        };
+        let reply = self
+            .client
+            .log(ExecutorTarget::of(group, &run.executor_address), &param)
+            .await;
+        match reply.content {
+            Some(page) if reply.is_success() => log_tail(&page.log_content),
+            _ => String::new(),
+        }
+    }
+
     /// One attempt; the error (without secrets) and whether it is final whatever the count.
     async fn attempt(&self, leased: &LeasedDelivery) -> Result<(), (String, bool)> {
         let mut alarm = Alarm::load(&self.store, leased.run_id, leased.event)
             .await
             .map_err(|e| (format!("the run could not be read: {e}"), false))?;
+        alarm.lang = alarm.job_language().unwrap_or(self.language);
+        if matches!(leased.event, AlarmEvent::Failed | AlarmEvent::Slow) {
+            alarm.log_tail = self.read_log_tail(&alarm).await;
+        }
         alarm.link = self
             .public_url
             .as_ref()

@@ -4,6 +4,7 @@
 //! CLI and the console as they do. [`AlarmPolicy::parse`] is the one reader of that text.
 
 use super::Invalid;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::Duration;
 
@@ -26,6 +27,9 @@ pub struct AlarmPolicy {
     pub late_after: Option<Duration>,
     /// Alarm a run still running this long after it started (before its timeout, if any).
     pub longer_than: Option<Duration>,
+    /// At most one failure alarm of the job in this time: the failures in between are
+    /// recorded on their runs as rate-limited, not sent.
+    pub at_most_every: Option<Duration>,
 }
 
 impl Default for AlarmPolicy {
@@ -35,6 +39,7 @@ impl Default for AlarmPolicy {
             on_recovery: false,
             late_after: None,
             longer_than: None,
+            at_most_every: None,
         }
     }
 }
@@ -60,10 +65,11 @@ impl AlarmPolicy {
                 }
                 Some(("late_after", d)) => policy.late_after = Some(wait(d).map_err(refuse)?),
                 Some(("longer_than", d)) => policy.longer_than = Some(wait(d).map_err(refuse)?),
+                Some(("at_most_every", d)) => policy.at_most_every = Some(wait(d).map_err(refuse)?),
                 None if term == "on_recovery" => policy.on_recovery = true,
                 _ => {
                     return Err(refuse(format!(
-                        "'{term}' is not a policy term; known: after_failures=N, on_recovery, late_after=DURATION, longer_than=DURATION"
+                        "'{term}' is not a policy term; known: after_failures=N, on_recovery, late_after=DURATION, longer_than=DURATION, at_most_every=DURATION"
                     )))
                 }
             }
@@ -74,6 +80,41 @@ impl AlarmPolicy {
     /// Whether the `streak`th failure in a row alarms.
     pub fn alarms_at(&self, streak: u32) -> bool {
         streak > 0 && streak % self.after_failures.max(1) == 0
+    }
+}
+
+/// The language an alarm message is written in (a job's `alarm_language`, the admin's
+/// `--alarm-language`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum AlarmLanguage {
+    /// English.
+    #[default]
+    En,
+    /// Simplified Chinese.
+    Zh,
+}
+
+impl AlarmLanguage {
+    /// Reads a job's `alarm_language`: `None` when empty (the admin's language applies).
+    pub fn parse(text: &str) -> Result<Option<AlarmLanguage>, Invalid> {
+        match text.trim() {
+            "" => Ok(None),
+            "en" => Ok(Some(AlarmLanguage::En)),
+            "zh" => Ok(Some(AlarmLanguage::Zh)),
+            other => Err(Invalid::new(
+                "alarm_language",
+                format!("'{other}' is not an alarm language (expected en, zh or empty)"),
+            )),
+        }
+    }
+
+    /// As stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlarmLanguage::En => "en",
+            AlarmLanguage::Zh => "zh",
+        }
     }
 }
 
@@ -98,7 +139,12 @@ impl fmt::Display for AlarmPolicy {
         if self.on_recovery {
             terms.push("on_recovery".to_owned());
         }
-        for (name, d) in [("late_after", self.late_after), ("longer_than", self.longer_than)] {
+        let timed = [
+            ("late_after", self.late_after),
+            ("longer_than", self.longer_than),
+            ("at_most_every", self.at_most_every),
+        ];
+        for (name, d) in timed {
             if let Some(d) = d {
                 terms.push(format!("{name}={}", humantime::format_duration(d)));
             }
@@ -121,9 +167,13 @@ mod tests {
         };
         assert_eq!(p, expected);
         assert_eq!(p.to_string(), "after_failures=3,on_recovery");
-        let timed = AlarmPolicy::parse("longer_than=90s, late_after=1h 30m").unwrap();
+        let timed = AlarmPolicy::parse("at_most_every=10m, longer_than=90s, late_after=1h 30m").unwrap();
         assert_eq!(timed.longer_than, Some(Duration::from_secs(90)));
-        assert_eq!(timed.to_string(), "late_after=1h 30m,longer_than=1m 30s");
+        assert_eq!(timed.at_most_every, Some(Duration::from_secs(600)));
+        assert_eq!(
+            timed.to_string(),
+            "late_after=1h 30m,longer_than=1m 30s,at_most_every=10m"
+        );
         assert_eq!(AlarmPolicy::parse(&timed.to_string()).unwrap(), timed);
         assert_eq!(AlarmPolicy::parse("").unwrap(), AlarmPolicy::default());
         assert_eq!(AlarmPolicy::default().to_string(), "");
@@ -135,10 +185,19 @@ mod tests {
             "late_after=0s",
             "longer_than=8d",
             "longer_than=soon",
+            "at_most_every=0s",
         ];
         for bad in refused {
             assert_eq!(AlarmPolicy::parse(bad).unwrap_err().field, "alarm_policy", "{bad}");
         }
+    }
+
+    #[test]
+    fn alarm_languages_are_en_zh_or_empty() {
+        assert_eq!(AlarmLanguage::parse(" zh ").unwrap(), Some(AlarmLanguage::Zh));
+        assert_eq!(AlarmLanguage::parse("en").unwrap(), Some(AlarmLanguage::En));
+        assert_eq!(AlarmLanguage::parse("").unwrap(), None);
+        assert_eq!(AlarmLanguage::parse("fr").unwrap_err().field, "alarm_language");
     }
 
     #[test]

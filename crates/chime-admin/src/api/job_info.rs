@@ -79,6 +79,9 @@ job_info! {
     /// When failures alarm: `after_failures=N` (at the Nth failure in a row and every Nth
     /// after), `on_recovery` (say when the job succeeds again); empty: every final failure.
     alarm_policy: max 255,
+    /// The language of the job's alarm messages: `en` or `zh`; empty: the admin's
+    /// `--alarm-language`.
+    alarm_language: max 8,
 }
 
 impl JobInfoPatch {

@@ -2,7 +2,7 @@
 //! group's `alarm_channels`) names channels that exist.
 
 use crate::api::alarm_channels::{channel_names, names_of};
-use crate::api::alarm_policy::AlarmPolicy;
+use crate::api::alarm_policy::{AlarmLanguage, AlarmPolicy};
 use crate::center::{Admin, OpError};
 use crate::model::AlarmChannelSpec;
 use crate::model::JobInfo;
@@ -60,6 +60,9 @@ impl Admin {
                 .await?;
         }
         info.alarm_policy = AlarmPolicy::parse(&info.alarm_policy)?.to_string();
+        info.alarm_language = AlarmLanguage::parse(&info.alarm_language)?
+            .map(|l| l.as_str().to_owned())
+            .unwrap_or_default();
         Ok(())
     }
 
@@ -77,8 +80,9 @@ impl Admin {
                 channel_names(list)?;
                 named.extend(names_of(list).filter(|n| !defined.contains(n)));
             }
-            for policy in g.jobs.iter().filter_map(|j| j.info.alarm_policy.as_deref()) {
-                AlarmPolicy::parse(policy)?;
+            for job in &g.jobs {
+                AlarmPolicy::parse(job.info.alarm_policy.as_deref().unwrap_or(""))?;
+                AlarmLanguage::parse(job.info.alarm_language.as_deref().unwrap_or(""))?;
             }
         }
         named.sort_unstable();
