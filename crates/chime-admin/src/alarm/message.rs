@@ -46,74 +46,47 @@ pub fn log_tail(log: &str) -> String {
     format!("…{kept}")
 }
 
-/// The words of an alarm message in one language. The values (job descriptions, results,
-/// addresses) are shown as they are.
-struct Words {
-    title: &'static str,
-    job: &'static str,
-    group: &'static str,
-    run: &'static str,
-    scheduled: &'static str,
-    started: &'static str,
-    executor: &'static str,
-    trigger: &'static str,
-    handle: &'static str,
-    not_yet: &'static str,
-    nobody: &'static str,
-    job_deleted: &'static str,
-    code: &'static str,
-    log: &'static str,
-    open: &'static str,
-    /// What the job and the run did, by event.
-    failed: (&'static str, &'static str),
-    recovered: (&'static str, &'static str),
-    late: (&'static str, &'static str),
-    slow: (&'static str, &'static str),
+/// Declares [`Words`], one field per word of an alarm message, and its English and Chinese
+/// tables, from one list that keeps each word beside its translation.
+macro_rules! words {
+    ($( $(#[doc = $doc:literal])* $field:ident: $en:literal, $zh:literal; )*) => {
+        /// The words of an alarm message in one language. The values (job descriptions,
+        /// results, addresses) are shown as they are.
+        struct Words {
+            $( $(#[doc = $doc])* $field: &'static str, )*
+        }
+
+        const ENGLISH: Words = Words { $( $field: $en, )* };
+        const CHINESE: Words = Words { $( $field: $zh, )* };
+    };
 }
 
-const ENGLISH: Words = Words {
-    title: "Chime alarm",
-    job: "Job",
-    group: "Group",
-    run: "Run",
-    scheduled: "Scheduled",
-    started: "Started",
-    executor: "Executor",
-    trigger: "Trigger",
-    handle: "Handle",
-    not_yet: "(not yet)",
-    nobody: "(none)",
-    job_deleted: "(job deleted)",
-    code: "code",
-    log: "Log (last lines)",
-    open: "Open in Chime",
-    failed: ("failed", ""),
-    recovered: ("recovered", " succeeded"),
-    late: ("is late", " did not start in time"),
-    slow: ("is taking long", " still running"),
-};
-
-const CHINESE: Words = Words {
-    title: "Chime 告警",
-    job: "任务",
-    group: "执行器",
-    run: "运行",
-    scheduled: "计划时间",
-    started: "开始时间",
-    executor: "执行器地址",
-    trigger: "调度结果",
-    handle: "执行结果",
-    not_yet: "（尚未开始）",
-    nobody: "（无）",
-    job_deleted: "（任务已删除）",
-    code: "代码",
-    log: "日志（末尾）",
-    open: "在 Chime 中查看",
-    failed: ("执行失败", ""),
-    recovered: ("已恢复", " 执行成功"),
-    late: ("延迟", " 未按时开始"),
-    slow: ("运行过久", " 仍在运行"),
-};
+words! {
+    title: "Chime alarm", "Chime 告警";
+    job: "Job", "任务";
+    group: "Group", "执行器";
+    run: "Run", "运行";
+    scheduled: "Scheduled", "计划时间";
+    started: "Started", "开始时间";
+    executor: "Executor", "执行器地址";
+    trigger: "Trigger", "调度结果";
+    handle: "Handle", "执行结果";
+    not_yet: "(not yet)", "（尚未开始）";
+    nobody: "(none)", "（无）";
+    job_deleted: "(job deleted)", "（任务已删除）";
+    code: "code", "代码";
+    log: "Log (last lines)", "日志（末尾）";
+    open: "Open in Chime", "在 Chime 中查看";
+    /// What the job did, then what its run did, by event.
+    failed_job: "failed", "执行失败";
+    failed_run: "", "";
+    recovered_job: "recovered", "已恢复";
+    recovered_run: " succeeded", " 执行成功";
+    late_job: "is late", "延迟";
+    late_run: " did not start in time", " 未按时开始";
+    slow_job: "is taking long", "运行过久";
+    slow_run: " still running", " 仍在运行";
+}
 
 impl AlarmLanguage {
     fn words(self) -> &'static Words {
@@ -338,10 +311,10 @@ impl Alarm {
             .collect();
         let w = self.lang.words();
         let (job_is, run_is) = match self.event {
-            AlarmEvent::Failed => w.failed,
-            AlarmEvent::Recovered => w.recovered,
-            AlarmEvent::Late => w.late,
-            AlarmEvent::Slow => w.slow,
+            AlarmEvent::Failed => (w.failed_job, w.failed_run),
+            AlarmEvent::Recovered => (w.recovered_job, w.recovered_run),
+            AlarmEvent::Late => (w.late_job, w.late_run),
+            AlarmEvent::Slow => (w.slow_job, w.slow_run),
         };
         let (job, run) = (w.job, w.run);
         match self.lang {
