@@ -79,6 +79,8 @@ pub struct Recovered {
 
 /// Most runs read back to count a job's failures in a row.
 const STREAK_WINDOW: i64 = 10_000;
+/// Runs read per page while counting them.
+const STREAK_PAGE: i64 = 64;
 
 const DELIVERY_COLUMNS: &str =
     "id, run_id, channel_id, channel, kind, event, state, attempts, error, created_at, sent_at";
@@ -200,27 +202,37 @@ impl Store {
     /// a run still open; a success ends the count.
     pub async fn failure_streak(&self, job_id: i64, run_id: i64) -> StoreResult<u32> {
         let q = self.sql(
-            "SELECT r.trigger_code AS trigger_code, r.handle_code AS handle_code, \
+            "SELECT r.id AS id, r.trigger_code AS trigger_code, r.handle_code AS handle_code, \
              (SELECT MIN(l.id) FROM run l WHERE l.retry_of = r.id) AS retried_by \
              FROM run r WHERE r.job_id = ? AND r.id <= ? ORDER BY r.id DESC LIMIT ?",
         );
-        let recent = sqlx::query(&q)
-            .bind(job_id)
-            .bind(run_id)
-            .bind(STREAK_WINDOW)
-            .fetch_all(&self.write)
-            .await?;
-        let mut streak = 0u32;
-        for row in &recent {
-            let (trigger, handle) = (rows::int(row, "trigger_code")?, rows::int(row, "handle_code")?);
-            let open = handle == 0 && (trigger == 0 || trigger == 200);
-            if open || trigger == SKIPPED_CODE || rows::int(row, "retried_by")? > 0 {
-                continue;
+        let (mut streak, mut read, mut below) = (0u32, 0i64, run_id);
+        // Read backwards a page at a time: a success usually ends the count within a few runs,
+        // and a long outage is counted up to STREAK_WINDOW runs without holding them all.
+        while read < STREAK_WINDOW {
+            let page = sqlx::query(&q)
+                .bind(job_id)
+                .bind(below)
+                .bind(STREAK_PAGE)
+                .fetch_all(&self.write)
+                .await?;
+            for row in &page {
+                let (trigger, handle) = (rows::int(row, "trigger_code")?, rows::int(row, "handle_code")?);
+                let open = handle == 0 && (trigger == 0 || trigger == 200);
+                if open || trigger == SKIPPED_CODE || rows::int(row, "retried_by")? > 0 {
+                    continue;
+                }
+                if handle == 200 {
+                    return Ok(streak);
+                }
+                streak += 1;
             }
-            if handle == 200 {
+            let Some(last) = page.last() else { break };
+            if page.len() < STREAK_PAGE as usize {
                 break;
             }
-            streak += 1;
+            below = rows::int(last, "id")? - 1;
+            read += STREAK_PAGE;
         }
         Ok(streak)
     }
