@@ -300,12 +300,17 @@ test("a job's and a group's channels are set in their forms, the names suggested
   // No section of schema-only fields: the table names alarm_channels.
   assert.equal(await page.locator('#job-form fieldset.sec[data-section=other]').count(), 0);
   await page.fill('#job-form input[name=alarm_channels]', 'ops-slack-2');
+  // Its alarms in Chinese: one of the languages offered, the admin's by default.
+  assert.equal(await page.inputValue('#job-form select[name=alarm_language]'), '');
+  await page.selectOption('#job-form select[name=alarm_language]', 'zh');
   await page.click('#job-form button[type=submit]');
   await page.waitForSelector('#jobs tbody tr');
   const jobs = (await call('GET', '/v1/jobs')).body;
   const job = jobs.find((j) => j.description === 'fails with alarm');
   assert.ok(job, 'the job was saved');
-  assert.equal((await call('GET', `/v1/jobs/${job.id}`)).body.alarm_channels, 'ops-slack-2');
+  const saved = (await call('GET', `/v1/jobs/${job.id}`)).body;
+  assert.equal(saved.alarm_channels, 'ops-slack-2');
+  assert.equal(saved.alarm_language, 'zh');
   // Edited, the form shows the job's channels.
   await open(`jobs/edit/${job.id}`);
   await page.waitForSelector('#job-form');
@@ -320,6 +325,8 @@ test("a job's and a group's channels are set in their forms, the names suggested
   await page.waitForFunction(() => !document.getElementById('group-form'));
   const group = (await call('GET', '/v1/groups')).body.find((g) => g.app_name === 'alarm-demo');
   assert.equal(group.alarm_channels, 'ops-slack-2');
+  // The list shows the group's channels.
+  await page.waitForFunction(() => document.querySelector('tr[data-app="alarm-demo"] td.alarm-channels')?.textContent === 'ops-slack-2');
 });
 
 test("a failed run's page lists the deliveries of its alarm", async () => {
@@ -334,6 +341,7 @@ test("a failed run's page lists the deliveries of its alarm", async () => {
   assert.match(cells[5], /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d /, 'when it was delivered');
   assert.equal(await page.getAttribute('#run-alarm', 'data-alarm'), 'sent');
   assert.equal(slack.got.length, before + 1, 'the receiver got the alarm');
+  assert.match(slack.got[slack.got.length - 1].body, /Chime 告警/, "in the job's language");
   await shot('run-deliveries');
   await page.selectOption('#lang', 'zh');
   await page.waitForFunction(() => document.querySelector('#run-alarms tbody tr td.state')?.textContent === '已发送');

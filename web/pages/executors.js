@@ -32,7 +32,7 @@ export async function executors(root) {
   // which every group shares (the server refuses others anyway).
   root.replaceChildren(h('h2', {}, t('executors')),
     admin ? h('button', { id: 'add-group', onclick: () => slot.replaceChildren(form(null)) }, t('add')) : h('p', { class: 'note', id: 'groups-note' }, t('groups_admin_only')), slot,
-    h('table', { id: 'groups' }, h('tr', {}, [t('app_name'), t('title'), t('addresses'), t('last_heartbeat'), t('address_type'), ''].map((x) => h('th', {}, x))),
+    h('table', { id: 'groups' }, h('tr', {}, [t('app_name'), t('title'), t('addresses'), t('last_heartbeat'), t('address_type'), t('alarm_channels'), ''].map((x) => h('th', {}, x))),
       groups.map((g) => h('tr', { 'data-app': g.app_name }, h('td', {}, g.app_name,
         g.insecure_no_token ? h('span', { class: 'no-token', title: t('insecure_no_token_help') }, ` (${t('no_token')})`) : ''), h('td', {}, g.title),
         // A manual address has no heartbeat: the admin asked it (`/beat`) for this list.
@@ -41,6 +41,8 @@ export async function executors(root) {
           e.answers == null ? '' : h('span', { class: `answers ${e.answers ? 'yes' : 'no'}` }, ` (${t(e.answers ? 'address_answers' : 'address_silent')})`)))),
         h('td', {}, liveOf(g.id).map((e) => h('div', {}, fmtTime(e.last_heartbeat)))),
         h('td', { class: 'address-type', 'data-type': g.address_type }, t(g.address_type === 'manual' ? 'address_manual' : 'address_auto_reg')),
+        // The channels the group's jobs that name none alarm to.
+        h('td', { class: 'alarm-channels' }, g.alarm_channels || '—'),
         h('td', {}, admin ? [h('button', { onclick: () => slot.replaceChildren(form(g)) }, t('edit')),
           h('button', { onclick: async () => { if (confirm(t('confirm_delete'))) { try { await api('DELETE', `/v1/groups/${g.id}`); go('#executors'); } catch (e) { slot.replaceChildren(errorBox(e)); } } } }, t('remove'))] : '')))));
 }
