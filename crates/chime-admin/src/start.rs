@@ -459,6 +459,7 @@ fn wire(
             public_url: s.config.public_url.clone(),
             shutdown: s.shutdown.clone(),
             metrics: s.metrics.clone(),
+            directory: s.directory.clone(),
         },
         alarm_inbox: inboxes.alarms,
         retention: Retention {

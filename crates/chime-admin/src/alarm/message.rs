@@ -2,6 +2,7 @@
 //! HTML-escaped), the webhooks (JSON with a `text` field, which chat tools show, or a template's
 //! variables) and the chat robots (Markdown, see [`super::channels`]).
 
+use crate::api::alarm_events::AlarmEventEntry;
 use crate::model::{cut_chars, AlarmEvent, Group, Job, Run};
 use serde_json::{json, Value};
 
@@ -46,6 +47,88 @@ pub fn escape_html(s: &str) -> String {
     out
 }
 
+/// What an alarm says, whatever raised it: a run ([`Alarm`]) or another event
+/// ([`EventAlarm`]). Every rendering — plain text, HTML, Markdown, a receiver's
+/// card — is made from these, so all alarms look alike on every channel.
+pub trait AlarmText: Send + Sync {
+    /// The e-mail subject (one line, no HTML).
+    fn subject(&self) -> String;
+    /// The lines shown, in order: label and plain value.
+    fn fields(&self) -> Vec<(String, String)>;
+    /// The subject's page in the console (`--public-url`), when the admin knows its address.
+    fn link(&self) -> Option<&str>;
+    /// What the link opens, for its text (`run 7`, `workflow instance 12`).
+    fn link_target(&self) -> String;
+    /// The variables of a webhook template (`${name}`), by name.
+    fn variables(&self) -> Vec<(&'static str, String)>;
+    /// The webhook's JSON body: `text` for chat tools, and the facts as fields for programs.
+    fn json(&self) -> Value;
+    /// The job's e-mail contacts (`alarm_contacts`), for a delivery to them; none by default.
+    fn contacts(&self) -> &str {
+        ""
+    }
+
+    /// Markdown for chat robots: a title, one line per fact, and the link. Values are made
+    /// plain (no Markdown of their own), so a handler message cannot forge links or headings.
+    fn markdown(&self) -> String {
+        let mut out = format!("### {}\n\n", plain_markdown(&self.subject()));
+        for (label, value) in self.fields() {
+            let value = plain_markdown(value.trim_end()).replace('\n', "  \n  ");
+            out.push_str(&format!("- **{label}**: {value}\n"));
+        }
+        if let Some(link) = self.link() {
+            out.push_str(&format!("\n[Open {} in Chime]({link})\n", self.link_target()));
+        }
+        out
+    }
+
+    /// The facts by label, for receivers that lay them out themselves (Teams' fact set).
+    fn facts(&self) -> Vec<(String, String)> {
+        self.fields()
+            .into_iter()
+            .map(|(label, value)| (label, value.trim_end().to_owned()))
+            .collect()
+    }
+
+    /// Plain text: the e-mail's text part and the webhook's `text`.
+    fn text(&self) -> String {
+        let mut out = format!("{}\n", self.subject());
+        for (label, value) in self.fields() {
+            out.push_str(&format!("{label}: {}\n", value.trim_end()));
+        }
+        if let Some(link) = self.link() {
+            out.push_str(&format!("Open in Chime: {link}\n"));
+        }
+        out
+    }
+
+    /// The e-mail's HTML part: a table whose every value is escaped, so a handler message
+    /// cannot inject markup into the mail.
+    fn html(&self) -> String {
+        let mut out = format!(
+            "<html><body><h3>{}</h3><table border=\"1\" cellpadding=\"4\" style=\"border-collapse:collapse\">",
+            escape_html(&self.subject())
+        );
+        for (label, value) in self.fields() {
+            let value = escape_html(value.trim_end()).replace('\n', "<br>");
+            out.push_str(&format!(
+                "<tr><th align=\"left\">{}</th><td>{value}</td></tr>",
+                escape_html(&label)
+            ));
+        }
+        out.push_str("</table>");
+        if let Some(link) = self.link() {
+            let link = escape_html(link);
+            out.push_str(&format!(
+                "<p><a href=\"{link}\">Open {} in Chime</a></p>",
+                escape_html(&self.link_target())
+            ));
+        }
+        out.push_str("</body></html>");
+        out
+    }
+}
+
 impl Alarm {
     fn description(&self) -> String {
         self.job
@@ -60,103 +143,6 @@ impl Alarm {
             Some(g) => format!("{} ({})", g.app_name, g.title),
             None => format!("group {}", self.run.group_id),
         }
-    }
-
-    /// The fields shown, in order: label and plain value.
-    fn fields(&self) -> Vec<(&'static str, String)> {
-        let r = &self.run;
-        let when = |ms: i64| {
-            chrono::DateTime::from_timestamp_millis(ms)
-                .map(|t| t.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string())
-                .unwrap_or_default()
-        };
-        vec![
-            ("Job", format!("{} {}", r.job_id, self.description())),
-            ("Group", self.group_name()),
-            ("Run", format!("{} ({})", r.id, r.trigger_type.as_str())),
-            ("Scheduled", when(r.scheduled_at)),
-            (
-                "Started",
-                if r.triggered_at > 0 {
-                    when(r.triggered_at)
-                } else {
-                    "(not yet)".to_owned()
-                },
-            ),
-            (
-                "Executor",
-                if r.executor_address.is_empty() {
-                    "(none)".to_owned()
-                } else {
-                    r.executor_address.clone()
-                },
-            ),
-            (
-                "Trigger",
-                format!(
-                    "code {}\n{}",
-                    r.trigger_code,
-                    cut_chars(&lines(&r.trigger_msg), RESULT_CHARS)
-                ),
-            ),
-            (
-                "Handle",
-                format!(
-                    "code {}\n{}",
-                    r.handle_code,
-                    cut_chars(&lines(&r.handle_msg), RESULT_CHARS)
-                ),
-            ),
-        ]
-    }
-
-    /// Markdown for chat robots: a title, one line per fact, and the link. Values are made
-    /// plain (no Markdown of their own), so a handler message cannot forge links or headings.
-    pub fn markdown(&self) -> String {
-        let mut out = format!("### {}\n\n", plain_markdown(&self.subject()));
-        for (label, value) in self.fields() {
-            let value = plain_markdown(value.trim_end()).replace('\n', "  \n  ");
-            out.push_str(&format!("- **{label}**: {value}\n"));
-        }
-        if let Some(link) = &self.link {
-            out.push_str(&format!("\n[Open run {} in Chime]({link})\n", self.run.id));
-        }
-        out
-    }
-
-    /// The facts by label, for receivers that lay them out themselves (Teams' fact set).
-    pub fn facts(&self) -> Vec<(&'static str, String)> {
-        self.fields()
-            .into_iter()
-            .map(|(label, value)| (label, value.trim_end().to_owned()))
-            .collect()
-    }
-
-    /// The variables of a webhook template (`${name}`), by name.
-    pub fn variables(&self) -> Vec<(&'static str, String)> {
-        let r = &self.run;
-        vec![
-            ("job_id", r.job_id.to_string()),
-            ("job", self.description()),
-            ("group", self.group_name()),
-            ("run_id", r.id.to_string()),
-            ("handler", r.handler.clone()),
-            ("param", r.param.clone()),
-            (
-                "status",
-                serde_json::to_value(r.status)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
-            ),
-            ("result", cut_chars(&lines(&r.handle_msg), RESULT_CHARS)),
-            ("trigger_msg", cut_chars(&lines(&r.trigger_msg), RESULT_CHARS)),
-            ("trigger_time", r.triggered_at.to_string()),
-            ("scheduled_at", r.scheduled_at.to_string()),
-            ("executor", r.executor_address.clone()),
-            ("link", self.link.clone().unwrap_or_default()),
-            ("text", self.text()),
-        ]
     }
 
     /// The alarm of `event` for run `run_id`, with its job and group as they are now (`None`
@@ -217,9 +203,11 @@ impl Alarm {
             event: AlarmEvent::Failed,
         }
     }
+}
 
+impl AlarmText for Alarm {
     /// The e-mail subject (one line, no HTML).
-    pub fn subject(&self) -> String {
+    fn subject(&self) -> String {
         let desc: String = self
             .description()
             .chars()
@@ -227,10 +215,13 @@ impl Alarm {
             .take(120)
             .collect();
         match self.event {
-            AlarmEvent::Failed => format!(
-                "Chime alarm: job {} ({desc}) failed, run {}",
-                self.run.job_id, self.run.id
-            ),
+            // A run raises only the four below; the others are `EventAlarm`'s.
+            AlarmEvent::Failed | AlarmEvent::WorkflowFailed | AlarmEvent::NoExecutor | AlarmEvent::ExecutorBack => {
+                format!(
+                    "Chime alarm: job {} ({desc}) failed, run {}",
+                    self.run.job_id, self.run.id
+                )
+            }
             AlarmEvent::Recovered => format!(
                 "Chime alarm: job {} ({desc}) recovered, run {} succeeded",
                 self.run.job_id, self.run.id
@@ -246,43 +237,97 @@ impl Alarm {
         }
     }
 
-    /// Plain text: the e-mail's text part and the webhook's `text`.
-    pub fn text(&self) -> String {
-        let mut out = format!("{}\n", self.subject());
-        for (label, value) in self.fields() {
-            out.push_str(&format!("{label}: {}\n", value.trim_end()));
-        }
-        if let Some(link) = &self.link {
-            out.push_str(&format!("Open in Chime: {link}\n"));
-        }
-        out
+    /// The fields shown, in order: label and plain value.
+    fn fields(&self) -> Vec<(String, String)> {
+        let r = &self.run;
+        let when = |ms: i64| {
+            chrono::DateTime::from_timestamp_millis(ms)
+                .map(|t| t.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string())
+                .unwrap_or_default()
+        };
+        let fields = vec![
+            ("Job", format!("{} {}", r.job_id, self.description())),
+            ("Group", self.group_name()),
+            ("Run", format!("{} ({})", r.id, r.trigger_type.as_str())),
+            ("Scheduled", when(r.scheduled_at)),
+            (
+                "Started",
+                if r.triggered_at > 0 {
+                    when(r.triggered_at)
+                } else {
+                    "(not yet)".to_owned()
+                },
+            ),
+            (
+                "Executor",
+                if r.executor_address.is_empty() {
+                    "(none)".to_owned()
+                } else {
+                    r.executor_address.clone()
+                },
+            ),
+            (
+                "Trigger",
+                format!(
+                    "code {}\n{}",
+                    r.trigger_code,
+                    cut_chars(&lines(&r.trigger_msg), RESULT_CHARS)
+                ),
+            ),
+            (
+                "Handle",
+                format!(
+                    "code {}\n{}",
+                    r.handle_code,
+                    cut_chars(&lines(&r.handle_msg), RESULT_CHARS)
+                ),
+            ),
+        ];
+        fields
+            .into_iter()
+            .map(|(label, value)| (label.to_owned(), value))
+            .collect()
     }
 
-    /// The e-mail's HTML part: a table whose every value is escaped, so a handler message
-    /// cannot inject markup into the mail.
-    pub fn html(&self) -> String {
-        let mut out = format!(
-            "<html><body><h3>{}</h3><table border=\"1\" cellpadding=\"4\" style=\"border-collapse:collapse\">",
-            escape_html(&self.subject())
-        );
-        for (label, value) in self.fields() {
-            let value = escape_html(value.trim_end()).replace('\n', "<br>");
-            out.push_str(&format!("<tr><th align=\"left\">{label}</th><td>{value}</td></tr>"));
-        }
-        out.push_str("</table>");
-        if let Some(link) = &self.link {
-            let link = escape_html(link);
-            out.push_str(&format!(
-                "<p><a href=\"{link}\">Open run {} in Chime</a></p>",
-                self.run.id
-            ));
-        }
-        out.push_str("</body></html>");
-        out
+    fn link(&self) -> Option<&str> {
+        self.link.as_deref()
+    }
+
+    fn link_target(&self) -> String {
+        format!("run {}", self.run.id)
+    }
+
+    /// The variables of a webhook template (`${name}`), by name.
+    fn variables(&self) -> Vec<(&'static str, String)> {
+        let r = &self.run;
+        vec![
+            ("job_id", r.job_id.to_string()),
+            ("job", self.description()),
+            ("group", self.group_name()),
+            ("run_id", r.id.to_string()),
+            ("handler", r.handler.clone()),
+            ("param", r.param.clone()),
+            (
+                "status",
+                serde_json::to_value(r.status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+            ),
+            ("result", cut_chars(&lines(&r.handle_msg), RESULT_CHARS)),
+            ("trigger_msg", cut_chars(&lines(&r.trigger_msg), RESULT_CHARS)),
+            ("trigger_time", r.triggered_at.to_string()),
+            ("scheduled_at", r.scheduled_at.to_string()),
+            ("executor", r.executor_address.clone()),
+            ("link", self.link.clone().unwrap_or_default()),
+            ("text", self.text()),
+            ("event", self.event.as_str().to_owned()),
+            ("title", self.subject()),
+        ]
     }
 
     /// The webhook's JSON body: `text` for chat tools, and the facts as fields for programs.
-    pub fn json(&self) -> Value {
+    fn json(&self) -> Value {
         let r = &self.run;
         json!({
             "text": self.text(),
@@ -300,6 +345,101 @@ impl Alarm {
             "alarm_contacts": self.job.as_ref().map(|j| j.info.alarm_contacts.clone()).unwrap_or_default(),
             "link": self.link,
             "event": self.event.as_str(),
+        })
+    }
+    fn contacts(&self) -> &str {
+        self.job.as_ref().map_or("", |j| j.info.alarm_contacts.as_str())
+    }
+}
+
+/// An alarm no run raised, as stored (`alarm_event`): its title and lines were written when it
+/// was raised, so it says what was true then.
+#[derive(Debug, Clone)]
+pub struct EventAlarm {
+    /// The stored alarm (its deliveries are not needed here).
+    pub entry: AlarmEventEntry,
+    /// Its subject's page in the console, under `--public-url`.
+    pub link: Option<String>,
+}
+
+impl EventAlarm {
+    /// `entry` with its link under `public_url`, when the admin knows its address.
+    pub fn new(entry: AlarmEventEntry, public_url: Option<&str>) -> EventAlarm {
+        let link = public_url
+            .filter(|_| !entry.link.is_empty())
+            .map(|base| format!("{}/{}", base.trim_end_matches('/'), entry.link));
+        EventAlarm { entry, link }
+    }
+
+    /// The value of the line labelled `label`, or empty.
+    fn fact(&self, label: &str) -> String {
+        self.entry
+            .facts
+            .iter()
+            .find(|f| f.label == label)
+            .map(|f| f.value.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl AlarmText for EventAlarm {
+    fn subject(&self) -> String {
+        self.entry.title.chars().filter(|c| !c.is_control()).collect()
+    }
+
+    fn fields(&self) -> Vec<(String, String)> {
+        self.entry
+            .facts
+            .iter()
+            .map(|f| (f.label.clone(), f.value.clone()))
+            .collect()
+    }
+
+    fn link(&self) -> Option<&str> {
+        self.link.as_deref()
+    }
+
+    fn link_target(&self) -> String {
+        match self.entry.event {
+            AlarmEvent::WorkflowFailed => format!("workflow instance {}", self.entry.subject),
+            _ => "the group's executors".to_owned(),
+        }
+    }
+
+    /// The same names as a run's alarm (a template serves both): those about a job or a run
+    /// are empty, `status` is the event.
+    fn variables(&self) -> Vec<(&'static str, String)> {
+        crate::api::alarm_channels::TEMPLATE_VARIABLES
+            .iter()
+            .map(|name| {
+                let value = match *name {
+                    "group" => self.fact("Group"),
+                    "status" | "event" => self.entry.event.as_str().to_owned(),
+                    "link" => self.link.clone().unwrap_or_default(),
+                    "text" => self.text(),
+                    "title" => self.subject(),
+                    _ => String::new(),
+                };
+                (*name, value)
+            })
+            .collect()
+    }
+
+    fn json(&self) -> Value {
+        let facts: serde_json::Map<String, Value> = self
+            .entry
+            .facts
+            .iter()
+            .map(|f| (f.label.clone(), Value::String(f.value.clone())))
+            .collect();
+        json!({
+            "text": self.text(),
+            "event": self.entry.event.as_str(),
+            "alarm_event_id": self.entry.id,
+            "subject_id": self.entry.subject,
+            "title": self.entry.title,
+            "facts": facts,
+            "link": self.link,
         })
     }
 }

@@ -7,7 +7,7 @@
 //! and every [`POLL`] besides (deliveries of another admin that stopped, leases run out).
 
 use super::deliver::{Sender, Target};
-use super::message::Alarm;
+use super::message::{Alarm, AlarmText, EventAlarm};
 use super::Secrets;
 use crate::store::{LeasedDelivery, Store};
 use std::sync::Arc;
@@ -124,7 +124,7 @@ impl Outbox {
         let recorded = match outcome {
             Ok(()) => {
                 self.metrics.alarm_delivery(kind, "sent");
-                tracing::info!(run_id = leased.run_id, channel = %leased.channel, "alarm delivered");
+                tracing::info!(run_id = leased.run_id, alarm_event = leased.event_id, channel = %leased.channel, "alarm delivered");
                 self.store.record_attempt(id, Ok(())).await
             }
             Err((why, permanent)) => {
@@ -137,16 +137,17 @@ impl Outbox {
                 self.metrics
                     .alarm_delivery(kind, if last { "failed" } else { "retried" });
                 if last {
-                    tracing::error!(run_id = leased.run_id, channel = %leased.channel, attempts = leased.attempts, error = %why, "alarm delivery failed; giving up");
+                    tracing::error!(run_id = leased.run_id, alarm_event = leased.event_id, channel = %leased.channel, attempts = leased.attempts, error = %why, "alarm delivery failed; giving up");
                 } else {
-                    tracing::warn!(run_id = leased.run_id, channel = %leased.channel, attempt = leased.attempts, error = %why, "alarm delivery failed; trying again");
+                    tracing::warn!(run_id = leased.run_id, alarm_event = leased.event_id, channel = %leased.channel, attempt = leased.attempts, error = %why, "alarm delivery failed; trying again");
                 }
                 self.store.record_attempt(id, Err((&why, retry_at))).await
             }
         };
         match recorded {
-            Ok(true) => self.settle(leased.run_id).await,
-            Ok(false) => {}
+            // An alarm no run raised has no run to record it on: its deliveries say it all.
+            Ok(true) if leased.run_id > 0 => self.settle(leased.run_id).await,
+            Ok(_) => {}
             // The lease runs out and the delivery is tried again: at worst sent twice.
             Err(e) => tracing::warn!(delivery = id, error = %e, "recording an alarm delivery failed"),
         }
@@ -154,13 +155,7 @@ impl Outbox {
 
     /// One attempt; the error (without secrets) and whether it is final whatever the count.
     async fn attempt(&self, leased: &LeasedDelivery) -> Result<(), (String, bool)> {
-        let mut alarm = Alarm::load(&self.store, leased.run_id, leased.event)
-            .await
-            .map_err(|e| (format!("the run could not be read: {e}"), false))?;
-        alarm.link = self
-            .public_url
-            .as_ref()
-            .map(|base| format!("{base}/#/runs/{}", leased.run_id));
+        let alarm = self.message(leased).await?;
         let (target, mut secrets) = match leased.channel_id {
             None if leased.channel == super::CONTACTS => (Target::Contacts, Vec::new()),
             None => (Target::AdminWebhook, Vec::new()),
@@ -179,9 +174,31 @@ impl Outbox {
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         let secrets = Secrets(secrets);
         self.sender
-            .send_once(&target, &alarm)
+            .send_once(&target, alarm.as_ref())
             .await
             .map_err(|f| (secrets.scrub(&f.message), f.permanent))
+    }
+
+    /// What `leased` tells: its run's alarm as the run is now, or the alarm event as stored.
+    async fn message(&self, leased: &LeasedDelivery) -> Result<Box<dyn AlarmText>, (String, bool)> {
+        if leased.event_id > 0 {
+            let entry = match self.store.alarm_event(leased.event_id).await {
+                Ok(e) => e,
+                Err(crate::store::StoreError::NotFound(_)) => {
+                    return Err(("the alarm event no longer exists".to_owned(), true));
+                }
+                Err(e) => return Err((format!("the alarm event could not be read: {e}"), false)),
+            };
+            return Ok(Box::new(EventAlarm::new(entry, self.public_url.as_deref())));
+        }
+        let mut alarm = Alarm::load(&self.store, leased.run_id, leased.event)
+            .await
+            .map_err(|e| (format!("the run could not be read: {e}"), false))?;
+        alarm.link = self
+            .public_url
+            .as_ref()
+            .map(|base| format!("{base}/#/runs/{}", leased.run_id));
+        Ok(Box::new(alarm))
     }
 
     /// Records on run `run_id` how its alarm went, once no delivery is pending.

@@ -6,6 +6,7 @@
 //! fields are declared once, in [`job_info`].
 
 pub mod alarm_channels;
+pub mod alarm_events;
 pub mod alarm_policy;
 pub mod alarm_silences;
 mod groups;

@@ -49,8 +49,10 @@ pub enum AlarmClaim {
 pub struct LeasedDelivery {
     /// Delivery id.
     pub id: i64,
-    /// Its run.
+    /// Its run; 0 for an alarm no run raised.
     pub run_id: i64,
+    /// The alarm event it belongs to (`alarm_event`); 0 for a run's alarm.
+    pub event_id: i64,
     /// The named channel, if any.
     pub channel_id: Option<i64>,
     /// The channel's name.
@@ -306,13 +308,15 @@ impl Store {
         if !taken {
             return Ok(None);
         }
-        let q =
-            self.sql("SELECT id, run_id, channel_id, channel, kind, event, attempts FROM alarm_delivery WHERE id = ?");
+        let q = self.sql(
+            "SELECT id, run_id, event_id, channel_id, channel, kind, event, attempts FROM alarm_delivery WHERE id = ?",
+        );
         let row = sqlx::query(&q).bind(id).fetch_one(&self.write).await?;
         let channel_id = rows::int(&row, "channel_id")?;
         Ok(Some(LeasedDelivery {
             id,
             run_id: rows::int(&row, "run_id")?,
+            event_id: rows::int(&row, "event_id")?,
             channel_id: (channel_id != 0).then_some(channel_id),
             channel: rows::text(&row, "channel")?,
             kind: rows::parsed(&row, "kind")?,

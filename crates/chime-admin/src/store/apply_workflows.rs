@@ -40,6 +40,9 @@ pub struct DocWorkflow {
     /// `skip` or `queue`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_limit: Option<OnLimit>,
+    /// Alarm channels told when an instance fails (`a,b`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alarm_channels: Option<String>,
     /// Scheduled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub running: Option<bool>,
@@ -154,6 +157,7 @@ impl Store {
                 misfire_strategy: Some(w.misfire_strategy.as_str().to_owned()),
                 max_instances: Some(w.max_instances),
                 on_limit: Some(w.on_limit),
+                alarm_channels: Some(w.alarm_channels),
                 running: Some(w.running),
             })
             .collect())
@@ -280,6 +284,7 @@ impl DocWorkflow {
             misfire_strategy: Some(self.misfire_strategy.clone().unwrap_or_else(|| "DO_NOTHING".to_owned())),
             max_instances: Some(self.max_instances.unwrap_or(0)),
             on_limit: Some(self.on_limit.unwrap_or_default()),
+            alarm_channels: Some(self.alarm_channels.clone().unwrap_or_default()),
             definition: Some(Definition {
                 nodes,
                 edges: self.edges.clone(),
@@ -304,6 +309,7 @@ fn changed_fields(old: &Workflow, draft: &WorkflowDraft) -> Vec<String> {
     diff("misfire_strategy", old.misfire_strategy != draft.misfire_strategy);
     diff("max_instances", old.max_instances != draft.max_instances);
     diff("on_limit", old.on_limit != draft.on_limit);
+    diff("alarm_channels", old.alarm_channels != draft.alarm_channels);
     diff("nodes", old.definition.nodes != draft.definition.nodes);
     diff("edges", old.definition.edges != draft.definition.edges);
     diff("running", old.running != draft.running);
