@@ -279,6 +279,7 @@ pub fn accepted(kind: ChannelKind, status: u16, body: &str) -> Result<(), String
 
 #[cfg(test)]
 mod tests {
+    use super::super::message::Alarm;
     use super::*;
 
     #[test]

@@ -18,6 +18,7 @@ pub mod schema;
 pub use alarm_channels::{
     AlarmChannel, AlarmChannelSpec, AlarmDelivery, AlarmEvent, ChannelDraft, ChannelKind, DeliveryState,
 };
+pub use alarm_events::{AlarmEventEntry, AlarmFact};
 pub use alarm_silences::{AlarmSilence, AlarmSilenceSpec, SilenceDraft};
 pub use groups::{AddressType, Group, GroupSpec};
 pub use invalid::Invalid;
