@@ -3,7 +3,8 @@
 //! channels once, naming the workflow, the instance, the failed node and its page; a group with
 //! an enabled job whose executor is killed with SIGKILL tells the group's channels once that it
 //! has no live executor, and once that one is back after a restart; a group without an enabled
-//! job tells nothing. Two `chime admin` processes on one PostgreSQL database tell each once.
+//! job tells nothing. Two `chime admin` processes on one PostgreSQL or MariaDB database tell
+//! each once.
 //! A workflow's `alarm_channels` must name existing channels (422), and a channel a workflow
 //! names cannot be deleted or renamed (409).
 
@@ -359,11 +360,10 @@ async fn a_group_without_a_live_executor_is_told_once_and_its_return() {
     env.close().await;
 }
 
-/// Two admin processes on one PostgreSQL database: the failed instance, the outage and the
-/// return are each told once.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn two_admins_tell_each_alarm_once() {
-    let db = TestDb::new(Db::Postgres).await;
+/// Two admin processes on one database: the failed instance, the outage and the return are
+/// each told once.
+async fn two_admins_tell_each_alarm_once(kind: Db) {
+    let db = TestDb::new(kind).await;
     let dir = tempfile::tempdir().unwrap();
     let args = [
         "--dead-timeout",
@@ -405,4 +405,14 @@ async fn two_admins_tell_each_alarm_once() {
     assert_eq!(events, ["workflow_failed", "no_executor", "executor_back"], "each once");
     drop((a, b));
     db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_admins_tell_each_alarm_once_postgres() {
+    two_admins_tell_each_alarm_once(Db::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_admins_tell_each_alarm_once_mariadb() {
+    two_admins_tell_each_alarm_once(Db::MySql).await;
 }
