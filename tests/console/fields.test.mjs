@@ -97,7 +97,7 @@ test('the user body: the name only for a new user, an empty password left out', 
 });
 
 test('the workflow body: its fields, the graph added by the page', () => {
-  const values = { name: 'w', description: '', schedule_type: 'CRON', schedule_expr: '0 0 3 * * ?', time_zone: 'Asia/Shanghai', misfire_strategy: 'DO_NOTHING', max_instances: '0', on_limit: 'queue' };
+  const values = { name: 'w', description: '', schedule_type: 'CRON', schedule_expr: '0 0 3 * * ?', time_zone: 'Asia/Shanghai', misfire_strategy: 'DO_NOTHING', max_instances: '0', on_limit: 'queue', alarm_channels: 'ops' };
   assert.deepEqual(bodyOf(WORKFLOW_FIELDS, values), { ...values, max_instances: 0 });
 });
 

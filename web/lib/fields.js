@@ -141,6 +141,7 @@ export const WORKFLOW_FIELDS = /** @type {Field[]} */ ([
   { name: 'misfire_strategy', kind: 'select', section: 'schedule', options: 'misfire_strategies', prefix: 'misfire', initial: 'DO_NOTHING' },
   { name: 'max_instances', kind: 'number', section: 'concurrency', help: 'max_instances_help', initial: '0', attrs: { min: '0', max: '10000' }, parse: numberOrNothing },
   { name: 'on_limit', kind: 'select', section: 'concurrency', choices: [{ value: 'skip', key: 'on_limit_skip' }, { value: 'queue', key: 'on_limit_queue' }], initial: 'skip' },
+  { name: 'alarm_channels', kind: 'text', section: 'alarms', help: 'wf_alarm_channels_help', attrs: { list: 'channel-names', autocomplete: 'off', spellcheck: 'false', placeholder: 'ops-slack, oncall-dingtalk' } },
   { name: 'definition', kind: 'none' },
 ]);
 

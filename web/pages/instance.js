@@ -1,12 +1,14 @@
 // @ts-check
 // One workflow instance: its graph coloured by each node's state, a node's details and the
-// operations on it (retry, skip, mark succeeded), polled while the instance goes on.
+// operations on it (retry, skip, mark succeeded), polled while the instance goes on; once it
+// failed, the deliveries of its alarm.
 import { h, lines, sleep } from '../lib/dom.js';
 import { api } from '../lib/api.js';
 import { go } from '../lib/nav.js';
 import { fmtTime } from '../lib/time.js';
 import { errorBox } from '../lib/forms.js';
 import { jobCache } from '../lib/widgets.js';
+import { kindName } from '../lib/channels.js';
 import { drawGraph, edgeLegend, stateLegend } from '../lib/graph.js';
 import { t } from '../i18n.js';
 
@@ -114,6 +116,29 @@ export async function instanceView(root, args) {
     detail.replaceChildren(...nodeDetail());
     nodeBody.replaceChildren(...inst.definition.nodes.map(nodeRow));
   };
+  // The deliveries of the instance's alarm (`/v1/workflow-instances/{id}/alarms`): none unless
+  // it failed and its workflow names channels. Asked again while one is pending.
+  const alarmBody = h('tbody');
+  const alarmCard = h('div', { class: 'card', id: 'wfi-alarm', hidden: true }, h('h3', {}, t('alarm_deliveries')),
+    h('table', { class: 'deliveries' },
+      h('thead', {}, h('tr', {}, ['delivery_channel', 'chan_kind', 'status', 'attempts', 'error', 'delivery_sent_at'].map((k) => h('th', {}, t(k))))), alarmBody));
+  const loadAlarm = async () => {
+    for (let asked = 0; asked < 30 && inst.state === 'failed' && alarmCard.isConnected; asked++) {
+      /** @type {any[]} */
+      let events;
+      try { events = await api('GET', `/v1/workflow-instances/${id}/alarms`); } catch { return; }
+      const all = events.flatMap((e) => e.deliveries);
+      alarmBody.replaceChildren(...all.map((d) => h('tr', { 'data-channel': d.channel, 'data-state': d.state },
+        h('td', { class: 'channel' }, d.channel), h('td', { class: 'kind' }, kindName(d.kind)),
+        h('td', { class: `state delivery-${d.state}` }, t(`delivery_${d.state}`)),
+        h('td', { class: 'attempts' }, String(d.attempts)), h('td', { class: 'error' }, d.error),
+        h('td', { class: 'sent-at' }, fmtTime(d.sent_at, zone)))));
+      alarmCard.hidden = !all.length;
+      // The alarm is stored a few seconds after the instance fails, then sent.
+      if (all.length && !all.some((d) => d.state === 'pending')) return;
+      await sleep(2000);
+    }
+  };
   const name = wf ? `#${wf.id} ${wf.name}` : `#${inst.workflow_id}`;
   /** @param {string} k @param {Node | string} v */
   const info = (k, v) => h('tr', {}, h('th', {}, t(k)), v instanceof Node ? v : h('td', {}, v));
@@ -125,8 +150,10 @@ export async function instanceView(root, args) {
       info('finished_at', finished), stoppedRow)),
     stop, h('button', { type: 'button', onclick: () => go(`#workflows/instances/${inst.workflow_id}`) }, t('instances_of')), msg,
     h('div', { class: 'wf-view' }, h('div', { class: 'wf-side' }, graph, stateLegend(), edgeLegend()), detail),
-    h('table', { id: 'wfi-nodes' }, h('thead', {}, h('tr', {}, [t('node_key'), t('job'), t('status'), t('started_at'), t('finished_at'), t('result'), t('run')].map((x) => h('th', {}, x)))), nodeBody));
+    h('table', { id: 'wfi-nodes' }, h('thead', {}, h('tr', {}, [t('node_key'), t('job'), t('status'), t('started_at'), t('finished_at'), t('result'), t('run')].map((x) => h('th', {}, x)))), nodeBody),
+    alarmCard);
   draw();
+  loadAlarm();
   // Poll while the instance is queued or running and this page shows it; an action on a node
   // of a finished instance may set it going again, and polling with it. Redrawn only when
   // something changed, so a click on a node is never lost to a redraw.
@@ -145,6 +172,7 @@ export async function instanceView(root, args) {
     }
     live.textContent = '';
     polling = false;
+    loadAlarm();
   };
   poll();
 }

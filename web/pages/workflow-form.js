@@ -9,6 +9,7 @@ import { WORKFLOW_FIELDS } from '../lib/fields.js';
 import { controls, control, formBody, rowsOf, section, sel, asApiError, clearErrors, showError } from '../lib/forms.js';
 import { previewer } from '../lib/schedule.js';
 import { drawGraph, edgeLegend, WHEN } from '../lib/graph.js';
+import { channelNames } from '../lib/widgets.js';
 import { t } from '../i18n.js';
 
 const JOINS = ['all', 'any'];
@@ -212,6 +213,8 @@ async function workflowForm(root, wf) {
   section('workflow', rowsOf(ctl, 'workflow')),
   section('schedule', rowsOf(ctl, 'schedule', { time_zone: preview })),
   section('concurrency', rowsOf(ctl, 'concurrency')),
+  // Workflows are the admins' only, so the channels' names can be suggested.
+  section('alarms', rowsOf(ctl, 'alarms', { alarm_channels: channelNames(input('alarm_channels'), true) })),
   section('graph', h('div', { class: 'wf-edit' },
     h('div', { class: 'wf-tables' },
       h('h4', {}, t('nodes')),

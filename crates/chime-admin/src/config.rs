@@ -168,6 +168,10 @@ pub struct AdminConfig {
     #[arg(long, env = "CHIME_ALARM_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     #[serde(with = "duration_text")]
     pub alarm_timeout: Duration,
+    /// When this many alarm deliveries to one channel are due at once (failures that came
+    /// together), they go as one digest listing them; 0 sends each alone.
+    #[arg(long, env = "CHIME_ALARM_DIGEST_AT", default_value_t = 5)]
+    pub alarm_digest_at: u32,
     /// The language of alarm messages whose job names none (`alarm_language`): `en` or `zh`.
     #[arg(long, env = "CHIME_ALARM_LANGUAGE", value_enum, default_value = "en")]
     pub alarm_language: crate::api::alarm_policy::AlarmLanguage,

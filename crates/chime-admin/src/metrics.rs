@@ -192,6 +192,8 @@ pub struct Metrics {
     /// Alarms of failed runs not sent because the job's `at_most_every` had not passed since
     /// its last failure alarm.
     pub alarms_rate_limited: Counter,
+    /// Digests sent: messages that told several alarms due at once to one channel.
+    pub alarm_digests: Counter,
     refusal_log: Mutex<RefusalLog>,
 }
 
@@ -248,6 +250,12 @@ impl Metrics {
             "alarms_rate_limited",
             "Alarms of failed runs not sent because the job's at_most_every had not passed since its last failure alarm",
             alarms_rate_limited.clone(),
+        );
+        let alarm_digests = Counter::default();
+        registry.register(
+            "alarm_digests",
+            "Digests sent: messages that told several alarms due at once to one channel",
+            alarm_digests.clone(),
         );
         registry.register(
             "workflow_instances",
@@ -339,6 +347,7 @@ impl Metrics {
             alarm_deliveries,
             alarms_silenced,
             alarms_rate_limited,
+            alarm_digests,
             refusal_log: Mutex::new(RefusalLog::default()),
         }
     }

@@ -459,8 +459,10 @@ fn wire(
             public_url: s.config.public_url.clone(),
             language: s.config.alarm_language,
             client: s.client.clone(),
+            digest_at: usize::try_from(s.config.alarm_digest_at).unwrap_or(usize::MAX),
             shutdown: s.shutdown.clone(),
             metrics: s.metrics.clone(),
+            directory: s.directory.clone(),
         },
         alarm_inbox: inboxes.alarms,
         retention: Retention {

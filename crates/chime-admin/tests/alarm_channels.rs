@@ -10,6 +10,7 @@
 
 mod common;
 
+use common::demo_executor::DemoExecutor;
 use common::executor::TestExecutor;
 use common::receivers::{self as rx, Behaviour, Receiver, Recorded, Vendor};
 use common::{eventually, Db, Env, ACCESS_TOKEN};
@@ -94,6 +95,18 @@ async fn group_with_executor(env: &Env, app: &str, extra: Value) -> TestExecutor
     }
     env.api.ok("/v1/groups", body).await;
     let ex = TestExecutor::start(&env.prefix, app, ACCESS_TOKEN).await;
+    env.api.wait_executors(app, 1).await;
+    ex
+}
+
+/// A group `app` served by a real `chime executor --demo-handlers` process: its
+/// `failJobHandler` fails, its `demoJobHandler` succeeds. The admin must allow its 30 s beats
+/// (`admin(json!({"dead_timeout": "90s"}))`).
+async fn group_with_real_executor(env: &Env, app: &str) -> DemoExecutor {
+    env.api
+        .ok("/v1/groups", json!({"app_name": app, "title": format!("{app} title")}))
+        .await;
+    let ex = DemoExecutor::start(&env.prefix, app);
     env.api.wait_executors(app, 1).await;
     ex
 }
@@ -807,22 +820,22 @@ async fn pending_delivery_survives_kill_9() {
 /// alarmed failure is told to the same channel, once; a policy that does not read is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_policy_waits_for_failures_in_a_row_and_tells_the_recovery() {
-    let env = admin(json!({})).await;
+    let env = admin(json!({"dead_timeout": "90s"})).await;
     let slack = Receiver::start(Vendor::Slack, Behaviour::Normal).await;
     channel(&env, "team", &slack, None).await;
-    let _ex = group_with_executor(&env, "policy", json!({})).await;
+    let _ex = group_with_real_executor(&env, "policy").await;
     let (s, v) = env
         .api
         .post(
             "/v1/jobs",
-            json!({"group": "policy", "handler": "fail", "schedule_type": "NONE", "alarm_policy": "after_failures=zero"}),
+            json!({"group": "policy", "handler": "failJobHandler", "schedule_type": "NONE", "alarm_policy": "after_failures=zero"}),
         )
         .await;
     assert_eq!(s, 422, "{v}");
     assert_eq!(v["field"], "alarm_policy", "{v}");
     let job = env
         .job(
-            json!({"group": "policy", "handler": "fail", "schedule_type": "NONE", "retry_count": 0,
+            json!({"group": "policy", "handler": "failJobHandler", "schedule_type": "NONE", "retry_count": 0,
                     "description": "flaky import", "alarm_channels": "team",
                     "alarm_policy": " on_recovery, after_failures = 2 "}),
         )
@@ -857,7 +870,7 @@ async fn a_policy_waits_for_failures_in_a_row_and_tells_the_recovery() {
         .call(
             reqwest::Method::PUT,
             &format!("/v1/jobs/{job}"),
-            Some(json!({"handler": "ok"})),
+            Some(json!({"handler": "demoJobHandler"})),
         )
         .await;
     assert_eq!(s, 200, "{v}");
@@ -883,22 +896,22 @@ async fn a_policy_waits_for_failures_in_a_row_and_tells_the_recovery() {
 /// that was alarmed, counted, and not sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn alarms_speak_the_jobs_language_and_are_rate_limited() {
-    let env = admin(json!({})).await;
+    let env = admin(json!({"dead_timeout": "90s"})).await;
     let slack = Receiver::start(Vendor::Slack, Behaviour::Normal).await;
     channel(&env, "team", &slack, None).await;
-    let _ex = group_with_executor(&env, "lang", json!({})).await;
+    let _ex = group_with_real_executor(&env, "lang").await;
     let (s, v) = env
         .api
         .post(
             "/v1/jobs",
-            json!({"group": "lang", "handler": "fail", "schedule_type": "NONE", "alarm_language": "fr"}),
+            json!({"group": "lang", "handler": "failJobHandler", "schedule_type": "NONE", "alarm_language": "fr"}),
         )
         .await;
     assert_eq!(s, 422, "{v}");
     assert_eq!(v["field"], "alarm_language", "{v}");
     let zh = env
         .job(
-            json!({"group": "lang", "handler": "fail", "schedule_type": "NONE", "retry_count": 0,
+            json!({"group": "lang", "handler": "failJobHandler", "schedule_type": "NONE", "retry_count": 0,
                     "description": "日终对账", "alarm_channels": "team", "alarm_language": " zh ",
                     "alarm_policy": "at_most_every=1h"}),
         )
@@ -921,8 +934,8 @@ async fn alarms_speak_the_jobs_language_and_are_rate_limited() {
     );
     assert!(!text.contains("Chime alarm"), "no English subject: {text}");
     assert!(
-        text.contains("日志（末尾）") && text.contains(&format!("log of run {first} line 1")),
-        "the end of the run's log, read from its executor: {text}"
+        text.contains("日志（末尾）") && text.contains("failing: failJobHandler failed"),
+        "the end of the run's log: {text}"
     );
 
     let second = fail_once(&env, zh).await;
@@ -935,7 +948,12 @@ async fn alarms_speak_the_jobs_language_and_are_rate_limited() {
     assert!(deliveries(&env.api, second).await.is_empty());
     assert_eq!(env.api.metric("chime_alarms_rate_limited_total").await, Some(1.0));
 
-    let en = failing_job(&env, "lang", "nightly export", Some("team")).await;
+    let en = env
+        .job(
+            json!({"group": "lang", "handler": "failJobHandler", "schedule_type": "NONE", "retry_count": 0,
+                    "description": "nightly export", "alarm_channels": "team"}),
+        )
+        .await;
     let run = fail_once(&env, en).await;
     delivery_in_state(&env.api, run, "team", "sent", 20).await;
     let got = slack.wait_accepted(2, 10).await;
@@ -945,6 +963,44 @@ async fn alarms_speak_the_jobs_language_and_are_rate_limited() {
         "English by default: {text}"
     );
     assert_eq!(slack.accepted_count(), 2, "the rate-limited failure was not sent");
+}
+
+/// Failures that come together are told in a digest: with `alarm_digest_at` 3, five jobs
+/// failing at once reach their channel in fewer messages than failures, one of them a digest
+/// listing several, every failure told exactly once, each delivery `sent`, the digest counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn failures_that_come_together_are_told_in_one_digest() {
+    let env = admin(json!({"alarm_digest_at": 3})).await;
+    let slack = Receiver::start(Vendor::Slack, Behaviour::Normal).await;
+    channel(&env, "burst", &slack, None).await;
+    let _ex = group_with_executor(&env, "burst", json!({})).await;
+    let mut jobs = Vec::new();
+    for i in 0..5 {
+        jobs.push(failing_job(&env, "burst", &format!("burst job {i}"), Some("burst")).await);
+    }
+    let mut runs = Vec::new();
+    for job in &jobs {
+        runs.push(env.trigger(*job, json!({})).await);
+    }
+    for run in &runs {
+        env.run_with_status(*run, "failed").await;
+        delivery_in_state(&env.api, *run, "burst", "sent", 30).await;
+        run_alarm(&env.api, *run, "sent", 20).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let got = slack.requests();
+    let texts: Vec<String> = got.iter().map(Recorded::text).collect();
+    for run in &runs {
+        let told = format!(") failed, run {run}\n");
+        let messages = texts.iter().filter(|t| t.contains(&told)).count();
+        assert_eq!(messages, 1, "run {run} told in exactly one message: {texts:#?}");
+    }
+    assert!(got.len() < 5, "fewer messages than failures: {texts:#?}");
+    assert!(
+        texts.iter().any(|t| t.contains("alarms at once")),
+        "one is a digest: {texts:#?}"
+    );
+    assert!(env.api.metric("chime_alarm_digests_total").await.unwrap_or(0.0) >= 1.0);
 }
 
 /// `longer_than`: a run still running past it is told once, as `slow`, while it runs; the
@@ -996,12 +1052,12 @@ async fn fires_the_scheduler_made_late_are_told() {
         .await;
     assert_eq!(s, 201, "{v}");
     api.ok("/v1/groups", json!({"app_name": "late"})).await;
-    let _ex = TestExecutor::start(&admin.base(), "late", ACCESS_TOKEN).await;
+    let _ex = DemoExecutor::start(&admin.base(), "late");
     api.wait_executors("late", 1).await;
     let job = api
         .ok(
             "/v1/jobs",
-            json!({"group": "late", "handler": "ok", "schedule_type": "CRON", "schedule_expr": "* * * * * ?",
+            json!({"group": "late", "handler": "demoJobHandler", "schedule_type": "CRON", "schedule_expr": "* * * * * ?",
                    "misfire_strategy": "FIRE_ONCE_NOW", "running": true,
                    "alarm_channels": "team", "alarm_policy": "late_after=2s"}),
         )

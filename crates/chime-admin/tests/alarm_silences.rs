@@ -1,5 +1,5 @@
-//! Silence windows of alarms against a real admin, a real executor (`TestExecutor`'s `fail`
-//! handler) and a real receiver (`common::receivers`): while a window covers a run's group or
+//! Silence windows of alarms against a real admin, a real executor (`chime executor` with its
+//! demo handlers, `failJobHandler`) and a real receiver (`common::receivers`): while a window covers a run's group or
 //! job, a run that fails for good sends nothing, its alarm is `not_needed` and its `alarm_msg`
 //! names the window; deleting the window lets the next failure through; a window of another
 //! job silences nothing; a recurring window silences while in force and not otherwise; the
@@ -8,9 +8,9 @@
 
 mod common;
 
-use common::executor::TestExecutor;
+use common::demo_executor::{DemoExecutor, REAL_EXECUTOR_DEAD_TIMEOUT};
 use common::receivers::{Behaviour, Receiver, Vendor};
-use common::{eventually, Db, Env, ACCESS_TOKEN};
+use common::{eventually, Db, Env};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -24,6 +24,8 @@ async fn admin(db: Db) -> Env {
         c.alarm_attempts = 3;
         c.alarm_retry_pause = Duration::from_millis(100);
         c.alarm_timeout = Duration::from_secs(2);
+        // The executor is a real process, which beats every 30 s.
+        c.dead_timeout = REAL_EXECUTOR_DEAD_TIMEOUT;
     })
     .await
 }
@@ -42,23 +44,23 @@ async fn slack_channel(env: &Env) -> Receiver {
     r
 }
 
-/// Group `app` (alarming to `channels`, if any) served by a test executor; returns its id and
-/// the executor.
-async fn group_with_executor(env: &Env, app: &str, channels: Option<&str>) -> (i64, TestExecutor) {
+/// Group `app` (alarming to `channels`, if any) served by a real `chime executor
+/// --demo-handlers` process; returns its id and the executor.
+async fn group_with_executor(env: &Env, app: &str, channels: Option<&str>) -> (i64, DemoExecutor) {
     let mut body = json!({"app_name": app, "title": "silences"});
     if let Some(c) = channels {
         body["alarm_channels"] = json!(c);
     }
     let id = env.api.ok("/v1/groups", body).await["id"].as_i64().expect("a group id");
-    let ex = TestExecutor::start(&env.prefix, app, ACCESS_TOKEN).await;
+    let ex = DemoExecutor::start(&env.prefix, app);
     env.api.wait_executors(app, 1).await;
     (id, ex)
 }
 
-/// A job of `app` that fails for good (handler `fail`, no retry).
+/// A job of `app` that fails for good (handler `failJobHandler`, no retry).
 async fn failing_job(env: &Env, app: &str, description: &str) -> i64 {
     env.job(
-        json!({"group": app, "handler": "fail", "schedule_type": "NONE", "retry_count": 0,
+        json!({"group": app, "handler": "failJobHandler", "schedule_type": "NONE", "retry_count": 0,
                    "description": description}),
     )
     .await
@@ -265,7 +267,7 @@ async fn invalid_silences_are_refused() {
     let env = admin(Db::Sqlite).await;
     let gid = env.group("refusals").await;
     let job = env
-        .job(json!({"group": "refusals", "handler": "fail", "schedule_type": "NONE"}))
+        .job(json!({"group": "refusals", "handler": "failJobHandler", "schedule_type": "NONE"}))
         .await;
     let now = now_ms();
     let hour = now + 3_600_000;

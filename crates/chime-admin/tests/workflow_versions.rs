@@ -32,6 +32,7 @@ fn draft(definition: Definition) -> WorkflowDraft {
         misfire_strategy: MisfireStrategy::DoNothing,
         max_instances: 0,
         on_limit: OnLimit::Skip,
+        alarm_channels: String::new(),
         definition,
         running: false,
     }

@@ -15,7 +15,7 @@
 //!   `X-Chime-Timestamp` (ms) and `X-Chime-Signature: sha256=` + hex HMAC-SHA256 keyed by the
 //!   secret over `timestamp + "." + body`, so a receiver can check both origin and freshness.
 
-use super::message::Alarm;
+use super::message::AlarmText;
 use crate::model::ChannelKind;
 use base64::Engine;
 use hmac::{Hmac, Mac};
@@ -76,7 +76,7 @@ pub fn request(
     url: &str,
     secret: &str,
     template: &str,
-    alarm: &Alarm,
+    alarm: &dyn AlarmText,
     now_ms: i64,
 ) -> Result<Request, String> {
     let mut url = reqwest::Url::parse(url).map_err(|e| format!("the channel's URL is not a URL: {e}"))?;
@@ -125,7 +125,7 @@ pub fn request(
     })
 }
 
-fn feishu_body(alarm: &Alarm, secret: &str, timestamp_s: i64) -> Value {
+fn feishu_body(alarm: &dyn AlarmText, secret: &str, timestamp_s: i64) -> Value {
     let mut body = json!({
         "msg_type": "interactive",
         "card": {
@@ -140,16 +140,17 @@ fn feishu_body(alarm: &Alarm, secret: &str, timestamp_s: i64) -> Value {
     body
 }
 
-fn teams_body(alarm: &Alarm) -> Value {
+fn teams_body(alarm: &dyn AlarmText) -> Value {
     let facts: Vec<Value> = alarm
         .facts()
         .into_iter()
         .map(|(label, value)| json!({ "title": label, "value": value }))
         .collect();
+    let title = alarm.link_text();
     let actions: Vec<Value> = alarm
-        .link
+        .link()
         .iter()
-        .map(|link| json!({ "type": "Action.OpenUrl", "title": "Open the run in Chime", "url": link }))
+        .map(|link| json!({ "type": "Action.OpenUrl", "title": title, "url": link }))
         .collect();
     json!({
         "type": "message",
@@ -172,14 +173,14 @@ fn teams_body(alarm: &Alarm) -> Value {
 
 /// Slack's `mrkdwn`: `*bold*` labels and `<url|text>` links; `&`, `<` and `>` escaped as Slack
 /// asks, so a handler message cannot forge a link or a mention.
-fn slack_text(alarm: &Alarm) -> String {
+fn slack_text(alarm: &dyn AlarmText) -> String {
     let escape = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
     let mut out = format!("*{}*\n", escape(&alarm.subject()));
     for (label, value) in alarm.facts() {
         out.push_str(&format!("*{label}:* {}\n", escape(&value)));
     }
-    if let Some(link) = &alarm.link {
-        out.push_str(&format!("<{link}|Open the run in Chime>\n"));
+    if let Some(link) = alarm.link() {
+        out.push_str(&format!("<{link}|{}>\n", escape(&alarm.link_text())));
     }
     out
 }
@@ -198,7 +199,7 @@ fn within_bytes(text: &str, max: usize) -> String {
 
 /// `template` with every `${name}` in its strings replaced by the alarm's value (JSON-safe:
 /// values are put into strings, never into the document's structure).
-fn render_template(template: &str, alarm: &Alarm) -> Result<Value, String> {
+fn render_template(template: &str, alarm: &dyn AlarmText) -> Result<Value, String> {
     let mut value: Value =
         serde_json::from_str(template).map_err(|e| format!("the channel's template is not JSON: {e}"))?;
     let vars = alarm.variables();
@@ -278,6 +279,7 @@ pub fn accepted(kind: ChannelKind, status: u16, body: &str) -> Result<(), String
 
 #[cfg(test)]
 mod tests {
+    use super::super::message::Alarm;
     use super::*;
 
     #[test]

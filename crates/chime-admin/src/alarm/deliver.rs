@@ -6,7 +6,7 @@
 //! rustls for `smtps://` and STARTTLS, SMTP URLs with credentials, and a MIME builder that
 //! encodes headers and bodies correctly (plain text + HTML alternatives).
 
-use super::message::Alarm;
+use super::message::AlarmText;
 use crate::api::alarm_channels::recipient_list;
 pub use crate::api::alarm_channels::{check_mailbox, check_webhook_url};
 use crate::model::{ChannelDraft, ChannelKind};
@@ -147,7 +147,7 @@ impl Sender {
     }
 
     /// One attempt to deliver `alarm` to `target`, bounded by the alarm timeout.
-    pub(crate) async fn send_once(&self, target: &Target, alarm: &Alarm) -> Result<(), Failure> {
+    pub(crate) async fn send_once(&self, target: &Target, alarm: &dyn AlarmText) -> Result<(), Failure> {
         let attempt = async {
             match target {
                 Target::Contacts => {
@@ -181,7 +181,7 @@ impl Sender {
         url: &str,
         secret: &str,
         template: &str,
-        alarm: &Alarm,
+        alarm: &dyn AlarmText,
     ) -> Result<(), Failure> {
         let request = super::channels::request(kind, url, secret, template, alarm, crate::model::now_ms())
             .map_err(Failure::permanent)?;
@@ -200,7 +200,7 @@ impl Sender {
     }
 
     /// Mails `alarm` to `to`, called `whom` in a failure (`contact(s)`, `recipient(s)`).
-    async fn email(&self, alarm: &Alarm, to: &[Mailbox], whom: &str) -> Result<(), Failure> {
+    async fn email(&self, alarm: &dyn AlarmText, to: &[Mailbox], whom: &str) -> Result<(), Failure> {
         if to.is_empty() {
             return Err(Failure::permanent("no e-mail address to send to"));
         }
@@ -238,17 +238,12 @@ fn describe(e: reqwest::Error) -> String {
 }
 
 /// The job's alarm contacts that are e-mail addresses (XXL-JOB: comma-separated).
-pub(crate) fn contacts(alarm: &Alarm) -> Vec<Mailbox> {
-    let Some(job) = &alarm.job else { return Vec::new() };
-    recipient_list(&job.info.alarm_contacts)
+pub(crate) fn contacts(alarm: &dyn AlarmText) -> Vec<Mailbox> {
+    recipient_list(alarm.contacts())
         .filter_map(|s| match s.parse::<Mailbox>() {
             Ok(m) => Some(m),
             Err(_) => {
-                tracing::warn!(
-                    job_id = job.id,
-                    contact = s,
-                    "alarm contact is not an e-mail address; skipped"
-                );
+                tracing::warn!(contact = s, "alarm contact is not an e-mail address; skipped");
                 None
             }
         })

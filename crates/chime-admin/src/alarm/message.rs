@@ -2,6 +2,7 @@
 //! HTML-escaped), the webhooks (JSON with a `text` field, which chat tools show, or a template's
 //! variables) and the chat robots (Markdown, see [`super::channels`]).
 
+use crate::api::alarm_events::AlarmEventEntry;
 use crate::api::alarm_policy::AlarmLanguage;
 use crate::model::{cut_chars, AlarmEvent, Group, Job, Run};
 use serde_json::{json, Value};
@@ -76,7 +77,9 @@ words! {
     job_deleted: "(job deleted)", "（任务已删除）";
     code: "code", "代码";
     log: "Log (last lines)", "日志（末尾）";
-    open: "Open in Chime", "在 Chime 中查看";
+    /// The link's text around what it opens (`Open run 7 in Chime`).
+    open_before: "Open ", "在 Chime 中查看";
+    open_after: " in Chime", "";
     /// What the job did, then what its run did, by event.
     failed_job: "failed", "执行失败";
     failed_run: "", "";
@@ -122,6 +125,88 @@ pub fn escape_html(s: &str) -> String {
     out
 }
 
+/// What an alarm says, whatever raised it: a run ([`Alarm`]) or another event
+/// ([`EventAlarm`]). Every rendering — plain text, HTML, Markdown, a receiver's
+/// card — is made from these, so all alarms look alike on every channel.
+pub trait AlarmText: Send + Sync {
+    /// The e-mail subject (one line, no HTML).
+    fn subject(&self) -> String;
+    /// The lines shown, in order: label and plain value.
+    fn fields(&self) -> Vec<(String, String)>;
+    /// The subject's page in the console (`--public-url`), when the admin knows its address.
+    fn link(&self) -> Option<&str>;
+    /// The link's text (`Open run 7 in Chime`).
+    fn link_text(&self) -> String;
+    /// The variables of a webhook template (`${name}`), by name.
+    fn variables(&self) -> Vec<(&'static str, String)>;
+    /// The webhook's JSON body: `text` for chat tools, and the facts as fields for programs.
+    fn json(&self) -> Value;
+    /// The job's e-mail contacts (`alarm_contacts`), for a delivery to them; none by default.
+    fn contacts(&self) -> &str {
+        ""
+    }
+
+    /// Markdown for chat robots: a title, one line per fact, and the link. Values are made
+    /// plain (no Markdown of their own), so a handler message cannot forge links or headings.
+    fn markdown(&self) -> String {
+        let mut out = format!("### {}\n\n", plain_markdown(&self.subject()));
+        for (label, value) in self.fields() {
+            let value = plain_markdown(value.trim_end()).replace('\n', "  \n  ");
+            out.push_str(&format!("- **{label}**: {value}\n"));
+        }
+        if let Some(link) = self.link() {
+            out.push_str(&format!("\n[{}]({link})\n", plain_markdown(&self.link_text())));
+        }
+        out
+    }
+
+    /// The facts by label, for receivers that lay them out themselves (Teams' fact set).
+    fn facts(&self) -> Vec<(String, String)> {
+        self.fields()
+            .into_iter()
+            .map(|(label, value)| (label, value.trim_end().to_owned()))
+            .collect()
+    }
+
+    /// Plain text: the e-mail's text part and the webhook's `text`.
+    fn text(&self) -> String {
+        let mut out = format!("{}\n", self.subject());
+        for (label, value) in self.fields() {
+            out.push_str(&format!("{label}: {}\n", value.trim_end()));
+        }
+        if let Some(link) = self.link() {
+            out.push_str(&format!("{}: {link}\n", self.link_text()));
+        }
+        out
+    }
+
+    /// The e-mail's HTML part: a table whose every value is escaped, so a handler message
+    /// cannot inject markup into the mail.
+    fn html(&self) -> String {
+        let mut out = format!(
+            "<html><body><h3>{}</h3><table border=\"1\" cellpadding=\"4\" style=\"border-collapse:collapse\">",
+            escape_html(&self.subject())
+        );
+        for (label, value) in self.fields() {
+            let value = escape_html(value.trim_end()).replace('\n', "<br>");
+            out.push_str(&format!(
+                "<tr><th align=\"left\">{}</th><td>{value}</td></tr>",
+                escape_html(&label)
+            ));
+        }
+        out.push_str("</table>");
+        if let Some(link) = self.link() {
+            let link = escape_html(link);
+            out.push_str(&format!(
+                "<p><a href=\"{link}\">{}</a></p>",
+                escape_html(&self.link_text())
+            ));
+        }
+        out.push_str("</body></html>");
+        out
+    }
+}
+
 impl Alarm {
     fn description(&self) -> String {
         self.job
@@ -136,100 +221,6 @@ impl Alarm {
             Some(g) => format!("{} ({})", g.app_name, g.title),
             None => format!("group {}", self.run.group_id),
         }
-    }
-
-    /// The fields shown, in order: label and plain value.
-    fn fields(&self) -> Vec<(&'static str, String)> {
-        let r = &self.run;
-        let w = self.lang.words();
-        let when = |ms: i64| {
-            chrono::DateTime::from_timestamp_millis(ms)
-                .map(|t| t.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string())
-                .unwrap_or_default()
-        };
-        vec![
-            (w.job, format!("{} {}", r.job_id, self.description())),
-            (w.group, self.group_name()),
-            (w.run, format!("{} ({})", r.id, r.trigger_type.as_str())),
-            (w.scheduled, when(r.scheduled_at)),
-            (
-                w.started,
-                if r.triggered_at > 0 {
-                    when(r.triggered_at)
-                } else {
-                    w.not_yet.to_owned()
-                },
-            ),
-            (
-                w.executor,
-                if r.executor_address.is_empty() {
-                    w.nobody.to_owned()
-                } else {
-                    r.executor_address.clone()
-                },
-            ),
-            (w.trigger, result_of(w, r.trigger_code, &r.trigger_msg)),
-            (w.handle, result_of(w, r.handle_code, &r.handle_msg)),
-            (w.log, self.log_tail.clone()),
-        ]
-        .into_iter()
-        .filter(|(label, value)| *label != w.log || !value.is_empty())
-        .collect()
-    }
-
-    /// Markdown for chat robots: a title, one line per fact, and the link. Values are made
-    /// plain (no Markdown of their own), so a handler message cannot forge links or headings.
-    pub fn markdown(&self) -> String {
-        let mut out = format!("### {}\n\n", plain_markdown(&self.subject()));
-        for (label, value) in self.fields() {
-            let value = plain_markdown(value.trim_end()).replace('\n', "  \n  ");
-            out.push_str(&format!("- **{label}**: {value}\n"));
-        }
-        if let Some(link) = &self.link {
-            out.push_str(&format!(
-                "\n[{} ({} {})]({link})\n",
-                self.lang.words().open,
-                self.lang.words().run,
-                self.run.id
-            ));
-        }
-        out
-    }
-
-    /// The facts by label, for receivers that lay them out themselves (Teams' fact set).
-    pub fn facts(&self) -> Vec<(&'static str, String)> {
-        self.fields()
-            .into_iter()
-            .map(|(label, value)| (label, value.trim_end().to_owned()))
-            .collect()
-    }
-
-    /// The variables of a webhook template (`${name}`), by name.
-    pub fn variables(&self) -> Vec<(&'static str, String)> {
-        let r = &self.run;
-        vec![
-            ("job_id", r.job_id.to_string()),
-            ("job", self.description()),
-            ("group", self.group_name()),
-            ("run_id", r.id.to_string()),
-            ("handler", r.handler.clone()),
-            ("param", r.param.clone()),
-            (
-                "status",
-                serde_json::to_value(r.status)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
-            ),
-            ("result", cut_chars(&lines(&r.handle_msg), RESULT_CHARS)),
-            ("trigger_msg", cut_chars(&lines(&r.trigger_msg), RESULT_CHARS)),
-            ("trigger_time", r.triggered_at.to_string()),
-            ("scheduled_at", r.scheduled_at.to_string()),
-            ("executor", r.executor_address.clone()),
-            ("log_tail", self.log_tail.clone()),
-            ("link", self.link.clone().unwrap_or_default()),
-            ("text", self.text()),
-        ]
     }
 
     /// The alarm of `event` for run `run_id`, with its job and group as they are now (`None`
@@ -300,9 +291,11 @@ impl Alarm {
         let job = self.job.as_ref()?;
         AlarmLanguage::parse(&job.info.alarm_language).ok().flatten()
     }
+}
 
+impl AlarmText for Alarm {
     /// The e-mail subject (one line, no HTML).
-    pub fn subject(&self) -> String {
+    fn subject(&self) -> String {
         let desc: String = self
             .description()
             .chars()
@@ -311,7 +304,10 @@ impl Alarm {
             .collect();
         let w = self.lang.words();
         let (job_is, run_is) = match self.event {
-            AlarmEvent::Failed => (w.failed_job, w.failed_run),
+            // A run raises only these; the others are `EventAlarm`'s.
+            AlarmEvent::Failed | AlarmEvent::WorkflowFailed | AlarmEvent::NoExecutor | AlarmEvent::ExecutorBack => {
+                (w.failed_job, w.failed_run)
+            }
             AlarmEvent::Recovered => (w.recovered_job, w.recovered_run),
             AlarmEvent::Late => (w.late_job, w.late_run),
             AlarmEvent::Slow => (w.slow_job, w.slow_run),
@@ -333,44 +329,89 @@ impl Alarm {
         }
     }
 
-    /// Plain text: the e-mail's text part and the webhook's `text`.
-    pub fn text(&self) -> String {
-        let mut out = format!("{}\n", self.subject());
-        for (label, value) in self.fields() {
-            out.push_str(&format!("{label}: {}\n", value.trim_end()));
+    /// The fields shown, in order: label and plain value.
+    fn fields(&self) -> Vec<(String, String)> {
+        let r = &self.run;
+        let w = self.lang.words();
+        let when = |ms: i64| {
+            chrono::DateTime::from_timestamp_millis(ms)
+                .map(|t| t.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string())
+                .unwrap_or_default()
+        };
+        let started = if r.triggered_at > 0 {
+            when(r.triggered_at)
+        } else {
+            w.not_yet.to_owned()
+        };
+        let executor = if r.executor_address.is_empty() {
+            w.nobody.to_owned()
+        } else {
+            r.executor_address.clone()
+        };
+        let mut fields = vec![
+            (w.job, format!("{} {}", r.job_id, self.description())),
+            (w.group, self.group_name()),
+            (w.run, format!("{} ({})", r.id, r.trigger_type.as_str())),
+            (w.scheduled, when(r.scheduled_at)),
+            (w.started, started),
+            (w.executor, executor),
+            (w.trigger, result_of(w, r.trigger_code, &r.trigger_msg)),
+            (w.handle, result_of(w, r.handle_code, &r.handle_msg)),
+        ];
+        if !self.log_tail.is_empty() {
+            fields.push((w.log, self.log_tail.clone()));
         }
-        if let Some(link) = &self.link {
-            out.push_str(&format!("{}: {link}\n", self.lang.words().open));
-        }
-        out
+        fields
+            .into_iter()
+            .map(|(label, value)| (label.to_owned(), value))
+            .collect()
     }
 
-    /// The e-mail's HTML part: a table whose every value is escaped, so a handler message
-    /// cannot inject markup into the mail.
-    pub fn html(&self) -> String {
-        let mut out = format!(
-            "<html><body><h3>{}</h3><table border=\"1\" cellpadding=\"4\" style=\"border-collapse:collapse\">",
-            escape_html(&self.subject())
-        );
-        for (label, value) in self.fields() {
-            let value = escape_html(value.trim_end()).replace('\n', "<br>");
-            out.push_str(&format!("<tr><th align=\"left\">{label}</th><td>{value}</td></tr>"));
-        }
-        out.push_str("</table>");
-        if let Some(link) = &self.link {
-            let link = escape_html(link);
-            let w = self.lang.words();
-            out.push_str(&format!(
-                "<p><a href=\"{link}\">{} ({} {})</a></p>",
-                w.open, w.run, self.run.id
-            ));
-        }
-        out.push_str("</body></html>");
-        out
+    fn link(&self) -> Option<&str> {
+        self.link.as_deref()
+    }
+
+    fn link_text(&self) -> String {
+        let w = self.lang.words();
+        let run = match self.lang {
+            AlarmLanguage::En => w.run.to_lowercase(),
+            AlarmLanguage::Zh => w.run.to_owned(),
+        };
+        format!("{}{run} {}{}", w.open_before, self.run.id, w.open_after)
+    }
+
+    /// The variables of a webhook template (`${name}`), by name.
+    fn variables(&self) -> Vec<(&'static str, String)> {
+        let r = &self.run;
+        vec![
+            ("job_id", r.job_id.to_string()),
+            ("job", self.description()),
+            ("group", self.group_name()),
+            ("run_id", r.id.to_string()),
+            ("handler", r.handler.clone()),
+            ("param", r.param.clone()),
+            (
+                "status",
+                serde_json::to_value(r.status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+            ),
+            ("result", cut_chars(&lines(&r.handle_msg), RESULT_CHARS)),
+            ("trigger_msg", cut_chars(&lines(&r.trigger_msg), RESULT_CHARS)),
+            ("trigger_time", r.triggered_at.to_string()),
+            ("scheduled_at", r.scheduled_at.to_string()),
+            ("executor", r.executor_address.clone()),
+            ("log_tail", self.log_tail.clone()),
+            ("link", self.link.clone().unwrap_or_default()),
+            ("text", self.text()),
+            ("event", self.event.as_str().to_owned()),
+            ("title", self.subject()),
+        ]
     }
 
     /// The webhook's JSON body: `text` for chat tools, and the facts as fields for programs.
-    pub fn json(&self) -> Value {
+    fn json(&self) -> Value {
         let r = &self.run;
         json!({
             "text": self.text(),
@@ -389,6 +430,102 @@ impl Alarm {
             "link": self.link,
             "event": self.event.as_str(),
             "log_tail": self.log_tail,
+        })
+    }
+
+    fn contacts(&self) -> &str {
+        self.job.as_ref().map_or("", |j| j.info.alarm_contacts.as_str())
+    }
+}
+
+/// An alarm no run raised, as stored (`alarm_event`): its title and lines were written when it
+/// was raised, so it says what was true then.
+#[derive(Debug, Clone)]
+pub struct EventAlarm {
+    /// The stored alarm (its deliveries are not needed here).
+    pub entry: AlarmEventEntry,
+    /// Its subject's page in the console, under `--public-url`.
+    pub link: Option<String>,
+}
+
+impl EventAlarm {
+    /// `entry` with its link under `public_url`, when the admin knows its address.
+    pub fn new(entry: AlarmEventEntry, public_url: Option<&str>) -> EventAlarm {
+        let link = public_url
+            .filter(|_| !entry.link.is_empty())
+            .map(|base| format!("{}/{}", base.trim_end_matches('/'), entry.link));
+        EventAlarm { entry, link }
+    }
+
+    /// The value of the line labelled `label`, or empty.
+    fn fact(&self, label: &str) -> String {
+        self.entry
+            .facts
+            .iter()
+            .find(|f| f.label == label)
+            .map(|f| f.value.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl AlarmText for EventAlarm {
+    fn subject(&self) -> String {
+        self.entry.title.chars().filter(|c| !c.is_control()).collect()
+    }
+
+    fn fields(&self) -> Vec<(String, String)> {
+        self.entry
+            .facts
+            .iter()
+            .map(|f| (f.label.clone(), f.value.clone()))
+            .collect()
+    }
+
+    fn link(&self) -> Option<&str> {
+        self.link.as_deref()
+    }
+
+    fn link_text(&self) -> String {
+        match self.entry.event {
+            AlarmEvent::WorkflowFailed => format!("Open workflow instance {} in Chime", self.entry.subject),
+            _ => "Open the group's executors in Chime".to_owned(),
+        }
+    }
+
+    /// The same names as a run's alarm (a template serves both): those about a job or a run
+    /// are empty, `status` is the event.
+    fn variables(&self) -> Vec<(&'static str, String)> {
+        crate::api::alarm_channels::TEMPLATE_VARIABLES
+            .iter()
+            .map(|name| {
+                let value = match *name {
+                    "group" => self.fact("Group"),
+                    "status" | "event" => self.entry.event.as_str().to_owned(),
+                    "link" => self.link.clone().unwrap_or_default(),
+                    "text" => self.text(),
+                    "title" => self.subject(),
+                    _ => String::new(),
+                };
+                (*name, value)
+            })
+            .collect()
+    }
+
+    fn json(&self) -> Value {
+        let facts: serde_json::Map<String, Value> = self
+            .entry
+            .facts
+            .iter()
+            .map(|f| (f.label.clone(), Value::String(f.value.clone())))
+            .collect();
+        json!({
+            "text": self.text(),
+            "event": self.entry.event.as_str(),
+            "alarm_event_id": self.entry.id,
+            "subject_id": self.entry.subject,
+            "title": self.entry.title,
+            "facts": facts,
+            "link": self.link,
         })
     }
 }

@@ -16,12 +16,14 @@
 
 mod channels;
 pub mod deliver;
+mod digest;
+mod events;
 mod message;
 mod outbox;
 
 pub use crate::api::alarm_channels::check_template;
 pub use deliver::{check_mailbox, check_smtp_url, check_webhook_url};
-pub use message::{escape_html, Alarm};
+pub use message::{escape_html, Alarm, AlarmText, EventAlarm};
 
 use crate::api::alarm_policy::AlarmPolicy;
 use crate::model::{AlarmEvent, ChannelKind};
@@ -61,12 +63,16 @@ pub struct AlarmLoop {
     pub(crate) public_url: Option<String>,
     /// `--alarm-language`.
     pub(crate) language: crate::api::alarm_policy::AlarmLanguage,
+    /// `--alarm-digest-at`.
+    pub(crate) digest_at: usize,
     /// Reads the log of an alarmed run from its executor (the alarm's `log_tail`).
     pub(crate) client: crate::dispatch::client::ExecutorClient,
     /// Cancelled to stop.
     pub(crate) shutdown: CancellationToken,
     /// Where sent and failed alarms are counted (`chime_alarms_total`).
     pub(crate) metrics: Arc<crate::metrics::Metrics>,
+    /// Which groups have a live executor (`no_executor`, `executor_back`).
+    pub(crate) directory: Arc<crate::registry::Directory>,
 }
 
 pub use outbox::Retries;
@@ -119,6 +125,7 @@ pub async fn run(alarm: AlarmLoop, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
         public_url: alarm.public_url.clone(),
         language: alarm.language,
         client: alarm.client.clone(),
+        digest_at: alarm.digest_at,
         admin_secrets: Secrets::of(&alarm).0,
         shutdown: alarm.shutdown.clone(),
         metrics: alarm.metrics.clone(),
@@ -140,6 +147,16 @@ pub async fn run(alarm: AlarmLoop, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
                     Ok(true) => wake.notify_one(),
                     Ok(false) => {}
                     Err(e) => tracing::warn!(error = %e, "looking for late or slow runs failed"),
+                }
+                match events::failed_workflows(&alarm.store).await {
+                    Ok(true) => wake.notify_one(),
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!(error = %e, "looking for failed workflow instances failed"),
+                }
+                match events::group_executors(&alarm.store, &alarm.directory).await {
+                    Ok(true) => wake.notify_one(),
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!(error = %e, "looking for groups without executors failed"),
                 }
                 continue;
             }
@@ -259,24 +276,7 @@ async fn receivers(
         .filter(|c| !c.is_empty())
         .or(alarm.group.as_ref().map(|g| g.alarm_channels.as_str()))
         .unwrap_or("");
-    let names: Vec<&str> = crate::api::alarm_channels::names_of(named).collect();
-    let found = store.alarm_channels_named(&names).await?;
-    let mut deliveries = Vec::new();
-    for name in names {
-        match found.get(name) {
-            Some(c) => deliveries.push(NewDelivery {
-                channel_id: Some(c.id),
-                channel: name.to_owned(),
-                kind: c.draft.kind,
-            }),
-            // Channels in use cannot be deleted or renamed, so this is a race with a change.
-            None => tracing::warn!(
-                run_id = alarm.run.id,
-                channel = name,
-                "alarm channel not found; skipped"
-            ),
-        }
-    }
+    let mut deliveries = channel_deliveries(store, named).await?;
     if !deliver::contacts(alarm).is_empty() {
         deliveries.push(NewDelivery {
             channel_id: None,
@@ -290,6 +290,25 @@ async fn receivers(
             channel: ADMIN_WEBHOOK.to_owned(),
             kind: ChannelKind::Webhook,
         });
+    }
+    Ok(deliveries)
+}
+
+/// One delivery per channel named in `list` (`a,b`), in its order.
+async fn channel_deliveries(store: &Store, list: &str) -> crate::store::StoreResult<Vec<NewDelivery>> {
+    let names: Vec<&str> = crate::api::alarm_channels::names_of(list).collect();
+    let found = store.alarm_channels_named(&names).await?;
+    let mut deliveries = Vec::new();
+    for name in names {
+        match found.get(name) {
+            Some(c) => deliveries.push(NewDelivery {
+                channel_id: Some(c.id),
+                channel: name.to_owned(),
+                kind: c.draft.kind,
+            }),
+            // Channels in use cannot be deleted or renamed, so this is a race with a change.
+            None => tracing::warn!(channel = name, "alarm channel not found; skipped"),
+        }
     }
     Ok(deliveries)
 }

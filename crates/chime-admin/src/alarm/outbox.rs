@@ -7,7 +7,8 @@
 //! and every [`POLL`] besides (deliveries of another admin that stopped, leases run out).
 
 use super::deliver::{Sender, Target};
-use super::message::{log_tail, Alarm};
+use super::digest::{Digest, MOST_PER_DIGEST};
+use super::message::{log_tail, Alarm, AlarmText, EventAlarm};
 use super::Secrets;
 use crate::api::alarm_policy::AlarmLanguage;
 use crate::dispatch::client::{ExecutorClient, Target as ExecutorTarget};
@@ -30,6 +31,9 @@ const BATCH: i64 = 100;
 /// How much longer than an attempt's time limit its lease lasts: an admin that stops while
 /// sending leaves the delivery to others this long after the attempt would have ended.
 const LEASE_MARGIN: Duration = Duration::from_secs(5);
+/// How long after new deliveries were stored the outbox waits for more before it looks, when
+/// digests are on.
+const DIGEST_GATHER: Duration = Duration::from_millis(500);
 
 /// How deliveries are retried and bounded (`--alarm-attempts`, `--alarm-retry-pause`,
 /// `--alarm-timeout`).
@@ -72,6 +76,9 @@ pub(super) struct Outbox {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Woken when deliveries were stored or a retry is due.
     pub wake: Arc<Notify>,
+    /// `--alarm-digest-at`: this many deliveries due at once to one channel go as one
+    /// digest; 0 never.
+    pub digest_at: usize,
 }
 
 /// Sends due deliveries until shutdown.
@@ -86,7 +93,13 @@ pub(super) async fn run(outbox: Outbox) {
         tokio::select! {
             _ = outbox.shutdown.cancelled() => break,
             _ = poll.tick() => {}
-            _ = outbox.wake.notified() => {}
+            _ = outbox.wake.notified() => {
+                // Failures that come together reach the claim in several rounds: wait for the
+                // rest, so that they can go as one digest.
+                if outbox.digest_at > 0 {
+                    tokio::time::sleep(DIGEST_GATHER).await;
+                }
+            }
             _ = settle_sweep.tick() => outbox.settle_left_over().await,
         }
         while sending.try_join_next().is_some() {}
@@ -97,14 +110,17 @@ pub(super) async fn run(outbox: Outbox) {
                 continue;
             }
         };
-        for id in due {
+        for batch in batches(due, outbox.digest_at) {
             let Ok(permit) = permits.clone().acquire_owned().await else {
                 break;
             };
             let outbox = outbox.clone();
             sending.spawn(async move {
                 let _permit = permit;
-                outbox.deliver(id).await;
+                match batch.as_slice() {
+                    [id] => outbox.deliver(*id).await,
+                    _ => outbox.deliver_digest(batch).await,
+                }
             });
         }
     }
@@ -114,25 +130,96 @@ pub(super) async fn run(outbox: Outbox) {
     while sending.join_next().await.is_some() {}
 }
 
+/// The due deliveries, each alone, but those of a named channel with `digest_at` or more due
+/// (at most [`MOST_PER_DIGEST`] a batch) together.
+fn batches(due: Vec<(i64, Option<i64>)>, digest_at: usize) -> Vec<Vec<i64>> {
+    let mut by_channel: Vec<(i64, Vec<i64>)> = Vec::new();
+    let mut out = Vec::new();
+    for (id, channel) in due {
+        match channel.filter(|_| digest_at > 1) {
+            Some(c) => match by_channel.iter_mut().find(|(k, _)| *k == c) {
+                Some((_, ids)) => ids.push(id),
+                None => by_channel.push((c, vec![id])),
+            },
+            None => out.push(vec![id]),
+        }
+    }
+    for (_, ids) in by_channel {
+        if ids.len() >= digest_at {
+            out.extend(ids.chunks(MOST_PER_DIGEST).map(<[i64]>::to_vec));
+        } else {
+            out.extend(ids.into_iter().map(|id| vec![id]));
+        }
+    }
+    out
+}
+
 impl Outbox {
     /// Takes delivery `id`'s lease and makes one attempt, if no other admin has it.
     async fn deliver(&self, id: i64) {
-        let now = crate::model::now_ms();
-        let lease_ms = i64::try_from(self.retries.lease().as_millis()).unwrap_or(i64::MAX);
-        let leased = match self.store.lease_delivery(id, now, lease_ms).await {
-            Ok(Some(d)) => d,
-            Ok(None) => return,
-            Err(e) => {
-                tracing::warn!(delivery = id, error = %e, "taking an alarm delivery failed");
-                return;
-            }
+        let Some(leased) = self.lease(id).await else {
+            return;
         };
         let outcome = self.attempt(&leased).await;
+        self.record(&leased, outcome).await;
+    }
+
+    /// Takes the leases of `ids` (one channel's) and tells those it got in one digest; each
+    /// records the digest's outcome. A delivery whose alarm cannot be read fails alone.
+    async fn deliver_digest(&self, ids: Vec<i64>) {
+        let mut told = Vec::new();
+        let mut parts = Vec::new();
+        for id in ids {
+            let Some(leased) = self.lease(id).await else {
+                continue;
+            };
+            match self.message(&leased).await {
+                Ok(part) => {
+                    told.push(leased);
+                    parts.push(part);
+                }
+                Err(failed) => self.record(&leased, Err(failed)).await,
+            }
+        }
+        let Some(first) = told.first() else {
+            return;
+        };
+        let outcome = if parts.len() == 1 {
+            self.send(first, parts[0].as_ref()).await
+        } else {
+            let digest = Digest::new(parts, self.public_url.as_deref(), self.language);
+            self.metrics.alarm_digests.inc();
+            tracing::info!(channel = %first.channel, alarms = told.len(), "alarms told in one digest");
+            self.send(first, &digest).await
+        };
+        for leased in &told {
+            self.record(leased, outcome.clone()).await;
+        }
+    }
+
+    /// Takes delivery `id`'s lease and counts the attempt; `None` when another admin has it or
+    /// it ended.
+    async fn lease(&self, id: i64) -> Option<LeasedDelivery> {
+        let now = crate::model::now_ms();
+        let lease_ms = i64::try_from(self.retries.lease().as_millis()).unwrap_or(i64::MAX);
+        match self.store.lease_delivery(id, now, lease_ms).await {
+            Ok(leased) => leased,
+            Err(e) => {
+                tracing::warn!(delivery = id, error = %e, "taking an alarm delivery failed");
+                None
+            }
+        }
+    }
+
+    /// Records how an attempt of `leased` went: sent, to be tried again after a pause, or
+    /// given up; and settles its run's alarm when it was the run's last delivery.
+    async fn record(&self, leased: &LeasedDelivery, outcome: Result<(), (String, bool)>) {
+        let id = leased.id;
         let kind = leased.kind.as_str();
         let recorded = match outcome {
             Ok(()) => {
                 self.metrics.alarm_delivery(kind, "sent");
-                tracing::info!(run_id = leased.run_id, channel = %leased.channel, "alarm delivered");
+                tracing::info!(run_id = leased.run_id, alarm_event = leased.event_id, channel = %leased.channel, "alarm delivered");
                 self.store.record_attempt(id, Ok(())).await
             }
             Err((why, permanent)) => {
@@ -145,16 +232,17 @@ impl Outbox {
                 self.metrics
                     .alarm_delivery(kind, if last { "failed" } else { "retried" });
                 if last {
-                    tracing::error!(run_id = leased.run_id, channel = %leased.channel, attempts = leased.attempts, error = %why, "alarm delivery failed; giving up");
+                    tracing::error!(run_id = leased.run_id, alarm_event = leased.event_id, channel = %leased.channel, attempts = leased.attempts, error = %why, "alarm delivery failed; giving up");
                 } else {
-                    tracing::warn!(run_id = leased.run_id, channel = %leased.channel, attempt = leased.attempts, error = %why, "alarm delivery failed; trying again");
+                    tracing::warn!(run_id = leased.run_id, alarm_event = leased.event_id, channel = %leased.channel, attempt = leased.attempts, error = %why, "alarm delivery failed; trying again");
                 }
                 self.store.record_attempt(id, Err((&why, retry_at))).await
             }
         };
         match recorded {
-            Ok(true) => self.settle(leased.run_id).await,
-            Ok(false) => {}
+            // An alarm no run raised has no run to record it on: its deliveries say it all.
+            Ok(true) if leased.run_id > 0 => self.settle(leased.run_id).await,
+            Ok(_) => {}
             // The lease runs out and the delivery is tried again: at worst sent twice.
             Err(e) => tracing::warn!(delivery = id, error = %e, "recording an alarm delivery failed"),
         }
@@ -189,17 +277,12 @@ impl Outbox {
 
     /// One attempt; the error (without secrets) and whether it is final whatever the count.
     async fn attempt(&self, leased: &LeasedDelivery) -> Result<(), (String, bool)> {
-        let mut alarm = Alarm::load(&self.store, leased.run_id, leased.event)
-            .await
-            .map_err(|e| (format!("the run could not be read: {e}"), false))?;
-        alarm.lang = alarm.job_language().unwrap_or(self.language);
-        if matches!(leased.event, AlarmEvent::Failed | AlarmEvent::Slow) {
-            alarm.log_tail = self.read_log_tail(&alarm).await;
-        }
-        alarm.link = self
-            .public_url
-            .as_ref()
-            .map(|base| format!("{base}/#/runs/{}", leased.run_id));
+        let alarm = self.message(leased).await?;
+        self.send(leased, alarm.as_ref()).await
+    }
+
+    /// Sends `alarm` once to `leased`'s receiver.
+    async fn send(&self, leased: &LeasedDelivery, alarm: &dyn AlarmText) -> Result<(), (String, bool)> {
         let (target, mut secrets) = match leased.channel_id {
             None if leased.channel == super::CONTACTS => (Target::Contacts, Vec::new()),
             None => (Target::AdminWebhook, Vec::new()),
@@ -218,9 +301,35 @@ impl Outbox {
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         let secrets = Secrets(secrets);
         self.sender
-            .send_once(&target, &alarm)
+            .send_once(&target, alarm)
             .await
             .map_err(|f| (secrets.scrub(&f.message), f.permanent))
+    }
+
+    /// What `leased` tells: its run's alarm as the run is now, or the alarm event as stored.
+    async fn message(&self, leased: &LeasedDelivery) -> Result<Box<dyn AlarmText>, (String, bool)> {
+        if leased.event_id > 0 {
+            let entry = match self.store.alarm_event(leased.event_id).await {
+                Ok(e) => e,
+                Err(crate::store::StoreError::NotFound(_)) => {
+                    return Err(("the alarm event no longer exists".to_owned(), true));
+                }
+                Err(e) => return Err((format!("the alarm event could not be read: {e}"), false)),
+            };
+            return Ok(Box::new(EventAlarm::new(entry, self.public_url.as_deref())));
+        }
+        let mut alarm = Alarm::load(&self.store, leased.run_id, leased.event)
+            .await
+            .map_err(|e| (format!("the run could not be read: {e}"), false))?;
+        alarm.lang = alarm.job_language().unwrap_or(self.language);
+        if matches!(leased.event, AlarmEvent::Failed | AlarmEvent::Slow) {
+            alarm.log_tail = self.read_log_tail(&alarm).await;
+        }
+        alarm.link = self
+            .public_url
+            .as_ref()
+            .map(|base| format!("{base}/#/runs/{}", leased.run_id));
+        Ok(Box::new(alarm))
     }
 
     /// Records on run `run_id` how its alarm went, once no delivery is pending.

@@ -362,8 +362,11 @@ pub const TEMPLATE_VARIABLES: &[&str] = &[
     "trigger_time",
     "scheduled_at",
     "executor",
+    "log_tail",
     "link",
     "text",
+    "event",
+    "title",
 ];
 
 /// Checks a webhook template: JSON whose `${…}` name known variables (`$${` writes a literal
@@ -461,6 +464,15 @@ pub enum AlarmEvent {
     Late,
     /// The run was still running longer than the job expects (`longer_than`).
     Slow,
+    /// A workflow instance ended failed (the workflow's `alarm_channels`); no run's alarm.
+    #[serde(rename = "workflow_failed")]
+    WorkflowFailed,
+    /// A group with enabled jobs has had no live executor for the dead timeout.
+    #[serde(rename = "no_executor")]
+    NoExecutor,
+    /// A group that had no live executor has one again.
+    #[serde(rename = "executor_back")]
+    ExecutorBack,
 }
 
 impl AlarmEvent {
@@ -471,6 +483,9 @@ impl AlarmEvent {
             AlarmEvent::Recovered => "recovered",
             AlarmEvent::Late => "late",
             AlarmEvent::Slow => "slow",
+            AlarmEvent::WorkflowFailed => "workflow_failed",
+            AlarmEvent::NoExecutor => "no_executor",
+            AlarmEvent::ExecutorBack => "executor_back",
         }
     }
 
@@ -480,6 +495,9 @@ impl AlarmEvent {
             "recovered" => AlarmEvent::Recovered,
             "late" => AlarmEvent::Late,
             "slow" => AlarmEvent::Slow,
+            "workflow_failed" => AlarmEvent::WorkflowFailed,
+            "no_executor" => AlarmEvent::NoExecutor,
+            "executor_back" => AlarmEvent::ExecutorBack,
             _ => AlarmEvent::Failed,
         }
     }
@@ -491,7 +509,7 @@ impl AlarmEvent {
 pub struct AlarmDelivery {
     /// Delivery id.
     pub id: i64,
-    /// The run whose alarm this is.
+    /// The run whose alarm this is; 0 for an alarm no run raised (`/v1/alarm-events`).
     pub run_id: i64,
     /// The channel's name; `e-mail` for the job's e-mail contacts (`alarm_contacts`) and
     /// `webhook` for the admin's `--alarm-webhook`, which have no channel of their own.

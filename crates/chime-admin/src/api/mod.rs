@@ -6,6 +6,7 @@
 //! fields are declared once, in [`job_info`].
 
 pub mod alarm_channels;
+pub mod alarm_events;
 pub mod alarm_policy;
 pub mod alarm_silences;
 mod groups;
@@ -17,6 +18,7 @@ pub mod schema;
 pub use alarm_channels::{
     AlarmChannel, AlarmChannelSpec, AlarmDelivery, AlarmEvent, ChannelDraft, ChannelKind, DeliveryState,
 };
+pub use alarm_events::{AlarmEventEntry, AlarmFact};
 pub use alarm_silences::{AlarmSilence, AlarmSilenceSpec, SilenceDraft};
 pub use groups::{AddressType, Group, GroupSpec};
 pub use invalid::Invalid;

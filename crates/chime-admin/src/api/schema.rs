@@ -89,6 +89,7 @@ pub fn components() -> Map<String, Value> {
     answers.subschema_for::<super::AlarmChannel>();
     answers.subschema_for::<super::AlarmDelivery>();
     answers.subschema_for::<super::AlarmSilence>();
+    answers.subschema_for::<super::AlarmEventEntry>();
     let mut bodies = generator(Contract::Deserialize);
     bodies.subschema_for::<super::JobSpec>();
     bodies.subschema_for::<super::GroupSpec>();

@@ -261,6 +261,11 @@ fn input_required(props: Value, required: &[&str]) -> Value {
     o
 }
 
+/// A workflow's alarm channels: comma-separated names of existing channels.
+fn alarm_channel_list() -> Value {
+    json!({ "type": "string", "maxLength": 255, "description": "alarm channels told when an instance fails (comma-separated names of existing channels)" })
+}
+
 /// The body that creates or changes a workflow.
 pub(super) fn workflow_spec() -> Value {
     input(with_schedule(
@@ -269,6 +274,7 @@ pub(super) fn workflow_spec() -> Value {
             "description": nullable(json!({ "type": "string", "maxLength": 255 })),
             "definition": nullable(workflow_definition()),
             "running": nullable(boolean()),
+            "alarm_channels": nullable(alarm_channel_list()),
         }),
         nullable,
     ))
@@ -385,6 +391,7 @@ fn doc_workflow(out: bool) -> Value {
         "name": json!({ "type": "string", "minLength": 1, "maxLength": 128 }),
         "description": opt(string()),
         "running": opt(boolean()),
+        "alarm_channels": opt(alarm_channel_list()),
         "nodes": arr(input_required(node, &["key", "job"])),
         "edges": arr(input_required(edge, &["from", "to"])),
     });
@@ -564,6 +571,7 @@ fn component_schemas() -> serde_json::Map<String, Value> {
                     "id": int(), "name": string(), "description": string(), "partition": int(),
                     "schedule_type": schedule_types(), "schedule_expr": string(), "time_zone": string(),
                     "misfire_strategy": misfire_strategies(), "max_instances": int(), "on_limit": string_enum(&["skip", "queue"]),
+                    "alarm_channels": alarm_channel_list(),
                     "definition": workflow_definition(),
                     "version": { "type": "integer", "format": "int64", "description": "the graph's version: a new one each time a changed graph is saved" },
                     "running": boolean(), "anchor_at": int(), "next_fire_at": int(),

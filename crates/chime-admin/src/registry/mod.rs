@@ -643,6 +643,18 @@ impl Directory {
         s.groups.values().any(|g| g.insecure_no_token)
     }
 
+    /// Whether this admin has been up, with its database and without a pause or a wall-clock
+    /// step, for a dead timeout: before that, a group without a live executor may simply not
+    /// have been heard yet.
+    pub fn settled(&self) -> bool {
+        self.up_time().settled_for(self.dead_timeout)
+    }
+
+    /// How long an executor may go unheard (up time) before it is taken for gone.
+    pub fn dead_timeout(&self) -> Duration {
+        self.dead_timeout
+    }
+
     /// The registered executors (any app name, without trailing slash) alive by the rule of
     /// [`clock::alive`] — or `None` while this admin has not been up, with its database and
     /// without a pause or a wall-clock step, for a dead timeout: until then an executor it has

@@ -175,10 +175,10 @@ impl Store {
         Ok(())
     }
 
-    /// 409 when a job or group names the channel `name`.
+    /// 409 when a job, group or workflow names the channel `name`.
     async fn refuse_if_used(&self, name: &str, what: &str) -> StoreResult<()> {
         let mut users = Vec::new();
-        for (table, label) in [("job", "job"), ("executor_group", "group")] {
+        for (table, label) in [("job", "job"), ("executor_group", "group"), ("workflow", "workflow")] {
             let q = format!("SELECT id, alarm_channels FROM {table} WHERE alarm_channels <> ''");
             for row in sqlx::query(&q).fetch_all(&self.write).await? {
                 if names_of(&rows::text(&row, "alarm_channels")?).any(|n| n == name) {

@@ -52,8 +52,10 @@ pub enum AlarmClaim {
 pub struct LeasedDelivery {
     /// Delivery id.
     pub id: i64,
-    /// Its run.
+    /// Its run; 0 for an alarm no run raised.
     pub run_id: i64,
+    /// The alarm event it belongs to (`alarm_event`); 0 for a run's alarm.
+    pub event_id: i64,
     /// The named channel, if any.
     pub channel_id: Option<i64>,
     /// The channel's name.
@@ -278,10 +280,11 @@ impl Store {
         Ok(true)
     }
 
-    /// Pending deliveries due by `now` whose lease (if any) has run out, oldest first.
-    pub async fn due_deliveries(&self, now: i64, limit: i64) -> StoreResult<Vec<i64>> {
+    /// Pending deliveries due by `now` whose lease (if any) has run out, oldest first, each with
+    /// its named channel (`None`: the job's e-mail contacts or the admin's webhook).
+    pub async fn due_deliveries(&self, now: i64, limit: i64) -> StoreResult<Vec<(i64, Option<i64>)>> {
         let q = self.sql(
-            "SELECT id FROM alarm_delivery WHERE state = 0 AND next_at <= ? AND lease_until <= ? \
+            "SELECT id, channel_id FROM alarm_delivery WHERE state = 0 AND next_at <= ? AND lease_until <= ? \
              ORDER BY next_at, id LIMIT ?",
         );
         let due = sqlx::query(&q)
@@ -290,7 +293,12 @@ impl Store {
             .bind(limit)
             .fetch_all(&self.write)
             .await?;
-        Ok(due.iter().map(|r| rows::int(r, "id")).collect::<Result<_, _>>()?)
+        due.iter()
+            .map(|r| {
+                let channel = rows::int(r, "channel_id")?;
+                Ok((rows::int(r, "id")?, (channel != 0).then_some(channel)))
+            })
+            .collect()
     }
 
     /// Takes delivery `id`'s lease until `now + lease_ms` and counts the attempt, if it is
@@ -312,13 +320,15 @@ impl Store {
         if !taken {
             return Ok(None);
         }
-        let q =
-            self.sql("SELECT id, run_id, channel_id, channel, kind, event, attempts FROM alarm_delivery WHERE id = ?");
+        let q = self.sql(
+            "SELECT id, run_id, event_id, channel_id, channel, kind, event, attempts FROM alarm_delivery WHERE id = ?",
+        );
         let row = sqlx::query(&q).bind(id).fetch_one(&self.write).await?;
         let channel_id = rows::int(&row, "channel_id")?;
         Ok(Some(LeasedDelivery {
             id,
             run_id: rows::int(&row, "run_id")?,
+            event_id: rows::int(&row, "event_id")?,
             channel_id: (channel_id != 0).then_some(channel_id),
             channel: rows::text(&row, "channel")?,
             kind: rows::parsed(&row, "kind")?,

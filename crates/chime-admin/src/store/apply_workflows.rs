@@ -41,6 +41,9 @@ pub struct DocWorkflow {
     /// `skip` or `queue`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_limit: Option<OnLimit>,
+    /// Alarm channels told when an instance fails (`a,b`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alarm_channels: Option<String>,
     /// Scheduled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub running: Option<bool>,
@@ -155,6 +158,7 @@ impl Store {
                 misfire_strategy: Some(w.misfire_strategy.as_str().to_owned()),
                 max_instances: Some(w.max_instances),
                 on_limit: Some(w.on_limit),
+                alarm_channels: Some(w.alarm_channels),
                 running: Some(w.running),
             })
             .collect())
@@ -279,6 +283,7 @@ impl DocWorkflow {
             misfire_strategy: Some(self.misfire_strategy.clone().unwrap_or_else(|| "DO_NOTHING".to_owned())),
             max_instances: Some(self.max_instances.unwrap_or(0)),
             on_limit: Some(self.on_limit.unwrap_or_default()),
+            alarm_channels: Some(self.alarm_channels.clone().unwrap_or_default()),
             definition: Some(Definition {
                 nodes,
                 edges: self.edges.clone(),
@@ -291,7 +296,8 @@ impl DocWorkflow {
 /// The fields in which `draft` differs from the workflow `old`, in the plan's order.
 fn changed_fields(old: &Workflow, draft: &WorkflowDraft) -> Vec<String> {
     let mut fields = differing!(old, draft;
-        description, schedule_type, schedule_expr, time_zone, misfire_strategy, max_instances, on_limit);
+        description, schedule_type, schedule_expr, time_zone, misfire_strategy, max_instances, on_limit,
+        alarm_channels);
     fields.extend(differing!(old.definition, draft.definition; nodes, edges));
     fields.extend(differing!(old, draft; running));
     fields

@@ -28,6 +28,8 @@ pub use backup::dump_advice;
 mod bulk;
 mod console_queries;
 mod dialect;
+mod event_alarms;
+pub use event_alarms::{GroupIncident, NewAlarmEvent};
 mod filter;
 mod groups;
 mod import;

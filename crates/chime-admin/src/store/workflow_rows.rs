@@ -11,8 +11,8 @@ use sqlx::any::AnyRow;
 macro_rules! workflow_fields {
     () => {
         "id, name, description, partition_no, schedule_type, schedule_expr, time_zone, \
-         misfire_strategy, max_instances, on_limit, version_id, running, anchor_at, next_fire_at, \
-         last_fire_at, created_at, updated_at"
+         misfire_strategy, max_instances, on_limit, alarm_channels, version_id, running, anchor_at, \
+         next_fire_at, last_fire_at, created_at, updated_at"
     };
 }
 
@@ -69,6 +69,7 @@ pub(super) fn workflow_row_with(row: &AnyRow, definition: Definition) -> Result<
             .map_err(|e| decode_err("misfire_strategy", e))?,
         max_instances: rows::int(row, "max_instances")?,
         on_limit: OnLimit::parse(&rows::text(row, "on_limit")?),
+        alarm_channels: rows::text(row, "alarm_channels")?,
         definition,
         version: rows::int(row, "version_id")?,
         running: rows::int(row, "running")? != 0,

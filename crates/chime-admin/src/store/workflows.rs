@@ -67,8 +67,8 @@ impl Store {
         let json = serde_json::to_string(&d.definition).unwrap_or_default();
         let q = self.sql(
             "INSERT INTO workflow (name, description, partition_no, schedule_type, schedule_expr, time_zone, \
-             misfire_strategy, max_instances, on_limit, definition, running, anchor_at, next_fire_at, last_fire_at, \
-             created_at, updated_at) VALUES (?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?) RETURNING id",
+             misfire_strategy, max_instances, on_limit, alarm_channels, definition, running, anchor_at, next_fire_at, \
+             last_fire_at, created_at, updated_at) VALUES (?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?) RETURNING id",
         );
         let row = bind_settings(sqlx::query(&q), d)
             .bind(&json)
@@ -130,7 +130,7 @@ impl Store {
         };
         let q = self.sql_text(format!(
             "UPDATE workflow SET name = ?, description = ?, schedule_type = ?, schedule_expr = ?, time_zone = ?, \
-                 misfire_strategy = ?, max_instances = ?, on_limit = ?, definition = ?, version_id = ?, running = ?, \
+                 misfire_strategy = ?, max_instances = ?, on_limit = ?, alarm_channels = ?, definition = ?, version_id = ?, running = ?, \
                  anchor_at = ?, next_fire_at = ?, updated_at = {BUMP_UPDATED_AT} WHERE id = ?"
         ));
         bind_settings(sqlx::query(&q), d)
@@ -648,7 +648,7 @@ fn name_taken(e: sqlx::Error, name: &str) -> StoreError {
 
 /// Binds a workflow's settings in the order its insert and update name them: name,
 /// description, schedule type, expression and zone, misfire strategy, `max_instances`,
-/// `on_limit`.
+/// `on_limit`, `alarm_channels`.
 fn bind_settings<'q>(
     query: Query<'q, Any, AnyArguments<'q>>,
     d: &'q WorkflowDraft,
@@ -662,4 +662,5 @@ fn bind_settings<'q>(
         .bind(d.misfire_strategy.as_str())
         .bind(d.max_instances)
         .bind(d.on_limit.as_str())
+        .bind(&d.alarm_channels)
 }

@@ -62,6 +62,9 @@ pub struct Workflow {
     pub max_instances: i64,
     /// What a fire over the limit does.
     pub on_limit: OnLimit,
+    /// The alarm channels told when an instance fails (`a,b`; empty: none).
+    #[serde(default)]
+    pub alarm_channels: String,
     /// The graph.
     pub definition: Definition,
     /// The graph's version: a new one each time a changed graph is saved; instances fired
@@ -103,6 +106,9 @@ pub struct WorkflowSpec {
     pub max_instances: Option<i64>,
     /// `skip` (default) or `queue`.
     pub on_limit: Option<OnLimit>,
+    /// Alarm channels told when an instance fails, comma-separated names of existing channels
+    /// (empty: none).
+    pub alarm_channels: Option<String>,
     /// The graph (required on create).
     pub definition: Option<Definition>,
     /// Schedule it (default false).
@@ -128,6 +134,8 @@ pub struct WorkflowDraft {
     pub max_instances: i64,
     /// Over the limit.
     pub on_limit: OnLimit,
+    /// Alarm channels (`a,b`); whether they exist is checked where they are written.
+    pub alarm_channels: String,
     /// Graph.
     pub definition: Definition,
     /// Scheduled.
@@ -207,6 +215,11 @@ impl WorkflowSpec {
             return Err(Invalid::new("max_instances", "must be between 0 (no limit) and 10000"));
         }
         let on_limit = self.on_limit.or(base.map(|b| b.on_limit)).unwrap_or_default();
+        // Written back as `a,b`; whether each channel exists is the caller's check (the store).
+        let alarm_channels = match &self.alarm_channels {
+            Some(list) => crate::api::alarm_channels::channel_names(list)?,
+            None => base.map(|b| b.alarm_channels.clone()).unwrap_or_default(),
+        };
         let definition = match (&self.definition, base) {
             (Some(d), _) => d.clone(),
             (None, Some(b)) => b.definition.clone(),
@@ -234,6 +247,7 @@ impl WorkflowSpec {
             misfire_strategy,
             max_instances,
             on_limit,
+            alarm_channels,
             definition,
             running,
         })

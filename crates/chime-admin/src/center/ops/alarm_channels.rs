@@ -66,7 +66,7 @@ impl Admin {
         Ok(())
     }
 
-    /// Refuses a jobs document whose groups or jobs name a channel that neither exists nor is
+    /// Refuses a jobs document whose groups, jobs or workflows name a channel that neither exists nor is
     /// defined by the document itself, or whose jobs have a policy that does not read.
     pub(crate) async fn check_document_alarms(&self, doc: &JobsDocument) -> Result<(), OpError> {
         let defined: Vec<&str> = doc.alarm_channels.iter().filter_map(|c| c.name.as_deref()).collect();
@@ -84,6 +84,10 @@ impl Admin {
                 AlarmPolicy::parse(job.info.alarm_policy.as_deref().unwrap_or(""))?;
                 AlarmLanguage::parse(job.info.alarm_language.as_deref().unwrap_or(""))?;
             }
+        }
+        for list in doc.workflows.iter().filter_map(|w| w.alarm_channels.as_ref()) {
+            channel_names(list)?;
+            named.extend(names_of(list).filter(|n| !defined.contains(n)));
         }
         named.sort_unstable();
         named.dedup();

@@ -16,7 +16,14 @@ impl Admin {
             .map(|d| d.nodes.iter().map(|n| n.job_id).filter(|id| *id > 0).collect())
             .unwrap_or_default();
         let jobs = self.store.node_jobs(&ids).await?;
-        Ok(spec.validate(base, &self.config.default_time_zone, |id| jobs.get(&id).copied())?)
+        let mut draft = spec.validate(base, &self.config.default_time_zone, |id| jobs.get(&id).copied())?;
+        // Each named channel must exist; a list kept unchanged is not looked up again.
+        if base.is_none_or(|b| b.alarm_channels != draft.alarm_channels) {
+            draft.alarm_channels = self
+                .checked_channel_names("alarm_channels", &draft.alarm_channels)
+                .await?;
+        }
+        Ok(draft)
     }
 
     /// Creates a workflow.

@@ -1,10 +1,10 @@
 //! The routes of alarm channels (administrators only: a channel holds a receiver's secret and
-//! makes the admin call out), and of a run's alarm deliveries.
+//! makes the admin call out), of a run's alarm deliveries, and of the alarms no run raised.
 
 use super::Route;
 use crate::http::access::{Rule, Target};
 use crate::http::alarm_channels as channels;
-use crate::http::openapi::{arr, body, boolean, exact, id, op, r};
+use crate::http::openapi::{arr, body, boolean, exact, id, int, limit, op, query, r, string_enum};
 use serde_json::json;
 
 /// The routes of alarm channels.
@@ -36,5 +36,20 @@ pub(super) const ROUTES: &[Route] = &[
     api!("GET" "/v1/runs/{id}/alarms", Rule::Read(Target::Run), channels::run_alarms, op(
         "The deliveries of a run's alarm, each with its channel, state, attempts and last error",
         "runs", json!([id()]), None, (200, Some(arr(r("AlarmDelivery")))), &[400, 403, 404],
+    )),
+    api!("GET" "/v1/alarm-events", Rule::Admin, channels::alarm_events, op(
+        "List the alarms no run raised (a workflow instance failed, a group without a live executor and its return), newest first, each with its deliveries (admins only)",
+        "alarms",
+        json!([
+            query("event", string_enum(&["workflow_failed", "no_executor", "executor_back"]), "only alarms of this kind"),
+            query("subject", int(), "only alarms about this workflow instance or group id"),
+            query("before_id", int(), "paging: only alarms with a smaller id"),
+            limit(channels::MAX_EVENTS, 50),
+        ]),
+        None, (200, Some(arr(r("AlarmEventEntry")))), &[400, 403],
+    )),
+    api!("GET" "/v1/workflow-instances/{id}/alarms", Rule::Admin, channels::instance_alarms, op(
+        "The alarm of a failed workflow instance, with its deliveries (empty when none was raised)",
+        "workflows", json!([id()]), None, (200, Some(arr(r("AlarmEventEntry")))), &[400, 403, 404],
     )),
 ];
