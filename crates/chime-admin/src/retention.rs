@@ -21,6 +21,8 @@ pub struct Deleted {
     pub audit_entries: u64,
     /// Finished workflow instances (with their nodes).
     pub workflow_instances: u64,
+    /// Alarms no run raised (`alarm_event`, with their deliveries).
+    pub alarm_events: u64,
 }
 
 fn cutoff(days: u32) -> i64 {
@@ -50,6 +52,11 @@ pub async fn sweep(retention: &Retention) -> Result<Deleted, crate::store::Store
         deleted.workflow_instances = retention
             .store
             .delete_finished_instances_before(cutoff(retention.run_days), BATCH)
+            .await?;
+        // The alarms of failed instances and of groups without executors, likewise.
+        deleted.alarm_events = retention
+            .store
+            .delete_alarm_events_before(cutoff(retention.run_days))
             .await?;
     }
     if retention.audit_days > 0 {

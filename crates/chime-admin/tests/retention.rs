@@ -1,7 +1,8 @@
 //! Retention on SQLite, MariaDB and PostgreSQL: the admin's start-up sweep deletes finished
 //! runs (success, failure, send failure, skipped) older than `run_retention_days`, in several
 //! batches, and keeps pending and running runs however old, and every younger run; and audit
-//! log entries older than `audit_retention_days`. Stored run logs go with their runs.
+//! log entries older than `audit_retention_days`. Stored run logs go with their runs; alarms no
+//! run raised go after the runs' retention too, unless one is still pending or open.
 
 mod common;
 
@@ -105,6 +106,49 @@ async fn logs_present(conn: &mut sqlx::AnyConnection, backend: Backend, ids: &[i
     sqlx::Row::get::<i64, _>(&row, 0) as usize
 }
 
+/// Stores an alarm no run raised, created at `at`, with one delivery in `state` (0 pending, 1
+/// sent); returns the event's id.
+async fn insert_alarm_event(conn: &mut sqlx::AnyConnection, backend: Backend, key: &str, at: i64, state: i64) -> i64 {
+    let sql = backend
+        .sql("INSERT INTO alarm_event (event, subject, claim_key, title, facts, created_at) VALUES ('no_executor', 1, ?, 't', '[]', ?)")
+        .into_owned();
+    sqlx::query(&sql).bind(key).bind(at).execute(&mut *conn).await.unwrap();
+    let sql = backend
+        .sql("SELECT id FROM alarm_event WHERE claim_key = ?")
+        .into_owned();
+    let row = sqlx::query(&sql).bind(key).fetch_one(&mut *conn).await.unwrap();
+    let id = sqlx::Row::get::<i64, _>(&row, 0);
+    let sql = backend
+        .sql("INSERT INTO alarm_delivery (run_id, event_id, channel, kind, state, next_at, created_at) VALUES (0, ?, 'ops', 'slack', ?, ?, ?)")
+        .into_owned();
+    // Due tomorrow (a retry's pause): the outbox leaves a pending one alone during the test.
+    let next_at = chime_admin::model::now_ms() + DAY_MS;
+    sqlx::query(&sql)
+        .bind(id)
+        .bind(state)
+        .bind(next_at)
+        .bind(at)
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    id
+}
+
+/// The alarm events of `ids` still stored, and the deliveries they still have.
+async fn alarm_events_present(conn: &mut sqlx::AnyConnection, ids: &[i64]) -> (usize, usize) {
+    let list = ids.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    let mut counts = [0usize; 2];
+    let queries = [
+        format!("SELECT COUNT(*) FROM alarm_event WHERE id IN ({list})"),
+        format!("SELECT COUNT(*) FROM alarm_delivery WHERE event_id IN ({list})"),
+    ];
+    for (count, sql) in counts.iter_mut().zip(&queries) {
+        let row = sqlx::query(sql).fetch_one(&mut *conn).await.unwrap();
+        *count = sqlx::Row::get::<i64, _>(&row, 0) as usize;
+    }
+    (counts[0], counts[1])
+}
+
 async fn sweep_keeps_open_and_young_runs(kind: Db) {
     let db = TestDb::new(kind).await;
     // Create the schema.
@@ -139,6 +183,21 @@ async fn sweep_keeps_open_and_young_runs(kind: Db) {
     ats.push(now - 89 * DAY_MS);
     let audit_ids = insert_audit(&mut conn, backend, &ats).await;
     let (old_audit, young_audit) = audit_ids.split_at(1200);
+    // Alarms no run raised: an old one told (deleted with its delivery), an old one still
+    // pending, an old one a group's open outage points to, and a young one (all kept).
+    let old_told = insert_alarm_event(&mut conn, backend, "old-told", old, 1).await;
+    let old_pending = insert_alarm_event(&mut conn, backend, "old-pending", old, 0).await;
+    let old_open = insert_alarm_event(&mut conn, backend, "old-open", old, 1).await;
+    let young_event = insert_alarm_event(&mut conn, backend, "young", now - DAY_MS, 1).await;
+    let sql = backend
+        .sql("INSERT INTO alarm_group_incident (group_id, event_id, alarmed, opened_at) VALUES (7, ?, 1, ?)")
+        .into_owned();
+    sqlx::query(&sql)
+        .bind(old_open)
+        .bind(old)
+        .execute(&mut conn)
+        .await
+        .unwrap();
 
     let mut config = common::config(&db.url);
     config.run_retention_days = 30;
@@ -176,6 +235,16 @@ async fn sweep_keeps_open_and_young_runs(kind: Db) {
         logs_present(&mut conn, backend, &keep).await,
         keep.len(),
         "kept runs keep their logs"
+    );
+    assert_eq!(
+        alarm_events_present(&mut conn, &[old_told]).await,
+        (0, 0),
+        "an old alarm event goes with its delivery"
+    );
+    assert_eq!(
+        alarm_events_present(&mut conn, &[old_pending, old_open, young_event]).await,
+        (3, 3),
+        "pending, open-outage and young alarm events stay"
     );
     // A second sweep finds nothing more to delete.
     assert_eq!(

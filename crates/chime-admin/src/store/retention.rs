@@ -67,4 +67,26 @@ impl Store {
             tokio::task::yield_now().await;
         }
     }
+
+    /// Deletes the alarms no run raised (`alarm_event`) stored before `cutoff` (epoch ms), with
+    /// their deliveries, and returns how many. Kept whatever their age: one with a delivery
+    /// still pending (the outbox owes it), and the one a group's open outage points to (its
+    /// `executor_back` follows it).
+    pub async fn delete_alarm_events_before(&self, cutoff: i64) -> StoreResult<u64> {
+        let mut tx = self.write.begin().await?;
+        let q = self.sql(
+            "DELETE FROM alarm_event WHERE created_at < ? \
+             AND NOT EXISTS (SELECT 1 FROM alarm_delivery d WHERE d.event_id = alarm_event.id AND d.state = 0) \
+             AND NOT EXISTS (SELECT 1 FROM alarm_group_incident i WHERE i.event_id = alarm_event.id)",
+        );
+        let deleted = sqlx::query(&q).bind(cutoff).execute(&mut *tx).await?.rows_affected();
+        sqlx::query(
+            "DELETE FROM alarm_delivery WHERE event_id > 0 \
+             AND NOT EXISTS (SELECT 1 FROM alarm_event e WHERE e.id = alarm_delivery.event_id)",
+        )
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(deleted)
+    }
 }
