@@ -360,6 +360,57 @@ async fn a_group_without_a_live_executor_is_told_once_and_its_return() {
     env.close().await;
 }
 
+/// A group's outage while a silence window covers the group is recorded, with the window in
+/// its note, and nothing is sent; its return is recorded too, saying why it is not sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_silenced_outage_is_recorded_and_not_sent() {
+    let env = admin().await;
+    let api = &env.api;
+    let r = Receiver::start(Vendor::Webhook { secret: None }, Behaviour::Normal).await;
+    channel(api, "quiet-ops", &r).await;
+    let (group, mut ex) = watched_group(api, &env.prefix, "quiet-app", "quiet-ops").await;
+    let now = chime_admin::model::now_ms();
+    let (s, v) = api
+        .post(
+            "/v1/alarm-silences",
+            json!({"group_id": group, "name": "maintenance", "starts_at": now - 1000, "ends_at": now + 3_600_000}),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+
+    ex.kill_9();
+    let recorded = eventually(60, "the silenced outage recorded", || async {
+        match events_about(api, group, GROUP).await.first() {
+            Some(e) if e["event"] == "no_executor" => Ok(e.clone()),
+            _ => Err("not yet".to_owned()),
+        }
+    })
+    .await;
+    assert!(
+        recorded["note"].as_str().unwrap_or("").contains("maintenance"),
+        "the window is named: {recorded:#}"
+    );
+    assert_eq!(
+        recorded["deliveries"].as_array().map(Vec::len),
+        Some(0),
+        "nothing to send: {recorded:#}"
+    );
+    let _back = DemoExecutor::start_with(&env.prefix, "quiet-app", BEAT);
+    api.wait_executors("quiet-app", 1).await;
+    // Two looks later: still nothing sent, and no return told for a silenced outage.
+    tokio::time::sleep(std::time::Duration::from_secs(11)).await;
+    assert!(r.requests().is_empty(), "{:#?}", r.requests());
+    let events = events_about(api, group, GROUP).await;
+    let kinds: Vec<&str> = events.iter().map(|e| e["event"].as_str().unwrap_or("")).collect();
+    assert_eq!(kinds, ["executor_back", "no_executor"], "both recorded: {events:#?}");
+    assert_eq!(events[0]["deliveries"].as_array().map(Vec::len), Some(0), "{events:#?}");
+    assert!(
+        !events[0]["note"].as_str().unwrap_or("").is_empty(),
+        "says why: {events:#?}"
+    );
+    env.close().await;
+}
+
 /// Two admin processes on one database: the failed instance, the outage and the return are
 /// each told once.
 async fn two_admins_tell_each_alarm_once(kind: Db) {
