@@ -128,6 +128,9 @@ fn print_workflow(w: Workflow) {
         n => format!("{n} instances"),
     };
     outln!("limit     {limit} ({})", w.on_limit.as_str());
+    if !w.alarm_channels.is_empty() {
+        outln!("alarms    {}", w.alarm_channels);
+    }
     let edges = &w.definition.edges;
     let rows = w
         .definition
