@@ -5,7 +5,7 @@
 //! `--alarm-digest-at` or more deliveries to a channel are due at once; each delivery then
 //! records the digest's outcome as its own.
 
-use super::message::AlarmText;
+use super::message::{summary_variables, AlarmText};
 use crate::api::alarm_policy::AlarmLanguage;
 use serde_json::{json, Value};
 
@@ -66,19 +66,7 @@ impl AlarmText for Digest {
     /// The same names as a single alarm's (a template serves both): `text` and `title` tell
     /// the whole digest, `event` and `status` are `digest`, the others are empty.
     fn variables(&self) -> Vec<(&'static str, String)> {
-        crate::api::alarm_channels::TEMPLATE_VARIABLES
-            .iter()
-            .map(|name| {
-                let value = match *name {
-                    "status" | "event" => "digest".to_owned(),
-                    "link" => self.link.clone().unwrap_or_default(),
-                    "text" => self.text(),
-                    "title" => self.subject(),
-                    _ => String::new(),
-                };
-                (*name, value)
-            })
-            .collect()
+        summary_variables(self, "digest", "")
     }
 
     /// `text`, `event: "digest"`, `count`, and each alarm's own JSON under `alarms`.

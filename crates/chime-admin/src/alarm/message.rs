@@ -495,20 +495,7 @@ impl AlarmText for EventAlarm {
     /// The same names as a run's alarm (a template serves both): those about a job or a run
     /// are empty, `status` is the event.
     fn variables(&self) -> Vec<(&'static str, String)> {
-        crate::api::alarm_channels::TEMPLATE_VARIABLES
-            .iter()
-            .map(|name| {
-                let value = match *name {
-                    "group" => self.fact("Group"),
-                    "status" | "event" => self.entry.event.as_str().to_owned(),
-                    "link" => self.link.clone().unwrap_or_default(),
-                    "text" => self.text(),
-                    "title" => self.subject(),
-                    _ => String::new(),
-                };
-                (*name, value)
-            })
-            .collect()
+        summary_variables(self, self.entry.event.as_str(), &self.fact("Group"))
     }
 
     fn json(&self) -> Value {
@@ -528,6 +515,26 @@ impl AlarmText for EventAlarm {
             "link": self.link,
         })
     }
+}
+
+/// The template variables of an alarm about no one run (a stored event, a digest): the same
+/// names as a run's alarm (a template serves both), with `text`, `title`, `link`, `event` and
+/// `status` (both the event) and `group` (empty when none) set, the others empty.
+pub(super) fn summary_variables(alarm: &dyn AlarmText, event: &str, group: &str) -> Vec<(&'static str, String)> {
+    crate::api::alarm_channels::TEMPLATE_VARIABLES
+        .iter()
+        .map(|name| {
+            let value = match *name {
+                "group" => group.to_owned(),
+                "status" | "event" => event.to_owned(),
+                "link" => alarm.link().unwrap_or_default().to_owned(),
+                "text" => alarm.text(),
+                "title" => alarm.subject(),
+                _ => String::new(),
+            };
+            (*name, value)
+        })
+        .collect()
 }
 
 /// A trigger or handle result: its code, then its message as lines, cut.

@@ -87,7 +87,8 @@ const STREAK_PAGE: i64 = 64;
 const DELIVERY_COLUMNS: &str =
     "id, run_id, channel_id, channel, kind, event, state, attempts, error, created_at, sent_at";
 
-fn delivery(row: &AnyRow) -> Result<AlarmDelivery, sqlx::Error> {
+/// A delivery as stored.
+pub(super) fn delivery(row: &AnyRow) -> Result<AlarmDelivery, sqlx::Error> {
     Ok(AlarmDelivery {
         id: rows::int(row, "id")?,
         run_id: rows::int(row, "run_id")?,

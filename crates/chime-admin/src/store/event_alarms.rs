@@ -9,7 +9,7 @@ use super::bulk::Arg;
 use super::rows;
 use super::{Store, StoreResult};
 use crate::api::alarm_events::{AlarmEventEntry, AlarmFact};
-use crate::model::{cut_chars, now_ms, AlarmDelivery, AlarmEvent, DeliveryState};
+use crate::model::{cut_chars, now_ms, AlarmDelivery, AlarmEvent};
 use sqlx::any::AnyRow;
 use sqlx::{Any, Transaction};
 
@@ -66,21 +66,7 @@ fn event_row(row: &AnyRow) -> Result<AlarmEventEntry, sqlx::Error> {
 }
 
 fn delivery_row(row: &AnyRow) -> Result<(i64, AlarmDelivery), sqlx::Error> {
-    Ok((
-        rows::int(row, "event_id")?,
-        AlarmDelivery {
-            id: rows::int(row, "id")?,
-            run_id: rows::int(row, "run_id")?,
-            channel: rows::text(row, "channel")?,
-            kind: rows::parsed(row, "kind")?,
-            event: AlarmEvent::parse(&rows::text(row, "event")?),
-            state: DeliveryState::from_code(rows::int(row, "state")?),
-            attempts: rows::int(row, "attempts")?,
-            error: rows::text(row, "error")?,
-            created_at: rows::int(row, "created_at")?,
-            sent_at: rows::int(row, "sent_at")?,
-        },
-    ))
+    Ok((rows::int(row, "event_id")?, super::alarm_deliveries::delivery(row)?))
 }
 
 impl Store {
