@@ -47,6 +47,15 @@ pub enum AlarmClaim {
     Stored(usize),
 }
 
+/// What a delivery tells of: a run's alarm, or an alarm no run raised (`alarm_event`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum DeliveryOf {
+    /// The run's id.
+    Run(i64),
+    /// The alarm event's id.
+    Event(i64),
+}
+
 /// A delivery this admin holds the lease of, to send now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeasedDelivery {
@@ -125,7 +134,7 @@ impl Store {
         if !claimed {
             return Ok(AlarmClaim::NotOurs);
         }
-        self.insert_deliveries(&mut tx, run_id, deliveries, AlarmEvent::Failed, now)
+        self.insert_deliveries(&mut tx, DeliveryOf::Run(run_id), deliveries, AlarmEvent::Failed, now)
             .await?;
         if let (Some(job_id), false) = (incident_of, deliveries.is_empty()) {
             // An incident already open keeps the failure that opened it.
@@ -148,22 +157,27 @@ impl Store {
         })
     }
 
-    /// Stores `deliveries` of `event` for run `run_id` in `tx`.
+    /// Stores `deliveries` of `event` in `tx`, for what `of` names.
     pub(super) async fn insert_deliveries(
         &self,
         tx: &mut sqlx::AnyConnection,
-        run_id: i64,
+        of: DeliveryOf,
         deliveries: &[NewDelivery],
         event: AlarmEvent,
         now: i64,
     ) -> StoreResult<()> {
+        let (run_id, event_id) = match of {
+            DeliveryOf::Run(id) => (id, 0),
+            DeliveryOf::Event(id) => (0, id),
+        };
         let insert = self.sql(
-            "INSERT INTO alarm_delivery (run_id, channel_id, channel, kind, event, next_at, created_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO alarm_delivery (run_id, event_id, channel_id, channel, kind, event, next_at, created_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         );
         for d in deliveries {
             sqlx::query(&insert)
                 .bind(run_id)
+                .bind(event_id)
                 .bind(d.channel_id)
                 .bind(&d.channel)
                 .bind(d.kind.as_str())
@@ -275,8 +289,14 @@ impl Store {
         if !closed {
             return Ok(false);
         }
-        self.insert_deliveries(&mut tx, recovered.ok_run, deliveries, AlarmEvent::Recovered, now_ms())
-            .await?;
+        self.insert_deliveries(
+            &mut tx,
+            DeliveryOf::Run(recovered.ok_run),
+            deliveries,
+            AlarmEvent::Recovered,
+            now_ms(),
+        )
+        .await?;
         tx.commit().await?;
         Ok(true)
     }

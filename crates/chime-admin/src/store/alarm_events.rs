@@ -3,7 +3,7 @@
 //! timing, and claimed once per run and event (`alarm_run_event`'s key) with the event's
 //! deliveries, in one transaction, however many admins look.
 
-use super::alarm_deliveries::NewDelivery;
+use super::alarm_deliveries::{DeliveryOf, NewDelivery};
 use super::rows;
 use super::{Store, StoreResult};
 use crate::model::{now_ms, AlarmEvent};
@@ -97,7 +97,8 @@ impl Store {
         if !won {
             return Ok(false);
         }
-        self.insert_deliveries(&mut tx, run_id, deliveries, event, now).await?;
+        self.insert_deliveries(&mut tx, DeliveryOf::Run(run_id), deliveries, event, now)
+            .await?;
         tx.commit().await?;
         Ok(true)
     }

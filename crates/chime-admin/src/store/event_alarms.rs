@@ -4,7 +4,7 @@
 //! once however many admins look: a failed instance's by the event's unique `claim_key`, a
 //! group's outage by its `alarm_group_incident` row (opened once, closed once).
 
-use super::alarm_deliveries::NewDelivery;
+use super::alarm_deliveries::{DeliveryOf, NewDelivery};
 use super::bulk::Arg;
 use super::rows;
 use super::{Store, StoreResult};
@@ -81,7 +81,7 @@ impl Store {
         let Some(id) = self.insert_alarm_event(&mut tx, alarm).await? else {
             return Ok(None);
         };
-        self.insert_event_deliveries(&mut tx, id, alarm.event, deliveries)
+        self.insert_deliveries(&mut tx, DeliveryOf::Event(id), deliveries, alarm.event, now_ms())
             .await?;
         tx.commit().await?;
         Ok(Some(id))
@@ -120,34 +120,6 @@ impl Store {
         let q = self.sql("SELECT id FROM alarm_event WHERE claim_key = ?");
         let row = sqlx::query(&q).bind(&alarm.claim_key).fetch_one(&mut **tx).await?;
         Ok(Some(rows::int(&row, "id")?))
-    }
-
-    /// Stores `deliveries` of alarm event `event_id` in `tx`.
-    async fn insert_event_deliveries(
-        &self,
-        tx: &mut Transaction<'static, Any>,
-        event_id: i64,
-        event: AlarmEvent,
-        deliveries: &[NewDelivery],
-    ) -> StoreResult<()> {
-        let now = now_ms();
-        let insert = self.sql(
-            "INSERT INTO alarm_delivery (run_id, event_id, channel_id, channel, kind, event, next_at, created_at) \
-             VALUES (0, ?, ?, ?, ?, ?, ?, ?)",
-        );
-        for d in deliveries {
-            sqlx::query(&insert)
-                .bind(event_id)
-                .bind(d.channel_id)
-                .bind(&d.channel)
-                .bind(d.kind.as_str())
-                .bind(event.as_str())
-                .bind(now)
-                .bind(now)
-                .execute(&mut **tx)
-                .await?;
-        }
-        Ok(())
     }
 
     /// Instances that ended failed at or after `since`, of workflows that name alarm channels,
@@ -224,7 +196,7 @@ impl Store {
         };
         let q = self.sql("UPDATE alarm_group_incident SET event_id = ? WHERE group_id = ?");
         sqlx::query(&q).bind(id).bind(alarm.subject).execute(&mut *tx).await?;
-        self.insert_event_deliveries(&mut tx, id, alarm.event, deliveries)
+        self.insert_deliveries(&mut tx, DeliveryOf::Event(id), deliveries, alarm.event, now_ms())
             .await?;
         tx.commit().await?;
         Ok(Some(id))
@@ -252,7 +224,7 @@ impl Store {
         }
         if let Some(alarm) = alarm {
             if let Some(id) = self.insert_alarm_event(&mut tx, alarm).await? {
-                self.insert_event_deliveries(&mut tx, id, alarm.event, deliveries)
+                self.insert_deliveries(&mut tx, DeliveryOf::Event(id), deliveries, alarm.event, now_ms())
                     .await?;
             }
         }
