@@ -274,18 +274,32 @@ impl Store {
         Ok(due)
     }
 
+    /// Deletes in `tx` the one incident row `delete` (`DELETE … WHERE a = ? AND b = ?`) names by
+    /// `keys`; whether this call deleted it. Closing an incident is the claim of the alarm that
+    /// follows it (a recovery, an executor's return), so with several admins only the one whose
+    /// delete won goes on.
+    pub(super) async fn close_incident(
+        &self,
+        tx: &mut sqlx::AnyConnection,
+        delete: &str,
+        keys: [i64; 2],
+    ) -> StoreResult<bool> {
+        let q = self.sql(delete);
+        let done = sqlx::query(&q).bind(keys[0]).bind(keys[1]).execute(tx).await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     /// Closes `recovered`'s incident and stores the recovery's `deliveries` on its successful
     /// run, in one transaction; false when another admin closed it first.
     pub async fn claim_recovery(&self, recovered: Recovered, deliveries: &[NewDelivery]) -> StoreResult<bool> {
         let mut tx = self.write.begin().await?;
-        let q = self.sql("DELETE FROM alarm_incident WHERE job_id = ? AND run_id = ?");
-        let closed = sqlx::query(&q)
-            .bind(recovered.job_id)
-            .bind(recovered.failed_run)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-            == 1;
+        let closed = self
+            .close_incident(
+                &mut tx,
+                "DELETE FROM alarm_incident WHERE job_id = ? AND run_id = ?",
+                [recovered.job_id, recovered.failed_run],
+            )
+            .await?;
         if !closed {
             return Ok(false);
         }

@@ -211,14 +211,13 @@ impl Store {
         deliveries: &[NewDelivery],
     ) -> StoreResult<bool> {
         let mut tx = self.write.begin().await?;
-        let q = self.sql("DELETE FROM alarm_group_incident WHERE group_id = ? AND opened_at = ?");
-        let closed = sqlx::query(&q)
-            .bind(incident.group_id)
-            .bind(incident.opened_at)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-            == 1;
+        let closed = self
+            .close_incident(
+                &mut tx,
+                "DELETE FROM alarm_group_incident WHERE group_id = ? AND opened_at = ?",
+                [incident.group_id, incident.opened_at],
+            )
+            .await?;
         if !closed {
             return Ok(false);
         }
