@@ -30,6 +30,9 @@ use tokio_util::sync::CancellationToken;
 const MAX_FIRES_PER_JOB: usize = 1000;
 /// Missed fire times walked one by one before jumping to the present.
 const MAX_MISSED_WALK: usize = 100_000;
+/// How long a woken claim loop waits for the wakes that follow before its round: short
+/// against any fire's lateness, long enough for a burst of creates to share one round.
+const WAKE_GATHER: Duration = Duration::from_millis(20);
 
 /// Misfire settings the planner needs.
 #[derive(Debug, Clone, Copy)]
@@ -274,7 +277,15 @@ pub async fn run_claims(claims: ClaimLoop) {
         }
         tokio::select! {
             _ = claims.shutdown.cancelled() => return,
-            _ = claims.partitions.claims_woken() => {}
+            _ = claims.partitions.claims_woken() => {
+                // Jobs created or started one after another (a client creating thousands)
+                // each wake the loop: the wakes of a short burst share one round instead of
+                // each taking the writer for a round of its own between the creates.
+                tokio::select! {
+                    _ = claims.shutdown.cancelled() => return,
+                    _ = tokio::time::sleep(WAKE_GATHER) => {}
+                }
+            }
             _ = tokio::time::sleep(tick) => {}
         }
     }

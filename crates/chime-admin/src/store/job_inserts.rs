@@ -16,19 +16,20 @@
 //! transaction each, so every caller gets its own result or its own error and no create fails
 //! because of a neighbour.
 
+use super::job_columns::JOB_COLUMNS;
 use super::rounds::{Rounds, Waiting};
 use super::rows;
 use super::{Store, StoreError, StoreResult};
-use crate::model::{now_ms, Invalid, JobDraft};
+use crate::model::{now_ms, Invalid, Job, JobDraft};
 use sqlx::any::Any;
 use sqlx::Transaction;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Creates waiting for the committer of their round.
 pub(super) type PendingInserts = Rounds<InsertRequest>;
 
-/// One create waiting for its round, answered with the new job's id.
-pub(super) type InsertRequest = Waiting<NewJob, StoreResult<i64>>;
+/// One create waiting for its round, answered with the new job as stored.
+pub(super) type InsertRequest = Waiting<NewJob, StoreResult<Job>>;
 
 /// What a create asks for.
 pub(super) struct NewJob {
@@ -38,9 +39,9 @@ pub(super) struct NewJob {
 
 impl Store {
     /// Creates a job (and its first script version), starting it when the draft says so, and
-    /// returns its id. Committed together with the creates that arrive meanwhile (see the
-    /// module's documentation).
-    pub(super) async fn insert_job_grouped(&self, draft: &JobDraft, author: &str) -> StoreResult<i64> {
+    /// returns it as stored. Committed together with the creates that arrive meanwhile (see
+    /// the module's documentation).
+    pub(super) async fn insert_job_grouped(&self, draft: &JobDraft, author: &str) -> StoreResult<Job> {
         let job = NewJob {
             draft: draft.clone(),
             author: author.to_owned(),
@@ -62,8 +63,8 @@ impl Store {
             Err((_, batch)) => return self.insert_each_alone(batch).await,
         };
         match self.insert_batch(&mut tx, &batch, now).await {
-            Ok(ids) => match tx.commit().await {
-                Ok(()) => batch.into_iter().zip(ids).for_each(|(r, id)| r.answer(Ok(id))),
+            Ok(jobs) => match tx.commit().await {
+                Ok(()) => batch.into_iter().zip(jobs).for_each(|(r, job)| r.answer(Ok(job))),
                 Err(_) => self.insert_each_alone(batch).await,
             },
             Err(_) => {
@@ -124,13 +125,15 @@ impl Store {
         Ok(valid)
     }
 
-    /// Writes the batch's jobs in `tx`; their ids in the batch's order.
+    /// Writes the batch's jobs in `tx` and reads them back in one statement (each caller
+    /// answers with its job as stored, so none reads it again after the commit); in the
+    /// batch's order.
     async fn insert_batch(
         &self,
         tx: &mut Transaction<'static, Any>,
         batch: &[InsertRequest],
         now: i64,
-    ) -> StoreResult<Vec<i64>> {
+    ) -> StoreResult<Vec<Job>> {
         let mut ids = Vec::with_capacity(batch.len());
         for request in batch {
             let draft = &request.request.draft;
@@ -142,15 +145,29 @@ impl Store {
             ids.push(id);
         }
         self.name_new_jobs(tx, &ids).await?;
-        Ok(ids)
+        let sql = format!("SELECT {JOB_COLUMNS} FROM job WHERE id IN ({{in}})");
+        let mut stored: HashMap<i64, Job> = self
+            .fetch_in_as(tx, &sql, &ids, &[], |row| rows::job(row).map(|job| (job.id, job)))
+            .await?;
+        ids.iter()
+            .map(|id| {
+                stored
+                    .remove(id)
+                    .ok_or_else(|| StoreError::NotFound(format!("job {id}")))
+            })
+            .collect()
     }
 
     /// The one-at-a-time path: each create in its own transaction, with its own answer.
     async fn insert_each_alone(&self, batch: Vec<InsertRequest>) {
         for request in batch {
-            let result = self
+            let result = match self
                 .insert_job_alone(&request.request.draft, &request.request.author)
-                .await;
+                .await
+            {
+                Ok(id) => self.job(id).await,
+                Err(e) => Err(e),
+            };
             request.answer(result);
         }
     }

@@ -206,8 +206,7 @@ impl Store {
     /// Creates a job (and its first script version), starting it when the draft says so.
     /// Creates that arrive together are committed together (`job_inserts.rs`).
     pub async fn insert_job(&self, draft: &JobDraft, author: &str) -> StoreResult<Job> {
-        let id = self.insert_job_grouped(draft, author).await?;
-        self.job(id).await
+        self.insert_job_grouped(draft, author).await
     }
 
     /// Creates a job in a transaction of its own and returns its id.
