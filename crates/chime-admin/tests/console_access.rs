@@ -433,6 +433,16 @@ async fn access_control() {
     assert!(entries
         .iter()
         .any(|e| e["username"] == "api-token" && e["action"] == "POST /v1/jobs"));
+    // A create's entry is written in the create's own transaction: exactly one for job B,
+    // with its answer's status and the request it made.
+    let job_b_entries: Vec<&serde_json::Value> = entries
+        .iter()
+        .filter(|e| e["action"] == "POST /v1/jobs" && e["detail"]["request"]["description"] == "b")
+        .collect();
+    assert_eq!(job_b_entries.len(), 1, "{job_b_entries:?}");
+    assert_eq!(job_b_entries[0]["username"], "api-token");
+    assert_eq!(job_b_entries[0]["target"], "/v1/jobs");
+    assert_eq!(job_b_entries[0]["detail"]["status"], 201);
     let created = entries
         .iter()
         .find(|e| e["action"] == "POST /v1/users" && e["detail"]["status"] == 201)

@@ -17,6 +17,7 @@ use super::auth::token_matches;
 use super::error::ApiError;
 use crate::center::Admin;
 use crate::model::now_ms;
+use crate::store::NewAuditEntry;
 use axum::body::{to_bytes, Body, Bytes};
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
@@ -247,7 +248,17 @@ async fn guard_inner(admin: Arc<Admin>, req: Request, next: Next) -> Result<Resp
     };
     let mut req = Request::from_parts(parts, Body::from(body.clone()));
     req.extensions_mut().insert(principal.clone());
+    if attempt.writes {
+        req.extensions_mut().insert(AuditContext {
+            username: principal.username.clone(),
+            action: attempt.action.clone(),
+            target: attempt.path.clone(),
+        });
+    }
     let resp = next.run(req).await;
+    if resp.extensions().get::<Audited>().is_some() {
+        return Ok(resp);
+    }
     let resp = match rule {
         Rule::List { field } if !principal.admin && resp.status().is_success() => {
             filter_list(resp, field, &principal).await?
@@ -259,6 +270,29 @@ async fn guard_inner(admin: Arc<Admin>, req: Request, next: Next) -> Result<Resp
         .await;
     Ok(resp)
 }
+
+/// Who changes what, given to the handler of a change: a handler that writes the change's
+/// audit entry in the change's own transaction builds it from this and answers with
+/// [`Audited`], and the middleware then writes none.
+#[derive(Debug, Clone)]
+pub struct AuditContext {
+    username: String,
+    action: String,
+    target: String,
+}
+
+impl AuditContext {
+    /// The entry of the change answered with `status`, whose request body was `body`.
+    pub fn entry(&self, status: StatusCode, body: &[u8]) -> NewAuditEntry {
+        let detail = audit_detail(status, None, body).to_string();
+        NewAuditEntry::new(now_ms(), &self.username, &self.action, &self.target, &detail)
+    }
+}
+
+/// Put on a response by a handler that wrote its change's audit entry itself
+/// ([`AuditContext`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Audited;
 
 /// What a request to a guarded route attempts, as the audit records it.
 struct Attempt {

@@ -1,7 +1,7 @@
 //! Chime's REST API, `/v1/…`: groups, jobs, runs, executors. JSON in and out, bearer-token
 //! authentication, proper HTTP statuses, and errors that name the field at fault.
 
-use super::access::Principal;
+use super::access::{AuditContext, Audited, Principal};
 use super::error::ApiError;
 use crate::calendar::Calendar;
 use crate::center::{Admin, ApplyMode};
@@ -218,15 +218,20 @@ fn text_param(q: &HashMap<String, String>, name: &str) -> ApiResult<Option<Strin
 pub(super) async fn create_job(
     State(admin): State<Arc<Admin>>,
     who: Option<Extension<Principal>>,
+    audit: Option<Extension<AuditContext>>,
     body: Bytes,
-) -> ApiResult<(StatusCode, Json<Job>)> {
+) -> ApiResult<(StatusCode, Extension<Audited>, Json<Job>)> {
     let spec: JobSpec = parse_body(&body)?;
     let group_id = admin.job_group(&spec, None).await?;
     if let Some(who) = who.as_deref() {
         who.check_write(group_id)?;
     }
-    let job = admin.create_job(&spec, group_id, &author(who.as_deref())).await?;
-    Ok((StatusCode::CREATED, Json(job)))
+    // The create's audit entry goes into the create's own transaction.
+    let entry = audit.map(|a| a.entry(StatusCode::CREATED, &body));
+    let job = admin
+        .create_job(&spec, group_id, &author(who.as_deref()), entry)
+        .await?;
+    Ok((StatusCode::CREATED, Extension(Audited), Json(job)))
 }
 
 /// Who saved a job (recorded with GLUE versions): the console user, `api-token` for the bearer

@@ -18,13 +18,29 @@ pub(super) type AuditRequest = Waiting<NewAuditEntry, StoreResult<()>>;
 /// Rows of one insert: 5 values each, well inside every database's limit on bound values.
 const AUDIT_ROWS_PER_INSERT: usize = 100;
 
-/// An entry to append.
-pub(super) struct NewAuditEntry {
+/// An entry to append: on its own ([`Store::insert_audit`]) or in the transaction of the change
+/// it records (a job's create, [`Store::insert_job_audited`]).
+#[derive(Debug, Clone)]
+pub struct NewAuditEntry {
     at: i64,
     username: String,
     action: String,
     target: String,
     detail: String,
+}
+
+impl NewAuditEntry {
+    /// An entry written at `at` (epoch ms): who, what (`METHOD /pattern`), on which path, and
+    /// its detail (JSON text).
+    pub fn new(at: i64, username: &str, action: &str, target: &str, detail: &str) -> NewAuditEntry {
+        NewAuditEntry {
+            at,
+            username: username.to_owned(),
+            action: action.to_owned(),
+            target: target.to_owned(),
+            detail: detail.to_owned(),
+        }
+    }
 }
 
 /// Which entries to list.
@@ -99,13 +115,7 @@ impl Store {
         target: &str,
         detail: &str,
     ) -> StoreResult<()> {
-        let entry = NewAuditEntry {
-            at,
-            username: username.to_owned(),
-            action: action.to_owned(),
-            target: target.to_owned(),
-            detail: detail.to_owned(),
-        };
+        let entry = NewAuditEntry::new(at, username, action, target, detail);
         self.join_round(&self.pending_audit, entry, Store::commit_pending_audit)
             .await
     }
@@ -115,7 +125,10 @@ impl Store {
     async fn commit_pending_audit(self) {
         let (tx, batch) = self.begin_round(&self.pending_audit).await;
         let written = match tx {
-            Ok(mut tx) => match self.insert_audit_rows(&mut tx, &batch).await {
+            Ok(mut tx) => match self
+                .insert_audit_rows(&mut tx, batch.iter().map(|entry| &entry.request))
+                .await
+            {
                 Ok(()) => tx.commit().await.is_ok(),
                 Err(_) => false,
             },
@@ -133,14 +146,19 @@ impl Store {
         }
     }
 
-    async fn insert_audit_rows(&self, tx: &mut Transaction<'static, Any>, batch: &[AuditRequest]) -> StoreResult<()> {
-        for chunk in batch.chunks(AUDIT_ROWS_PER_INSERT) {
+    /// Writes `entries` in `tx`, one multi-row insert per chunk.
+    pub(super) async fn insert_audit_rows<'a>(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        entries: impl Iterator<Item = &'a NewAuditEntry>,
+    ) -> StoreResult<()> {
+        let entries: Vec<&NewAuditEntry> = entries.collect();
+        for chunk in entries.chunks(AUDIT_ROWS_PER_INSERT) {
             let rows = vec!["(?, ?, ?, ?, ?)"; chunk.len()].join(", ");
             let sql = format!("INSERT INTO audit_log (at, username, action, target, detail) VALUES {rows}");
             let q = self.sql(&sql);
             let mut query = sqlx::query(&q);
-            for entry in chunk {
-                let e = &entry.request;
+            for e in chunk {
                 query = query
                     .bind(e.at)
                     .bind(e.username.as_str())

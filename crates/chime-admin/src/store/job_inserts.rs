@@ -16,6 +16,7 @@
 //! transaction each, so every caller gets its own result or its own error and no create fails
 //! because of a neighbour.
 
+use super::audit::NewAuditEntry;
 use super::job_columns::JOB_COLUMNS;
 use super::rounds::{Rounds, Waiting};
 use super::rows;
@@ -35,16 +36,24 @@ pub(super) type InsertRequest = Waiting<NewJob, StoreResult<Job>>;
 pub(super) struct NewJob {
     draft: JobDraft,
     author: String,
+    /// The audit entry of the create, written in its transaction.
+    audit: Option<NewAuditEntry>,
 }
 
 impl Store {
     /// Creates a job (and its first script version), starting it when the draft says so, and
     /// returns it as stored. Committed together with the creates that arrive meanwhile (see
     /// the module's documentation).
-    pub(super) async fn insert_job_grouped(&self, draft: &JobDraft, author: &str) -> StoreResult<Job> {
+    pub(super) async fn insert_job_grouped(
+        &self,
+        draft: &JobDraft,
+        author: &str,
+        audit: Option<NewAuditEntry>,
+    ) -> StoreResult<Job> {
         let job = NewJob {
             draft: draft.clone(),
             author: author.to_owned(),
+            audit,
         };
         self.join_round(&self.pending_inserts, job, Store::commit_pending_inserts)
             .await
@@ -145,6 +154,8 @@ impl Store {
             ids.push(id);
         }
         self.name_new_jobs(tx, &ids).await?;
+        self.insert_audit_rows(tx, batch.iter().filter_map(|r| r.request.audit.as_ref()))
+            .await?;
         let sql = format!("SELECT {JOB_COLUMNS} FROM job WHERE id IN ({{in}})");
         let mut stored: HashMap<i64, Job> = self
             .fetch_in_as(tx, &sql, &ids, &[], |row| rows::job(row).map(|job| (job.id, job)))
@@ -161,10 +172,8 @@ impl Store {
     /// The one-at-a-time path: each create in its own transaction, with its own answer.
     async fn insert_each_alone(&self, batch: Vec<InsertRequest>) {
         for request in batch {
-            let result = match self
-                .insert_job_alone(&request.request.draft, &request.request.author)
-                .await
-            {
+            let new = &request.request;
+            let result = match self.insert_job_alone(&new.draft, &new.author, new.audit.as_ref()).await {
                 Ok(id) => self.job(id).await,
                 Err(e) => Err(e),
             };

@@ -1,5 +1,6 @@
 //! Job definitions: create, change, start/stop, delete; child-job checks.
 
+use super::audit::NewAuditEntry;
 use super::filter::like_pattern;
 use super::job_columns::{bind_cells, draft_columns, insert_sql, set_sql, Cell, JOB_COLUMNS};
 use super::rows;
@@ -206,16 +207,30 @@ impl Store {
     /// Creates a job (and its first script version), starting it when the draft says so.
     /// Creates that arrive together are committed together (`job_inserts.rs`).
     pub async fn insert_job(&self, draft: &JobDraft, author: &str) -> StoreResult<Job> {
-        self.insert_job_grouped(draft, author).await
+        self.insert_job_grouped(draft, author, None).await
     }
 
-    /// Creates a job in a transaction of its own and returns its id.
-    pub(super) async fn insert_job_alone(&self, draft: &JobDraft, author: &str) -> StoreResult<i64> {
+    /// [`Store::insert_job`] with the create's audit entry, written in the same transaction:
+    /// the job and the record of who made it are committed together, with no second commit
+    /// for the entry.
+    pub async fn insert_job_audited(&self, draft: &JobDraft, author: &str, audit: NewAuditEntry) -> StoreResult<Job> {
+        self.insert_job_grouped(draft, author, Some(audit)).await
+    }
+
+    /// Creates a job (and writes its audit entry) in a transaction of its own and returns its
+    /// id.
+    pub(super) async fn insert_job_alone(
+        &self,
+        draft: &JobDraft,
+        author: &str,
+        audit: Option<&NewAuditEntry>,
+    ) -> StoreResult<i64> {
         let now = now_ms();
         let mut tx = self.write.begin().await?;
         let group_id = self.check_group(&mut tx, draft).await?;
         self.check_children(&mut tx, None, &draft.child_job_ids).await?;
         let id = self.insert_job_tx(&mut tx, group_id, draft, author, now).await?;
+        self.insert_audit_rows(&mut tx, audit.into_iter()).await?;
         tx.commit().await?;
         Ok(id)
     }

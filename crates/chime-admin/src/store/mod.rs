@@ -61,7 +61,7 @@ pub use alarms::alarm_status;
 pub use apply::check_document;
 pub use apply::{ApplyOptions, ApplyPlan, DocGroup, DocJob, JobsDocument, PlanEntry, MAX_DOC_GROUPS, MAX_DOC_JOBS};
 pub use apply_workflows::{DocNode, DocWorkflow};
-pub use audit::{AuditEntry, AuditFilter};
+pub use audit::{AuditEntry, AuditFilter, NewAuditEntry};
 pub use console_queries::{DayCounts, GlueVersion};
 pub use dialect::{placeholders, Backend};
 pub use import::{

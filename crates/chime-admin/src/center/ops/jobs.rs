@@ -3,7 +3,7 @@
 
 use crate::center::{Admin, OpError};
 use crate::model::{Invalid, Job, JobSpec, NamedGroup};
-use crate::store::{ApplyOptions, ApplyPlan, JobsDocument};
+use crate::store::{ApplyOptions, ApplyPlan, JobsDocument, NewAuditEntry};
 
 /// How a jobs document is applied.
 #[derive(Debug, Clone, Copy, Default)]
@@ -49,11 +49,20 @@ impl Admin {
     }
 
     /// Creates a job in group `group_id` (see [`Admin::job_group`]); `author` is recorded with
-    /// its GLUE version.
-    pub async fn create_job(&self, spec: &JobSpec, group_id: i64, author: &str) -> Result<Job, OpError> {
+    /// its GLUE version, and `audit`, when given, is written in the create's transaction.
+    pub async fn create_job(
+        &self,
+        spec: &JobSpec,
+        group_id: i64,
+        author: &str,
+        audit: Option<NewAuditEntry>,
+    ) -> Result<Job, OpError> {
         let mut draft = spec.validate(None, &self.config.default_time_zone, group_id)?;
         self.check_alarm_fields(&mut draft.info, None).await?;
-        let job = self.store.insert_job(&draft, author).await?;
+        let job = match audit {
+            Some(entry) => self.store.insert_job_audited(&draft, author, entry).await?,
+            None => self.store.insert_job(&draft, author).await?,
+        };
         self.wake_scheduler_for(&job);
         Ok(job)
     }

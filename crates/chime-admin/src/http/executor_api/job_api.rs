@@ -303,7 +303,7 @@ async fn add(admin: &Admin, group: &Group, body: &Bytes) -> Result<i64, Failure>
     spec.glue_source = req.job.glue_source.clone();
     // New jobs are created stopped, as XXL-JOB creates them: `startJob` schedules them.
     spec.running = Some(false);
-    let job = admin.create_job(&spec, group.id, AUTHOR).await?;
+    let job = admin.create_job(&spec, group.id, AUTHOR, None).await?;
     Ok(job.id)
 }
 
