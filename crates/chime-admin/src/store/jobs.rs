@@ -210,11 +210,16 @@ impl Store {
         self.insert_job_grouped(draft, author, None).await
     }
 
-    /// [`Store::insert_job`] with the create's audit entry, written in the same transaction:
-    /// the job and the record of who made it are committed together, with no second commit
-    /// for the entry.
-    pub async fn insert_job_audited(&self, draft: &JobDraft, author: &str, audit: NewAuditEntry) -> StoreResult<Job> {
-        self.insert_job_grouped(draft, author, Some(audit)).await
+    /// [`Store::insert_job`] with the create's audit entry, when given, written in the same
+    /// transaction: the job and the record of who made it are committed together, with no
+    /// second commit for the entry.
+    pub async fn insert_job_audited(
+        &self,
+        draft: &JobDraft,
+        author: &str,
+        audit: Option<NewAuditEntry>,
+    ) -> StoreResult<Job> {
+        self.insert_job_grouped(draft, author, audit).await
     }
 
     /// Creates a job (and writes its audit entry) in a transaction of its own and returns its

@@ -59,10 +59,7 @@ impl Admin {
     ) -> Result<Job, OpError> {
         let mut draft = spec.validate(None, &self.config.default_time_zone, group_id)?;
         self.check_alarm_fields(&mut draft.info, None).await?;
-        let job = match audit {
-            Some(entry) => self.store.insert_job_audited(&draft, author, entry).await?,
-            None => self.store.insert_job(&draft, author).await?,
-        };
+        let job = self.store.insert_job_audited(&draft, author, audit).await?;
         self.wake_scheduler_for(&job);
         Ok(job)
     }
