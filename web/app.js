@@ -18,6 +18,7 @@ import { users } from './pages/users.js';
 import { audit } from './pages/audit.js';
 import { channels } from './pages/channels.js';
 import { password } from './pages/password.js';
+import { apiKeys } from './pages/api-keys.js';
 import { workflowList } from './pages/workflows.js';
 import { workflowFormPage } from './pages/workflow-form.js';
 import { instanceList } from './pages/instances.js';
@@ -37,6 +38,7 @@ const routes = {
   audit: () => audit,
   channels: () => channels,
   password: () => password,
+  'api-keys': () => apiKeys,
   workflows: (args) => {
     /** @type {Record<string, Page>} */
     const sub = { new: workflowFormPage, edit: workflowFormPage, copy: workflowFormPage, instances: instanceList, instance: instanceView };
@@ -46,7 +48,7 @@ const routes = {
 
 /** The menu: each page, and whether it is the admins' only. */
 const nav = [
-  ['dashboard', false], ['executors', false], ['jobs', false], ['runs', false], ['workflows', true], ['channels', true], ['users', true], ['audit', true],
+  ['dashboard', false], ['executors', false], ['jobs', false], ['runs', false], ['workflows', true], ['channels', true], ['api-keys', false], ['users', true], ['audit', true],
 ];
 
 const main = () => /** @type {HTMLElement} */ (document.getElementById('main'));

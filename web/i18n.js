@@ -123,6 +123,11 @@ export const dict = {
     alarm_language: 'Alarm language', alarm_language_help: 'The language of this job\'s alarm messages.', alarm_language_default: 'The admin\'s (--alarm-language)', alarm_language_en: 'English', alarm_language_zh: 'Chinese (中文)',
     alarm_deliveries: 'Alarm deliveries', delivery_channel: 'Channel', attempts: 'Attempts', error: 'Error', delivery_sent_at: 'Delivered at',
     delivery_pending: 'pending', delivery_sent: 'sent', delivery_failed: 'failed',
+    'api-keys': 'API keys', api_keys_intro: 'Keys let tools and services call the REST API (Authorization: Bearer …) with a role, limited to groups, until they expire. A key never has more rights than you have. The token is shown once, when the key is made.',
+    new_api_key: 'New API key', key_name: 'Name', key_prefix: 'Token starts', key_expires: 'Expires', key_last_used: 'Last used', key_expires_days: 'Expires in (days)',
+    key_groups_hint: 'The groups it may reach (hold Ctrl or ⌘ for several).', key_role_viewer: 'Viewer (read)', key_role_editor: 'Editor (change jobs)', key_role_admin: 'Administrator',
+    key_state_active: 'active', key_state_expired: 'expired', key_state_revoked: 'revoked', key_revoke: 'Revoke', key_confirm_revoke: 'Revoke the key {name}? It stops working at once.',
+    key_made: 'Key {name} made.', key_token_once: 'Copy its token now: it is not stored and will not be shown again.', key_done: 'Done',
   },
   zh: {
     login: '登录', username: '用户名', password: '密码', logout: '退出',
@@ -242,6 +247,11 @@ export const dict = {
     alarm_language: '告警语言', alarm_language_help: '此任务告警消息使用的语言。', alarm_language_default: '调度中心默认（--alarm-language）', alarm_language_en: '英文 (English)', alarm_language_zh: '中文',
     alarm_deliveries: '告警发送', delivery_channel: '渠道', attempts: '尝试次数', error: '错误', delivery_sent_at: '送达时间',
     delivery_pending: '等待发送', delivery_sent: '已发送', delivery_failed: '发送失败',
+    'api-keys': 'API 密钥', api_keys_intro: '密钥让工具和服务以某个角色、在限定的执行器分组内调用 REST API（Authorization: Bearer …），到期失效。密钥的权限不会超过您自己的权限。令牌只在创建时显示一次。',
+    new_api_key: '新建 API 密钥', key_name: '名称', key_prefix: '令牌开头', key_expires: '到期时间', key_last_used: '最近使用', key_expires_days: '有效期（天）',
+    key_groups_hint: '可访问的执行器分组（按住 Ctrl 或 ⌘ 多选）。', key_role_viewer: '查看者（只读）', key_role_editor: '编辑者（修改任务）', key_role_admin: '管理员',
+    key_state_active: '有效', key_state_expired: '已过期', key_state_revoked: '已吊销', key_revoke: '吊销', key_confirm_revoke: '吊销密钥 {name}？它将立即失效。',
+    key_made: '密钥 {name} 已创建。', key_token_once: '请立即复制令牌：它不会被保存，也不会再次显示。', key_done: '完成',
   },
 };
 

@@ -747,6 +747,42 @@ test('console walk-through', { timeout: 300000 }, async () => {
     assert.equal(await page.isDisabled('#clear-runs'), false);
     assert.equal(await page.isVisible('#clear-note'), false);
 
+    // Dave makes an API key for a tool: an editor of his group, its token shown once; the key
+    // reads his group only, is refused on another's job, and stops at once when he revokes it.
+    await page.click('a[href="#api-keys"]');
+    await page.waitForSelector('#api-keys');
+    await page.click('#add-key');
+    assert.deepEqual(await page.locator('#key-form select[name=role] option').evaluateAll((o) => o.map((x) => x.value)), ['viewer', 'editor'],
+      'a user below admin cannot make an admin key');
+    await page.fill('#key-form input[name=name]', 'dave-deploy');
+    await page.selectOption('#key-form select[name=role]', 'editor');
+    await page.selectOption('#key-form select[name=group_ids]', { label: 'browser-demo' });
+    await page.fill('#key-form input[name=expires_days]', '7');
+    await page.click('#key-form button[type=submit]');
+    const token = await page.inputValue('#new-key-token');
+    assert.match(token, /^chk_[0-9a-f]{64}$/);
+    await shot('16b-api-key-made');
+    const asKey = async (path, method = 'GET') => {
+      const r = await fetch(`${base}${path}`, { method, headers: { Authorization: `Bearer ${token}` } });
+      return { status: r.status, body: await r.json().catch(() => null) };
+    };
+    const keyJobs = await asKey('/v1/jobs');
+    assert.equal(keyJobs.status, 200);
+    assert.ok(keyJobs.body.length > 0 && keyJobs.body.every((j) => j.group_id === demoGroup.id), 'the key reads its group only');
+    assert.equal((await asKey(`/v1/jobs/${secretId}`)).status, 403, 'another group is refused');
+    await page.click('#key-made button');
+    await page.waitForSelector('#api-keys tr[data-key="dave-deploy"] td.key-active');
+    assert.equal(await page.locator(`#api-keys :text("${token.slice(12)}")`).count(), 0, 'the token is not shown again');
+    assert.match(await page.textContent('#api-keys tr[data-key="dave-deploy"]'), /Editor.*browser-demo/);
+    await page.click('#api-keys tr[data-key="dave-deploy"] button.revoke');
+    await page.waitForSelector('#api-keys tr[data-key="dave-deploy"] td.key-revoked');
+    assert.ok(dialogs.some((d) => d.includes('dave-deploy')), 'revoking asks first');
+    const gone = await asKey('/v1/jobs');
+    assert.equal(gone.status, 401);
+    assert.equal(gone.body.error, 'this API key was revoked');
+    await shot('16c-api-key-revoked');
+    await page.goto(`${base}/console/#runs`);
+
     // The header wraps on a narrow screen instead of overflowing, in both languages.
     await page.setViewportSize({ width: 360, height: 740 });
     for (const lang of ['en', 'zh']) {

@@ -35,6 +35,7 @@ pub mod schedule;
 pub mod silence;
 mod start;
 pub mod store;
+pub mod token;
 pub mod workflow;
 
 pub use center::{Admin, OpError};

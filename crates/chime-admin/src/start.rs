@@ -286,7 +286,9 @@ struct Secrets {
 async fn kept_secrets(config: &mut AdminConfig, store: &Store) -> Result<Secrets, StoreError> {
     let mut new_access_token = None;
     if config.access_token.is_none() {
-        let kept = store.kept_secret(EXECUTOR_ACCESS_TOKEN, new_secret).await?;
+        let kept = store
+            .kept_secret(EXECUTOR_ACCESS_TOKEN, crate::token::random_hex)
+            .await?;
         if kept.created {
             // The token itself goes to the operator through `AdminHandle`, never to the log.
             tracing::warn!(
@@ -297,16 +299,11 @@ async fn kept_secrets(config: &mut AdminConfig, store: &Store) -> Result<Secrets
         }
         config.access_token = Some(kept.value);
     }
-    let cluster = store.kept_secret(CLUSTER_SECRET, new_secret).await?.value;
+    let cluster = store.kept_secret(CLUSTER_SECRET, crate::token::random_hex).await?.value;
     Ok(Secrets {
         cluster,
         new_access_token,
     })
-}
-
-/// A new secret: 32 random bytes as 64 hex digits, fit for an HTTP header and a properties file.
-fn new_secret() -> String {
-    rand::random::<[u8; 32]>().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Warns of every group whose executors work without a token, at each start: it is an

@@ -157,8 +157,8 @@ pub fn run(mut args: AdminArgs, matches: &ArgMatches) -> ExitCode {
         if handle.admin.config.api_token.as_deref().is_none_or(str::is_empty) {
             // Otherwise a script with a forgotten token meets only "401" and no reason here.
             eprintln!(
-                "chime admin: no --api-token (CHIME_API_TOKEN): the REST API takes console sessions only; \
-                 tools and `chime job …` commands need a token"
+                "chime admin: no --api-token (CHIME_API_TOKEN): the REST API takes console sessions and API keys \
+                 (made in the console, page API keys) only"
             );
         }
         let shutdown = handle.admin.shutdown.clone();

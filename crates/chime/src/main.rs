@@ -88,6 +88,8 @@ enum Command {
     Apply(client_cmd::ApplyArgs),
     /// Manage workflows (jobs as a DAG) and their instances through the admin's REST API.
     Workflow(client_cmd::WorkflowArgs),
+    /// Make, list and revoke API keys through the admin's REST API.
+    ApiKey(client_cmd::ApiKeyArgs),
     /// Import another scheduler's groups, jobs, users and runs into Chime's database
     /// (`chime import xxl-job --from mysql://…`; see docs/migration.md).
     Import(import_cmd::ImportArgs),
@@ -129,6 +131,7 @@ fn main() -> ExitCode {
         Command::Apply(args) => client_cmd::run_apply(cli.client, args),
         Command::Import(args) => import_cmd::run(args, cli.client.json),
         Command::Workflow(args) => client_cmd::run_workflow(cli.client, args),
+        Command::ApiKey(args) => client_cmd::run_api_key(cli.client, args),
     }
 }
 

@@ -454,3 +454,68 @@ fn run_executor_and_instance_times_show_their_offset() {
     let instances = local(&["workflow", "instances"]);
     assert!(instances.contains(&scheduled), "{instances}");
 }
+
+#[test]
+fn api_keys_are_made_listed_used_and_revoked_from_the_command_line() {
+    let demo = common::demo("cli-api-keys");
+    // Made with the bootstrap token: a viewer key of the demo group, by app name.
+    let made = json(
+        &demo,
+        &[
+            "api-key",
+            "create",
+            "ci-reader",
+            "--role",
+            "viewer",
+            "--group",
+            "chime-demo",
+            "--expires-in",
+            "30d",
+        ],
+    );
+    let token = made["token"].as_str().unwrap().to_owned();
+    let id = made["key"]["id"].as_i64().unwrap().to_string();
+    let days = (made["key"]["expires_at"].as_i64().unwrap() - made["key"]["created_at"].as_i64().unwrap()) / 86_400_000;
+    assert_eq!(days, 30, "{made}");
+    // Listed for people without the token; the token is printed once, at creation.
+    let list = ok(&demo, &["api-key", "list"]);
+    let row = list
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(id.as_str()))
+        .unwrap_or_else(|| panic!("key {id} in {list}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        (cells[1], cells[3], cells[5]),
+        ("ci-reader", "viewer", "active"),
+        "{list}"
+    );
+    assert!(!list.contains(&token[12..]), "{list}");
+    // The key works as the client's token: it reads, it does not write.
+    let with_key = |args: &[&str]| {
+        let mut c = Command::new(BIN);
+        c.env("CHIME_ADMIN_URL", &demo.url).env("CHIME_API_TOKEN", &token);
+        c.args(args).output().unwrap()
+    };
+    let jobs = with_key(&["--json", "job", "list"]);
+    assert!(jobs.status.success(), "{}", String::from_utf8_lossy(&jobs.stderr));
+    let refused = with_key(&["job", "add", "--group", "chime-demo", "--handler", "h", "--manual"]);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("read-only"),
+        "{refused:?}"
+    );
+    let refused = with_key(&["api-key", "list"]);
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("cannot manage API keys"),
+        "{refused:?}"
+    );
+    // Revoked: it stops at once.
+    let revoked = json(&demo, &["api-key", "revoke", &id]);
+    assert_eq!(revoked["state"], "revoked");
+    let after = with_key(&["job", "list"]);
+    assert!(!after.status.success());
+    assert!(String::from_utf8_lossy(&after.stderr).contains("revoked"), "{after:?}");
+    // A bad role is the client's own error.
+    let bad = run(&demo, &["api-key", "create", "x", "--role", "root"]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("not a role"), "{bad:?}");
+}

@@ -9,6 +9,7 @@ pub mod alarm_channels;
 pub mod alarm_events;
 pub mod alarm_policy;
 pub mod alarm_silences;
+pub mod api_keys;
 mod groups;
 mod invalid;
 pub mod job_info;
@@ -20,6 +21,7 @@ pub use alarm_channels::{
 };
 pub use alarm_events::{AlarmEventEntry, AlarmFact};
 pub use alarm_silences::{AlarmSilence, AlarmSilenceSpec, SilenceDraft};
+pub use api_keys::{ApiKey, ApiKeySpec, KeyDraft, KeyRole, KeyState, NewApiKey, TOKEN_PREFIX};
 pub use groups::{AddressType, Group, GroupSpec};
 pub use invalid::Invalid;
 pub use job_info::{JobInfo, JobInfoPatch};

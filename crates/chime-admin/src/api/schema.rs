@@ -90,11 +90,14 @@ pub fn components() -> Map<String, Value> {
     answers.subschema_for::<super::AlarmDelivery>();
     answers.subschema_for::<super::AlarmSilence>();
     answers.subschema_for::<super::AlarmEventEntry>();
+    answers.subschema_for::<super::ApiKey>();
+    answers.subschema_for::<super::NewApiKey>();
     let mut bodies = generator(Contract::Deserialize);
     bodies.subschema_for::<super::JobSpec>();
     bodies.subschema_for::<super::GroupSpec>();
     bodies.subschema_for::<super::AlarmChannelSpec>();
     bodies.subschema_for::<super::AlarmSilenceSpec>();
+    bodies.subschema_for::<super::ApiKeySpec>();
     let mut all = answers.take_definitions(true);
     all.extend(bodies.take_definitions(true));
     all

@@ -9,6 +9,7 @@ mod ops;
 mod run_logs;
 
 pub use error::OpError;
+pub use ops::api_keys::KeyManager;
 pub use ops::jobs::ApplyMode;
 pub use ops::users::UserFields;
 

@@ -15,16 +15,17 @@
 
 use super::auth::token_matches;
 use super::error::ApiError;
-use crate::center::Admin;
+use crate::api::{KeyRole, KeyState, TOKEN_PREFIX};
+use crate::center::{Admin, KeyManager};
 use crate::model::now_ms;
 use crate::store::NewAuditEntry;
+pub use crate::token::sha256_hex;
 use axum::body::{to_bytes, Body, Bytes};
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
 /// Name of the console session cookie.
@@ -52,6 +53,8 @@ pub struct Principal {
     pub session_hash: Option<String>,
     /// The session's CSRF token.
     pub csrf_token: Option<String>,
+    /// The API key the caller authenticated with (its requests are audited as `key:<name>`).
+    pub key_id: Option<i64>,
 }
 
 impl Principal {
@@ -64,7 +67,25 @@ impl Principal {
             groups: Vec::new(),
             session_hash: None,
             csrf_token: None,
+            key_id: None,
         }
+    }
+
+    /// The caller as a manager of API keys; 403 for a caller authenticated by a key: a key
+    /// that could make keys would outlive its own revocation.
+    pub fn key_manager(&self) -> Result<KeyManager<'_>, ApiError> {
+        if self.key_id.is_some() {
+            return Err(forbidden(
+                "an API key cannot manage API keys: log in to the console or use the API token",
+            ));
+        }
+        Ok(KeyManager {
+            user_id: self.user_id,
+            username: &self.username,
+            admin: self.admin,
+            can_write: self.can_write,
+            groups: &self.groups,
+        })
     }
 
     /// True when this caller may see group `id`.
@@ -137,14 +158,6 @@ pub enum Rule {
     UpdateJob,
 }
 
-/// Lower-case hex SHA-256 (session tokens are stored only as this).
-pub fn sha256_hex(s: &str) -> String {
-    Sha256::digest(s.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 /// A cookie's value from the request headers.
 pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
@@ -164,10 +177,13 @@ async fn authenticate(admin: &Admin, headers: &HeaderMap) -> Result<Option<Princ
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
         .map(str::trim);
+    if let Some(key) = bearer.filter(|t| t.starts_with(TOKEN_PREFIX)) {
+        return key_principal(admin, key).await.map(Some);
+    }
     if let Some(given) = bearer {
         let Some(expected) = admin.config.api_token.as_deref().filter(|t| !t.is_empty()) else {
             return Err(ApiError::unauthorized(
-                "the API token is disabled: start the admin with --api-token (or CHIME_API_TOKEN)",
+                "the API token is disabled: use an API key (console, page API keys) or start the admin with --api-token",
             ));
         };
         if token_matches(given, expected) {
@@ -189,8 +205,64 @@ async fn authenticate(admin: &Admin, headers: &HeaderMap) -> Result<Option<Princ
             groups: s.user.group_ids,
             session_hash: Some(hash),
             csrf_token: Some(s.csrf_token),
+            key_id: None,
         })),
     }
+}
+
+/// How often a key's last use is written: once a minute at most, so a key polled every second
+/// costs one write a minute, not one a request.
+const KEY_USE_RESOLUTION_MS: i64 = 60_000;
+
+/// The caller of a request made with API key `token`: the key's role and groups, bounded by its
+/// owner's rights as they are now (a key made by a user who has since lost a group or write
+/// access loses them too; one whose user was deleted is refused).
+async fn key_principal(admin: &Admin, token: &str) -> Result<Principal, ApiError> {
+    let now = now_ms();
+    let found = admin.store.api_key_by_token(&sha256_hex(token)).await?;
+    let Some(found) = found else {
+        return Err(ApiError::unauthorized("unknown API key"));
+    };
+    let key = &found.key;
+    match key.state(now) {
+        KeyState::Active => {}
+        KeyState::Revoked => return Err(ApiError::unauthorized("this API key was revoked")),
+        KeyState::Expired => return Err(ApiError::unauthorized("this API key has expired")),
+    }
+    if found.owner_gone() {
+        return Err(ApiError::unauthorized(
+            "the user who made this API key no longer exists",
+        ));
+    }
+    if key.last_used_at < now - KEY_USE_RESOLUTION_MS {
+        admin.store.touch_api_key(key.id, now, KEY_USE_RESOLUTION_MS).await?;
+    }
+    let role = key.draft.role;
+    let (owner_admin, owner_writes, owner_groups) = match &found.owner {
+        Some(u) => (u.role == "admin", u.role == "admin" || u.can_write, Some(&u.group_ids)),
+        None => (true, true, None),
+    };
+    let admin_key = role == KeyRole::Admin && owner_admin;
+    let groups = match owner_groups {
+        Some(mine) if !owner_admin => key
+            .draft
+            .group_ids
+            .iter()
+            .filter(|g| mine.contains(g))
+            .copied()
+            .collect(),
+        _ => key.draft.group_ids.clone(),
+    };
+    Ok(Principal {
+        username: format!("key:{}", key.draft.name),
+        user_id: None,
+        admin: admin_key,
+        can_write: admin_key || (role == KeyRole::Editor && owner_writes),
+        groups,
+        session_hash: None,
+        csrf_token: None,
+        key_id: Some(key.id),
+    })
 }
 
 /// The middleware on `/v1` and `/console/api`: authenticate, check CSRF, authorise by

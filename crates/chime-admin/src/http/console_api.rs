@@ -126,11 +126,6 @@ struct LoginBody {
     password: String,
 }
 
-fn random_token() -> String {
-    let bytes: [u8; 32] = rand::random();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn session_cookie(value: &str, max_age: u64, secure: bool) -> HeaderValue {
     let secure = if secure { "; Secure" } else { "" };
     HeaderValue::from_str(&format!(
@@ -260,8 +255,8 @@ async fn upgrade_legacy_hash(admin: &Admin, user: &crate::store::User, password:
 /// Stores a new session of `user` (by its token's hash) and drops expired ones; returns the
 /// session's token and its CSRF token.
 async fn open_session(admin: &Admin, user: &crate::store::User) -> ApiResult<(String, String)> {
-    let token = random_token();
-    let csrf = random_token();
+    let token = crate::token::random_hex();
+    let csrf = crate::token::random_hex();
     let now = now_ms();
     let expires = now + SESSION_TTL.as_millis() as i64;
     admin
@@ -296,6 +291,7 @@ fn session_answer(
         groups: user.group_ids.clone(),
         session_hash: None,
         csrf_token: Some(csrf),
+        key_id: None,
     };
     let mut resp = Json(me_json(&p, &user.role)).into_response();
     resp.headers_mut().insert(

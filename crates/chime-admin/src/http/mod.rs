@@ -5,6 +5,7 @@
 pub mod access;
 mod alarm_channels;
 mod alarm_silences;
+mod api_keys;
 pub mod auth;
 pub mod console_api;
 pub mod console_assets;

@@ -18,6 +18,8 @@ pub use alarm_deliveries::{AlarmClaim, LeasedDelivery, NewDelivery, Recovered};
 mod alarm_silences;
 pub use alarm_silences::StoredSilence;
 mod alarms;
+mod api_keys;
+pub use api_keys::{KeyMaker, KeyUse, StoredKey};
 mod apply;
 mod apply_channels;
 mod apply_workflows;

@@ -2,11 +2,13 @@
 //!
 //! Every command prints an aligned table for people, or the API's JSON with `--json`.
 
+mod api_key;
 mod job_body;
 mod jobs_doc;
 mod output;
 mod workflow;
 
+pub use api_key::ApiKeyArgs;
 pub use workflow::WorkflowArgs;
 
 use chime_admin::api::{GroupSpec, Job};
@@ -593,6 +595,7 @@ fn alarm_contacts(list: &str) -> Result<String, Failure> {
 async fn dispatch(c: &Client, cmd: Cmd) -> Result<(), Failure> {
     match cmd {
         Cmd::Workflow(cmd) => workflow::dispatch(c, cmd).await,
+        Cmd::ApiKey(cmd) => api_key::dispatch(c, cmd).await,
         Cmd::Group(cmd) => group_cmd(c, cmd).await,
         Cmd::Job(cmd) => job_cmd(c, cmd).await,
         Cmd::Run(cmd) => run_cmd(c, cmd).await,
@@ -917,6 +920,7 @@ enum Cmd {
     Export(ExportArgs),
     Apply(ApplyArgs),
     Workflow(workflow::WorkflowCmd),
+    ApiKey(api_key::ApiKeyCmd),
 }
 
 fn execute(opts: ClientOpts, cmd: Cmd) -> ExitCode {
@@ -968,6 +972,11 @@ pub fn run_export(opts: ClientOpts, args: ExportArgs) -> ExitCode {
 /// Runs `chime workflow …`.
 pub fn run_workflow(opts: ClientOpts, args: WorkflowArgs) -> ExitCode {
     execute(opts, Cmd::Workflow(args.cmd))
+}
+
+/// Runs `chime api-key …`.
+pub fn run_api_key(opts: ClientOpts, args: ApiKeyArgs) -> ExitCode {
+    execute(opts, Cmd::ApiKey(args.cmd))
 }
 
 /// Runs `chime apply`.

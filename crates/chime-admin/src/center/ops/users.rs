@@ -47,7 +47,8 @@ async fn hashed(password: String) -> Result<String, OpError> {
 }
 
 impl Admin {
-    async fn check_groups(&self, ids: &[i64]) -> Result<(), OpError> {
+    /// 422 on `group_ids` unless every group of `ids` exists.
+    pub(super) async fn check_groups(&self, ids: &[i64]) -> Result<(), OpError> {
         for id in ids {
             if self.store.group(*id).await.is_err() {
                 return Err(Invalid::new("group_ids", format!("executor group {id} does not exist")).into());

@@ -23,6 +23,7 @@ macro_rules! api {
 
 mod alarm_channels;
 mod alarm_silences;
+mod api_keys;
 mod executors;
 mod groups;
 mod jobs;
@@ -119,6 +120,7 @@ const BY_RESOURCE: &[&[Route]] = &[
     alarm_channels::ROUTES,
     alarm_silences::ROUTES,
     users::ROUTES,
+    api_keys::ROUTES,
     session::ROUTES,
 ];
 

@@ -1,0 +1,96 @@
+//! Operations on API keys. A key never has more rights than the one who makes it: its role is
+//! at most the maker's, its groups are among the maker's, and when it is used its owner's
+//! rights at that moment bound it again (see `http::access`), so a demoted or deleted user's
+//! keys lose what the user lost.
+
+use crate::api::{ApiKeySpec, KeyRole, NewApiKey, TOKEN_PREFIX};
+use crate::center::{Admin, OpError};
+use crate::model::now_ms;
+use crate::store::{KeyMaker, StoredKey};
+use crate::token::{random_hex, sha256_hex};
+
+/// How many characters of a token its key shows, to be recognised: the prefix and 8 hex digits
+/// (32 of its 256 bits).
+const SHOWN_CHARS: usize = TOKEN_PREFIX.len() + 8;
+
+/// Who makes or manages keys: a console user, or the bootstrap API token.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyManager<'a> {
+    /// The user; `None` for the bootstrap API token.
+    pub user_id: Option<i64>,
+    /// Their name, recorded as the key's maker.
+    pub username: &'a str,
+    /// An administrator: any role and group, and every key.
+    pub admin: bool,
+    /// May change things (else only viewer keys).
+    pub can_write: bool,
+    /// The groups of a user below admin.
+    pub groups: &'a [i64],
+}
+
+impl KeyManager<'_> {
+    /// 403 unless `key` is this manager's to see or revoke.
+    fn check_owns(&self, key: &StoredKey) -> Result<(), OpError> {
+        if self.admin || self.user_id == Some(key.owner_id) {
+            Ok(())
+        } else {
+            Err(OpError::Forbidden("this API key is not yours".into()))
+        }
+    }
+}
+
+impl Admin {
+    /// Makes a key for `maker`: checks the body, that the maker may give its role and groups,
+    /// and that the groups exist; answers the key with its token, which is shown this once.
+    pub async fn create_api_key(&self, spec: &ApiKeySpec, maker: KeyManager<'_>) -> Result<NewApiKey, OpError> {
+        let now = now_ms();
+        let draft = spec.validate(now)?;
+        if !maker.admin {
+            if draft.role == KeyRole::Admin {
+                return Err(OpError::Forbidden("only administrators make admin keys".into()));
+            }
+            if draft.role == KeyRole::Editor && !maker.can_write {
+                return Err(OpError::Forbidden(
+                    "your account is read-only: you can make viewer keys only".into(),
+                ));
+            }
+            if let Some(other) = draft.group_ids.iter().find(|g| !maker.groups.contains(g)) {
+                return Err(OpError::Forbidden(format!(
+                    "you have no access to executor group {other}, so a key of yours cannot have it"
+                )));
+            }
+        }
+        self.check_groups(&draft.group_ids).await?;
+        let token = format!("{TOKEN_PREFIX}{}", random_hex());
+        let row = KeyMaker {
+            owner_id: maker.user_id.unwrap_or(0),
+            created_by: maker.username,
+            token_hash: &sha256_hex(&token),
+            prefix: &token[..SHOWN_CHARS],
+        };
+        let key = self.store.insert_api_key(&draft, row, now).await?;
+        Ok(NewApiKey {
+            token,
+            key: key.shown(now),
+        })
+    }
+
+    /// The keys `manager` may see: every key for an administrator, else their own.
+    pub async fn api_keys(&self, manager: KeyManager<'_>) -> Result<Vec<StoredKey>, OpError> {
+        let owner = (!manager.admin).then(|| manager.user_id.unwrap_or(0));
+        Ok(self.store.api_keys(owner).await?)
+    }
+
+    /// Key `id`, when `manager` may see it.
+    pub async fn api_key(&self, id: i64, manager: KeyManager<'_>) -> Result<StoredKey, OpError> {
+        let key = self.store.api_key(id).await?;
+        manager.check_owns(&key)?;
+        Ok(key)
+    }
+
+    /// Revokes key `id` (its maker's or any, for an administrator): it stops working at once.
+    pub async fn revoke_api_key(&self, id: i64, manager: KeyManager<'_>) -> Result<StoredKey, OpError> {
+        manager.check_owns(&self.store.api_key(id).await?)?;
+        Ok(self.store.revoke_api_key(id, now_ms()).await?)
+    }
+}
