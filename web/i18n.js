@@ -128,6 +128,9 @@ export const dict = {
     key_groups_hint: 'The groups it may reach (hold Ctrl or ⌘ for several).', key_role_viewer: 'Viewer (read)', key_role_editor: 'Editor (change jobs)', key_role_admin: 'Administrator',
     key_state_active: 'active', key_state_expired: 'expired', key_state_revoked: 'revoked', key_revoke: 'Revoke', key_confirm_revoke: 'Revoke the key {name}? It stops working at once.',
     key_made: 'Key {name} made.', key_token_once: 'Copy its token now: it is not stored and will not be shown again.', key_done: 'Done',
+    grole_none: '—', grole_viewer: 'viewer', grole_operator: 'operator', grole_editor: 'editor', grole_group_admin: 'group admin',
+    group_roles_help: 'A viewer reads the group; an operator also runs, kills, starts and stops its jobs; an editor also creates, edits and deletes them; a group admin also manages its members. Administrators hold every role everywhere.',
+    key_role_operator: 'Operator (run jobs)',
   },
   zh: {
     login: '登录', username: '用户名', password: '密码', logout: '退出',
@@ -252,6 +255,9 @@ export const dict = {
     key_groups_hint: '可访问的执行器分组（按住 Ctrl 或 ⌘ 多选）。', key_role_viewer: '查看者（只读）', key_role_editor: '编辑者（修改任务）', key_role_admin: '管理员',
     key_state_active: '有效', key_state_expired: '已过期', key_state_revoked: '已吊销', key_revoke: '吊销', key_confirm_revoke: '吊销密钥 {name}？它将立即失效。',
     key_made: '密钥 {name} 已创建。', key_token_once: '请立即复制令牌：它不会被保存，也不会再次显示。', key_done: '完成',
+    grole_none: '—', grole_viewer: '查看者', grole_operator: '操作员', grole_editor: '编辑者', grole_group_admin: '分组管理员',
+    group_roles_help: '查看者可查看该分组；操作员还可执行、终止、启动和停止其任务；编辑者还可新建、修改和删除任务；分组管理员还可管理分组成员。管理员在所有分组拥有全部权限。',
+    key_role_operator: '操作员（执行任务）',
   },
 };
 

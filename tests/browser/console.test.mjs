@@ -630,17 +630,16 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.click('#user-form button[type=submit]');
     await page.waitForSelector('tr[data-user=carol]');
     await page.click('tr[data-user=carol] button.edit');
-    await page.check('#user-form label:has-text("browser-demo") input');
-    await page.uncheck('#user-form input[name=can_write]');
+    await page.selectOption('#user-form label:has-text("browser-demo") select', 'viewer');
     await page.click('#user-form button[type=submit]');
-    await page.waitForSelector('tr[data-user=carol] td:has-text("browser-demo")');
-    // Dave may operate browser-demo's jobs.
+    await page.waitForSelector('tr[data-user=carol] td:has-text("browser-demo (viewer)")');
+    // Dave edits browser-demo's jobs.
     await page.click('#add-user');
     await page.fill('#user-form input[name=username]', 'dave');
     await page.fill('#user-form input[name=password]', 'dave-password');
-    await page.check('#user-form label:has-text("browser-demo") input');
+    await page.selectOption('#user-form label:has-text("browser-demo") select', 'editor');
     await page.click('#user-form button[type=submit]');
-    await page.waitForSelector('tr[data-user=dave] td:has-text("browser-demo")');
+    await page.waitForSelector('tr[data-user=dave] td:has-text("browser-demo (editor)")');
     await shot('11-users');
     await page.click('a[href="#audit"]');
     // Entries say what changed on which object; the route stays in the cell's title.
@@ -752,7 +751,7 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.click('a[href="#api-keys"]');
     await page.waitForSelector('#api-keys');
     await page.click('#add-key');
-    assert.deepEqual(await page.locator('#key-form select[name=role] option').evaluateAll((o) => o.map((x) => x.value)), ['viewer', 'editor'],
+    assert.deepEqual(await page.locator('#key-form select[name=role] option').evaluateAll((o) => o.map((x) => x.value)), ['viewer', 'operator', 'editor'],
       'a user below admin cannot make an admin key');
     await page.fill('#key-form input[name=name]', 'dave-deploy');
     await page.selectOption('#key-form select[name=role]', 'editor');

@@ -90,10 +90,14 @@ test('the group body: listed addresses make a manual group, none an automatic on
   assert.deepEqual(['keep_logs', 'insecure_no_token'].map((n) => initialValue(/** @type {any} */ (GROUP_FIELDS.find((f) => f.name === n)), null)), [true, false]);
 });
 
-test('the user body: the name only for a new user, an empty password left out', () => {
-  const values = { username: 'carol', password: '', role: 'user', can_write: false, group_ids: ['1', '3'] };
-  assert.deepEqual(bodyOf(USER_FIELDS, values, { isNew: true }), { username: 'carol', role: 'user', can_write: false, group_ids: [1, 3] });
-  assert.deepEqual(bodyOf(USER_FIELDS, { ...values, password: 'new-secret' }), { password: 'new-secret', role: 'user', can_write: false, group_ids: [1, 3] });
+test('the user body: the name only for a new user, an empty password left out, a role per group', () => {
+  const values = { username: 'carol', password: '', role: 'user', group_roles: ['1:viewer', '3:group_admin'] };
+  const roles = [{ group_id: 1, role: 'viewer' }, { group_id: 3, role: 'group_admin' }];
+  assert.deepEqual(bodyOf(USER_FIELDS, values, { isNew: true }), { username: 'carol', role: 'user', group_roles: roles });
+  assert.deepEqual(bodyOf(USER_FIELDS, { ...values, password: 'new-secret' }), { password: 'new-secret', role: 'user', group_roles: roles });
+  const field = /** @type {any} */ (USER_FIELDS.find((f) => f.name === 'group_roles'));
+  assert.deepEqual(initialValue(field, { group_roles: roles }), ['1:viewer', '3:group_admin']);
+  assert.deepEqual(initialValue(field, null), []);
 });
 
 test('the workflow body: its fields, the graph added by the page', () => {

@@ -11,7 +11,8 @@
 /**
  * How a field is entered. `none`: the console knows the field but shows no input for it
  * (another page edits it, or its value follows from other fields through `parse`).
- * @typedef {'text'|'password'|'number'|'select'|'multiselect'|'checkbox'|'checkboxes'|'textarea'|'none'} FieldKind
+ * `roles`: a role (or none) for each of a list's choices (the groups), held as `id:role` strings.
+ * @typedef {'text'|'password'|'number'|'select'|'multiselect'|'checkbox'|'checkboxes'|'roles'|'textarea'|'none'} FieldKind
  */
 
 /**
@@ -63,6 +64,8 @@ const textOrNothing = (v) => (text(v) === '' ? undefined : text(v));
 const numberOrNothing = (v) => (v === undefined || v === '' ? undefined : Number(v));
 /** @param {RawValue} v */
 const ids = (v) => (Array.isArray(v) ? v.map(Number) : []);
+/** `id:role` strings as the user body's `group_roles`. @param {RawValue} v */
+const grants = (v) => (Array.isArray(v) ? v.map((x) => { const [id, role] = x.split(':'); return { group_id: Number(id), role }; }) : []);
 /** The zone applies to CRON only; left out, an object keeps the one it has. @param {RawValue} v @param {RawValues} values */
 const cronZone = (v, values) => (values.schedule_type === 'CRON' && v ? text(v) : undefined);
 /** A comma-separated list, without blanks. @param {RawValue} v */
@@ -127,8 +130,7 @@ export const USER_FIELDS = /** @type {Field[]} */ ([
   // Empty when editing: the password stays.
   { name: 'password', kind: 'password', editLabel: 'new_password', attrs: { autocomplete: 'new-password' }, read: () => '', parse: textOrNothing },
   { name: 'role', kind: 'select', choices: [{ value: 'user', key: 'role_user' }, { value: 'admin', key: 'role_admin' }], initial: 'user' },
-  { name: 'can_write', kind: 'checkbox', initial: true },
-  { name: 'group_ids', kind: 'checkboxes', label: 'groups', options: 'groups', input: 'group', read: (u) => u.group_ids.map(String), parse: ids },
+  { name: 'group_roles', kind: 'roles', label: 'groups', options: 'groups', input: 'role_in', help: 'group_roles_help', read: (u) => (u.group_roles || []).map((/** @type {any} */ g) => `${g.group_id}:${g.role}`), parse: grants },
 ]);
 
 /** The workflow form's fields above its graph (admins only); the page adds the graph. */
@@ -152,11 +154,11 @@ export const WORKFLOW_FIELDS = /** @type {Field[]} */ ([
  * @returns {RawValue}
  */
 export function initialValue(f, obj) {
-  if (!obj) return f.initial ?? (f.kind === 'multiselect' || f.kind === 'checkboxes' ? [] : f.kind === 'checkbox' ? false : '');
+  if (!obj) return f.initial ?? (f.kind === 'multiselect' || f.kind === 'checkboxes' || f.kind === 'roles' ? [] : f.kind === 'checkbox' ? false : '');
   if (f.read) return f.read(obj);
   const v = obj[f.name];
   if (f.kind === 'checkbox') return !!v;
-  if (f.kind === 'multiselect' || f.kind === 'checkboxes') return Array.isArray(v) ? v.map(String) : [];
+  if (f.kind === 'multiselect' || f.kind === 'checkboxes' || f.kind === 'roles') return Array.isArray(v) ? v.map(String) : [];
   return v === undefined || v === null ? '' : String(v);
 }
 
@@ -169,7 +171,7 @@ function defaultParse(kind) {
   switch (kind) {
     case 'number': return numberOrNothing;
     case 'checkbox': return (v) => !!v;
-    case 'multiselect': case 'checkboxes': return (v) => (Array.isArray(v) ? v : []);
+    case 'multiselect': case 'checkboxes': case 'roles': return (v) => (Array.isArray(v) ? v : []);
     case 'none': return () => undefined;
     default: return text;
   }

@@ -4,6 +4,7 @@
 import { h } from './dom.js';
 import { t } from '../i18n.js';
 import { initialValue, bodyOf } from './fields.js';
+import { GROUP_ROLES } from './session.js';
 
 /** @typedef {import('./fields.js').Field} Field */
 /** @typedef {import('./fields.js').Choice} Choice */
@@ -197,6 +198,15 @@ function makeInput(f, value, src) {
         boxes.map((b, i) => h('label', {}, b, ` ${choiceLabel(choicesOf(f, src)[i])}`)));
       return { input, help, value: () => boxes.filter((b) => b.checked).map((b) => b.value) };
     }
+    case 'roles': {
+      // One select per choice (group): no role, or one of the roles, the held one chosen.
+      const held = new Map(chosen.map((x) => /** @type {[string, string]} */ (x.split(':'))));
+      const roleChoices = /** @type {Array<[string, string]>} */ ([['', t('grole_none')], ...GROUP_ROLES.map((r) => [r, t(`grole_${r}`)])]);
+      const rows = choicesOf(f, src).map((c) => ({ choice: c, select: /** @type {HTMLSelectElement} */ (sel(name, roleChoices, held.get(c.value) || '')) }));
+      const input = h('fieldset', {}, h('legend', {}, t(f.label || f.name)),
+        rows.map((r) => h('label', { class: 'role-in' }, h('span', {}, choiceLabel(r.choice)), r.select)), help || '');
+      return { input, help: null, value: () => rows.filter((r) => r.select.value).map((r) => `${r.choice.value}:${r.select.value}`) };
+    }
     case 'select': {
       const text = typeof value === 'string' ? value : '';
       if (f.prefix && f.options) {
@@ -234,7 +244,7 @@ export function controls(fields, obj, src = {}) {
     if (f.kind === 'none') continue;
     const { input, help, value } = makeInput(f, initialValue(f, obj), src);
     const label = !src.isNew && f.editLabel ? f.editLabel : (f.label || f.name);
-    const row = f.kind === 'checkboxes' ? input : field(label, input, help || undefined);
+    const row = f.kind === 'checkboxes' || f.kind === 'roles' ? input : field(label, input, help || undefined);
     out.set(f.name, { field: f, input, row, value });
   }
   return out;

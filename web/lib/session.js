@@ -11,8 +11,12 @@
  * @property {boolean} admin
  * @property {boolean} can_write
  * @property {number[]} group_ids
+ * @property {Array<{group_id: number, role: string}>} [group_roles]
  * @property {string} csrf_token
  */
+
+/** The roles a user may hold in a group, from the least. */
+export const GROUP_ROLES = ['viewer', 'operator', 'editor', 'group_admin'];
 
 /** @type {User | null} */
 let user = null;
@@ -46,12 +50,29 @@ export function me() {
 }
 
 /**
- * Whether the current user may operate jobs of group `id` (the server checks it again).
+ * Whether the current user holds `role` or more in group `id` (the server checks it again).
+ * Administrators hold every role everywhere.
+ * @param {number} id
+ * @param {string} role
+ */
+export function holds(id, role) {
+  if (!user) return false;
+  if (user.admin) return true;
+  const grant = (user.group_roles || []).find((g) => g.group_id === id);
+  return !!grant && GROUP_ROLES.indexOf(grant.role) >= GROUP_ROLES.indexOf(role);
+}
+
+/**
+ * Whether the current user may run jobs of group `id`: trigger, kill, start, stop.
  * @param {number} id
  */
-export function mayOperate(id) {
-  return !!user && (user.admin || (user.can_write && user.group_ids.includes(id)));
-}
+export const mayOperate = (id) => holds(id, 'operator');
+
+/**
+ * Whether the current user may edit jobs of group `id`: create, change, delete.
+ * @param {number} id
+ */
+export const mayEdit = (id) => holds(id, 'editor');
 
 /**
  * `load()`'s answer, asked once per login under `key`; a failed answer is asked again next time.

@@ -22,7 +22,7 @@ function keyForm(groups, admin, canWrite, shown) {
   const name = h('input', { name: 'name', required: true, maxlength: 60, pattern: '[A-Za-z0-9._-]+', placeholder: 'ci-deploy' });
   /** @type {Array<[string, string]>} */
   const roles = [['viewer', t('key_role_viewer')]];
-  if (canWrite || admin) roles.push(['editor', t('key_role_editor')]);
+  if (canWrite || admin) roles.push(['operator', t('key_role_operator')], ['editor', t('key_role_editor')]);
   if (admin) roles.push(['admin', t('key_role_admin')]);
   const role = /** @type {HTMLSelectElement} */ (sel('role', roles, 'viewer'));
   const pick = /** @type {HTMLSelectElement} */ (h('select', { name: 'group_ids', multiple: true, size: Math.min(6, Math.max(2, groups.length)) },

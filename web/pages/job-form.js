@@ -3,7 +3,7 @@
 // fields the table does not know, from the admin's schema of the job body.
 import { h } from '../lib/dom.js';
 import { api, options, groupsList, jobBodySchema } from '../lib/api.js';
-import { me, mayOperate } from '../lib/session.js';
+import { me, mayEdit } from '../lib/session.js';
 import { go } from '../lib/nav.js';
 import { JOB_FIELDS, JOB_SECTIONS, schemaFields, shownFields } from '../lib/fields.js';
 import { controls, control, formBody, rowsOf, section, clearErrors, showError } from '../lib/forms.js';
@@ -61,13 +61,13 @@ export async function jobFormPage(root, args) {
 async function jobForm(root, job, groups, jobs) {
   const [o, { doc, schema }] = await Promise.all([options(), jobBodySchema()]);
   const isNew = !(job && job.id);
-  // Child jobs run in their own group, so only jobs the user may operate are offered. A child
+  // Child jobs run in their own group, so only jobs of groups the user edits are offered. A child
   // an admin linked from another group stays chosen (by id: its name is not ours to see).
-  const offered = jobs.filter((x) => mayOperate(x.group_id) && (!job || x.id !== job.id));
+  const offered = jobs.filter((x) => mayEdit(x.group_id) && (!job || x.id !== job.id));
   /** @type {number[]} */
   const foreign = (isNew ? [] : job.child_job_ids).filter((/** @type {number} */ cid) => !offered.some((x) => x.id === cid));
   const choices = {
-    groups: groups.filter((g) => mayOperate(g.id)).map((g) => ({ value: String(g.id), label: g.app_name })),
+    groups: groups.filter((g) => mayEdit(g.id)).map((g) => ({ value: String(g.id), label: g.app_name })),
     child_jobs: [...offered.map((x) => ({ value: String(x.id), label: `${x.id} ${x.description}` })), ...foreign.map((cid) => ({ value: String(cid), label: `#${cid}` }))],
   };
   // What a newer admin accepts that this console has no field for: typed from its schema.

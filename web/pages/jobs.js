@@ -2,7 +2,7 @@
 // The jobs list: filters, sorting and pages by the server, and each row's actions.
 import { h } from '../lib/dom.js';
 import { api, options, groupsList } from '../lib/api.js';
-import { me, mayOperate } from '../lib/session.js';
+import { me, mayOperate, mayEdit } from '../lib/session.js';
 import { go } from '../lib/nav.js';
 import { fmtTime } from '../lib/time.js';
 import { field, sel, errorBox, optName } from '../lib/forms.js';
@@ -91,14 +91,15 @@ export async function jobList(root) {
     h('td', { class: 'schedule' }, scheduleText(j)),
     h('td', {}, j.glue_type === 'BEAN' ? j.handler : optName('glue', j.glue_type)), h('td', { class: j.running ? 'status ok' : 'status' }, j.running ? `▶ ${t('started')}` : `■ ${t('stopped')}`),
     h('td', { class: 'next-fire' }, j.running && j.next_fire_at > 0 ? fmtTime(j.next_fire_at, j.time_zone) : ''),
-    h('td', { class: 'row-actions' }, h('a', { href: `#runs/job/${j.id}`, class: 'job-runs', title: t('job_runs') }, t('runs')), ' ', user.can_write && mayOperate(j.group_id) ? actionMenu([
+    h('td', { class: 'row-actions' }, h('a', { href: `#runs/job/${j.id}`, class: 'job-runs', title: t('job_runs') }, t('runs')), ' ', mayOperate(j.group_id) ? actionMenu([
       // A job without a schedule never fires by itself: there is nothing to start.
       j.running ? ['stop', act(() => api('POST', `/v1/jobs/${j.id}/stop`))] : j.schedule_type === 'NONE' ? null : ['start', act(() => api('POST', `/v1/jobs/${j.id}/start`))],
       ['run_once', act(async () => { const b = await runOnceDialog(j); if (b) { const r = await api('POST', `/v1/jobs/${j.id}/trigger`, b); go(`#runs/${r.run_id}`); } })],
-      ['edit', () => go(`#jobs/edit/${j.id}`)],
-      ['copy', () => go(`#jobs/copy/${j.id}`)],
+      // Operators run jobs; editing them is for editors.
+      mayEdit(j.group_id) ? ['edit', () => go(`#jobs/edit/${j.id}`)] : null,
+      mayEdit(j.group_id) ? ['copy', () => go(`#jobs/copy/${j.id}`)] : null,
       user.admin && j.glue_type !== 'BEAN' ? ['script', () => go(`#script/${j.id}`)] : null,
-      ['remove', act(async () => { if (confirm(t('confirm_delete'))) await api('DELETE', `/v1/jobs/${j.id}`); })],
+      mayEdit(j.group_id) ? ['remove', act(async () => { if (confirm(t('confirm_delete'))) await api('DELETE', `/v1/jobs/${j.id}`); })] : null,
     ]) : ''));
   // The server filters, sorts and pages; one more job than a page says whether a next one exists.
   /** @param {boolean} keep an automatic refresh or a page turn: the page stays */
@@ -143,7 +144,7 @@ export async function jobList(root) {
   };
   mark();
   root.replaceChildren(h('h2', {}, t('jobs')), h('div', { class: 'filters' }, fg, fs, fh, fd, fo,
-    user.can_write ? h('button', { id: 'new-job', type: 'button', onclick: () => go('#jobs/new') }, t('add')) : '',
+    groups.some((g) => mayEdit(g.id)) ? h('button', { id: 'new-job', type: 'button', onclick: () => go('#jobs/new') }, t('add')) : '',
     h('span', { class: 'note' }, t('auto_refresh'))), msg,
   h('table', { id: 'jobs' }, h('thead', {}, head), body),
   h('div', { class: 'pager' }, prev, pageNo, next));

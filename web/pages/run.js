@@ -2,7 +2,7 @@
 // One run: its details, kept current while it goes on, and its log as the executor writes it.
 import { h, lines, sleep } from '../lib/dom.js';
 import { api } from '../lib/api.js';
-import { me } from '../lib/session.js';
+import { mayOperate } from '../lib/session.js';
 import { go } from '../lib/nav.js';
 import { fmtTime } from '../lib/time.js';
 import { errorBox } from '../lib/forms.js';
@@ -81,7 +81,7 @@ export async function runDetail(root, args) {
   /** @param {string} k @param {Node | string} v @param {Record<string, string>} [attrs] */
   const row = (k, v, attrs = {}) => h('tr', {}, h('th', {}, t(k)), v instanceof Node ? v : h('td', attrs, v));
   // Kill is offered only while the run is running (the admin refuses it otherwise), after a confirmation.
-  const kill = me().can_write ? h('button', { id: 'kill', type: 'button', hidden: run.status !== 'running', onclick: async () => {
+  const kill = mayOperate(run.group_id) ? h('button', { id: 'kill', type: 'button', hidden: run.status !== 'running', onclick: async () => {
     if (!confirm(t('confirm_kill'))) return;
     try { await api('POST', `/v1/runs/${id}/kill`); } catch (e) { msg.replaceChildren(errorBox(e)); }
   } }, t('kill')) : undefined;

@@ -1,5 +1,6 @@
 // @ts-check
-// Console users (admins): the list, and the user form built from `USER_FIELDS`.
+// Console users (admins): the list with each user's role in each group, and the user form
+// built from `USER_FIELDS`.
 import { h } from '../lib/dom.js';
 import { api, groupsList } from '../lib/api.js';
 import { go } from '../lib/nav.js';
@@ -26,9 +27,9 @@ export async function users(root) {
   /** @param {number} id */
   const gname = (id) => (groups.find((g) => g.id === id) || {}).app_name || id;
   root.replaceChildren(h('h2', {}, t('users')), h('button', { id: 'add-user', type: 'button', onclick: () => slot.replaceChildren(form(null)) }, t('add')), slot,
-    h('table', { id: 'users' }, h('tr', {}, [t('username'), t('role'), t('can_write'), t('groups'), ''].map((x) => h('th', {}, x))),
-      list.map((u) => h('tr', { 'data-user': u.username }, h('td', {}, u.username), h('td', {}, t(`role_${u.role}`)), h('td', {}, u.can_write ? '✓' : t('read_only')),
-        h('td', {}, u.role === 'admin' ? t('all') : u.group_ids.map(gname).join(', ')),
+    h('table', { id: 'users' }, h('tr', {}, [t('username'), t('role'), t('groups'), ''].map((x) => h('th', {}, x))),
+      list.map((u) => h('tr', { 'data-user': u.username }, h('td', {}, u.username), h('td', {}, t(`role_${u.role}`)),
+        h('td', {}, u.role === 'admin' ? t('all') : (u.group_roles || []).map((/** @type {any} */ g) => `${gname(g.group_id)} (${t(`grole_${g.role}`)})`).join(', ')),
         h('td', {}, h('button', { type: 'button', class: 'edit', onclick: () => slot.replaceChildren(form(u)) }, t('edit')),
           h('button', { type: 'button', onclick: async () => { if (confirm(t('confirm_delete'))) { try { await api('DELETE', `/v1/users/${u.id}`); go('#users'); } catch (e) { slot.replaceChildren(errorBox(e)); } } } }, t('remove')))))));
 }

@@ -354,7 +354,13 @@ async fn keys_are_held_to_their_groups_and_role_on_every_route() {
         }
         let viewer_refused = matches!(
             route.rule,
-            Rule::Admin | Rule::Writer | Rule::Write(_) | Rule::CreateJob | Rule::UpdateJob
+            Rule::Admin
+                | Rule::Writer
+                | Rule::Write(_)
+                | Rule::Operate(_)
+                | Rule::ManageGroup(_)
+                | Rule::CreateJob
+                | Rule::UpdateJob
         );
         if writes && viewer_refused {
             let body = json!({"group_id": ga, "description": "x"});
@@ -362,7 +368,10 @@ async fn keys_are_held_to_their_groups_and_role_on_every_route() {
             assert_eq!(s, 403, "{what} with a viewer key: {v}");
             checked += 1;
         }
-        if matches!(route.rule, Rule::Read(_) | Rule::Write(_) | Rule::UpdateJob) {
+        if matches!(
+            route.rule,
+            Rule::Read(_) | Rule::Write(_) | Rule::Operate(_) | Rule::ManageGroup(_) | Rule::UpdateJob
+        ) {
             let (s, v) = editor
                 .call(m.clone(), &concrete(route.path, &theirs), Some(json!({})))
                 .await;

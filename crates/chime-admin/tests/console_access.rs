@@ -192,7 +192,13 @@ async fn access_control() {
         // Read-only user on writes.
         let rob_refused = matches!(
             route.rule,
-            Rule::Admin | Rule::Writer | Rule::Write(_) | Rule::CreateJob | Rule::UpdateJob
+            Rule::Admin
+                | Rule::Writer
+                | Rule::Write(_)
+                | Rule::Operate(_)
+                | Rule::ManageGroup(_)
+                | Rule::CreateJob
+                | Rule::UpdateJob
         );
         if writes && rob_refused {
             let body = json!({"group_id": ga, "description": "x"});
@@ -200,7 +206,10 @@ async fn access_control() {
             assert_eq!(s, 403, "{} {} as read-only: {v}", route.method, route.path);
         }
         // Another group's target.
-        if matches!(route.rule, Rule::Read(_) | Rule::Write(_) | Rule::UpdateJob) {
+        if matches!(
+            route.rule,
+            Rule::Read(_) | Rule::Write(_) | Rule::Operate(_) | Rule::ManageGroup(_) | Rule::UpdateJob
+        ) {
             let (s, v) = alice
                 .call(m.clone(), &concrete(route.path, &theirs), Some(json!({})))
                 .await;

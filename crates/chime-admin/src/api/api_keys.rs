@@ -6,7 +6,7 @@
 //! a role, the groups of a key below admin, an expiry. Whether the caller may give those rights
 //! (a key never has more than its maker) is the caller's check ([`crate::center::Admin`]).
 
-use super::Invalid;
+use super::{GroupRole, Invalid};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -30,7 +30,9 @@ pub const TOKEN_PREFIX: &str = "chk_";
 pub enum KeyRole {
     /// Read the jobs, runs, logs and executors of its groups.
     Viewer,
-    /// Also change them: create, edit, trigger, kill, delete jobs of its groups.
+    /// Also run them: trigger, kill, start and stop the jobs of its groups.
+    Operator,
+    /// Also change them: create, edit and delete jobs of its groups.
     Editor,
     /// Everything an administrator may do, in every group (no groups are given).
     Admin,
@@ -41,6 +43,7 @@ impl KeyRole {
     pub fn as_str(self) -> &'static str {
         match self {
             KeyRole::Viewer => "viewer",
+            KeyRole::Operator => "operator",
             KeyRole::Editor => "editor",
             KeyRole::Admin => "admin",
         }
@@ -48,9 +51,19 @@ impl KeyRole {
 
     /// The role named `name` (as stored).
     pub fn parse(name: &str) -> Option<KeyRole> {
-        [KeyRole::Viewer, KeyRole::Editor, KeyRole::Admin]
+        [KeyRole::Viewer, KeyRole::Operator, KeyRole::Editor, KeyRole::Admin]
             .into_iter()
             .find(|r| r.as_str() == name)
+    }
+
+    /// The role it holds in each of its groups; `None` for an admin key (every group).
+    pub fn in_group(self) -> Option<GroupRole> {
+        match self {
+            KeyRole::Viewer => Some(GroupRole::Viewer),
+            KeyRole::Operator => Some(GroupRole::Operator),
+            KeyRole::Editor => Some(GroupRole::Editor),
+            KeyRole::Admin => None,
+        }
     }
 }
 
@@ -118,8 +131,8 @@ pub struct ApiKeySpec {
     pub name: String,
     /// What it may do; at most what its maker may do.
     pub role: KeyRole,
-    /// The groups it is limited to: one or more for a viewer or editor key, each one of its
-    /// maker's; none for an admin key.
+    /// The groups it is limited to: one or more for a viewer, operator or editor key, each one
+    /// where its maker holds that role or more; none for an admin key.
     #[serde(default)]
     #[schemars(length(max = 1000))]
     pub group_ids: Vec<i64>,
@@ -171,13 +184,13 @@ impl ApiKeySpec {
             (KeyRole::Admin, false) => {
                 return Err(Invalid::new(
                     "group_ids",
-                    "an admin key reaches every group: give no groups, or choose the role viewer or editor",
+                    "an admin key reaches every group: give no groups, or choose the role viewer, operator or editor",
                 ))
             }
-            (KeyRole::Viewer | KeyRole::Editor, true) => {
+            (KeyRole::Viewer | KeyRole::Operator | KeyRole::Editor, true) => {
                 return Err(Invalid::new(
                     "group_ids",
-                    "a viewer or editor key needs the groups it may reach",
+                    "a viewer, operator or editor key needs the groups it may reach",
                 ))
             }
             _ => {}
@@ -255,7 +268,7 @@ mod tests {
 
     #[test]
     fn roles_are_named_as_stored() {
-        for r in [KeyRole::Viewer, KeyRole::Editor, KeyRole::Admin] {
+        for r in [KeyRole::Viewer, KeyRole::Operator, KeyRole::Editor, KeyRole::Admin] {
             assert_eq!(KeyRole::parse(r.as_str()), Some(r));
             assert_eq!(serde_json::to_value(r).unwrap(), r.as_str());
         }

@@ -14,6 +14,7 @@ mod groups;
 mod invalid;
 pub mod job_info;
 mod jobs;
+pub mod roles;
 pub mod schema;
 
 pub use alarm_channels::{
@@ -26,3 +27,4 @@ pub use groups::{AddressType, Group, GroupSpec};
 pub use invalid::Invalid;
 pub use job_info::{JobInfo, JobInfoPatch};
 pub use jobs::{Job, JobSpec};
+pub use roles::{GroupGrant, GroupMember, GroupRole, MemberChange};

@@ -92,12 +92,15 @@ pub fn components() -> Map<String, Value> {
     answers.subschema_for::<super::AlarmEventEntry>();
     answers.subschema_for::<super::ApiKey>();
     answers.subschema_for::<super::NewApiKey>();
+    answers.subschema_for::<super::GroupMember>();
+    answers.subschema_for::<super::GroupGrant>();
     let mut bodies = generator(Contract::Deserialize);
     bodies.subschema_for::<super::JobSpec>();
     bodies.subschema_for::<super::GroupSpec>();
     bodies.subschema_for::<super::AlarmChannelSpec>();
     bodies.subschema_for::<super::AlarmSilenceSpec>();
     bodies.subschema_for::<super::ApiKeySpec>();
+    bodies.subschema_for::<super::MemberChange>();
     let mut all = answers.take_definitions(true);
     all.extend(bodies.take_definitions(true));
     all

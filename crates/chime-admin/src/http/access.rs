@@ -15,8 +15,9 @@
 
 use super::auth::token_matches;
 use super::error::ApiError;
-use crate::api::{KeyRole, KeyState, TOKEN_PREFIX};
-use crate::center::{Admin, KeyManager};
+pub use super::principal::{forbidden, Principal};
+use crate::api::{GroupRole, KeyState, TOKEN_PREFIX};
+use crate::center::Admin;
 use crate::model::now_ms;
 use crate::store::NewAuditEntry;
 pub use crate::token::sha256_hex;
@@ -35,89 +36,6 @@ pub const CSRF_HEADER: &str = "x-csrf-token";
 /// Largest request body the middleware reads (to resolve groups and write the audit log), and
 /// so the largest any `/v1` handler is given.
 pub const MAX_BODY: usize = 4 << 20;
-
-/// Who is calling.
-#[derive(Debug, Clone)]
-pub struct Principal {
-    /// User name (`api-token` for the bearer token).
-    pub username: String,
-    /// User id (none for the API token).
-    pub user_id: Option<i64>,
-    /// Admin role: every group, user management, GLUE source.
-    pub admin: bool,
-    /// May change things (always true for admins).
-    pub can_write: bool,
-    /// Groups a non-admin may see and operate.
-    pub groups: Vec<i64>,
-    /// Hash of the session token when authenticated by cookie.
-    pub session_hash: Option<String>,
-    /// The session's CSRF token.
-    pub csrf_token: Option<String>,
-    /// The API key the caller authenticated with (its requests are audited as `key:<name>`).
-    pub key_id: Option<i64>,
-}
-
-impl Principal {
-    fn api_token() -> Principal {
-        Principal {
-            username: "api-token".into(),
-            user_id: None,
-            admin: true,
-            can_write: true,
-            groups: Vec::new(),
-            session_hash: None,
-            csrf_token: None,
-            key_id: None,
-        }
-    }
-
-    /// The caller as a manager of API keys; 403 for a caller authenticated by a key: a key
-    /// that could make keys would outlive its own revocation.
-    pub fn key_manager(&self) -> Result<KeyManager<'_>, ApiError> {
-        if self.key_id.is_some() {
-            return Err(forbidden(
-                "an API key cannot manage API keys: log in to the console or use the API token",
-            ));
-        }
-        Ok(KeyManager {
-            user_id: self.user_id,
-            username: &self.username,
-            admin: self.admin,
-            can_write: self.can_write,
-            groups: &self.groups,
-        })
-    }
-
-    /// True when this caller may see group `id`.
-    pub fn sees_group(&self, id: i64) -> bool {
-        self.admin || self.groups.contains(&id)
-    }
-
-    /// `None` for admins (all groups), else the permitted groups.
-    pub fn group_scope(&self) -> Option<&[i64]> {
-        (!self.admin).then_some(self.groups.as_slice())
-    }
-
-    /// 403 unless this caller may change things in group `id`.
-    pub fn check_write(&self, id: i64) -> Result<(), ApiError> {
-        if !self.sees_group(id) {
-            return Err(forbidden("you have no access to this executor group"));
-        }
-        if !self.can_write && !self.admin {
-            return Err(forbidden("your account is read-only"));
-        }
-        Ok(())
-    }
-}
-
-/// 403 with a message.
-pub fn forbidden(msg: &str) -> ApiError {
-    ApiError {
-        status: StatusCode::FORBIDDEN,
-        error: msg.to_owned(),
-        field: None,
-    }
-}
 
 /// How a route's target group is found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,8 +66,12 @@ pub enum Rule {
     },
     /// Read one target in a permitted group.
     Read(Target),
-    /// Change one target in a permitted group; read-only users are refused.
+    /// Run one target in a permitted group (trigger, kill, start, stop): operators and above.
+    Operate(Target),
+    /// Change one target in a permitted group: editors and above.
     Write(Target),
+    /// Manage who holds which role in one group: its group admins (and administrators).
+    ManageGroup(Target),
     /// Create a job: its child jobs' groups must be permitted and writable, and only admins
     /// edit GLUE source. The body's group is checked by the handler, which resolves it.
     CreateJob,
@@ -197,16 +119,7 @@ async fn authenticate(admin: &Admin, headers: &HeaderMap) -> Result<Option<Princ
     let hash = sha256_hex(&token);
     match admin.store.session_user(&hash, now_ms()).await? {
         None => Err(ApiError::unauthorized("your session has ended; log in again")),
-        Some(s) => Ok(Some(Principal {
-            username: s.user.username,
-            user_id: Some(s.user.id),
-            admin: s.user.role == "admin",
-            can_write: s.user.role == "admin" || s.user.can_write,
-            groups: s.user.group_ids,
-            session_hash: Some(hash),
-            csrf_token: Some(s.csrf_token),
-            key_id: None,
-        })),
+        Some(s) => Ok(Some(Principal::of_user(&s.user, Some(hash), Some(s.csrf_token)))),
     }
 }
 
@@ -214,9 +127,8 @@ async fn authenticate(admin: &Admin, headers: &HeaderMap) -> Result<Option<Princ
 /// costs one write a minute, not one a request.
 const KEY_USE_RESOLUTION_MS: i64 = 60_000;
 
-/// The caller of a request made with API key `token`: the key's role and groups, bounded by its
-/// owner's rights as they are now (a key made by a user who has since lost a group or write
-/// access loses them too; one whose user was deleted is refused).
+/// The caller of a request made with API key `token` ([`Principal::of_key`]); a revoked or
+/// expired key, or one whose maker was deleted, is refused.
 async fn key_principal(admin: &Admin, token: &str) -> Result<Principal, ApiError> {
     let now = now_ms();
     let found = admin.store.api_key_by_token(&sha256_hex(token)).await?;
@@ -237,32 +149,7 @@ async fn key_principal(admin: &Admin, token: &str) -> Result<Principal, ApiError
     if key.last_used_at < now - KEY_USE_RESOLUTION_MS {
         admin.store.touch_api_key(key.id, now, KEY_USE_RESOLUTION_MS).await?;
     }
-    let role = key.draft.role;
-    let (owner_admin, owner_writes, owner_groups) = match &found.owner {
-        Some(u) => (u.role == "admin", u.role == "admin" || u.can_write, Some(&u.group_ids)),
-        None => (true, true, None),
-    };
-    let admin_key = role == KeyRole::Admin && owner_admin;
-    let groups = match owner_groups {
-        Some(mine) if !owner_admin => key
-            .draft
-            .group_ids
-            .iter()
-            .filter(|g| mine.contains(g))
-            .copied()
-            .collect(),
-        _ => key.draft.group_ids.clone(),
-    };
-    Ok(Principal {
-        username: format!("key:{}", key.draft.name),
-        user_id: None,
-        admin: admin_key,
-        can_write: admin_key || (role == KeyRole::Editor && owner_writes),
-        groups,
-        session_hash: None,
-        csrf_token: None,
-        key_id: Some(key.id),
-    })
+    Ok(Principal::of_key(&found))
 }
 
 /// The middleware on `/v1` and `/console/api`: authenticate, check CSRF, authorise by
@@ -641,15 +528,12 @@ async fn authorise(
             Some(g) if !p.sees_group(g) => Err(forbidden("you have no access to this executor group")),
             _ => Ok(()),
         },
-        Rule::Write(t) => {
-            if !p.can_write {
-                return Err(forbidden("your account is read-only"));
-            }
-            match target_group(admin, t, param).await? {
-                Some(g) => p.check_write(g),
-                None => Ok(()),
-            }
-        }
+        Rule::Operate(t) => needs_role(admin, p, t, param, GroupRole::Operator).await,
+        Rule::Write(t) => needs_role(admin, p, t, param, GroupRole::Editor).await,
+        Rule::ManageGroup(t) => match target_group(admin, t, param).await? {
+            Some(g) => p.check_role(g, GroupRole::GroupAdmin),
+            None => Ok(()),
+        },
         Rule::CreateJob => {
             if !p.can_write {
                 return Err(forbidden("your account is read-only"));
@@ -676,6 +560,24 @@ async fn authorise(
             let current = job.as_ref().map_or(&[][..], |j| j.child_job_ids.as_slice());
             check_children(admin, p, &b, current).await
         }
+    }
+}
+
+/// 403 unless the caller holds `needed` in the target's group; a caller who is read-only
+/// everywhere is told so before the target is looked up.
+async fn needs_role(
+    admin: &Admin,
+    p: &Principal,
+    t: Target,
+    param: Option<&str>,
+    needed: GroupRole,
+) -> Result<(), ApiError> {
+    if !p.can_write {
+        return Err(forbidden("your account is read-only"));
+    }
+    match target_group(admin, t, param).await? {
+        Some(g) => p.check_role(g, needed),
+        None => Ok(()),
     }
 }
 

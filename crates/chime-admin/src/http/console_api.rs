@@ -150,6 +150,7 @@ fn me_json(p: &Principal, role: &str) -> Value {
         "admin": p.admin,
         "can_write": p.can_write,
         "group_ids": p.groups,
+        "group_roles": p.roles,
         "csrf_token": p.csrf_token,
     })
 }
@@ -283,16 +284,7 @@ fn session_answer(
     token: &str,
     csrf: String,
 ) -> Response {
-    let p = Principal {
-        username: user.username.clone(),
-        user_id: Some(user.id),
-        admin: user.role == "admin",
-        can_write: user.role == "admin" || user.can_write,
-        groups: user.group_ids.clone(),
-        session_hash: None,
-        csrf_token: Some(csrf),
-        key_id: None,
-    };
+    let p = Principal::of_user(user, None, Some(csrf));
     let mut resp = Json(me_json(&p, &user.role)).into_response();
     resp.headers_mut().insert(
         header::SET_COOKIE,
@@ -341,6 +333,7 @@ fn user_json(u: &crate::store::User) -> Value {
         "role": u.role,
         "can_write": u.role == "admin" || u.can_write,
         "group_ids": u.group_ids,
+        "group_roles": u.group_roles,
     })
 }
 

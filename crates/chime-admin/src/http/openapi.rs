@@ -437,7 +437,7 @@ pub(super) fn apply_plan() -> Value {
 pub(super) fn user_out() -> Value {
     exact(json!({
         "id": int(), "username": string(), "role": string_enum(&["admin", "user"]),
-        "can_write": boolean(), "group_ids": arr(int()),
+        "can_write": boolean(), "group_ids": arr(int()), "group_roles": arr(r("GroupGrant")),
     }))
 }
 
@@ -449,6 +449,7 @@ pub(super) fn user_spec(create: bool) -> Value {
         "role": nullable(string_enum(&["admin", "user"])),
         "can_write": nullable(boolean()),
         "group_ids": nullable(arr(int())),
+        "group_roles": nullable(arr(r("GroupGrant"))),
     }));
     if create {
         s["required"] = json!(["username", "password"]);

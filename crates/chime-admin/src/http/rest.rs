@@ -95,7 +95,7 @@ pub(super) fn limit_param(q: &HashMap<String, String>, default: i64, max: i64) -
     Ok(l)
 }
 
-async fn group_by_key(admin: &Admin, key: &str) -> ApiResult<Group> {
+pub(super) async fn group_by_key(admin: &Admin, key: &str) -> ApiResult<Group> {
     match key.parse::<i64>() {
         Ok(id) => Ok(admin.store.group(id).await?),
         Err(_) => admin

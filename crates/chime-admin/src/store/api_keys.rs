@@ -2,7 +2,7 @@
 //! the database (a backup, a dump) does not let anyone call the API. A key is found by that
 //! hash, with its owner's current rights in the same query.
 
-use super::users::User;
+use super::users::{user_of_columns, User};
 use super::{rows, Store, StoreError, StoreResult};
 use crate::api::{ApiKey, KeyDraft, KeyRole, KeyState};
 use sqlx::any::AnyRow;
@@ -186,7 +186,7 @@ impl Store {
         let key = key_row(&row)?;
         // No owner row: the left join gives NULLs, read as 0.
         let owner = if rows::int(&row, "u_id")? > 0 {
-            Some(owner_row(&row)?)
+            Some(user_of_columns(&row, "u_")?)
         } else {
             None
         };
@@ -217,17 +217,5 @@ impl Store {
     }
 }
 
-/// The owner's columns [`Store::api_key_by_token`] reads.
-const OWNER_COLUMNS: [&str; 5] = ["id", "username", "role", "can_write", "group_ids"];
-
-/// The owner's columns of [`Store::api_key_by_token`]'s row (`u_…`).
-fn owner_row(row: &AnyRow) -> Result<User, sqlx::Error> {
-    Ok(User {
-        id: rows::int(row, "u_id")?,
-        username: rows::text(row, "u_username")?,
-        password_hash: String::new(),
-        role: rows::text(row, "u_role")?,
-        can_write: rows::int(row, "u_can_write")? != 0,
-        group_ids: rows::id_list(&rows::text(row, "u_group_ids")?),
-    })
-}
+/// The owner's columns [`Store::api_key_by_token`] reads (not the password).
+const OWNER_COLUMNS: [&str; 6] = ["id", "username", "role", "can_write", "group_ids", "group_roles"];

@@ -58,8 +58,8 @@ impl Store {
     }
 
     /// Sets a user's role, write permission and groups.
-    pub async fn update_user_access(&self, id: i64, role: &str, can_write: bool, group_ids: &[i64]) -> StoreResult<()> {
-        self.update_user(id, role, can_write, group_ids, None).await
+    pub async fn update_user_access(&self, id: i64, role: &str, grants: &[crate::api::GroupGrant]) -> StoreResult<()> {
+        self.update_user(id, role, grants, None).await
     }
 
     /// Replaces a user's password hash.

@@ -2,6 +2,8 @@
 
 use super::rows;
 use super::{Store, StoreError, StoreResult};
+use crate::api::roles::{grants_of_text, grants_text};
+use crate::api::{GroupGrant, GroupRole};
 use crate::model::now_ms;
 
 /// A console user.
@@ -15,10 +17,20 @@ pub struct User {
     pub password_hash: String,
     /// `admin` or `user`.
     pub role: String,
-    /// False for a read-only user (ignored for admins).
+    /// Holds a role above viewer in some group (ignored for admins).
     pub can_write: bool,
     /// The executor groups a `user` may see (ignored for admins).
     pub group_ids: Vec<i64>,
+    /// The role a `user` holds in each of `group_ids`, by group (ignored for admins).
+    pub group_roles: Vec<GroupGrant>,
+}
+
+impl User {
+    /// The role of a `user` in group `id`; `None` for a group they are not given (and for
+    /// admins, who hold every role everywhere: callers ask `role` first).
+    pub fn role_in(&self, id: i64) -> Option<GroupRole> {
+        self.group_roles.iter().find(|g| g.group_id == id).map(|g| g.role)
+    }
 }
 
 impl Store {
@@ -40,23 +52,27 @@ impl Store {
         Ok(())
     }
 
-    /// Changes a user in one transaction: role, write permission and groups, and with
-    /// `password_hash` the password, which also ends every session of the user (a reset
-    /// password logs the user out everywhere). All of it is written, or none of it.
+    /// Changes a user in one transaction: role and roles per group, and with `password_hash`
+    /// the password, which also ends every session of the user (a reset password logs the user
+    /// out everywhere). All of it is written, or none of it. `grants` are one per group, sorted
+    /// (`roles::normalised`).
     pub async fn update_user(
         &self,
         id: i64,
         role: &str,
-        can_write: bool,
-        group_ids: &[i64],
+        grants: &[GroupGrant],
         password_hash: Option<&str>,
     ) -> StoreResult<()> {
         let mut tx = self.write.begin().await?;
-        let q = self.sql("UPDATE app_user SET role = ?, can_write = ?, group_ids = ? WHERE id = ?");
+        let q = self.sql("UPDATE app_user SET role = ?, can_write = ?, group_ids = ?, group_roles = ? WHERE id = ?");
+        let ids: Vec<i64> = grants.iter().map(|g| g.group_id).collect();
+        // The columns of before roles per group, kept true for tools that read them.
+        let can_write = grants.iter().any(|g| g.role > GroupRole::Viewer);
         let done = sqlx::query(&q)
             .bind(role)
             .bind(i64::from(can_write))
-            .bind(rows::join_ids(group_ids))
+            .bind(rows::join_ids(&ids))
+            .bind(grants_text(grants))
             .bind(id)
             .execute(&mut *tx)
             .await?;
@@ -114,15 +130,37 @@ impl Store {
     }
 }
 
-pub(super) const USER_COLUMNS: &str = "id, username, password_hash, role, can_write, group_ids";
+pub(super) const USER_COLUMNS: &str = "id, username, password_hash, role, can_write, group_ids, group_roles";
 
 pub(super) fn user_row(r: &sqlx::any::AnyRow) -> Result<User, sqlx::Error> {
+    user_of_columns(r, "")
+}
+
+/// A user read from columns named `{prefix}{column}` (a join names another table's `id` too).
+/// A user written before roles per group (no `group_roles`) holds in each of its groups the
+/// role its write permission gave.
+pub(super) fn user_of_columns(r: &sqlx::any::AnyRow, prefix: &str) -> Result<User, sqlx::Error> {
+    let col = |c: &str| format!("{prefix}{c}");
+    let can_write = rows::int(r, col("can_write").as_str())? != 0;
+    let group_ids = rows::id_list(&rows::text(r, col("group_ids").as_str())?);
+    let stored = rows::text(r, col("group_roles").as_str())?;
+    let group_roles = if stored.is_empty() {
+        let role = GroupRole::of_legacy(can_write);
+        group_ids
+            .iter()
+            .map(|&group_id| GroupGrant { group_id, role })
+            .collect()
+    } else {
+        grants_of_text(&stored)
+    };
     Ok(User {
-        id: rows::int(r, "id")?,
-        username: rows::text(r, "username")?,
-        password_hash: rows::text(r, "password_hash")?,
-        role: rows::text(r, "role")?,
-        can_write: rows::int(r, "can_write")? != 0,
-        group_ids: rows::id_list(&rows::text(r, "group_ids")?),
+        id: rows::int(r, col("id").as_str())?,
+        username: rows::text(r, col("username").as_str())?,
+        // Not read where it is not needed (an API key's owner): empty then.
+        password_hash: rows::text(r, col("password_hash").as_str()).unwrap_or_default(),
+        role: rows::text(r, col("role").as_str())?,
+        can_write,
+        group_ids: group_roles.iter().map(|g| g.group_id).collect(),
+        group_roles,
     })
 }

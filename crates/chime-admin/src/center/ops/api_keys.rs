@@ -1,9 +1,9 @@
-//! Operations on API keys. A key never has more rights than the one who makes it: its role is
-//! at most the maker's, its groups are among the maker's, and when it is used its owner's
-//! rights at that moment bound it again (see `http::access`), so a demoted or deleted user's
-//! keys lose what the user lost.
+//! Operations on API keys. A key never has more rights than the one who makes it: its role in
+//! each of its groups is at most the maker's there, and when it is used its maker's roles at
+//! that moment bound it again (`http::principal`), so a demoted or deleted user's keys lose
+//! what the user lost.
 
-use crate::api::{ApiKeySpec, KeyRole, NewApiKey, TOKEN_PREFIX};
+use crate::api::{ApiKeySpec, GroupGrant, GroupRole, KeyRole, NewApiKey, TOKEN_PREFIX};
 use crate::center::{Admin, OpError};
 use crate::model::now_ms;
 use crate::store::{KeyMaker, StoredKey};
@@ -22,10 +22,8 @@ pub struct KeyManager<'a> {
     pub username: &'a str,
     /// An administrator: any role and group, and every key.
     pub admin: bool,
-    /// May change things (else only viewer keys).
-    pub can_write: bool,
-    /// The groups of a user below admin.
-    pub groups: &'a [i64],
+    /// The role of a user below admin in each of their groups.
+    pub roles: &'a [GroupGrant],
 }
 
 impl KeyManager<'_> {
@@ -49,15 +47,22 @@ impl Admin {
             if draft.role == KeyRole::Admin {
                 return Err(OpError::Forbidden("only administrators make admin keys".into()));
             }
-            if draft.role == KeyRole::Editor && !maker.can_write {
-                return Err(OpError::Forbidden(
-                    "your account is read-only: you can make viewer keys only".into(),
-                ));
-            }
-            if let Some(other) = draft.group_ids.iter().find(|g| !maker.groups.contains(g)) {
-                return Err(OpError::Forbidden(format!(
-                    "you have no access to executor group {other}, so a key of yours cannot have it"
-                )));
+            let wanted = draft.role.in_group().unwrap_or(GroupRole::GroupAdmin);
+            for &group in &draft.group_ids {
+                match maker.roles.iter().find(|g| g.group_id == group) {
+                    None => {
+                        return Err(OpError::Forbidden(format!(
+                            "you have no access to executor group {group}, so a key of yours cannot have it"
+                        )))
+                    }
+                    Some(held) if held.role < wanted => {
+                        return Err(OpError::Forbidden(format!(
+                            "your role in executor group {group} is {}: a key of yours can be at most that",
+                            held.role
+                        )))
+                    }
+                    Some(_) => {}
+                }
             }
         }
         self.check_groups(&draft.group_ids).await?;

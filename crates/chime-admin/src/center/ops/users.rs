@@ -1,6 +1,8 @@
 //! Operations on console users. Passwords are hashed off the async threads (Argon2 takes tens
 //! of milliseconds), and every check is made before anything is written.
 
+use crate::api::roles::{normalised, MAX_GRANTS};
+use crate::api::{GroupGrant, GroupRole};
 use crate::center::{Admin, OpError};
 use crate::model::Invalid;
 use crate::password::{hash_password, verify_password};
@@ -18,10 +20,46 @@ pub struct UserFields {
     pub password: Option<String>,
     /// `admin` or `user` (the default).
     pub role: Option<String>,
-    /// False for a read-only user (default true).
+    /// The role of a `user` in each of their groups; replaces them all. (Without it,
+    /// `group_ids` and `can_write` say the same as before roles per group: an editor of each
+    /// group, or with `can_write: false` a viewer.)
+    pub group_roles: Option<Vec<GroupGrant>>,
+    /// False for a read-only user: a viewer in each group (default true: an editor).
     pub can_write: Option<bool>,
     /// The executor groups a `user` may see.
     pub group_ids: Option<Vec<i64>>,
+}
+
+impl UserFields {
+    /// The roles per group these fields give a user who holds `current` now: `group_roles`
+    /// when given; else `group_ids` (each group kept keeps its role, a new one gets the role
+    /// `can_write` names, or the user's) and `can_write` (every group viewer, or editor).
+    fn grants(&self, current: &[GroupGrant], could_write: bool) -> Result<Vec<GroupGrant>, Invalid> {
+        let given = match (&self.group_roles, &self.group_ids, self.can_write) {
+            (Some(roles), _, _) => roles.clone(),
+            (None, ids, can_write) => {
+                let fresh = GroupRole::of_legacy(can_write.unwrap_or(could_write));
+                let ids = ids
+                    .clone()
+                    .unwrap_or_else(|| current.iter().map(|g| g.group_id).collect());
+                ids.into_iter()
+                    .map(|group_id| {
+                        let kept = current.iter().find(|g| g.group_id == group_id).map(|g| g.role);
+                        let role = match (can_write, kept) {
+                            (Some(w), _) => GroupRole::of_legacy(w),
+                            (None, Some(role)) => role,
+                            (None, None) => fresh,
+                        };
+                        GroupGrant { group_id, role }
+                    })
+                    .collect()
+            }
+        };
+        if given.len() > MAX_GRANTS {
+            return Err(Invalid::new("group_roles", format!("at most {MAX_GRANTS} groups")));
+        }
+        normalised(&given).map_err(|id| Invalid::new("group_roles", format!("{id} is not a group id")))
+    }
 }
 
 fn check_role(role: &str) -> Result<(), Invalid> {
@@ -70,8 +108,8 @@ impl Admin {
         check_password("password", &password)?;
         let role = fields.role.as_deref().unwrap_or("user");
         check_role(role)?;
-        let groups = fields.group_ids.clone().unwrap_or_default();
-        self.check_groups(&groups).await?;
+        let grants = fields.grants(&[], true)?;
+        self.check_grants(&grants).await?;
         if self.store.user(username).await?.is_some() {
             return Err(Invalid::new("username", format!("a user '{username}' already exists")).into());
         }
@@ -80,9 +118,7 @@ impl Admin {
         let Some(user) = self.store.user(username).await? else {
             return Err(crate::store::StoreError::NotFound("user".into()).into());
         };
-        self.store
-            .update_user_access(user.id, role, fields.can_write.unwrap_or(true), &groups)
-            .await?;
+        self.store.update_user_access(user.id, role, &grants).await?;
         Ok(self.store.user_by_id(user.id).await?)
     }
 
@@ -93,13 +129,13 @@ impl Admin {
         if fields.username.as_deref().is_some_and(|n| n != user.username) {
             return Err(Invalid::new("username", "cannot be changed").into());
         }
-        let role = fields.role.unwrap_or_else(|| user.role.clone());
+        let role = fields.role.clone().unwrap_or_else(|| user.role.clone());
         check_role(&role)?;
         if by == Some(id) && role != "admin" {
             return Err(Invalid::new("role", "you cannot take the admin role from yourself").into());
         }
-        let groups = fields.group_ids.unwrap_or_else(|| user.group_ids.clone());
-        self.check_groups(&groups).await?;
+        let grants = fields.grants(&user.group_roles, user.can_write)?;
+        self.check_grants(&grants).await?;
         // Everything is checked before anything is written, and written in one transaction: a
         // request refused for one field changes nothing.
         if let Some(password) = &fields.password {
@@ -109,11 +145,50 @@ impl Admin {
             Some(password) => Some(hashed(password).await?),
             None => None,
         };
-        let can_write = fields.can_write.unwrap_or(user.can_write);
-        self.store
-            .update_user(id, &role, can_write, &groups, hash.as_deref())
-            .await?;
+        self.store.update_user(id, &role, &grants, hash.as_deref()).await?;
         Ok(self.store.user_by_id(id).await?)
+    }
+
+    /// 422 unless every group of `grants` exists.
+    async fn check_grants(&self, grants: &[GroupGrant]) -> Result<(), OpError> {
+        let ids: Vec<i64> = grants.iter().map(|g| g.group_id).collect();
+        self.check_groups(&ids).await
+    }
+
+    /// Sets the role of user `username` in group `group_id` (`None`: takes the group from
+    /// them), as a group admin does for their group's members; `by` is the acting user's id.
+    /// Administrators are not members of anything: their role is everything, everywhere.
+    pub async fn set_member_role(
+        &self,
+        group_id: i64,
+        username: &str,
+        role: Option<GroupRole>,
+        by: Option<i64>,
+    ) -> Result<User, OpError> {
+        let Some(user) = self.store.user(username).await? else {
+            return Err(crate::store::StoreError::NotFound(format!("user '{username}'")).into());
+        };
+        if user.role == "admin" {
+            return Err(OpError::Conflict(format!(
+                "{username} is an administrator: their access is set on the user, not per group"
+            )));
+        }
+        if by == Some(user.id) {
+            return Err(OpError::Conflict("you cannot change your own role".into()));
+        }
+        let mut grants: Vec<GroupGrant> = user
+            .group_roles
+            .iter()
+            .filter(|g| g.group_id != group_id)
+            .copied()
+            .collect();
+        if let Some(role) = role {
+            grants.push(GroupGrant { group_id, role });
+        }
+        let grants =
+            normalised(&grants).map_err(|id| Invalid::new("group_roles", format!("{id} is not a group id")))?;
+        self.store.update_user_access(user.id, &user.role, &grants).await?;
+        Ok(self.store.user_by_id(user.id).await?)
     }
 
     /// Deletes user `id`; `by` is the acting user's id (nobody removes themself).

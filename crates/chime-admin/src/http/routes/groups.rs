@@ -3,7 +3,7 @@
 use super::Route;
 use crate::http::access::{Rule, Target};
 use crate::http::openapi::{arr, body, group_spec, key, op, r};
-use crate::http::rest;
+use crate::http::{members, rest};
 use serde_json::{json, Value};
 
 /// The routes of executor groups.
@@ -31,6 +31,14 @@ pub(super) const ROUTES: &[Route] = &[
     api!("DELETE" "/v1/groups/{key}", Rule::Admin, rest::delete_group, op(
         "Delete a group without jobs (admins only)",
         "groups", json!([key()]), None, (204, None), &[403, 404, 409, 413],
+    )),
+    api!("GET" "/v1/groups/{key}/members", Rule::ManageGroup(Target::GroupKey), members::list, op(
+        "The group's members and the role each holds in it (its group admins and administrators)",
+        "groups", json!([key()]), None, (200, Some(arr(r("GroupMember")))), &[403, 404],
+    )),
+    api!("PUT" "/v1/groups/{key}/members", Rule::ManageGroup(Target::GroupKey), members::change, op(
+        "Give a user a role in the group, change it, or take the group from them (role null); answers the members",
+        "groups", json!([key()]), Some(body(r("MemberChange"), true)), (200, Some(arr(r("GroupMember")))), &[400, 403, 404, 409, 413, 422],
     )),
 ];
 

@@ -52,15 +52,15 @@ pub(super) const ROUTES: &[Route] = &[
         "Delete a job, its runs and script versions (409 while it is another job's child)",
         "jobs", json!([id()]), None, (204, None), &[400, 403, 404, 409, 413],
     )),
-    api!("POST" "/v1/jobs/{id}/start", Rule::Write(Target::Job), rest::start_job, op(
+    api!("POST" "/v1/jobs/{id}/start", Rule::Operate(Target::Job), rest::start_job, op(
         "Start scheduling a job",
         "jobs", json!([id()]), None, (200, Some(r("Job"))), &[400, 403, 404, 413, 422],
     )),
-    api!("POST" "/v1/jobs/{id}/stop", Rule::Write(Target::Job), rest::stop_job, op(
+    api!("POST" "/v1/jobs/{id}/stop", Rule::Operate(Target::Job), rest::stop_job, op(
         "Stop scheduling a job",
         "jobs", json!([id()]), None, (200, Some(r("Job"))), &[400, 403, 404, 413],
     )),
-    api!("POST" "/v1/jobs/{id}/trigger", Rule::Write(Target::Job), rest::trigger_job, op(
+    api!("POST" "/v1/jobs/{id}/trigger", Rule::Operate(Target::Job), rest::trigger_job, op(
         "Run a job now (optional param, optional address from the group); the body may be left out",
         "jobs",
         json!([id()]),

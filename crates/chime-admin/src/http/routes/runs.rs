@@ -34,7 +34,7 @@ pub(super) const ROUTES: &[Route] = &[
         (200, Some(exact(json!({ "run_id": int(), "from_line": int(), "to_line": int(), "content": string(), "is_end": boolean(), "stored": boolean() })))),
         &[400, 403, 404, 409, 502],
     )),
-    api!("POST" "/v1/runs/{id}/kill", Rule::Write(Target::Run), rest::kill_run, op(
+    api!("POST" "/v1/runs/{id}/kill", Rule::Operate(Target::Run), rest::kill_run, op(
         "Kill a running run on its executor (409 when it is not running)",
         "runs", json!([id()]), None, (200, Some(r("Run"))), &[400, 403, 404, 409, 413, 502],
     )),
