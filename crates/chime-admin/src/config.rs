@@ -146,6 +146,61 @@ pub struct AdminConfig {
     /// saw [default: none; the header is ignored, as any client can write it].
     #[arg(long, env = "CHIME_TRUSTED_PROXIES", default_value = "", hide_default_value = true)]
     pub trusted_proxies: TrustedProxies,
+    /// Who may log in with a password kept by Chime: `all` local users, or only local
+    /// `admins` (break-glass accounts) once people log in through the directory.
+    #[arg(long, env = "CHIME_LOCAL_LOGIN", value_enum, default_value = "all")]
+    pub local_login: LocalLogin,
+    /// LDAP directory for console logins: ldap://HOST:389 (with --ldap-starttls) or
+    /// ldaps://HOST:636 [default: none]. Its certificate is checked against the system's
+    /// store and --tls-ca.
+    #[arg(long, env = "CHIME_LDAP_URL")]
+    pub ldap_url: Option<String>,
+    /// Upgrade the ldap:// connection with StartTLS before any password is sent.
+    #[arg(long, env = "CHIME_LDAP_STARTTLS")]
+    pub ldap_starttls: bool,
+    /// Bind directly as this DN, {username} replaced: uid={username},ou=people,dc=example,dc=org,
+    /// or for Active Directory {username}@corp.example.com [default: search for the user with
+    /// --ldap-bind-dn under --ldap-user-base].
+    #[arg(long, env = "CHIME_LDAP_USER_DN")]
+    pub ldap_user_dn: Option<String>,
+    /// The service account that searches for users (search-then-bind).
+    #[arg(long, env = "CHIME_LDAP_BIND_DN")]
+    pub ldap_bind_dn: Option<String>,
+    /// The service account's password.
+    #[arg(long, env = "CHIME_LDAP_BIND_PASSWORD", hide_env_values = true)]
+    pub ldap_bind_password: Option<String>,
+    /// Where users are searched: ou=people,dc=example,dc=org.
+    #[arg(long, env = "CHIME_LDAP_USER_BASE")]
+    pub ldap_user_base: Option<String>,
+    /// The filter that finds a user, {username} replaced; Active Directory:
+    /// (sAMAccountName={username}).
+    #[arg(long, env = "CHIME_LDAP_USER_FILTER", default_value = "(uid={username})")]
+    pub ldap_user_filter: String,
+    /// The user entry's attribute that lists its groups (Active Directory, OpenLDAP's memberof
+    /// overlay).
+    #[arg(long, env = "CHIME_LDAP_GROUP_ATTRIBUTE", default_value = "memberOf")]
+    pub ldap_group_attribute: String,
+    /// Where groups naming the user are searched, besides the attribute: ou=groups,dc=example,dc=org
+    /// [default: the attribute only].
+    #[arg(long, env = "CHIME_LDAP_GROUP_BASE")]
+    pub ldap_group_base: Option<String>,
+    /// The filter of a user's groups under --ldap-group-base, {dn} and {username} replaced.
+    #[arg(
+        long,
+        env = "CHIME_LDAP_GROUP_FILTER",
+        default_value = "(|(member={dn})(uniqueMember={dn})(memberUid={username}))"
+    )]
+    pub ldap_group_filter: String,
+    /// Time limit of each directory operation.
+    #[arg(long, env = "CHIME_LDAP_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
+    #[serde(with = "duration_text")]
+    pub ldap_timeout: Duration,
+    /// The roles the directory's groups give: GROUP => admin, or GROUP => APP:ROLE (ROLE:
+    /// viewer, operator, editor, group_admin), separated by `;`. GROUP is a DN or its first
+    /// value: chime-admins => admin; billing-ops => billing:operator. A user whose groups give
+    /// nothing is not let in.
+    #[arg(long, env = "CHIME_SSO_ROLES", default_value = "", hide_default_value = true)]
+    pub sso_roles: crate::sso::RoleRules,
     /// SMTP server for alarm e-mails: smtps://USER:PASS@HOST:465 or
     /// smtp://USER:PASS@HOST:587?tls=required [default: no e-mail]. Holds a password: log it
     /// only through `store::redact_url`.
@@ -293,6 +348,65 @@ impl AdminConfig {
         }
     }
 
+    /// The directory login's settings; `None` without `ldap_url`.
+    pub fn ldap(&self) -> Option<crate::sso::LdapSettings> {
+        let url = self.ldap_url.clone()?;
+        Some(crate::sso::LdapSettings {
+            url,
+            starttls: self.ldap_starttls,
+            user_dn: self.ldap_user_dn.clone(),
+            bind_dn: self.ldap_bind_dn.clone(),
+            bind_password: self.ldap_bind_password.clone(),
+            user_base: self.ldap_user_base.clone(),
+            user_filter: self.ldap_user_filter.clone(),
+            group_attribute: self.ldap_group_attribute.clone(),
+            group_base: self.ldap_group_base.clone(),
+            group_filter: self.ldap_group_filter.clone(),
+            timeout: self.ldap_timeout,
+        })
+    }
+
+    /// Empty LDAP settings are unset; a directory needs a way to find users and rules that
+    /// let someone in.
+    fn check_ldap(&mut self) -> Result<(), String> {
+        for v in [
+            &mut self.ldap_url,
+            &mut self.ldap_user_dn,
+            &mut self.ldap_bind_dn,
+            &mut self.ldap_bind_password,
+            &mut self.ldap_user_base,
+            &mut self.ldap_group_base,
+        ] {
+            if v.as_deref().is_some_and(|t| t.trim().is_empty()) {
+                *v = None;
+            }
+        }
+        let Some(url) = &self.ldap_url else {
+            return Ok(());
+        };
+        if !(url.starts_with("ldap://") || url.starts_with("ldaps://")) {
+            return Err(format!("ldap_url: '{url}' is not an ldap:// or ldaps:// URL"));
+        }
+        if self.ldap_starttls && url.starts_with("ldaps://") {
+            return Err("ldap_starttls: an ldaps:// URL is TLS already".to_owned());
+        }
+        if self.ldap_user_dn.is_none() && (self.ldap_bind_dn.is_none() || self.ldap_user_base.is_none()) {
+            return Err(
+                "ldap_url: set ldap_user_dn, or ldap_bind_dn and ldap_user_base to search for users".to_owned(),
+            );
+        }
+        if self.ldap_user_dn.as_deref().is_some_and(|t| !t.contains("{username}")) {
+            return Err("ldap_user_dn: must contain {username}".to_owned());
+        }
+        if self.sso_roles.is_empty() {
+            return Err("sso_roles: with ldap_url, say which directory groups give which roles (GROUP => admin; GROUP => APP:ROLE)".to_owned());
+        }
+        if self.ldap_timeout.is_zero() {
+            return Err("ldap_timeout must be positive".to_owned());
+        }
+        Ok(())
+    }
+
     /// What the admin trusts when it calls https:// executors and admins: the system's store
     /// and --tls-ca.
     pub fn client_tls(&self) -> Result<rustls::ClientConfig, chime_serve::tls::TlsError> {
@@ -333,6 +447,7 @@ impl AdminConfig {
         if self.default_time_zone.parse::<chrono_tz::Tz>().is_err() {
             return Err(format!("default_tz: unknown time zone '{}'", self.default_time_zone));
         }
+        self.check_ldap()?;
         self.smtp_url = self.smtp_url.take().filter(|u| !u.is_empty());
         if let Some(url) = &self.smtp_url {
             crate::alarm::deliver::check_smtp_url(url).map_err(|e| format!("smtp_url: {e}"))?;
@@ -464,6 +579,16 @@ mod duration_text {
         };
         super::parse_duration(&text).map_err(serde::de::Error::custom)
     }
+}
+
+/// Who may log in with a password kept by Chime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LocalLogin {
+    /// Every local user.
+    All,
+    /// Local administrators only: break-glass accounts beside a directory.
+    Admins,
 }
 
 #[cfg(test)]

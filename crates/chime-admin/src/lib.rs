@@ -33,6 +33,7 @@ pub mod retention;
 mod run;
 pub mod schedule;
 pub mod silence;
+pub mod sso;
 mod start;
 pub mod store;
 pub mod token;

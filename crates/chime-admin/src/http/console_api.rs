@@ -4,11 +4,13 @@
 
 use super::access::{self, forbidden, Principal, SESSION_COOKIE};
 use super::auth::{hash_password, is_legacy_hash, verify_password};
+use super::directory_login::directory_login;
 use super::error::ApiError;
 use super::rest::int_param;
 use super::rest::{parse_optional_body, path_id};
 use crate::calendar::Calendar;
 use crate::center::{Admin, UserFields};
+use crate::config::LocalLogin;
 use crate::model::{now_ms, Invalid};
 use crate::store::{AuditEntry, AuditFilter, DayCounts, GlueVersion};
 use axum::extract::{ConnectInfo, Path, Query, State};
@@ -217,10 +219,16 @@ fn too_many_failures(wait: u64) -> Response {
     r
 }
 
-/// The user whose password `body` gives, or 401 (audited). An unknown user costs the same hash
-/// check as a wrong password, so the answer's time does not tell which it was.
+/// The user whose password `body` gives, or 401 (audited). A local user is checked here (an
+/// unknown user costs the same hash check as a wrong password, so the answer's time does not
+/// tell which it was); anyone else is asked of the directory, when one is set.
 async fn verify_login(admin: &Admin, body: &LoginBody, ip: IpAddr) -> ApiResult<crate::store::User> {
     let user = admin.store.user(&body.username).await?;
+    if user.as_ref().is_none_or(|u| u.source != "local") {
+        if let Some(ldap) = admin.config.ldap() {
+            return directory_login(admin, &ldap, &body.username, &body.password, ip).await;
+        }
+    }
     let hash = user
         .as_ref()
         .map(|u| u.password_hash.clone())
@@ -230,6 +238,12 @@ async fn verify_login(admin: &Admin, body: &LoginBody, ip: IpAddr) -> ApiResult<
         .await
         .unwrap_or(false);
     match user {
+        Some(u) if ok && u.role != "admin" && admin.config.local_login == LocalLogin::Admins => {
+            audit_login(admin, &body.username, "login refused", StatusCode::FORBIDDEN, ip).await;
+            Err(forbidden(
+                "local passwords are for administrators only here: log in with your directory account",
+            ))
+        }
         Some(u) if ok => Ok(u),
         _ => {
             audit_login(admin, &body.username, "login failed", StatusCode::UNAUTHORIZED, ip).await;
@@ -271,7 +285,7 @@ async fn open_session(admin: &Admin, user: &crate::store::User) -> ApiResult<(St
 }
 
 /// Writes a login attempt to the audit log, with the client's address.
-async fn audit_login(admin: &Admin, username: &str, action: &str, status: StatusCode, ip: IpAddr) {
+pub(super) async fn audit_login(admin: &Admin, username: &str, action: &str, status: StatusCode, ip: IpAddr) {
     let detail = serde_json::to_vec(&json!({ "ip": ip.to_string() })).unwrap_or_default();
     access::audit(admin, username, action, "/console/api/login", status, None, &detail).await;
 }
@@ -334,6 +348,7 @@ fn user_json(u: &crate::store::User) -> Value {
         "can_write": u.role == "admin" || u.can_write,
         "group_ids": u.group_ids,
         "group_roles": u.group_roles,
+        "source": u.source,
     })
 }
 

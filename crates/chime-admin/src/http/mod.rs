@@ -9,6 +9,7 @@ mod api_keys;
 pub mod auth;
 pub mod console_api;
 pub mod console_assets;
+mod directory_login;
 pub mod error;
 pub mod executor_api;
 pub mod link;

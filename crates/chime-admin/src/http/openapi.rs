@@ -437,7 +437,7 @@ pub(super) fn apply_plan() -> Value {
 pub(super) fn user_out() -> Value {
     exact(json!({
         "id": int(), "username": string(), "role": string_enum(&["admin", "user"]),
-        "can_write": boolean(), "group_ids": arr(int()), "group_roles": arr(r("GroupGrant")),
+        "can_write": boolean(), "group_ids": arr(int()), "group_roles": arr(r("GroupGrant")), "source": string(),
     }))
 }
 

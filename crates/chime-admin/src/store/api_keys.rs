@@ -218,4 +218,12 @@ impl Store {
 }
 
 /// The owner's columns [`Store::api_key_by_token`] reads (not the password).
-const OWNER_COLUMNS: [&str; 6] = ["id", "username", "role", "can_write", "group_ids", "group_roles"];
+const OWNER_COLUMNS: [&str; 7] = [
+    "id",
+    "username",
+    "role",
+    "can_write",
+    "group_ids",
+    "group_roles",
+    "source",
+];

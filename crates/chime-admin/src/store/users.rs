@@ -23,6 +23,8 @@ pub struct User {
     pub group_ids: Vec<i64>,
     /// The role a `user` holds in each of `group_ids`, by group (ignored for admins).
     pub group_roles: Vec<GroupGrant>,
+    /// `local`, or the directory that lets the user in (`ldap`).
+    pub source: String,
 }
 
 impl User {
@@ -111,6 +113,55 @@ impl Store {
         Ok(ended)
     }
 
+    /// Creates or updates the user `username` whom directory `source` let in, with the role
+    /// and roles per group its groups give now; answers the user. A local user of that name is
+    /// not taken over (409): local accounts are checked before the directory is asked.
+    pub async fn upsert_directory_user(
+        &self,
+        username: &str,
+        source: &str,
+        role: &str,
+        grants: &[GroupGrant],
+    ) -> StoreResult<User> {
+        let found = self.user_on_writer(username).await?;
+        let id = match found {
+            Some(u) if u.source != source => {
+                return Err(StoreError::Conflict(format!(
+                    "a {} user named '{username}' exists already",
+                    u.source
+                )))
+            }
+            Some(u) => u.id,
+            None => {
+                let q = self.sql(
+                    "INSERT INTO app_user (username, password_hash, role, source, created_at) VALUES (?, '!', ?, ?, ?)",
+                );
+                sqlx::query(&q)
+                    .bind(username)
+                    .bind(role)
+                    .bind(source)
+                    .bind(now_ms())
+                    .execute(&self.write)
+                    .await?;
+                self.user_on_writer(username)
+                    .await?
+                    .ok_or_else(|| StoreError::NotFound(format!("user '{username}'")))?
+                    .id
+            }
+        };
+        self.update_user(id, role, grants, None).await?;
+        self.user_on_writer(username)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("user '{username}'")))
+    }
+
+    /// A user by login name, read on the writing pool (right after a write of it).
+    async fn user_on_writer(&self, username: &str) -> StoreResult<Option<User>> {
+        let q = self.sql_text(format!("SELECT {USER_COLUMNS} FROM app_user WHERE username = ?"));
+        let row = sqlx::query(&q).bind(username).fetch_optional(&self.write).await?;
+        Ok(row.map(|r| user_row(&r)).transpose()?)
+    }
+
     /// The login names of all users, in creation order (for messages that name them).
     pub async fn usernames(&self) -> StoreResult<Vec<String>> {
         let found = sqlx::query("SELECT username FROM app_user ORDER BY id")
@@ -130,7 +181,7 @@ impl Store {
     }
 }
 
-pub(super) const USER_COLUMNS: &str = "id, username, password_hash, role, can_write, group_ids, group_roles";
+pub(super) const USER_COLUMNS: &str = "id, username, password_hash, role, can_write, group_ids, group_roles, source";
 
 pub(super) fn user_row(r: &sqlx::any::AnyRow) -> Result<User, sqlx::Error> {
     user_of_columns(r, "")
@@ -162,5 +213,6 @@ pub(super) fn user_of_columns(r: &sqlx::any::AnyRow, prefix: &str) -> Result<Use
         can_write,
         group_ids: group_roles.iter().map(|g| g.group_id).collect(),
         group_roles,
+        source: rows::text(r, col("source").as_str())?,
     })
 }

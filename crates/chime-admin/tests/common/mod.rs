@@ -18,6 +18,7 @@ pub mod linked;
 pub mod process;
 pub mod pyxxl_executor;
 pub mod receivers;
+pub mod slapd;
 
 use chime_admin::{AdminConfig, AdminHandle};
 use serde_json::Value;

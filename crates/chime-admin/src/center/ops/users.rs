@@ -191,6 +191,43 @@ impl Admin {
         Ok(self.store.user_by_id(user.id).await?)
     }
 
+    /// Keeps the user `username` whom directory `source` let in, with what their groups give
+    /// now (`mapped`, by app name): created at their first login, their roles replaced at each
+    /// one. 403 when the groups give nothing (an executor group a rule names that does not
+    /// exist gives nothing, and is logged).
+    pub async fn sync_directory_user(
+        &self,
+        source: &str,
+        username: &str,
+        mapped: &crate::sso::Mapped,
+    ) -> Result<User, OpError> {
+        let mut grants = Vec::new();
+        if !mapped.admin {
+            for (app, role) in &mapped.roles {
+                match self.store.group_by_app_name(app).await? {
+                    Some(g) => grants.push(GroupGrant {
+                        group_id: g.id,
+                        role: *role,
+                    }),
+                    None => tracing::warn!(app = %app, "sso_roles names an executor group that does not exist"),
+                }
+            }
+        }
+        if !mapped.admin && grants.is_empty() {
+            return Err(OpError::Forbidden(
+                "your directory groups give you no access to Chime: ask an administrator to map one of them (sso_roles)"
+                    .into(),
+            ));
+        }
+        let grants =
+            normalised(&grants).map_err(|id| Invalid::new("group_roles", format!("{id} is not a group id")))?;
+        let role = if mapped.admin { "admin" } else { "user" };
+        Ok(self
+            .store
+            .upsert_directory_user(username, source, role, &grants)
+            .await?)
+    }
+
     /// Deletes user `id`; `by` is the acting user's id (nobody removes themself).
     pub async fn delete_user(&self, id: i64, by: Option<i64>) -> Result<(), OpError> {
         if by == Some(id) {
@@ -210,6 +247,12 @@ impl Admin {
     ) -> Result<(), OpError> {
         check_password("new_password", &new)?;
         let user = self.store.user_by_id(id).await?;
+        if user.source != "local" {
+            return Err(OpError::Conflict(format!(
+                "your password is kept by the directory ({}): change it there",
+                user.source
+            )));
+        }
         let stored = user.password_hash;
         let confirmed = tokio::task::spawn_blocking(move || verify_password(&current, &stored))
             .await

@@ -38,7 +38,7 @@ pub(super) const ROUTES: &[Route] = &[
         json!([]),
         Some(body(json!({ "type": "object", "additionalProperties": false, "required": ["current_password", "new_password"], "properties": { "current_password": string(), "new_password": password() } }), true)),
         (204, None),
-        &[400, 403, 413, 422],
+        &[400, 403, 409, 413, 422],
     )),
     api!("GET" "/v1/audit", Rule::Admin, console::list_audit, op(
         "The audit log, newest first (admins only)",
