@@ -48,7 +48,7 @@ const routes = {
 
 /** The menu: each page, and whether it is the admins' only. */
 const nav = [
-  ['dashboard', false], ['executors', false], ['jobs', false], ['runs', false], ['workflows', true], ['channels', true], ['api-keys', false], ['users', true], ['audit', true],
+  ['dashboard', false], ['executors', false], ['jobs', false], ['runs', false], ['workflows', false], ['channels', true], ['api-keys', false], ['users', true], ['audit', true],
 ];
 
 const main = () => /** @type {HTMLElement} */ (document.getElementById('main'));

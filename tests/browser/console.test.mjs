@@ -698,9 +698,11 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.waitForSelector('#groups tr[data-app]');
     assert.deepEqual(await page.locator('#groups tr[data-app]').evaluateAll((r) => r.map((x) => x.dataset.app)), ['browser-demo']);
     assert.equal(await page.locator('a[href="#users"]').count(), 0, 'no user management for users');
-    // Workflows run jobs of any group: admins' only, in the menu and in the API.
-    assert.equal(await page.locator('a[href="#workflows"]').count(), 0, 'no workflows for users');
-    assert.equal(await page.evaluate(async () => (await fetch('/v1/workflows')).status), 403);
+    // Workflows: those whose every node's group she sees (none yet), and she, a viewer, may not
+    // make one.
+    assert.equal(await page.locator('a[href="#workflows"]').count(), 1, 'workflows for users too');
+    assert.deepEqual(await page.evaluate(async () => { const r = await fetch('/v1/workflows'); return [r.status, await r.json()]; }), [200, []]);
+    assert.equal((await csrfFetch('POST', '/v1/workflows', { name: 'x' })).status, 403, 'a viewer makes no workflow');
     const secretId = other.body.id;
     const peek = await page.evaluate(async (id) => (await fetch(`/v1/jobs/${id}`)).status, secretId);
     assert.equal(peek, 403);

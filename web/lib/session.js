@@ -63,6 +63,15 @@ export function holds(id, role) {
 }
 
 /**
+ * Whether the current user holds `role` or more in some group (or is an administrator).
+ * @param {string} role
+ */
+export function holdsSomewhere(role) {
+  if (!user) return false;
+  return user.admin || (user.group_roles || []).some((g) => GROUP_ROLES.indexOf(g.role) >= GROUP_ROLES.indexOf(role));
+}
+
+/**
  * Whether the current user may run jobs of group `id`: trigger, kill, start, stop.
  * @param {number} id
  */

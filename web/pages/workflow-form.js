@@ -10,6 +10,7 @@ import { controls, control, formBody, rowsOf, section, sel, asApiError, clearErr
 import { previewer } from '../lib/schedule.js';
 import { drawGraph, edgeLegend, WHEN } from '../lib/graph.js';
 import { channelNames } from '../lib/widgets.js';
+import { me, mayEdit } from '../lib/session.js';
 import { t } from '../i18n.js';
 
 const JOINS = ['all', 'any'];
@@ -52,7 +53,8 @@ async function workflowForm(root, wf) {
   /** @type {{nodes: GraphNode[], edges: GraphEdge[]}} */
   const definition = wf ? wf.definition : { nodes: [{ key: 'a', job_id: 0, join: 'all' }], edges: [] };
   const byId = new Map(jobs.map((j) => [j.id, j]));
-  // Nodes may run jobs of any group: they are named as child jobs are, by id and description.
+  // Nodes may run jobs of any group the user edits (all, for administrators): they are named as
+  // child jobs are, by id and description.
   /** @param {number} id */
   const jobName = (id) => { const j = byId.get(id); return j ? `#${id} ${j.description}` : (id ? `#${id}` : ''); };
   const ctl = controls(WORKFLOW_FIELDS, wf, { isNew, options: o });
@@ -104,7 +106,7 @@ async function workflowForm(root, wf) {
     // A job the list does not hold (deleted since) stays chosen, by id: saving names it.
     /** @type {Array<[number, string]>} */
     const gone = n.job_id && !byId.has(n.job_id) ? [[n.job_id, `#${n.job_id}`]] : [];
-    const job = sel('node_job', [['', t('choose_job')], ...jobs.map((x) => /** @type {[number, string]} */ ([x.id, `${x.id} ${x.description}`])), ...gone], n.job_id || '');
+    const job = sel('node_job', [['', t('choose_job')], ...jobs.filter((x) => mayEdit(x.group_id) || x.id === n.job_id).map((x) => /** @type {[number, string]} */ ([x.id, `${x.id} ${x.description}`])), ...gone], n.job_id || '');
     job.setAttribute('aria-label', t('job'));
     const param = h('input', { name: 'node_param', value: n.param ?? '', placeholder: t('node_param_hint'), 'aria-label': t('param') });
     const join = sel('node_join', JOINS.map((v) => /** @type {[string, string]} */ ([v, t(`join_${v}`)])), n.join || 'all');
@@ -213,8 +215,8 @@ async function workflowForm(root, wf) {
   section('workflow', rowsOf(ctl, 'workflow')),
   section('schedule', rowsOf(ctl, 'schedule', { time_zone: preview })),
   section('concurrency', rowsOf(ctl, 'concurrency')),
-  // Workflows are the admins' only, so the channels' names can be suggested.
-  section('alarms', rowsOf(ctl, 'alarms', { alarm_channels: channelNames(input('alarm_channels'), true) })),
+  // Channel names are suggested to administrators, who see the channels.
+  section('alarms', rowsOf(ctl, 'alarms', { alarm_channels: channelNames(input('alarm_channels'), me().admin) })),
   section('graph', h('div', { class: 'wf-edit' },
     h('div', { class: 'wf-tables' },
       h('h4', {}, t('nodes')),

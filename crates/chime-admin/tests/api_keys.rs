@@ -6,29 +6,15 @@
 
 mod common;
 
+use chime_admin::api::GroupRole;
 use chime_admin::http::access::{Rule, Target};
 use chime_admin::http::routes::ROUTES;
-use common::caller::Caller;
+use common::caller::{Caller, Targets};
 use common::{Db, TestDb};
 use reqwest::Method;
 use serde_json::{json, Value};
 use sqlx::{Connection, Row};
 use std::time::Duration;
-
-/// A caller authenticated by API key `token`.
-fn with_key(base: &str, token: &str) -> Caller {
-    Caller {
-        bearer: Some(token.to_owned()),
-        ..Caller::anonymous(base)
-    }
-}
-
-/// Makes a key as `maker`; answers (token, key id).
-async fn make_key(maker: &Caller, body: Value) -> (String, i64) {
-    let made = maker.ok(Method::POST, "/v1/api-keys", Some(body)).await;
-    let token = made["token"].as_str().unwrap().to_owned();
-    (token, made["key"]["id"].as_i64().unwrap())
-}
 
 fn id(v: &Value) -> i64 {
     v["id"].as_i64().unwrap()
@@ -54,18 +40,9 @@ async fn api_keys(kind: Db) {
     let handle = common::start_admin(&db.url).await;
     let base = format!("http://{}", handle.local_addr);
     let api = Caller::api(&base);
-    let ga = id(&api
-        .ok(Method::POST, "/v1/groups", Some(json!({"app_name": "team-a"})))
-        .await);
-    let gb = id(&api
-        .ok(Method::POST, "/v1/groups", Some(json!({"app_name": "team-b"})))
-        .await);
-    let job = |g: i64| {
-        let api = api.clone();
-        let body = json!({"group_id": g, "description": "j", "handler": "h", "schedule_type": "NONE"});
-        async move { id(&api.ok(Method::POST, "/v1/jobs", Some(body)).await) }
-    };
-    let (job_a, job_b) = (job(ga).await, job(gb).await);
+    let ga = api.new_group("team-a").await;
+    let gb = api.new_group("team-b").await;
+    let (job_a, job_b) = (api.new_job(ga).await, api.new_job(gb).await);
     let alice_id = id(&api
         .ok(
             Method::POST,
@@ -105,7 +82,9 @@ async fn api_keys(kind: Db) {
         let (s, v) = who.call(Method::POST, "/v1/api-keys", Some(body.clone())).await;
         assert_eq!(s, status, "{body}: {v}");
     }
-    let (rob_token, _) = make_key(&rob, json!({"name": "rob-reader", "role": "viewer", "group_ids": [ga]})).await;
+    let (rob_token, _) = rob
+        .new_key(json!({"name": "rob-reader", "role": "viewer", "group_ids": [ga]}))
+        .await;
 
     // Shown once: the answer holds the token; the list and the database do not.
     let made = alice
@@ -151,7 +130,7 @@ async fn api_keys(kind: Db) {
     assert_eq!(stored, chime_admin::token::sha256_hex(&token));
 
     // Used: its groups only, its role, audited under its name, its last use recorded.
-    let key = with_key(&base, &token);
+    let key = Caller::with_key(&base, &token);
     let jobs = key.ok(Method::GET, "/v1/jobs", None).await;
     let ids: Vec<i64> = jobs.as_array().unwrap().iter().map(id).collect();
     assert_eq!(ids, vec![job_a]);
@@ -201,7 +180,7 @@ async fn api_keys(kind: Db) {
     assert!(shown["last_used_at"].as_i64().is_some_and(|t| t > 0), "{shown}");
 
     // A viewer key reads and cannot write.
-    let reader = with_key(&base, &rob_token);
+    let reader = Caller::with_key(&base, &rob_token);
     reader.ok(Method::GET, &format!("/v1/jobs/{job_a}"), None).await;
     let (s, _) = reader
         .call(Method::POST, &format!("/v1/jobs/{job_a}/trigger"), None)
@@ -237,19 +216,21 @@ async fn api_keys(kind: Db) {
         (s.as_u16(), v["error"].as_str()),
         (401, Some("this API key was revoked"))
     );
-    let (s, v) = with_key(&base, "chk_0000").call(Method::GET, "/v1/jobs", None).await;
+    let (s, v) = Caller::with_key(&base, "chk_0000")
+        .call(Method::GET, "/v1/jobs", None)
+        .await;
     assert_eq!((s.as_u16(), v["error"].as_str()), (401, Some("unknown API key")));
 
     // Expired: refused once its time has passed.
     let soon = chime_admin::model::now_ms() + 1_500;
-    let (short, short_id) = make_key(
-        &alice,
-        json!({"name": "short", "role": "viewer", "group_ids": [ga], "expires_at": soon}),
-    )
-    .await;
-    with_key(&base, &short).ok(Method::GET, "/v1/jobs", None).await;
+    let (short, short_id) = alice
+        .new_key(json!({"name": "short", "role": "viewer", "group_ids": [ga], "expires_at": soon}))
+        .await;
+    Caller::with_key(&base, &short).ok(Method::GET, "/v1/jobs", None).await;
     tokio::time::sleep(Duration::from_millis(1_700)).await;
-    let (s, v) = with_key(&base, &short).call(Method::GET, "/v1/jobs", None).await;
+    let (s, v) = Caller::with_key(&base, &short)
+        .call(Method::GET, "/v1/jobs", None)
+        .await;
     assert_eq!(
         (s.as_u16(), v["error"].as_str()),
         (401, Some("this API key has expired"))
@@ -258,32 +239,16 @@ async fn api_keys(kind: Db) {
     assert_eq!(shown["state"], "expired");
 
     // Orphaned: a deleted user's keys stop working.
-    let (other, _) = make_key(&alice, json!({"name": "alice-2", "role": "viewer", "group_ids": [ga]})).await;
-    with_key(&base, &other).ok(Method::GET, "/v1/jobs", None).await;
+    let (other, _) = alice
+        .new_key(json!({"name": "alice-2", "role": "viewer", "group_ids": [ga]}))
+        .await;
+    Caller::with_key(&base, &other).ok(Method::GET, "/v1/jobs", None).await;
     api.call(Method::DELETE, &format!("/v1/users/{alice_id}"), None).await;
-    let (s, _) = with_key(&base, &other).call(Method::GET, "/v1/jobs", None).await;
+    let (s, _) = Caller::with_key(&base, &other)
+        .call(Method::GET, "/v1/jobs", None)
+        .await;
     assert_eq!(s, 401, "alice was deleted");
     db.drop_db().await;
-}
-
-/// Concrete ids for a route's parameter.
-struct Ids {
-    group: i64,
-    job: i64,
-    run: i64,
-    other: i64,
-}
-
-fn concrete(path: &str, ids: &Ids) -> String {
-    let id = if path.starts_with("/v1/jobs/") {
-        ids.job
-    } else if path.starts_with("/v1/runs/") {
-        ids.run
-    } else {
-        ids.other
-    };
-    path.replace("{key}", &ids.group.to_string())
-        .replace("{id}", &id.to_string())
 }
 
 /// Every route of the access table, called with keys: an editor key of group A on group B's
@@ -295,42 +260,29 @@ async fn keys_are_held_to_their_groups_and_role_on_every_route() {
     let handle = common::start_admin(&db.url).await;
     let base = format!("http://{}", handle.local_addr);
     let api = Caller::api(&base);
-    let ga = id(&api
-        .ok(Method::POST, "/v1/groups", Some(json!({"app_name": "team-a"})))
-        .await);
-    let gb = id(&api
-        .ok(Method::POST, "/v1/groups", Some(json!({"app_name": "team-b"})))
-        .await);
-    let job = |g: i64| {
-        let api = api.clone();
-        let body = json!({"group_id": g, "description": "j", "handler": "h", "schedule_type": "NONE"});
-        async move { id(&api.ok(Method::POST, "/v1/jobs", Some(body)).await) }
-    };
-    let (job_a, job_b) = (job(ga).await, job(gb).await);
-    let run = |j: i64| {
-        let api = api.clone();
-        async move {
-            api.ok(Method::POST, &format!("/v1/jobs/{j}/trigger"), None).await["run_id"]
-                .as_i64()
-                .unwrap()
-        }
-    };
-    let (run_a, run_b) = (run(job_a).await, run(job_b).await);
-    let (editor, editor_id) = make_key(&api, json!({"name": "editor-a", "role": "editor", "group_ids": [ga]})).await;
-    let (viewer, _) = make_key(&api, json!({"name": "viewer-a", "role": "viewer", "group_ids": [ga]})).await;
-    let (root, _) = make_key(&api, json!({"name": "root", "role": "admin"})).await;
+    let ga = api.new_group("team-a").await;
+    let gb = api.new_group("team-b").await;
+    let (job_a, job_b) = (api.new_job(ga).await, api.new_job(gb).await);
+    let (run_a, run_b) = (api.new_run(job_a).await, api.new_run(job_b).await);
+    let (editor, editor_id) = api
+        .new_key(json!({"name": "editor-a", "role": "editor", "group_ids": [ga]}))
+        .await;
+    let (viewer, _) = api
+        .new_key(json!({"name": "viewer-a", "role": "viewer", "group_ids": [ga]}))
+        .await;
+    let (root, _) = api.new_key(json!({"name": "root", "role": "admin"})).await;
     let (editor, viewer, root) = (
-        with_key(&base, &editor),
-        with_key(&base, &viewer),
-        with_key(&base, &root),
+        Caller::with_key(&base, &editor),
+        Caller::with_key(&base, &viewer),
+        Caller::with_key(&base, &root),
     );
-    let mine = Ids {
+    let mine = Targets {
         group: ga,
         job: job_a,
         run: run_a,
         other: editor_id,
     };
-    let theirs = Ids {
+    let theirs = Targets {
         group: gb,
         job: job_b,
         run: run_b,
@@ -342,13 +294,11 @@ async fn keys_are_held_to_their_groups_and_role_on_every_route() {
         let writes = route.method != "GET";
         let what = format!("{} {}", route.method, route.path);
         if route.rule == Rule::Admin {
-            let (s, v) = editor
-                .call(m.clone(), &concrete(route.path, &mine), Some(json!({})))
-                .await;
+            let (s, v) = editor.call(m.clone(), &mine.path(route.path), Some(json!({}))).await;
             assert_eq!(s, 403, "{what} with an editor key: {v}");
             checked += 1;
             if !writes {
-                let (s, v) = root.call(m.clone(), &concrete(route.path, &mine), None).await;
+                let (s, v) = root.call(m.clone(), &mine.path(route.path), None).await;
                 assert!(s != 401 && s != 403, "{what} with an admin key: {s} {v}");
             }
         }
@@ -361,10 +311,11 @@ async fn keys_are_held_to_their_groups_and_role_on_every_route() {
                 | Rule::ManageGroup(_)
                 | Rule::CreateJob
                 | Rule::UpdateJob
+                | Rule::Needs(GroupRole::Operator | GroupRole::Editor | GroupRole::GroupAdmin)
         );
         if writes && viewer_refused {
             let body = json!({"group_id": ga, "description": "x"});
-            let (s, v) = viewer.call(m.clone(), &concrete(route.path, &mine), Some(body)).await;
+            let (s, v) = viewer.call(m.clone(), &mine.path(route.path), Some(body)).await;
             assert_eq!(s, 403, "{what} with a viewer key: {v}");
             checked += 1;
         }
@@ -372,14 +323,12 @@ async fn keys_are_held_to_their_groups_and_role_on_every_route() {
             route.rule,
             Rule::Read(_) | Rule::Write(_) | Rule::Operate(_) | Rule::ManageGroup(_) | Rule::UpdateJob
         ) {
-            let (s, v) = editor
-                .call(m.clone(), &concrete(route.path, &theirs), Some(json!({})))
-                .await;
+            let (s, v) = editor.call(m.clone(), &theirs.path(route.path), Some(json!({}))).await;
             assert_eq!(s, 403, "{what} on group B with a key of group A: {v}");
             checked += 1;
         }
         if let Rule::Read(Target::Job | Target::Run | Target::GroupKey) = route.rule {
-            let (s, v) = viewer.call(m.clone(), &concrete(route.path, &mine), None).await;
+            let (s, v) = viewer.call(m.clone(), &mine.path(route.path), None).await;
             assert!(
                 s != 401 && s != 403,
                 "{what} in its own group with a viewer key: {s} {v}"

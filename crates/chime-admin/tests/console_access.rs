@@ -9,35 +9,16 @@
 
 mod common;
 
+use chime_admin::api::GroupRole;
 use chime_admin::http::access::{Rule, Target};
 use chime_admin::http::routes::ROUTES;
-use common::caller::Caller;
+use common::caller::{Caller, Targets};
 use common::{Db, TestDb};
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
 const XSS: &str = "<img src=x onerror=alert(1)>";
-
-/// Concrete ids for a route's parameter.
-struct Ids {
-    group: i64,
-    job: i64,
-    run: i64,
-    user: i64,
-}
-
-fn concrete(path: &str, ids: &Ids) -> String {
-    let id = if path.starts_with("/v1/jobs/") {
-        ids.job
-    } else if path.starts_with("/v1/runs/") {
-        ids.run
-    } else {
-        ids.user
-    };
-    path.replace("{key}", &ids.group.to_string())
-        .replace("{id}", &id.to_string())
-}
 
 fn method(m: &str) -> Method {
     Method::from_bytes(m.as_bytes()).unwrap()
@@ -106,15 +87,15 @@ async fn access_control() {
 
     // Each route of the table answers over HTTP as the table says (the guard found its rule: no
     // 404 or 405, no "no access rule"); routes and methods the router does not serve are refused.
-    let ids = Ids {
+    let ids = Targets {
         group: ga,
         job: job_a,
         run: run_a,
-        user: alice_id,
+        other: alice_id,
     };
     for route in ROUTES {
         let (s, v) = anon
-            .call(method(route.method), &concrete(route.path, &ids), Some(json!({})))
+            .call(method(route.method), &ids.path(route.path), Some(json!({})))
             .await;
         assert!(
             s != 404 && s != 405 && v["error"] != "this route has no access rule",
@@ -130,7 +111,7 @@ async fn access_control() {
                 continue;
             }
             // 405 from the router, or the guard's refusal of a route it has no rule for.
-            let (s, v) = api.call(method(m), &concrete(path, &ids), None).await;
+            let (s, v) = api.call(method(m), &ids.path(path), None).await;
             assert!(
                 s == 405 || (s == 403 && v["error"] == "this route has no access rule"),
                 "{m} {path} is not in the table, so it must not be served: {s} {v}"
@@ -158,25 +139,23 @@ async fn access_control() {
         (403, Some("this route has no access rule"))
     );
 
-    let mine = Ids {
+    let mine = Targets {
         group: ga,
         job: job_a,
         run: run_a,
-        user: alice_id,
+        other: alice_id,
     };
-    let theirs = Ids {
+    let theirs = Targets {
         group: gb,
         job: job_b,
         run: run_b,
-        user: alice_id,
+        other: alice_id,
     };
     for route in ROUTES {
         let m = method(route.method);
         let writes = route.method != "GET";
         // Unauthenticated.
-        let (s, _) = anon
-            .call(m.clone(), &concrete(route.path, &mine), Some(json!({})))
-            .await;
+        let (s, _) = anon.call(m.clone(), &mine.path(route.path), Some(json!({}))).await;
         if route.rule == Rule::Public {
             assert_ne!(s, 401, "{} {} is public", route.method, route.path);
         } else {
@@ -184,9 +163,7 @@ async fn access_control() {
         }
         // Wrong role.
         if route.rule == Rule::Admin {
-            let (s, _) = alice
-                .call(m.clone(), &concrete(route.path, &mine), Some(json!({})))
-                .await;
+            let (s, _) = alice.call(m.clone(), &mine.path(route.path), Some(json!({}))).await;
             assert_eq!(s, 403, "{} {} as a user", route.method, route.path);
         }
         // Read-only user on writes.
@@ -199,10 +176,11 @@ async fn access_control() {
                 | Rule::ManageGroup(_)
                 | Rule::CreateJob
                 | Rule::UpdateJob
+                | Rule::Needs(GroupRole::Operator | GroupRole::Editor | GroupRole::GroupAdmin)
         );
         if writes && rob_refused {
             let body = json!({"group_id": ga, "description": "x"});
-            let (s, v) = rob.call(m.clone(), &concrete(route.path, &mine), Some(body)).await;
+            let (s, v) = rob.call(m.clone(), &mine.path(route.path), Some(body)).await;
             assert_eq!(s, 403, "{} {} as read-only: {v}", route.method, route.path);
         }
         // Another group's target.
@@ -210,13 +188,11 @@ async fn access_control() {
             route.rule,
             Rule::Read(_) | Rule::Write(_) | Rule::Operate(_) | Rule::ManageGroup(_) | Rule::UpdateJob
         ) {
-            let (s, v) = alice
-                .call(m.clone(), &concrete(route.path, &theirs), Some(json!({})))
-                .await;
+            let (s, v) = alice.call(m.clone(), &theirs.path(route.path), Some(json!({}))).await;
             assert_eq!(s, 403, "{} {} on group B as alice: {v}", route.method, route.path);
         }
         if let Rule::Read(Target::Job) | Rule::Read(Target::Run) | Rule::Read(Target::GroupKey) = route.rule {
-            let (s, v) = rob.call(m.clone(), &concrete(route.path, &mine), None).await;
+            let (s, v) = rob.call(m.clone(), &mine.path(route.path), None).await;
             assert!(
                 s != 401 && s != 403,
                 "{} {} in own group as read-only: {s} {v}",

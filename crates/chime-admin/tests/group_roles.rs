@@ -9,7 +9,7 @@ mod common;
 use chime_admin::api::GroupRole;
 use chime_admin::http::access::Rule;
 use chime_admin::http::routes::ROUTES;
-use common::caller::Caller;
+use common::caller::{Caller, Targets};
 use common::{Db, TestDb};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -25,6 +25,7 @@ fn needed(rule: Rule) -> Option<GroupRole> {
         Rule::Operate(_) => Some(GroupRole::Operator),
         Rule::Write(_) | Rule::Writer | Rule::CreateJob | Rule::UpdateJob => Some(GroupRole::Editor),
         Rule::ManageGroup(_) => Some(GroupRole::GroupAdmin),
+        Rule::Needs(role) => Some(role),
         Rule::Admin => None,
     }
 }
@@ -41,24 +42,15 @@ async fn member(api: &Caller, base: &str, name: &str, group: i64, role: GroupRol
     Caller::login(base, name, &password).await
 }
 
-async fn new_job(api: &Caller, group: i64) -> i64 {
-    let body = json!({"group_id": group, "description": "j", "handler": "h", "schedule_type": "NONE"});
-    id(&api.ok(Method::POST, "/v1/jobs", Some(body)).await)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_role_is_refused_exactly_where_a_route_needs_more() {
     let db = TestDb::new(Db::Sqlite).await;
     let handle = common::start_admin(&db.url).await;
     let base = format!("http://{}", handle.local_addr);
     let api = Caller::api(&base);
-    let ga = id(&api
-        .ok(Method::POST, "/v1/groups", Some(json!({"app_name": "team-a"})))
-        .await);
-    let job_a = new_job(&api, ga).await;
-    let run_a = api.ok(Method::POST, &format!("/v1/jobs/{job_a}/trigger"), None).await["run_id"]
-        .as_i64()
-        .unwrap();
+    let ga = api.new_group("team-a").await;
+    let job_a = api.new_job(ga).await;
+    let run_a = api.new_run(job_a).await;
     let mut callers = Vec::new();
     for role in GroupRole::ALL {
         callers.push((role, member(&api, &base, role.as_str(), ga, role).await));
@@ -74,21 +66,17 @@ async fn each_role_is_refused_exactly_where_a_route_needs_more() {
         for (role, caller) in &callers {
             // A job of its own for each delete, so one role's delete leaves the next one's target.
             let job = if route.method == "DELETE" && route.path == "/v1/jobs/{id}" {
-                new_job(&api, ga).await
+                api.new_job(ga).await
             } else {
                 job_a
             };
-            let path = route.path.replace("{key}", &ga.to_string()).replace(
-                "{id}",
-                &if route.path.starts_with("/v1/jobs/") {
-                    job
-                } else if route.path.starts_with("/v1/runs/") {
-                    run_a
-                } else {
-                    999_999
-                }
-                .to_string(),
-            );
+            let path = Targets {
+                group: ga,
+                job,
+                run: run_a,
+                other: 999_999,
+            }
+            .path(route.path);
             let body = match (route.method, route.path) {
                 ("GET", _) => None,
                 ("POST", "/v1/jobs") => {
@@ -170,13 +158,9 @@ async fn group_admins_manage_their_groups_members(kind: Db) {
     let handle = common::start_admin(&db.url).await;
     let base = format!("http://{}", handle.local_addr);
     let api = Caller::api(&base);
-    let ga = id(&api
-        .ok(Method::POST, "/v1/groups", Some(json!({"app_name": "team-a"})))
-        .await);
-    let gb = id(&api
-        .ok(Method::POST, "/v1/groups", Some(json!({"app_name": "team-b"})))
-        .await);
-    let job_a = new_job(&api, ga).await;
+    let ga = api.new_group("team-a").await;
+    let gb = api.new_group("team-b").await;
+    let job_a = api.new_job(ga).await;
     let lead = member(&api, &base, "lead", ga, GroupRole::GroupAdmin).await;
     // Sam is a viewer of B (made the way users were before roles per group).
     let sam_id = id(&api
@@ -221,38 +205,19 @@ async fn group_admins_manage_their_groups_members(kind: Db) {
     // Not another group's members, not an administrator, not themself; unknown users are 404.
     let (s, _) = lead.call(Method::GET, &format!("/v1/groups/{gb}/members"), None).await;
     assert_eq!(s, 403);
-    let (s, _) = lead
-        .call(
-            Method::PUT,
-            &format!("/v1/groups/{ga}/members"),
-            Some(json!({"username": "admin", "role": "viewer"})),
-        )
-        .await;
-    assert_eq!(s, 409);
-    let (s, _) = lead
-        .call(
-            Method::PUT,
-            &format!("/v1/groups/{ga}/members"),
-            Some(json!({"username": "lead", "role": "viewer"})),
-        )
-        .await;
-    assert_eq!(s, 409);
-    let (s, _) = lead
-        .call(
-            Method::PUT,
-            &format!("/v1/groups/{ga}/members"),
-            Some(json!({"username": "nobody", "role": "viewer"})),
-        )
-        .await;
-    assert_eq!(s, 404);
-    let (s, _) = lead
-        .call(
-            Method::PUT,
-            &format!("/v1/groups/{ga}/members"),
-            Some(json!({"username": "sam", "role": "owner"})),
-        )
-        .await;
-    assert_eq!(s, 400);
+    let refusals = [
+        ("admin", "viewer", 409),
+        ("lead", "viewer", 409),
+        ("nobody", "viewer", 404),
+        ("sam", "owner", 400),
+    ];
+    for (who, role, status) in refusals {
+        let body = json!({"username": who, "role": role});
+        let (s, v) = lead
+            .call(Method::PUT, &format!("/v1/groups/{ga}/members"), Some(body))
+            .await;
+        assert_eq!(s, status, "{who} as {role}: {v}");
+    }
     // A key of sam's: an operator key of A works, an editor key of A is more than sam holds.
     let (s, v) = sam
         .call(
@@ -269,10 +234,7 @@ async fn group_admins_manage_their_groups_members(kind: Db) {
             Some(json!({"name": "sam-op", "role": "operator", "group_ids": [ga]})),
         )
         .await;
-    let key = Caller {
-        bearer: Some(made["token"].as_str().unwrap().to_owned()),
-        ..Caller::anonymous(&base)
-    };
+    let key = Caller::with_key(&base, made["token"].as_str().unwrap());
     key.ok(Method::POST, &format!("/v1/jobs/{job_a}/trigger"), None).await;
     // Taken away: sam, and sam's key, lose A at once.
     lead.ok(
@@ -295,4 +257,154 @@ async fn group_admins_manage_their_groups_members(kind: Db) {
         "{audit}"
     );
     db.drop_db().await;
+}
+
+/// A workflow runs jobs of several groups: a user sees it when they see every node's group,
+/// runs it as an operator of each, changes it as an editor of each; an instance's node action
+/// follows the node's own group.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workflows_follow_the_groups_of_their_nodes() {
+    let db = TestDb::new(Db::Sqlite).await;
+    let handle = common::start_admin(&db.url).await;
+    let base = format!("http://{}", handle.local_addr);
+    let api = Caller::api(&base);
+    let (ga, gb) = (api.new_group("team-a").await, api.new_group("team-b").await);
+    let (job_a, job_b) = (api.new_job(ga).await, api.new_job(gb).await);
+    let workflow = |name: &str, nodes: Value| json!({"name": name, "definition": {"nodes": nodes, "edges": []}});
+    let only_a = id(&api
+        .ok(
+            Method::POST,
+            "/v1/workflows",
+            Some(workflow("only-a", json!([{"key": "a", "job_id": job_a}]))),
+        )
+        .await);
+    let both = id(&api
+        .ok(
+            Method::POST,
+            "/v1/workflows",
+            Some(workflow(
+                "both",
+                json!([{"key": "a", "job_id": job_a}, {"key": "b", "job_id": job_b}]),
+            )),
+        )
+        .await);
+    let names = |list: Value| -> Vec<String> {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+
+    // An editor of A: sees and changes only-a, not both; makes workflows of A's jobs only.
+    let ed = member(&api, &base, "ed", ga, GroupRole::Editor).await;
+    assert_eq!(names(ed.ok(Method::GET, "/v1/workflows", None).await), ["only-a"]);
+    let (s, v) = ed.call(Method::GET, &format!("/v1/workflows/{both}"), None).await;
+    assert_eq!(s, 403, "{v}");
+    assert!(v["error"].as_str().unwrap().starts_with("node b: "), "{v}");
+    ed.ok(
+        Method::PATCH,
+        &format!("/v1/workflows/{only_a}"),
+        Some(json!({"description": "edited by ed"})),
+    )
+    .await;
+    let (s, _) = ed
+        .call(
+            Method::PATCH,
+            &format!("/v1/workflows/{only_a}"),
+            Some(json!({"definition": {"nodes": [{"key": "b", "job_id": job_b}], "edges": []}})),
+        )
+        .await;
+    assert_eq!(s, 403, "a change may not bring in another group's job");
+    let (s, _) = ed
+        .call(
+            Method::POST,
+            "/v1/workflows",
+            Some(workflow("sneak", json!([{"key": "b", "job_id": job_b}]))),
+        )
+        .await;
+    assert_eq!(s, 403);
+    ed.ok(
+        Method::POST,
+        "/v1/workflows",
+        Some(workflow("ed-own", json!([{"key": "a", "job_id": job_a}]))),
+    )
+    .await;
+    let (s, _) = ed
+        .call(Method::POST, &format!("/v1/workflows/{both}/trigger"), None)
+        .await;
+    assert_eq!(s, 403);
+
+    // Olly operates A and views B: he sees every workflow, runs only-a, changes nothing.
+    api.ok(
+        Method::POST,
+        "/v1/users",
+        Some(json!({"username": "olly", "password": "olly-password", "group_roles": [
+            {"group_id": ga, "role": "operator"}, {"group_id": gb, "role": "viewer"}]})),
+    )
+    .await;
+    let olly = Caller::login(&base, "olly", "olly-password").await;
+    assert_eq!(names(olly.ok(Method::GET, "/v1/workflows", None).await).len(), 3);
+    let (s, _) = olly
+        .call(Method::POST, &format!("/v1/workflows/{both}/trigger"), None)
+        .await;
+    assert_eq!(s, 403, "a viewer of B does not run B's node");
+    let instance = olly
+        .ok(Method::POST, &format!("/v1/workflows/{only_a}/trigger"), None)
+        .await["instance_id"]
+        .as_i64()
+        .unwrap();
+    olly.ok(Method::GET, &format!("/v1/workflow-instances/{instance}"), None)
+        .await;
+    let (s, _) = olly
+        .call(
+            Method::PATCH,
+            &format!("/v1/workflows/{only_a}"),
+            Some(json!({"description": "x"})),
+        )
+        .await;
+    assert_eq!(s, 403, "an operator does not edit");
+
+    // An instance of both, started by the API token: olly may act on node a (group A, where he
+    // operates), not on node b (group B, where he views).
+    let both_instance = api
+        .ok(Method::POST, &format!("/v1/workflows/{both}/trigger"), None)
+        .await["instance_id"]
+        .as_i64()
+        .unwrap();
+    let listed = olly.ok(Method::GET, "/v1/workflow-instances", None).await;
+    assert!(
+        listed.as_array().unwrap().iter().any(|i| i["id"] == both_instance),
+        "olly sees every node of both: {listed}"
+    );
+    let (s, v) = olly
+        .call(
+            Method::POST,
+            &format!("/v1/workflow-instances/{both_instance}/nodes/b/skip"),
+            None,
+        )
+        .await;
+    assert_eq!(s, 403, "{v}");
+    let (s, v) = olly
+        .call(
+            Method::POST,
+            &format!("/v1/workflow-instances/{both_instance}/nodes/a/skip"),
+            None,
+        )
+        .await;
+    assert!(s != 401 && s != 403, "node a is in olly's group A: {s} {v}");
+    let (s, _) = olly
+        .call(
+            Method::POST,
+            &format!("/v1/workflow-instances/{both_instance}/stop"),
+            None,
+        )
+        .await;
+    assert_eq!(s, 403, "stopping the whole instance needs every group");
+    // Ed sees neither instance of both.
+    let listed = ed.ok(Method::GET, "/v1/workflow-instances", None).await;
+    assert!(
+        listed.as_array().unwrap().iter().all(|i| i["workflow_id"] != both),
+        "{listed}"
+    );
 }

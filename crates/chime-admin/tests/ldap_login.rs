@@ -79,20 +79,8 @@ async fn directory_users_log_in_with_the_roles_their_groups_give(kind: Db) {
     let handle = chime_admin::start(config).await.expect("admin starts");
     let base = format!("http://{}", handle.local_addr);
     let api = Caller::api(&base);
-    let billing = api
-        .ok(Method::POST, "/v1/groups", Some(json!({"app_name": "billing"})))
-        .await["id"]
-        .as_i64()
-        .unwrap();
-    let job = api
-        .ok(
-            Method::POST,
-            "/v1/jobs",
-            Some(json!({"group_id": billing, "description": "j", "handler": "h", "schedule_type": "NONE"})),
-        )
-        .await["id"]
-        .as_i64()
-        .unwrap();
+    let billing = api.new_group("billing").await;
+    let job = api.new_job(billing).await;
 
     // Alice: an operator of billing, from billing-ops; kept as a directory user.
     let (s, me) = login(&base, "alice", "alice-ldap-pw").await;
@@ -225,11 +213,7 @@ async fn a_direct_bind_reads_the_groups_from_member_of() {
     let handle = chime_admin::start(config).await.expect("admin starts");
     let base = format!("http://{}", handle.local_addr);
     let api = Caller::api(&base);
-    let billing = api
-        .ok(Method::POST, "/v1/groups", Some(json!({"app_name": "billing"})))
-        .await["id"]
-        .as_i64()
-        .unwrap();
+    let billing = api.new_group("billing").await;
     let (s, me) = login(&base, "alice", "alice-ldap-pw").await;
     assert_eq!(s, 200, "{me}");
     assert_eq!(

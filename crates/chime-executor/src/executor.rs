@@ -3,6 +3,7 @@
 
 use crate::admin::AdminClient;
 use crate::callback::{self, CallbackOptions};
+use crate::declare::{self, JobDeclaration};
 use crate::handler::{Handler, IntoJobResult, JobContext};
 use crate::link::{LinkOptions, LinkSet};
 use crate::logship::LogShipper;
@@ -71,6 +72,8 @@ pub struct ExecutorBuilder {
     admin_timeout: Duration,
     shutdown_grace: Duration,
     callback_flush_timeout: Duration,
+    api_key: Option<String>,
+    declared: Vec<JobDeclaration>,
 }
 
 impl Default for ExecutorBuilder {
@@ -101,6 +104,8 @@ impl Default for ExecutorBuilder {
             admin_timeout: Duration::from_secs(3),
             shutdown_grace: Duration::from_secs(20),
             callback_flush_timeout: Duration::from_secs(5),
+            api_key: None,
+            declared: Vec::new(),
         }
     }
 }
@@ -368,6 +373,22 @@ impl ExecutorBuilder {
         self
     }
 
+    /// A job this service declares (Chime admins only): applied to the admin's jobs at each
+    /// start with the [`api_key`](Self::api_key), created or brought up to the declaration,
+    /// never deleted. See [`JobDeclaration`].
+    pub fn declare_job(mut self, job: JobDeclaration) -> Self {
+        self.declared.push(job);
+        self
+    }
+
+    /// A Chime API key (`chk_…`) that edits this executor's group: what applies the
+    /// [declared jobs](Self::declare_job). Make one in the console (page *API keys*) or with
+    /// `chime api-key create NAME --role editor --group APP`.
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into()).filter(|k| !k.trim().is_empty());
+        self
+    }
+
     /// Checks the configuration.
     ///
     /// Fails when script jobs or a handler that runs arbitrary commands (the `shell` handler)
@@ -454,6 +475,17 @@ impl ExecutorBuilder {
                  and the shell handler."
             )));
         }
+        if !self.declared.is_empty() {
+            if self.api_key.is_none() || self.admins.is_empty() {
+                return Err(ExecutorError::Config(
+                    "declared jobs are applied to an admin with an API key: set admin addresses and api_key".to_owned(),
+                ));
+            }
+            let mut keys = std::collections::HashSet::new();
+            if let Some(twice) = self.declared.iter().find(|j| !keys.insert(j.key())) {
+                return Err(ExecutorError::Config(format!("job [{}] declared twice", twice.key())));
+            }
+        }
         if self.shell_handler {
             if self.handlers.contains_key("shell") {
                 return Err(ExecutorError::Config(
@@ -506,6 +538,7 @@ impl Executor {
         std::fs::create_dir_all(&config.log_dir).map_err(io_err(&config.log_dir))?;
         let tls_error = |e: chime_serve::tls::TlsError| ExecutorError::Config(format!("TLS: {e}"));
         let client_tls = chime_serve::tls::client_config(config.tls_ca.as_deref()).map_err(tls_error)?;
+        let client_tls_for_api = client_tls.clone();
         let server_tls = match &config.tls {
             Some((cert, key)) => Some(chime_serve::tls::ServerTls::from_files(cert, key).map_err(tls_error)?),
             None => None,
@@ -656,6 +689,25 @@ impl Executor {
                 background.clone(),
             ))
         });
+        // Declared jobs are applied once per start, beside the registration: a handler a job
+        // names is served from now on.
+        let declare_task = config
+            .api_key
+            .clone()
+            .filter(|_| !config.declared.is_empty())
+            .map(|key| {
+                let http = reqwest::Client::builder()
+                    .use_preconfigured_tls(client_tls_for_api.clone())
+                    .timeout(config.admin_timeout.max(Duration::from_secs(10)))
+                    .build()
+                    .expect("a reqwest client with rustls builds");
+                let (bases, app, jobs) = (
+                    config.admins.clone(),
+                    config.app_name.trim().to_owned(),
+                    config.declared.clone(),
+                );
+                tokio::spawn(async move { declare::apply(&http, &bases, &key, &app, &jobs).await })
+            });
         let retention_task = tokio::spawn(retention_loop(
             config.log_dir.clone(),
             config.log_retention_days,
@@ -670,6 +722,9 @@ impl Executor {
                 shutdown.cancelled().await;
                 tracing::info!("shutting down: finishing runs, delivering results, leaving the registry");
                 background.cancel();
+                if let Some(task) = declare_task {
+                    task.abort();
+                }
                 if let Some(task) = registry_task {
                     let _ = task.await;
                 }

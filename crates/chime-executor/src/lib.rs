@@ -58,6 +58,7 @@
 mod address;
 mod admin;
 mod callback;
+mod declare;
 #[cfg(feature = "demo")]
 pub mod demo;
 mod executor;
@@ -83,6 +84,7 @@ struct ReadmeDoctests;
 struct ExecutorGuideDoctests;
 
 pub use address::{detect_ipv4, normalize_advertised};
+pub use declare::JobDeclaration;
 pub use executor::{termination_signal, Executor, ExecutorBuilder, ExecutorError, ExecutorHandle};
 pub use handler::{Handler, IntoJobResult, JobContext, JobResult};
 pub use runlog::{day_dir_name, run_log_path};

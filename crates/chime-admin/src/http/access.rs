@@ -59,6 +59,9 @@ pub enum Rule {
     Writer,
     /// Admins (and the API token) only.
     Admin,
+    /// Callers holding this role in some group; the handler checks the object, whose groups
+    /// are not in the path (a workflow: the groups of its nodes' jobs).
+    Needs(GroupRole),
     /// A list; entries outside the caller's groups are removed (`field` holds the group id).
     List {
         /// JSON key of the group id in each entry.
@@ -489,6 +492,15 @@ async fn authorise(
                 Err(forbidden("your account is read-only"))
             }
         }
+        Rule::Needs(role) => {
+            if p.admin || p.roles.iter().any(|g| g.role >= role) {
+                Ok(())
+            } else if role > GroupRole::Viewer && !p.can_write {
+                Err(forbidden("your account is read-only"))
+            } else {
+                Err(forbidden(&format!("this needs the role {role} in an executor group")))
+            }
+        }
         Rule::Admin => {
             if p.admin {
                 Ok(())
@@ -627,6 +639,12 @@ fn redact(v: Value) -> Value {
         }
         other => other,
     }
+}
+
+/// Writes a console login attempt to the audit log, with the client's address.
+pub(super) async fn audit_login(admin: &Admin, username: &str, action: &str, status: StatusCode, ip: std::net::IpAddr) {
+    let detail = serde_json::to_vec(&json!({ "ip": ip.to_string() })).unwrap_or_default();
+    audit(admin, username, action, "/console/api/login", status, None, &detail).await;
 }
 
 /// Writes one audit entry: the response status, the refusal's reason when there is one, and the

@@ -2,7 +2,7 @@
 //! management, the audit log, the schedule preview, dashboard counts, GLUE history and
 //! clearing old runs (`/v1/…`). Their routes and access rules are declared in [`super::routes::ROUTES`].
 
-use super::access::{self, forbidden, Principal, SESSION_COOKIE};
+use super::access::{self, audit_login, forbidden, Principal, SESSION_COOKIE};
 use super::auth::{hash_password, is_legacy_hash, verify_password};
 use super::directory_login::directory_login;
 use super::error::ApiError;
@@ -282,12 +282,6 @@ async fn open_session(admin: &Admin, user: &crate::store::User) -> ApiResult<(St
         tracing::warn!(error = %e, "purging expired sessions failed");
     }
     Ok((token, csrf))
-}
-
-/// Writes a login attempt to the audit log, with the client's address.
-pub(super) async fn audit_login(admin: &Admin, username: &str, action: &str, status: StatusCode, ip: IpAddr) {
-    let detail = serde_json::to_vec(&json!({ "ip": ip.to_string() })).unwrap_or_default();
-    access::audit(admin, username, action, "/console/api/login", status, None, &detail).await;
 }
 
 /// The answer to a login: the caller's rights, and the session's cookie.

@@ -2,8 +2,7 @@
 //! come from the user's groups through `sso_roles`, and the user is kept (created at the first
 //! login, their roles set again at each one) so sessions, keys and the audit log name them.
 
-use super::access::forbidden;
-use super::console_api::audit_login;
+use super::access::{audit_login, forbidden};
 use super::error::ApiError;
 use crate::center::{Admin, OpError};
 use crate::sso::{LdapFailure, LdapSettings};

@@ -1,7 +1,7 @@
 //! Chime's REST API, `/v1/…`: groups, jobs, runs, executors. JSON in and out, bearer-token
 //! authentication, proper HTTP statuses, and errors that name the field at fault.
 
-use super::access::{AuditContext, Audited, Principal};
+use super::access::{forbidden, AuditContext, Audited, Principal};
 use super::error::ApiError;
 use crate::calendar::Calendar;
 use crate::center::{Admin, ApplyMode};
@@ -507,7 +507,9 @@ struct ApplyRequest {
     prune: Option<bool>,
 }
 
-/// Applies a jobs document (admins only): answers the plan, written unless `dry_run`.
+/// Applies a jobs document: answers the plan, written unless `dry_run`. Administrators apply
+/// anything; an editor (a user, or a service's API key) applies the jobs of groups they edit
+/// ([`check_apply_rights`]).
 pub(super) async fn apply_jobs(
     State(admin): State<Arc<Admin>>,
     who: Option<Extension<Principal>>,
@@ -523,5 +525,76 @@ pub(super) async fn apply_jobs(
         dry_run: req.dry_run.unwrap_or(false),
         prune: req.prune.unwrap_or(false),
     };
+    if let Some(p) = who.as_deref() {
+        check_apply_rights(&admin, p, &doc, mode).await?;
+    }
     Ok(Json(admin.apply_jobs(&doc, mode, &author(who.as_deref())).await?))
+}
+
+/// What a caller below administrator may apply: the jobs of existing groups they edit, BEAN
+/// jobs only, children within those groups; no group settings, workflows or alarm channels,
+/// and no `prune` (a document applied by a service never deletes what it did not declare).
+async fn check_apply_rights(admin: &Admin, p: &Principal, doc: &JobsDocument, mode: ApplyMode) -> ApiResult<()> {
+    if p.admin {
+        return Ok(());
+    }
+    if !p.roles.iter().any(|g| g.role >= crate::api::GroupRole::Editor) {
+        return Err(forbidden("applying jobs needs the role editor in their group"));
+    }
+    if !doc.workflows.is_empty() || !doc.alarm_channels.is_empty() {
+        return Err(forbidden(
+            "workflows and alarm channels are applied by administrators only",
+        ));
+    }
+    if mode.prune {
+        return Err(forbidden(
+            "prune deletes jobs a document does not list: administrators only",
+        ));
+    }
+    let mut edited = Vec::with_capacity(doc.groups.len());
+    for g in &doc.groups {
+        let name = g.app_name.trim();
+        let Some(group) = admin.store.group_by_app_name(name).await? else {
+            return Err(forbidden(&format!(
+                "there is no executor group '{name}': administrators create groups"
+            )));
+        };
+        p.check_write(group.id)?;
+        let settings = [
+            g.title.is_some(),
+            g.address_type.is_some(),
+            g.addresses.is_some(),
+            g.protocol.is_some(),
+            g.keep_logs.is_some(),
+            g.alarm_channels.is_some(),
+        ];
+        if settings.into_iter().any(|set| set) {
+            return Err(forbidden(&format!(
+                "group '{name}': only administrators change a group's settings; give its app_name and jobs only"
+            )));
+        }
+        edited.push(name.to_owned());
+    }
+    for g in &doc.groups {
+        for job in &g.jobs {
+            let glue = job.glue_type.as_deref().is_some_and(|t| t != "BEAN") || job.glue_source.is_some();
+            if glue {
+                return Err(forbidden(&format!(
+                    "job '{}': GLUE scripts are set by administrators only",
+                    job.key
+                )));
+            }
+            for child in job.children.iter().flatten() {
+                if let Some((app, _)) = child.split_once('/') {
+                    if !edited.iter().any(|e| e == app.trim()) {
+                        return Err(forbidden(&format!(
+                            "job '{}': child {child} is in a group this document does not apply",
+                            job.key
+                        )));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
 }

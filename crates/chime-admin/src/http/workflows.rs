@@ -1,13 +1,16 @@
 //! `/v1/workflows` and `/v1/workflow-instances`: workflows, their instances, and the
-//! operations on them. A workflow runs jobs of any group, so all of it is for admins (and the
-//! API token), as groups and users are.
+//! operations on them. A workflow runs jobs of several groups, so a caller below administrator
+//! needs a role in every one of them: viewer to see it and its instances, operator to start,
+//! stop, trigger and stop an instance, editor to create, change or delete it. An instance's node
+//! action (retry, skip, mark succeeded) follows the node's own group.
 
-use super::access::Principal;
+use super::access::{forbidden, Principal};
 use super::error::ApiError;
 use super::rest::{author, int_param, limit_param, parse_body, parse_trigger, path_id, TriggerRequest};
+use crate::api::GroupRole;
 use crate::center::Admin;
 use crate::store::NodeChange;
-use crate::workflow::dag::InstanceState;
+use crate::workflow::dag::{Definition, InstanceState};
 use crate::workflow::spec::{Instance, Workflow, WorkflowSpec};
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -20,52 +23,143 @@ use std::sync::Arc;
 
 type ApiResult<T> = Result<T, ApiError>;
 
-pub(super) async fn list_workflows(State(admin): State<Arc<Admin>>) -> ApiResult<Json<Vec<Workflow>>> {
-    Ok(Json(admin.store.list_workflows().await?))
+/// The group of each job `definition`'s nodes run, by job id; `None` for a job that is gone.
+async fn node_groups(admin: &Admin, definitions: &[&Definition]) -> ApiResult<HashMap<i64, Option<i64>>> {
+    let mut ids: Vec<i64> = definitions
+        .iter()
+        .flat_map(|d| d.nodes.iter().map(|n| n.job_id))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let jobs = admin.store.jobs_by_ids(&ids).await?;
+    Ok(ids
+        .into_iter()
+        .map(|id| (id, jobs.iter().find(|j| j.id == id).map(|j| j.group_id)))
+        .collect())
+}
+
+/// 403 unless `p` holds `needed` in the group of every node of `definition` (by `groups`). A
+/// node whose job is gone leaves the workflow to administrators.
+fn check_nodes(
+    p: &Principal,
+    definition: &Definition,
+    groups: &HashMap<i64, Option<i64>>,
+    needed: GroupRole,
+) -> ApiResult<()> {
+    if p.admin {
+        return Ok(());
+    }
+    for node in &definition.nodes {
+        match groups.get(&node.job_id).copied().flatten() {
+            Some(group) => p.check_role(group, needed).map_err(|e| ApiError {
+                error: format!("node {}: {}", node.key, e.error),
+                ..e
+            })?,
+            None => {
+                return Err(forbidden(&format!(
+                    "node {}: its job {} no longer exists, so only administrators act on this workflow",
+                    node.key, node.job_id
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// 403 unless `p` holds `needed` for every node of `definition`.
+async fn check_definition(admin: &Admin, p: &Principal, definition: &Definition, needed: GroupRole) -> ApiResult<()> {
+    if p.admin {
+        return Ok(());
+    }
+    let groups = node_groups(admin, &[definition]).await?;
+    check_nodes(p, definition, &groups, needed)
+}
+
+/// Workflow `id`, once `p` holds `needed` for every node.
+async fn workflow_for(admin: &Admin, p: &Principal, id: &str, needed: GroupRole) -> ApiResult<Workflow> {
+    let workflow = admin.store.workflow(path_id(id, "workflow")?).await?;
+    check_definition(admin, p, &workflow.definition, needed).await?;
+    Ok(workflow)
+}
+
+/// The workflows whose every node `p` sees.
+pub(super) async fn list_workflows(
+    State(admin): State<Arc<Admin>>,
+    Extension(p): Extension<Principal>,
+) -> ApiResult<Json<Vec<Workflow>>> {
+    let all = admin.store.list_workflows().await?;
+    if p.admin {
+        return Ok(Json(all));
+    }
+    let groups = node_groups(&admin, &all.iter().map(|w| &w.definition).collect::<Vec<_>>()).await?;
+    Ok(Json(
+        all.into_iter()
+            .filter(|w| check_nodes(&p, &w.definition, &groups, GroupRole::Viewer).is_ok())
+            .collect(),
+    ))
 }
 
 pub(super) async fn create_workflow(
     State(admin): State<Arc<Admin>>,
+    Extension(p): Extension<Principal>,
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<Workflow>)> {
     let spec: WorkflowSpec = parse_body(&body)?;
+    if let Some(definition) = &spec.definition {
+        check_definition(&admin, &p, definition, GroupRole::Editor).await?;
+    }
     Ok((StatusCode::CREATED, Json(admin.create_workflow(&spec).await?)))
 }
 
 pub(super) async fn show_workflow(
     State(admin): State<Arc<Admin>>,
+    Extension(p): Extension<Principal>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Workflow>> {
-    Ok(Json(admin.store.workflow(path_id(&id, "workflow")?).await?))
+    Ok(Json(workflow_for(&admin, &p, &id, GroupRole::Viewer).await?))
 }
 
+/// Changes a workflow: the caller edits the groups of its nodes now and of the nodes it gets.
 pub(super) async fn update_workflow(
     State(admin): State<Arc<Admin>>,
+    Extension(p): Extension<Principal>,
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<Json<Workflow>> {
-    let id = path_id(&id, "workflow")?;
+    let workflow = workflow_for(&admin, &p, &id, GroupRole::Editor).await?;
     let spec: WorkflowSpec = parse_body(&body)?;
-    Ok(Json(admin.update_workflow(id, &spec).await?))
+    if let Some(definition) = &spec.definition {
+        check_definition(&admin, &p, definition, GroupRole::Editor).await?;
+    }
+    Ok(Json(admin.update_workflow(workflow.id, &spec).await?))
 }
 
-pub(super) async fn delete_workflow(State(admin): State<Arc<Admin>>, Path(id): Path<String>) -> ApiResult<StatusCode> {
-    admin.delete_workflow(path_id(&id, "workflow")?).await?;
+pub(super) async fn delete_workflow(
+    State(admin): State<Arc<Admin>>,
+    Extension(p): Extension<Principal>,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let workflow = workflow_for(&admin, &p, &id, GroupRole::Editor).await?;
+    admin.delete_workflow(workflow.id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 pub(super) async fn start_workflow(
     State(admin): State<Arc<Admin>>,
+    Extension(p): Extension<Principal>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Workflow>> {
-    Ok(Json(admin.start_workflow(path_id(&id, "workflow")?).await?))
+    let workflow = workflow_for(&admin, &p, &id, GroupRole::Operator).await?;
+    Ok(Json(admin.start_workflow(workflow.id).await?))
 }
 
 pub(super) async fn stop_workflow(
     State(admin): State<Arc<Admin>>,
+    Extension(p): Extension<Principal>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Workflow>> {
-    Ok(Json(admin.stop_workflow(path_id(&id, "workflow")?).await?))
+    let workflow = workflow_for(&admin, &p, &id, GroupRole::Operator).await?;
+    Ok(Json(admin.stop_workflow(workflow.id).await?))
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -83,10 +177,12 @@ impl TriggerRequest for TriggerBody {
 
 pub(super) async fn trigger_workflow(
     State(admin): State<Arc<Admin>>,
+    Extension(p): Extension<Principal>,
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let (id, _, trigger_type) = parse_trigger::<TriggerBody>(&id, "workflow", &body)?;
+    workflow_for(&admin, &p, &id.to_string(), GroupRole::Operator).await?;
     let instance = admin.trigger_workflow(id, trigger_type).await?;
     Ok((
         StatusCode::ACCEPTED,
@@ -97,8 +193,11 @@ pub(super) async fn trigger_workflow(
 /// Most instances one list answers.
 pub(super) const MAX_INSTANCES: i64 = 1_000;
 
+/// Instances, newest first; for a caller below administrator, those of workflows whose every
+/// node they see (a page may then hold fewer than `limit`: page on with `before_id`).
 pub(super) async fn list_instances(
     State(admin): State<Arc<Admin>>,
+    Extension(p): Extension<Principal>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Vec<Instance>>> {
     let state = match q.get("state") {
@@ -115,14 +214,31 @@ pub(super) async fn list_instances(
         .store
         .list_instances(int_param(&q, "workflow_id")?, state, int_param(&q, "before_id")?, limit)
         .await?;
-    Ok(Json(instances))
+    if p.admin {
+        return Ok(Json(instances));
+    }
+    let groups = node_groups(&admin, &instances.iter().map(|i| &i.definition).collect::<Vec<_>>()).await?;
+    Ok(Json(
+        instances
+            .into_iter()
+            .filter(|i| check_nodes(&p, &i.definition, &groups, GroupRole::Viewer).is_ok())
+            .collect(),
+    ))
+}
+
+/// Instance `id`, once `p` holds `needed` for every node of the definition it runs.
+async fn instance_for(admin: &Admin, p: &Principal, id: &str, needed: GroupRole) -> ApiResult<Instance> {
+    let instance = admin.store.instance(path_id(id, "instance")?).await?;
+    check_definition(admin, p, &instance.definition, needed).await?;
+    Ok(instance)
 }
 
 pub(super) async fn show_instance(
     State(admin): State<Arc<Admin>>,
+    Extension(p): Extension<Principal>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Instance>> {
-    Ok(Json(admin.store.instance(path_id(&id, "instance")?).await?))
+    Ok(Json(instance_for(&admin, &p, &id, GroupRole::Viewer).await?))
 }
 
 /// Stops an instance: its running nodes are stopped and their runs killed on their executors
@@ -132,6 +248,9 @@ pub(super) async fn stop_instance(
     who: Option<Extension<Principal>>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Instance>> {
+    if let Some(p) = who.as_deref() {
+        instance_for(&admin, p, &id, GroupRole::Operator).await?;
+    }
     let id = path_id(&id, "instance")?;
     admin.stop_instance(id, &author(who.as_deref())).await?;
     Ok(Json(admin.store.instance(id).await?))
@@ -140,9 +259,19 @@ pub(super) async fn stop_instance(
 /// `retry`, `skip` or `succeed` one node of an instance.
 pub(super) async fn change_node(
     State(admin): State<Arc<Admin>>,
+    Extension(p): Extension<Principal>,
     Path((id, node, action)): Path<(String, String, String)>,
 ) -> ApiResult<Json<Instance>> {
-    let id = path_id(&id, "instance")?;
+    // The node's own group decides: an operator there may retry, skip or pass it.
+    let instance = instance_for(&admin, &p, &id, GroupRole::Viewer).await?;
+    if let Some(n) = instance.definition.nodes.iter().find(|n| n.key == node) {
+        let one = Definition {
+            nodes: vec![n.clone()],
+            edges: Vec::new(),
+        };
+        check_definition(&admin, &p, &one, GroupRole::Operator).await?;
+    }
+    let id = instance.id;
     let change = match action.as_str() {
         "retry" => NodeChange::Retry,
         "skip" => NodeChange::Skip,

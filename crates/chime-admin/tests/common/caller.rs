@@ -89,4 +89,67 @@ impl Caller {
         assert!(s.is_success(), "{method} {path}: {s} {v}");
         v
     }
+
+    /// A caller authenticated by API key `token`.
+    pub fn with_key(base: &str, token: &str) -> Caller {
+        Caller {
+            bearer: Some(token.to_owned()),
+            ..Caller::anonymous(base)
+        }
+    }
+
+    /// Creates an executor group; its id.
+    pub async fn new_group(&self, app_name: &str) -> i64 {
+        let made = self
+            .ok(Method::POST, "/v1/groups", Some(json!({ "app_name": app_name })))
+            .await;
+        made["id"].as_i64().unwrap()
+    }
+
+    /// Creates an unscheduled job of group `group`; its id.
+    pub async fn new_job(&self, group: i64) -> i64 {
+        let body = json!({"group_id": group, "description": "j", "handler": "h", "schedule_type": "NONE"});
+        self.ok(Method::POST, "/v1/jobs", Some(body)).await["id"]
+            .as_i64()
+            .unwrap()
+    }
+
+    /// Triggers job `job`; the run's id.
+    pub async fn new_run(&self, job: i64) -> i64 {
+        let made = self.ok(Method::POST, &format!("/v1/jobs/{job}/trigger"), None).await;
+        made["run_id"].as_i64().unwrap()
+    }
+
+    /// Makes an API key from `body`; its token and id.
+    pub async fn new_key(&self, body: Value) -> (String, i64) {
+        let made = self.ok(Method::POST, "/v1/api-keys", Some(body)).await;
+        (
+            made["token"].as_str().unwrap().to_owned(),
+            made["key"]["id"].as_i64().unwrap(),
+        )
+    }
+}
+
+/// The targets a route's path parameter is filled with: `{key}` the group, `{id}` the job of a
+/// `/v1/jobs/…` route, the run of a `/v1/runs/…` one, else `other` (a user, a key).
+pub struct Targets {
+    pub group: i64,
+    pub job: i64,
+    pub run: i64,
+    pub other: i64,
+}
+
+impl Targets {
+    /// `path` with its parameters filled in.
+    pub fn path(&self, path: &str) -> String {
+        let id = if path.starts_with("/v1/jobs/") {
+            self.job
+        } else if path.starts_with("/v1/runs/") {
+            self.run
+        } else {
+            self.other
+        };
+        path.replace("{key}", &self.group.to_string())
+            .replace("{id}", &id.to_string())
+    }
 }

@@ -32,8 +32,8 @@ pub(super) const ROUTES: &[Route] = &[
         (200, Some(jobs_document())),
         &[400, 404],
     )),
-    api!("POST" "/v1/apply", Rule::Admin, rest::apply_jobs, op(
-        "Apply a jobs document in one transaction: creates, updates and (with `prune`) deletes, all or nothing; answers the plan (admins only)",
+    api!("POST" "/v1/apply", Rule::Writer, rest::apply_jobs, op(
+        "Apply a jobs document in one transaction: creates, updates and (with `prune`) deletes, all or nothing; answers the plan (administrators: anything; editors: the jobs of groups they edit, without prune)",
         "jobs", json!([]), Some(body(apply_request(), true)), (200, Some(apply_plan())), &[400, 403, 409, 413, 422],
     )),
     api!("GET" "/v1/jobs/{id}", Rule::Read(Target::Job), rest::show_job, op(

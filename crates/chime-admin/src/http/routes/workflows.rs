@@ -1,6 +1,9 @@
-//! The routes of workflows and their instances: jobs of any group, so admins only.
+//! The routes of workflows and their instances. A workflow runs jobs of several groups: a caller
+//! needs a role in every group of its nodes' jobs (viewer to read, operator to run, editor to change),
+//! checked by the handlers on the one workflow or instance they act on.
 
 use super::Route;
+use crate::api::GroupRole;
 use crate::http::access::Rule;
 use crate::http::openapi::{
     arr, body, exact, id, input, instance_states, int, job_key, limit, nullable, op, path, query, r, string_enum,
@@ -9,39 +12,39 @@ use crate::http::openapi::{
 use crate::http::workflows as wf;
 use serde_json::{json, Value};
 
-/// The routes of workflows and their instances: jobs of any group, so admins only.
+/// The routes of workflows and their instances.
 pub(super) const ROUTES: &[Route] = &[
-    api!("GET" "/v1/workflows", Rule::Admin, wf::list_workflows, op(
-        "List workflows (admins only)",
+    api!("GET" "/v1/workflows", Rule::Needs(GroupRole::Viewer), wf::list_workflows, op(
+        "List workflows (within your roles in the groups of its nodes' jobs)",
         "workflows", json!([]), None, (200, Some(arr(r("Workflow")))), &[403],
     )),
-    api!("POST" "/v1/workflows", Rule::Admin, wf::create_workflow, op(
-        "Create a workflow: a schedule and a DAG of nodes, each running a job (admins only)",
+    api!("POST" "/v1/workflows", Rule::Needs(GroupRole::Editor), wf::create_workflow, op(
+        "Create a workflow: a schedule and a DAG of nodes, each running a job (within your roles in the groups of its nodes' jobs)",
         "workflows", json!([]), Some(body(workflow_spec(), true)), (201, Some(r("Workflow"))), &[400, 403, 413, 422],
     )),
-    api!("GET" "/v1/workflows/{id}", Rule::Admin, wf::show_workflow, op(
+    api!("GET" "/v1/workflows/{id}", Rule::Needs(GroupRole::Viewer), wf::show_workflow, op(
         "Show a workflow",
         "workflows", json!([id()]), None, (200, Some(r("Workflow"))), &[400, 403, 404],
     )),
-    api!("PUT" "/v1/workflows/{id}", Rule::Admin, wf::update_workflow, change(
+    api!("PUT" "/v1/workflows/{id}", Rule::Needs(GroupRole::Editor), wf::update_workflow, change(
         "Change a workflow (fields left out keep their value; running instances keep the graph they started with)",
     )),
-    api!("PATCH" "/v1/workflows/{id}", Rule::Admin, wf::update_workflow, change(
+    api!("PATCH" "/v1/workflows/{id}", Rule::Needs(GroupRole::Editor), wf::update_workflow, change(
         "Change a workflow (same as PUT)",
     )),
-    api!("DELETE" "/v1/workflows/{id}", Rule::Admin, wf::delete_workflow, op(
+    api!("DELETE" "/v1/workflows/{id}", Rule::Needs(GroupRole::Editor), wf::delete_workflow, op(
         "Delete a workflow and its finished instances (409 while one is queued or running)",
         "workflows", json!([id()]), None, (204, None), &[400, 403, 404, 409, 413],
     )),
-    api!("POST" "/v1/workflows/{id}/start", Rule::Admin, wf::start_workflow, op(
+    api!("POST" "/v1/workflows/{id}/start", Rule::Needs(GroupRole::Operator), wf::start_workflow, op(
         "Start scheduling a workflow",
         "workflows", json!([id()]), None, (200, Some(r("Workflow"))), &[400, 403, 404, 413, 422],
     )),
-    api!("POST" "/v1/workflows/{id}/stop", Rule::Admin, wf::stop_workflow, op(
+    api!("POST" "/v1/workflows/{id}/stop", Rule::Needs(GroupRole::Operator), wf::stop_workflow, op(
         "Stop scheduling a workflow (its instances go on)",
         "workflows", json!([id()]), None, (200, Some(r("Workflow"))), &[400, 403, 404, 413],
     )),
-    api!("POST" "/v1/workflows/{id}/trigger", Rule::Admin, wf::trigger_workflow, op(
+    api!("POST" "/v1/workflows/{id}/trigger", Rule::Needs(GroupRole::Operator), wf::trigger_workflow, op(
         "Fire a workflow now: a new instance",
         "workflows",
         json!([id()]),
@@ -49,7 +52,7 @@ pub(super) const ROUTES: &[Route] = &[
         (202, Some(exact(json!({ "instance_id": int(), "workflow_id": int() })))),
         &[400, 403, 404, 413, 422],
     )),
-    api!("GET" "/v1/workflow-instances", Rule::Admin, wf::list_instances, op(
+    api!("GET" "/v1/workflow-instances", Rule::Needs(GroupRole::Viewer), wf::list_instances, op(
         "List workflow instances, newest first (their nodes in /v1/workflow-instances/{id})",
         "workflows",
         json!([query("workflow_id", int(), "only instances of this workflow"), query("state", instance_states(), "only instances in this state"), query("before_id", int(), "paging: only instances with a smaller id"), limit(wf::MAX_INSTANCES, 100)]),
@@ -57,15 +60,15 @@ pub(super) const ROUTES: &[Route] = &[
         (200, Some(arr(r("WorkflowInstance")))),
         &[400, 403],
     )),
-    api!("GET" "/v1/workflow-instances/{id}", Rule::Admin, wf::show_instance, op(
+    api!("GET" "/v1/workflow-instances/{id}", Rule::Needs(GroupRole::Viewer), wf::show_instance, op(
         "Show a workflow instance with the state, run and result of each node",
         "workflows", json!([id()]), None, (200, Some(r("WorkflowInstance"))), &[400, 403, 404],
     )),
-    api!("POST" "/v1/workflow-instances/{id}/stop", Rule::Admin, wf::stop_instance, op(
+    api!("POST" "/v1/workflow-instances/{id}/stop", Rule::Needs(GroupRole::Operator), wf::stop_instance, op(
         "Stop an instance: its running nodes are stopped and their runs killed",
         "workflows", json!([id()]), None, (200, Some(r("WorkflowInstance"))), &[400, 403, 404, 409, 413],
     )),
-    api!("POST" "/v1/workflow-instances/{id}/nodes/{node}/{action}", Rule::Admin, wf::change_node, op(
+    api!("POST" "/v1/workflow-instances/{id}/nodes/{node}/{action}", Rule::Needs(GroupRole::Operator), wf::change_node, op(
         "Retry a failed node, skip a node (its children go on as after a success) or mark a failed node succeeded; the rest of the instance goes on",
         "workflows",
         json!([id(), path("node", job_key(), "the node's key"), path("action", string_enum(&["retry", "skip", "succeed"]), "what to do")]),
