@@ -131,6 +131,7 @@ export const dict = {
     grole_none: '—', grole_viewer: 'viewer', grole_operator: 'operator', grole_editor: 'editor', grole_group_admin: 'group admin',
     group_roles_help: 'A viewer reads the group; an operator also runs, kills, starts and stops its jobs; an editor also creates, edits and deletes them; a group admin also manages its members. Administrators hold every role everywhere.',
     key_role_operator: 'Operator (run jobs)',
+    members: 'Members',
   },
   zh: {
     login: '登录', username: '用户名', password: '密码', logout: '退出',
@@ -258,6 +259,7 @@ export const dict = {
     grole_none: '—', grole_viewer: '查看者', grole_operator: '操作员', grole_editor: '编辑者', grole_group_admin: '分组管理员',
     group_roles_help: '查看者可查看该分组；操作员还可执行、终止、启动和停止其任务；编辑者还可新建、修改和删除任务；分组管理员还可管理分组成员。管理员在所有分组拥有全部权限。',
     key_role_operator: '操作员（执行任务）',
+    members: '成员',
   },
 };
 

@@ -641,6 +641,24 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.click('#user-form button[type=submit]');
     await page.waitForSelector('tr[data-user=dave] td:has-text("browser-demo (editor)")');
     await shot('11-users');
+    // A group's members and their roles, on the Executors page: carol made an operator there
+    // and back, a new member added and taken away again.
+    await page.click('a[href="#executors"]');
+    await page.click('tr[data-app="browser-demo"] button.members');
+    await page.waitForSelector('#members tr[data-member=carol]');
+    assert.deepEqual(await page.locator('#member-list tr[data-member]').evaluateAll((r) => r.map((x) => [x.dataset.member, x.querySelector('select').value])),
+      [['carol', 'viewer'], ['dave', 'editor']]);
+    // Each change draws the panel again from the members the admin answers.
+    const redrawn = () => page.waitForResponse((r) => r.url().endsWith('/members') && r.request().method() === 'GET');
+    await Promise.all([redrawn(), page.selectOption('#members tr[data-member=carol] select', 'operator')]);
+    await page.waitForFunction(() => document.querySelector('#members tr[data-member=carol] select')?.value === 'operator');
+    const carolNow = (await csrfFetch('GET', '/v1/users')).body.find((u) => u.username === 'carol');
+    assert.deepEqual(carolNow.group_roles.map((g) => g.role), ['operator']);
+    await Promise.all([redrawn(), page.selectOption('#members tr[data-member=carol] select', 'viewer')]);
+    await page.fill('#member-form input[name=username]', 'nobody-here');
+    await page.click('#member-form button[type=submit]');
+    await page.waitForSelector('#members p.err');
+    await shot('11b-members');
     await page.click('a[href="#audit"]');
     // Entries say what changed on which object; the route stays in the cell's title.
     const userEdit = '#audit tr:has(td.action[data-action="PUT /v1/users/{id}"])';

@@ -1,14 +1,46 @@
 // @ts-check
-// Executor groups: their live executors, and (admins) the group form.
+// Executor groups: their live executors, (admins) the group form, and (group admins) who holds
+// which role in a group.
 import { h } from '../lib/dom.js';
 import { api, groupsList } from '../lib/api.js';
-import { me } from '../lib/session.js';
+import { me, holds, GROUP_ROLES } from '../lib/session.js';
 import { go } from '../lib/nav.js';
 import { fmtTime } from '../lib/time.js';
 import { GROUP_FIELDS } from '../lib/fields.js';
-import { controls, control, formBody, errorBox, showError } from '../lib/forms.js';
+import { controls, control, formBody, errorBox, showError, sel, field } from '../lib/forms.js';
 import { channelNames } from '../lib/widgets.js';
 import { t } from '../i18n.js';
+
+/**
+ * The members of group `g` and their roles, changed in place by a group admin: a role per
+ * member (or none, which takes the group from them), and a form that gives a user a role.
+ * @param {any} g
+ * @param {(panel: Node) => void} show puts the panel on the page (again, after a change)
+ */
+async function membersPanel(g, show) {
+  /** @type {any[]} */
+  const members = await api('GET', `/v1/groups/${g.id}/members`);
+  const msg = h('div');
+  const roles = /** @type {Array<[string, string]>} */ (GROUP_ROLES.map((r) => [r, t(`grole_${r}`)]));
+  /** @param {string} username @param {string | null} role */
+  const change = async (username, role) => {
+    try { await api('PUT', `/v1/groups/${g.id}/members`, { username, role }); show(await membersPanel(g, show)); } catch (e) { msg.replaceChildren(errorBox(e)); }
+  };
+  const name = h('input', { name: 'username', required: true, maxlength: 64, autocomplete: 'off' });
+  const role = /** @type {HTMLSelectElement} */ (sel('role', roles, 'viewer'));
+  return h('div', { class: 'card', id: 'members', 'data-group': g.app_name },
+    h('h3', {}, `${t('members')} — ${g.app_name}`),
+    h('table', { id: 'member-list' }, h('tr', {}, [t('username'), t('role'), ''].map((x) => h('th', {}, x))),
+      members.map((m) => {
+        const s = /** @type {HTMLSelectElement} */ (sel('role', roles, m.role));
+        s.addEventListener('change', () => change(m.username, s.value));
+        return h('tr', { 'data-member': m.username }, h('td', {}, m.username), h('td', {}, s),
+          h('td', {}, h('button', { type: 'button', class: 'remove-member', onclick: () => change(m.username, null) }, t('remove'))));
+      })),
+    h('form', { id: 'member-form', onsubmit: (/** @type {Event} */ ev) => { ev.preventDefault(); change(/** @type {HTMLInputElement} */ (name).value.trim(), role.value); } },
+      field('username', name), field('role', role), h('button', { type: 'submit' }, t('add'))),
+    h('p', { class: 'help' }, t('group_roles_help')), msg);
+}
 
 /** @param {HTMLElement} root */
 export async function executors(root) {
@@ -44,5 +76,7 @@ export async function executors(root) {
         // The channels the group's jobs that name none alarm to.
         h('td', { class: 'alarm-channels' }, g.alarm_channels || '—'),
         h('td', {}, admin ? [h('button', { onclick: () => slot.replaceChildren(form(g)) }, t('edit')),
-          h('button', { onclick: async () => { if (confirm(t('confirm_delete'))) { try { await api('DELETE', `/v1/groups/${g.id}`); go('#executors'); } catch (e) { slot.replaceChildren(errorBox(e)); } } } }, t('remove'))] : '')))));
+          h('button', { onclick: async () => { if (confirm(t('confirm_delete'))) { try { await api('DELETE', `/v1/groups/${g.id}`); go('#executors'); } catch (e) { slot.replaceChildren(errorBox(e)); } } } }, t('remove'))] : '',
+        // Group admins (and administrators) say who holds which role in the group.
+        holds(g.id, 'group_admin') ? h('button', { class: 'members', onclick: async () => { try { slot.replaceChildren(await membersPanel(g, (p) => slot.replaceChildren(p))); } catch (e) { slot.replaceChildren(errorBox(e)); } } }, t('members')) : '')))));
 }

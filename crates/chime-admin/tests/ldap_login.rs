@@ -171,9 +171,12 @@ async fn directory_users_log_in_with_the_roles_their_groups_give(kind: Db) {
 
     // The directory down: a clear answer, and the break-glass administrator still gets in.
     slapd.kill();
-    let (s, v) = login(&base, "alice", "alice-ldap-pw").await;
-    assert_eq!(s, 503, "{v}");
-    assert!(v["error"].as_str().unwrap().contains("cannot be reached"), "{v}");
+    // Not counted as failures: more tries than the login limit allows still get the reason.
+    for _ in 0..7 {
+        let (s, v) = login(&base, "alice", "alice-ldap-pw").await;
+        assert_eq!(s, 503, "{v}");
+        assert!(v["error"].as_str().unwrap().contains("cannot be reached"), "{v}");
+    }
     let (s, _) = login(&base, "admin", "test-password").await;
     assert_eq!(s, 200, "local admins log in without the directory");
 

@@ -112,6 +112,18 @@ impl LoginLimiter {
             f.count = f.count.saturating_sub(1);
         }
     }
+
+    /// Takes back the attempt [`LoginLimiter::begin`] counted, and only it: the password could
+    /// not be checked at all (the directory was down), which is no failure of the caller's.
+    pub fn withdraw(&self, user: &str, ip: IpAddr) {
+        let mut c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(f) = c.by_pair.get_mut(&(user.to_owned(), ip)) {
+            f.count = f.count.saturating_sub(1);
+        }
+        if let Some(f) = c.by_user.get_mut(user) {
+            f.count = f.count.saturating_sub(1);
+        }
+    }
 }
 
 /// Console state shared by the login handlers.
@@ -178,7 +190,15 @@ pub(super) async fn login(
     if let Err(wait) = console.limiter.begin(&body.username, ip) {
         return Ok(too_many_failures(wait));
     }
-    let user = verify_login(&admin, &body, ip).await?;
+    let user = match verify_login(&admin, &body, ip).await {
+        Ok(user) => user,
+        // The directory was down: not the caller's failure, so it is not counted against them.
+        Err(e) if e.status == StatusCode::SERVICE_UNAVAILABLE => {
+            console.limiter.withdraw(&body.username, ip);
+            return Err(e);
+        }
+        Err(e) => return Err(e),
+    };
     console.limiter.succeeded(&body.username, ip);
     upgrade_legacy_hash(&admin, &user, &body.password).await?;
     let (token, csrf) = open_session(&admin, &user).await?;
