@@ -9,10 +9,9 @@
 
 mod common;
 
-use chime_admin::api::GroupRole;
 use chime_admin::http::access::{Rule, Target};
 use chime_admin::http::routes::ROUTES;
-use common::caller::{Caller, Targets};
+use common::caller::{refuses_read_only, Caller, Targets};
 use common::{Db, TestDb};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -167,17 +166,7 @@ async fn access_control() {
             assert_eq!(s, 403, "{} {} as a user", route.method, route.path);
         }
         // Read-only user on writes.
-        let rob_refused = matches!(
-            route.rule,
-            Rule::Admin
-                | Rule::Writer
-                | Rule::Write(_)
-                | Rule::Operate(_)
-                | Rule::ManageGroup(_)
-                | Rule::CreateJob
-                | Rule::UpdateJob
-                | Rule::Needs(GroupRole::Operator | GroupRole::Editor | GroupRole::GroupAdmin)
-        );
+        let rob_refused = refuses_read_only(route.rule);
         if writes && rob_refused {
             let body = json!({"group_id": ga, "description": "x"});
             let (s, v) = rob.call(m.clone(), &mine.path(route.path), Some(body)).await;

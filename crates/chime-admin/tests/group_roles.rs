@@ -9,25 +9,13 @@ mod common;
 use chime_admin::api::GroupRole;
 use chime_admin::http::access::Rule;
 use chime_admin::http::routes::ROUTES;
-use common::caller::{Caller, Targets};
+use common::caller::{needed, Caller, Targets};
 use common::{Db, TestDb};
 use reqwest::Method;
 use serde_json::{json, Value};
 
 fn id(v: &Value) -> i64 {
     v["id"].as_i64().unwrap()
-}
-
-/// What a route needs of a caller in the target's group; `None`: administrators only.
-fn needed(rule: Rule) -> Option<GroupRole> {
-    match rule {
-        Rule::Public | Rule::Authenticated | Rule::List { .. } | Rule::Read(_) => Some(GroupRole::Viewer),
-        Rule::Operate(_) => Some(GroupRole::Operator),
-        Rule::Write(_) | Rule::Writer | Rule::CreateJob | Rule::UpdateJob => Some(GroupRole::Editor),
-        Rule::ManageGroup(_) => Some(GroupRole::GroupAdmin),
-        Rule::Needs(role) => Some(role),
-        Rule::Admin => None,
-    }
 }
 
 /// A user holding `role` in group `group`, logged in.

@@ -2,6 +2,8 @@
 //! nobody.
 
 use super::API_TOKEN;
+use chime_admin::api::GroupRole;
+use chime_admin::http::access::Rule;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
@@ -152,4 +154,22 @@ impl Targets {
         path.replace("{key}", &self.group.to_string())
             .replace("{id}", &id.to_string())
     }
+}
+
+/// What a route of the access table needs of a caller in the target's group; `None`:
+/// administrators only.
+pub fn needed(rule: Rule) -> Option<GroupRole> {
+    match rule {
+        Rule::Public | Rule::Authenticated | Rule::List { .. } | Rule::Read(_) => Some(GroupRole::Viewer),
+        Rule::Operate(_) => Some(GroupRole::Operator),
+        Rule::Write(_) | Rule::Writer | Rule::CreateJob | Rule::UpdateJob => Some(GroupRole::Editor),
+        Rule::ManageGroup(_) => Some(GroupRole::GroupAdmin),
+        Rule::Needs(role) => Some(role),
+        Rule::Admin => None,
+    }
+}
+
+/// Whether a caller who is read-only (a viewer everywhere) is refused the route.
+pub fn refuses_read_only(rule: Rule) -> bool {
+    needed(rule).is_none_or(|role| role > GroupRole::Viewer)
 }
