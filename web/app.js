@@ -105,6 +105,25 @@ function showLogin() {
   h('label', {}, h('span', {}, t('password')), pass),
   h('button', { type: 'submit' }, t('login')), msg);
   main().replaceChildren(form);
+  addProviderButtons(form, msg);
+}
+
+/**
+ * Adds a "Sign in with NAME" link per OpenID Connect provider to the login form, below the
+ * password fields. Each is a plain link: the admin sends the browser on to the provider.
+ * @param {HTMLElement} form
+ * @param {HTMLElement} before
+ */
+async function addProviderButtons(form, before) {
+  /** @type {{ oidc?: string[] } | null} */
+  let options = null;
+  try { options = await api('GET', '/console/api/login-options'); } catch { return; }
+  const names = (options && options.oidc) || [];
+  if (!names.length || form.querySelector('.sso')) return;
+  const links = names.map((name) => h('a', {
+    class: 'button sso', id: `sso-${name}`, href: `/console/oidc/${encodeURIComponent(name)}/login`,
+  }, `${t('sign_in_with')} ${name}`));
+  form.insertBefore(h('div', { class: 'sso-list' }, h('span', {}, t('or')), ...links), before);
 }
 
 /** Draws the top bar and the page of the location's hash (the login form without a session). */
@@ -146,8 +165,13 @@ window.addEventListener('DOMContentLoaded', () => {
   document.documentElement.lang = getLang() === 'zh' ? 'zh-CN' : 'en';
   byId('lang').replaceWith(langSelect('lang', render));
   byId('logout').addEventListener('click', async () => {
-    try { await api('POST', '/console/api/logout'); } catch { /* already gone */ }
-    setUser(null); showLogin();
+    /** @type {{ redirect?: string } | null} */
+    let out = null;
+    try { out = await api('POST', '/console/api/logout'); } catch { /* already gone */ }
+    setUser(null);
+    // A user of an OpenID Connect provider is signed out there too, then comes back here.
+    if (out && out.redirect) { location.assign(out.redirect); return; }
+    showLogin();
   });
   render();
 });

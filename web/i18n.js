@@ -7,6 +7,7 @@
 export const dict = {
   en: {
     login: 'Log in', username: 'User name', password: 'Password', logout: 'Log out',
+    sign_in_with: 'Sign in with', or: 'or',
     dashboard: 'Dashboard', executors: 'Executors', jobs: 'Jobs', runs: 'Runs', users: 'Users', audit: 'Audit',
     groups: 'Groups', running_jobs: 'Started jobs', live_executors: 'Live executors', lateness: 'Mean dispatch lateness (s)',
     runs_per_day: 'Runs per day', from: 'From', to: 'To', refresh: 'Refresh',
@@ -135,6 +136,7 @@ export const dict = {
   },
   zh: {
     login: '登录', username: '用户名', password: '密码', logout: '退出',
+    sign_in_with: '登录方式：', or: '或',
     dashboard: '运行报表', executors: '执行器管理', jobs: '任务管理', runs: '调度日志', users: '用户管理', audit: '审计日志',
     groups: '执行器', running_jobs: '已启动任务', live_executors: '在线执行器', lateness: '平均调度延迟(秒)',
     runs_per_day: '每日调度', from: '开始', to: '结束', refresh: '刷新',

@@ -201,6 +201,19 @@ pub struct AdminConfig {
     /// nothing is not let in.
     #[arg(long, env = "CHIME_SSO_ROLES", default_value = "", hide_default_value = true)]
     pub sso_roles: crate::sso::RoleRules,
+    /// OpenID Connect providers for console logins, one per line or separated by `;`: NAME
+    /// issuer=URL client_id=ID [client_secret_file=FILE | client_secret=S]
+    /// [scopes=openid,profile,email] [username_claim=preferred_username] [groups_claim=groups].
+    /// The provider redirects back to PUBLIC_URL/console/oidc/NAME/callback (needs
+    /// --public-url); --sso-roles maps the groups claim's values to roles [default: none].
+    #[arg(
+        long,
+        env = "CHIME_OIDC",
+        default_value = "",
+        hide_default_value = true,
+        hide_env_values = true
+    )]
+    pub oidc: crate::sso::OidcProviders,
     /// SMTP server for alarm e-mails: smtps://USER:PASS@HOST:465 or
     /// smtp://USER:PASS@HOST:587?tls=required [default: no e-mail]. Holds a password: log it
     /// only through `store::redact_url`.
@@ -478,6 +491,20 @@ impl AdminConfig {
             .filter(|u| !u.is_empty());
         if let Some(url) = &self.public_url {
             crate::alarm::deliver::check_webhook_url(url).map_err(|e| format!("public_url: {e}"))?;
+        }
+        if !self.oidc.is_empty() {
+            if self.public_url.is_none() {
+                return Err("oidc: set public_url, the console's address the provider sends users back to".to_owned());
+            }
+            for provider in &self.oidc.0 {
+                provider.client_secret()?;
+            }
+            if self.sso_roles.is_empty() {
+                return Err(
+                    "sso_roles: with oidc, say which groups give which roles (GROUP => admin; GROUP => APP:ROLE)"
+                        .to_owned(),
+                );
+            }
         }
         self.alarm_webhook = self.alarm_webhook.take().filter(|u| !u.is_empty());
         if let Some(url) = &self.alarm_webhook {

@@ -96,8 +96,11 @@ async fn access_control() {
         let (s, v) = anon
             .call(method(route.method), &ids.path(route.path), Some(json!({})))
             .await;
+        // A 404 of the router is its JSON "route not found"; a served route may answer 404 of
+        // its own (an unknown login provider's page).
+        let unserved = s == 404 && v["error"] == "route not found";
         assert!(
-            s != 404 && s != 405 && v["error"] != "this route has no access rule",
+            !unserved && s != 405 && v["error"] != "this route has no access rule",
             "{} {} is in the table but not served: {s} {v}",
             route.method,
             route.path

@@ -12,6 +12,8 @@ use crate::calendar::Calendar;
 use crate::center::{Admin, UserFields};
 use crate::config::LocalLogin;
 use crate::model::{now_ms, Invalid};
+use crate::rate_limit::KeyedBuckets;
+use crate::sso::OidcLogins;
 use crate::store::{AuditEntry, AuditFilter, DayCounts, GlueVersion};
 use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -126,11 +128,49 @@ impl LoginLimiter {
     }
 }
 
+/// OpenID Connect logins one client address may start in [`OIDC_START_PERIOD`]: each keeps a
+/// row for 10 minutes, so one address cannot fill the table of logins under way.
+pub const OIDC_STARTS: u32 = 30;
+/// The period of [`OIDC_STARTS`].
+pub const OIDC_START_PERIOD: Duration = Duration::from_secs(600);
+
 /// Console state shared by the login handlers.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct ConsoleState {
     /// Failed logins.
     pub limiter: Arc<LoginLimiter>,
+    /// The OpenID Connect providers, with their discovery documents as last fetched.
+    pub oidc: Arc<OidcLogins>,
+    /// OpenID Connect logins started, per client address.
+    pub oidc_starts: Arc<KeyedBuckets<IpAddr>>,
+}
+
+impl Default for ConsoleState {
+    fn default() -> ConsoleState {
+        ConsoleState {
+            limiter: Arc::default(),
+            oidc: Arc::default(),
+            oidc_starts: Arc::new(KeyedBuckets::new(OIDC_STARTS, OIDC_START_PERIOD, 100_000)),
+        }
+    }
+}
+
+impl ConsoleState {
+    /// The state for `config`: its OpenID Connect providers reached with its client TLS.
+    pub fn for_config(config: &crate::config::AdminConfig) -> Result<ConsoleState, String> {
+        let oidc = if config.oidc.is_empty() {
+            OidcLogins::default()
+        } else {
+            let tls = config
+                .client_tls()
+                .map_err(|e| format!("oidc: TLS set-up failed: {e}"))?;
+            OidcLogins::new(&config.oidc, &tls)?
+        };
+        Ok(ConsoleState {
+            oidc: Arc::new(oidc),
+            ..ConsoleState::default()
+        })
+    }
 }
 
 #[derive(Deserialize)]
@@ -140,7 +180,7 @@ struct LoginBody {
     password: String,
 }
 
-fn session_cookie(value: &str, max_age: u64, secure: bool) -> HeaderValue {
+pub(super) fn session_cookie(value: &str, max_age: u64, secure: bool) -> HeaderValue {
     let secure = if secure { "; Secure" } else { "" };
     HeaderValue::from_str(&format!(
         "{SESSION_COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}"
@@ -149,7 +189,7 @@ fn session_cookie(value: &str, max_age: u64, secure: bool) -> HeaderValue {
 }
 
 /// `Secure` when configured, or when a TLS-terminating proxy says the client used https.
-fn secure_cookie(admin: &Admin, headers: &HeaderMap) -> bool {
+pub(super) fn secure_cookie(admin: &Admin, headers: &HeaderMap) -> bool {
     admin.config.cookie_secure
         || headers
             .get("x-forwarded-proto")
@@ -218,7 +258,7 @@ fn read_login(body: &[u8]) -> ApiResult<LoginBody> {
 }
 
 /// The client behind a trusted proxy, as the proxy saw it; otherwise the peer itself.
-fn client_ip(admin: &Admin, peer: Option<IpAddr>, headers: &HeaderMap) -> IpAddr {
+pub(super) fn client_ip(admin: &Admin, peer: Option<IpAddr>, headers: &HeaderMap) -> IpAddr {
     let peer = peer.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
     let forwarded = headers
         .get_all("x-forwarded-for")
@@ -289,7 +329,7 @@ async fn upgrade_legacy_hash(admin: &Admin, user: &crate::store::User, password:
 
 /// Stores a new session of `user` (by its token's hash) and drops expired ones; returns the
 /// session's token and its CSRF token.
-async fn open_session(admin: &Admin, user: &crate::store::User) -> ApiResult<(String, String)> {
+pub(super) async fn open_session(admin: &Admin, user: &crate::store::User) -> ApiResult<(String, String)> {
     let token = crate::token::random_hex();
     let csrf = crate::token::random_hex();
     let now = now_ms();
@@ -325,6 +365,7 @@ fn session_answer(
 
 pub(super) async fn logout(
     State(admin): State<Arc<Admin>>,
+    Extension(console): Extension<ConsoleState>,
     Extension(p): Extension<Principal>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
@@ -341,12 +382,27 @@ pub(super) async fn logout(
         )
         .await;
     }
-    let mut resp = StatusCode::NO_CONTENT.into_response();
+    // A user of an OpenID Connect provider is sent on to the provider's logout, so the next
+    // login there asks for the password again instead of signing them straight back in.
+    let mut resp = match provider_logout(&admin, &console, &p).await {
+        Some(url) => Json(json!({ "redirect": url })).into_response(),
+        None => StatusCode::NO_CONTENT.into_response(),
+    };
     resp.headers_mut().insert(
         header::SET_COOKIE,
         session_cookie("", 0, secure_cookie(&admin, &headers)),
     );
     Ok(resp)
+}
+
+/// The logout address of the provider `p` logged in through, when it publishes one.
+async fn provider_logout(admin: &Admin, console: &ConsoleState, p: &Principal) -> Option<String> {
+    // Only a console session: an API key or the bootstrap token has no provider to leave.
+    p.session_hash.as_ref()?;
+    let user = admin.store.user(&p.username).await.ok()??;
+    let login = console.oidc.get(user.source.strip_prefix("oidc:")?)?;
+    let after = format!("{}/console/", admin.config.public_url.as_deref()?);
+    login.logout_url(&after).await
 }
 
 pub(super) async fn me(Extension(p): Extension<Principal>) -> Json<Value> {

@@ -15,6 +15,7 @@ pub mod executor_api;
 pub mod link;
 pub mod link_socket;
 mod members;
+mod oidc_login;
 pub mod openapi;
 mod principal;
 pub mod rest;
@@ -35,6 +36,12 @@ use std::sync::Arc;
 /// [`routes::ROUTES`], each behind the access middleware with its rule, then the executor API,
 /// the console's files, the OpenAPI document, `/metrics` and `/healthz`.
 pub fn router(admin: Arc<Admin>) -> Router {
+    // The settings were checked at start; a provider's HTTP client that cannot be built leaves
+    // OpenID Connect logins off, said in the log, rather than the whole console.
+    let console_state = console_api::ConsoleState::for_config(&admin.config).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "OpenID Connect logins are off");
+        console_api::ConsoleState::default()
+    });
     let mut guarded = Router::new();
     for route in routes::ROUTES {
         // Layers added later wrap earlier ones: the rule is on the request before the guard
@@ -66,7 +73,7 @@ pub fn router(admin: Arc<Admin>) -> Router {
         app = app.nest(&cp, executor_api::routes().merge(link::routes()));
     }
     app.fallback(|| async { ApiError::not_found("route") })
-        .layer(Extension(console_api::ConsoleState::default()))
+        .layer(Extension(console_state))
         .with_state(admin)
 }
 

@@ -39,6 +39,7 @@ mod job_columns;
 mod job_inserts;
 mod jobs;
 mod leases;
+mod login_states;
 mod nodes;
 pub use nodes::LiveAdmin;
 mod registry;
@@ -71,6 +72,7 @@ pub use import::{
 };
 pub use jobs::{JobDue, JobQuery, JobSort};
 pub use leases::{Lease, LeaseTable};
+pub use login_states::{LoginState, MAX_PENDING_LOGINS};
 pub use run_logs::{LogTarget, StoredLog};
 pub use sessions::SessionUser;
 pub use users::User;

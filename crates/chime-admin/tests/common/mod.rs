@@ -15,6 +15,7 @@ pub mod cluster;
 pub mod demo_executor;
 pub mod executor;
 pub mod linked;
+pub mod oidc_provider;
 pub mod process;
 pub mod pyxxl_executor;
 pub mod receivers;
