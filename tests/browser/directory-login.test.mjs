@@ -6,54 +6,21 @@
 // a wrong password is refused on the login form; with local logins for administrators only, a
 // local user is refused with the reason, and the local administrator (break-glass) gets in.
 //
-// Needs: CHIME_BIN_DIR (directory with `chime`, default $CARGO_TARGET_DIR/debug or
-// target/debug), CHROMIUM (default /usr/bin/chromium), slapd and ldap-utils (scripts/test
-// installs them).
+// Needs: the `chime` binary and Chromium (see lib/harness.mjs), slapd and ldap-utils
+// (scripts/test installs them).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import net from 'node:net';
-import { chromium } from 'playwright-core';
+import { callApi, cleanUp, freePort, launchBrowser, shots, startAdmin, startChild, tempDir, waitFor } from './lib/harness.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, '../..');
-const binDir = process.env.CHIME_BIN_DIR || join(process.env.CARGO_TARGET_DIR || join(repo, 'target'), 'debug');
-const shots = process.env.CHIME_SCREENSHOTS || join(repo, 'target', 'browser-screenshots');
-mkdirSync(shots, { recursive: true });
 const PASSWORD = 'directory-login-pw';
 const TOKEN = 'directory-login-token';
 const SUFFIX = 'dc=example,dc=org';
 const MANAGER = `cn=admin,${SUFFIX}`;
 const MANAGER_PW = 'manager-secret';
-
-const children = [];
-const tmpDirs = [];
-const running = (c) => c.exitCode === null && c.signalCode === null;
-const stopChildren = () => { for (const c of children) if (running(c)) c.kill('SIGKILL'); };
-for (const sig of ['SIGINT', 'SIGTERM']) process.once(sig, () => { stopChildren(); process.exit(130); });
-process.once('exit', stopChildren);
-
-function freePort() {
-  return new Promise((res, rej) => {
-    const s = net.createServer();
-    s.on('error', rej);
-    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); });
-  });
-}
-
-async function waitFor(fn, what, ms = 30000) {
-  const end = Date.now() + ms;
-  let last;
-  while (Date.now() < end) {
-    try { if (await fn()) return; } catch (e) { last = e; }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
-}
 
 /** Starts slapd on `port` with a database in `dir`; fills it over LDAP. */
 async function startDirectory(dir, port) {
@@ -67,8 +34,7 @@ async function startDirectory(dir, port) {
   ].join('\n'));
   const bin = ['/usr/sbin/slapd', '/usr/local/sbin/slapd'].find((p) => existsSync(p)) || 'slapd';
   const url = `ldap://127.0.0.1:${port}`;
-  const slapd = spawn(bin, ['-f', join(dir, 'slapd.conf'), '-h', `${url}/`, '-d', '0'], { stdio: 'ignore' });
-  children.push(slapd);
+  startChild(bin, ['-f', join(dir, 'slapd.conf'), '-h', `${url}/`, '-d', '0']);
   await waitFor(() => new Promise((res) => {
     const s = net.connect(port, '127.0.0.1', () => { s.end(); res(true); });
     s.on('error', () => res(false));
@@ -91,10 +57,7 @@ let browser;
 let page;
 const errors = [];
 const shot = (name) => page.screenshot({ path: join(shots, `directory-${name}.png`), fullPage: true });
-const api = async (method, path, body) => {
-  const r = await fetch(`${base}${path}`, { method, headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' }, body: body && JSON.stringify(body) });
-  return { status: r.status, body: await r.json().catch(() => null) };
-};
+const api = (method, path, body) => callApi(base, TOKEN, method, path, body);
 const logIn = async (user, password) => {
   await page.goto(`${base}/`);
   await page.waitForSelector('#login');
@@ -108,38 +71,20 @@ const logOut = async () => {
 };
 
 before(async () => {
-  const tmp = mkdtempSync(join(tmpdir(), 'chime-directory-'));
-  tmpDirs.push(tmp);
-  mkdirSync(join(tmp, 'ldap'));
-  const ldapUrl = await startDirectory(join(tmp, 'ldap'), await freePort());
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  const admin = spawn(join(binDir, 'chime'), ['admin', '--db', `sqlite://${tmp}/chime.db`, '--listen', `127.0.0.1:${port}`, '--default-tz', 'UTC',
+  const ldap = join(tempDir('chime-directory-'), 'ldap');
+  mkdirSync(ldap);
+  const ldapUrl = await startDirectory(ldap, await freePort());
+  base = await startAdmin(['--default-tz', 'UTC',
     '--ldap-url', ldapUrl, '--ldap-bind-dn', MANAGER, '--ldap-user-base', `ou=people,${SUFFIX}`, '--ldap-group-base', `ou=groups,${SUFFIX}`,
     '--sso-roles', 'billing-ops => billing:operator', '--local-login', 'admins'],
-  { env: { ...process.env, CHIME_ADMIN_PASSWORD: PASSWORD, CHIME_API_TOKEN: TOKEN, CHIME_LDAP_BIND_PASSWORD: MANAGER_PW, RUST_LOG: 'warn' }, stdio: ['ignore', 'inherit', 'inherit'] });
-  children.push(admin);
-  await waitFor(async () => {
-    assert.equal(admin.exitCode, null, 'chime admin exited');
-    return (await fetch(`${base}/healthz`)).ok;
-  }, 'the admin to listen', 60000);
+  { CHIME_ADMIN_PASSWORD: PASSWORD, CHIME_API_TOKEN: TOKEN, CHIME_LDAP_BIND_PASSWORD: MANAGER_PW });
   const group = await api('POST', '/v1/groups', { app_name: 'billing' });
   assert.equal(group.status, 201);
   const job = await api('POST', '/v1/jobs', { group_id: group.body.id, description: 'monthly invoices', handler: 'invoices', schedule_type: 'NONE' });
   assert.equal(job.status, 201);
   const local = await api('POST', '/v1/users', { username: 'dana', password: 'dana-local-pw', group_ids: [group.body.id] });
   assert.equal(local.status, 201);
-  const profile = mkdtempSync(join(tmpdir(), 'chime-chromium-'));
-  tmpDirs.push(profile);
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    viewport: { width: 1280, height: 800 },
-    timezoneId: 'UTC',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
-  browser.setDefaultTimeout(20000);
+  browser = await launchBrowser();
   page = await browser.newPage();
   page.on('pageerror', (e) => errors.push(e.message));
   await page.goto(`${base}/`);
@@ -148,8 +93,7 @@ before(async () => {
 
 after(async () => {
   if (browser) await browser.close();
-  stopChildren();
-  for (const d of tmpDirs) rmSync(d, { recursive: true, force: true });
+  cleanUp();
 });
 
 test('a wrong directory password is refused on the login form', async () => {

@@ -8,54 +8,18 @@
 // correct provider issues (another key, expired, another audience) are refused in the Rust test
 // `crates/chime-admin/tests/oidc_login.rs`.
 //
-// Needs: CHIME_BIN_DIR (directory with `chime`, default $CARGO_TARGET_DIR/debug or
-// target/debug), CHROMIUM (default /usr/bin/chromium).
+// Needs: the `chime` binary and Chromium (see lib/harness.mjs).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import net from 'node:net';
-import { chromium } from 'playwright-core';
+import { join } from 'node:path';
 import Provider from 'oidc-provider';
+import { atCleanUp, callApi, cleanUp, freePort, launchBrowser, shots, startAdmin } from './lib/harness.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, '../..');
-const binDir = process.env.CHIME_BIN_DIR || join(process.env.CARGO_TARGET_DIR || join(repo, 'target'), 'debug');
-const shots = process.env.CHIME_SCREENSHOTS || join(repo, 'target', 'browser-screenshots');
-mkdirSync(shots, { recursive: true });
 const PASSWORD = 'oidc-login-pw';
 const TOKEN = 'oidc-login-token';
 const CLIENT_SECRET = 'chime-oidc-client-secret';
 /** The provider's users and their groups claim. */
 const ACCOUNTS = { alice: ['billing-ops', 'unrelated'], bob: ['chime-admins'] };
-
-const children = [];
-const tmpDirs = [];
-const running = (c) => c.exitCode === null && c.signalCode === null;
-const stopChildren = () => { for (const c of children) if (running(c)) c.kill('SIGKILL'); };
-for (const sig of ['SIGINT', 'SIGTERM']) process.once(sig, () => { stopChildren(); process.exit(130); });
-process.once('exit', stopChildren);
-
-function freePort() {
-  return new Promise((res, rej) => {
-    const s = net.createServer();
-    s.on('error', rej);
-    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); });
-  });
-}
-
-async function waitFor(fn, what, ms = 30000) {
-  const end = Date.now() + ms;
-  let last;
-  while (Date.now() < end) {
-    try { if (await fn()) return; } catch (e) { last = e; }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
-}
 
 /** Starts the provider on `port`, with Chime at `chime` as its one client. */
 async function startProvider(port, chime) {
@@ -81,7 +45,7 @@ async function startProvider(port, chime) {
     cookies: { keys: ['oidc-login-test-cookie-key'] },
   });
   // The development login page takes any password; the account must exist in ACCOUNTS.
-  await new Promise((res) => { const server = provider.listen(port, '127.0.0.1', res); tmpDirs.push({ server }); });
+  await new Promise((res) => { const server = provider.listen(port, '127.0.0.1', res); atCleanUp(() => server.close()); });
   return issuer;
 }
 
@@ -90,10 +54,7 @@ let browser;
 let page;
 const errors = [];
 const shot = (name) => page.screenshot({ path: join(shots, `oidc-${name}.png`), fullPage: true });
-const api = async (method, path, body) => {
-  const r = await fetch(`${base}${path}`, { method, headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' }, body: body && JSON.stringify(body) });
-  return { status: r.status, body: await r.json().catch(() => null) };
-};
+const api = (method, path, body) => callApi(base, TOKEN, method, path, body);
 /** Clicks "Sign in with corp" and signs in at the provider as `user`. */
 const signInAtProvider = async (user) => {
   await page.goto(`${base}/`);
@@ -108,36 +69,18 @@ const signInAtProvider = async (user) => {
 };
 
 before(async () => {
-  const tmp = mkdtempSync(join(tmpdir(), 'chime-oidc-'));
-  tmpDirs.push(tmp);
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
   const issuer = await startProvider(await freePort(), base);
-  const admin = spawn(join(binDir, 'chime'), ['admin', '--db', `sqlite://${tmp}/chime.db`, '--listen', `127.0.0.1:${port}`, '--default-tz', 'UTC',
-    '--public-url', base, '--sso-roles', 'billing-ops => billing:operator; chime-admins => admin', '--local-login', 'admins'],
-  { env: { ...process.env, CHIME_ADMIN_PASSWORD: PASSWORD, CHIME_API_TOKEN: TOKEN, RUST_LOG: 'warn',
-    CHIME_OIDC: `corp issuer=${issuer} client_id=chime client_secret=${CLIENT_SECRET} scopes=openid,profile,groups` },
-  stdio: ['ignore', 'inherit', 'inherit'] });
-  children.push(admin);
-  await waitFor(async () => {
-    assert.equal(admin.exitCode, null, 'chime admin exited');
-    return (await fetch(`${base}/healthz`)).ok;
-  }, 'the admin to listen', 60000);
+  await startAdmin(['--default-tz', 'UTC', '--public-url', base,
+    '--sso-roles', 'billing-ops => billing:operator; chime-admins => admin', '--local-login', 'admins'],
+  { CHIME_ADMIN_PASSWORD: PASSWORD, CHIME_API_TOKEN: TOKEN,
+    CHIME_OIDC: `corp issuer=${issuer} client_id=chime client_secret=${CLIENT_SECRET} scopes=openid,profile,groups` }, port);
   const group = await api('POST', '/v1/groups', { app_name: 'billing' });
   assert.equal(group.status, 201);
   const job = await api('POST', '/v1/jobs', { group_id: group.body.id, description: 'monthly invoices', handler: 'invoices', schedule_type: 'NONE' });
   assert.equal(job.status, 201);
-  const profile = mkdtempSync(join(tmpdir(), 'chime-chromium-'));
-  tmpDirs.push(profile);
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    viewport: { width: 1280, height: 800 },
-    timezoneId: 'UTC',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
-  browser.setDefaultTimeout(20000);
+  browser = await launchBrowser();
   page = await browser.newPage();
   page.on('pageerror', (e) => errors.push(e.message));
   await page.goto(`${base}/`);
@@ -146,11 +89,7 @@ before(async () => {
 
 after(async () => {
   if (browser) await browser.close();
-  stopChildren();
-  for (const d of tmpDirs) {
-    if (typeof d === 'string') rmSync(d, { recursive: true, force: true });
-    else d.server.close();
-  }
+  cleanUp();
 });
 
 let callbackUrl;

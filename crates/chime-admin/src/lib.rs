@@ -18,6 +18,7 @@ pub mod calendar;
 mod center;
 pub mod config;
 pub mod dispatch;
+mod error_text;
 pub mod follow_up;
 pub mod http;
 pub mod link;

@@ -12,6 +12,7 @@
 
 use super::network_guard::GuardedConnector;
 use crate::address_policy::ExecutorNetworks;
+use crate::error_text::with_causes;
 use crate::link::{self as hub, LinkCallError, LinkHub};
 use crate::model::Group;
 use crate::run::truncate;
@@ -223,7 +224,7 @@ impl ExecutorClient {
                 .http
                 .request(req)
                 .await
-                .map_err(|e| format!("xxl-job remoting error({}), for url : {url}", error_text(&e)))?;
+                .map_err(|e| format!("xxl-job remoting error({}), for url : {url}", with_causes(&e)))?;
             let status = resp.status();
             if status != hyper::StatusCode::OK {
                 return Ok::<_, String>(Err(status));
@@ -242,7 +243,7 @@ impl ExecutorClient {
             let bytes = match Limited::new(resp.into_body(), limit).collect().await {
                 Ok(b) => b.to_bytes(),
                 Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => return Err(too_large(limit, url)),
-                Err(e) => return Err(format!("xxl-job remoting error({}), for url : {url}", error_text(&*e))),
+                Err(e) => return Err(format!("xxl-job remoting error({}), for url : {url}", with_causes(&*e))),
             };
             Ok(Ok(bytes))
         };
@@ -401,17 +402,4 @@ fn parse_reply<T: DeserializeOwned>(bytes: &[u8], url: &str) -> ReturnT<T> {
             ))
         }
     }
-}
-
-/// An error with its causes: hyper's own text ("client error (Connect)") says little without
-/// them ("tcp connect error: Connection refused").
-fn error_text(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }

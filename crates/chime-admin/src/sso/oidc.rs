@@ -6,6 +6,7 @@
 //! provider's logout address.
 
 use super::oidc_settings::OidcProvider;
+use crate::error_text::with_causes;
 use openidconnect::core::{
     CoreAuthDisplay, CoreAuthPrompt, CoreAuthenticationFlow, CoreErrorResponseType, CoreGenderClaim, CoreJsonWebKey,
     CoreJweContentEncryptionAlgorithm, CoreJwsSigningAlgorithm, CoreRevocableToken, CoreRevocationErrorResponse,
@@ -160,7 +161,9 @@ impl OidcLogin {
             .map_err(|e| OidcFailure::Unavailable(format!("issuer: {e}")))?;
         let metadata = ProviderMetadataWithLogout::discover_async(issuer, &self.http)
             .await
-            .map_err(|e| OidcFailure::Unavailable(format!("discovery at {}: {}", self.provider.issuer, chain(&e))))?;
+            .map_err(|e| {
+                OidcFailure::Unavailable(format!("discovery at {}: {}", self.provider.issuer, with_causes(&e)))
+            })?;
         *cached = Some(Discovered {
             metadata: metadata.clone(),
             fetched: Instant::now(),
@@ -223,7 +226,13 @@ impl OidcLogin {
             .set_pkce_verifier(PkceCodeVerifier::new(pkce_verifier.to_owned()))
             .request_async(&self.http)
             .await
-            .map_err(|e| OidcFailure::Refused(format!("the provider refused the code: {}", chain(&e))))?;
+            .map_err(|e| match e {
+                // The provider answered no (a code used twice, a wrong verifier or secret).
+                openidconnect::RequestTokenError::ServerResponse(_) | openidconnect::RequestTokenError::Parse(..) => {
+                    OidcFailure::Refused(format!("the provider refused the code: {}", with_causes(&e)))
+                }
+                _ => OidcFailure::Unavailable(format!("the token endpoint: {}", with_causes(&e))),
+            })?;
         let id_token = tokens
             .id_token()
             .ok_or_else(|| OidcFailure::Refused("the provider sent no ID token".into()))?;
@@ -282,7 +291,7 @@ impl OidcLogin {
             .request_async(&self.http)
             .await
             .map(Some)
-            .map_err(|e| OidcFailure::Unavailable(format!("user info: {}", chain(&e))))
+            .map_err(|e| OidcFailure::Unavailable(format!("user info: {}", with_causes(&e))))
     }
 
     /// The provider's logout address, sending the browser back to `after` (`None` when the
@@ -324,26 +333,33 @@ impl OidcLogins {
     }
 }
 
-/// A standard claim by name, or a custom one as text.
-fn claim_text(claims: &IdTokenClaims<ExtraClaims, CoreGenderClaim>, name: &str) -> Option<String> {
-    let standard = match name {
-        "sub" => Some(claims.subject().to_string()),
-        "preferred_username" => claims.preferred_username().map(|u| u.to_string()),
-        "email" => claims.email().map(|e| e.to_string()),
-        _ => None,
-    };
-    standard.or_else(|| text_of(claims.additional_claims(), name))
+/// The claim `name` as text: one of the standard claims a user name is taken from (`sub`,
+/// `preferred_username`, `email`), as the token or user info gave it, or a custom claim.
+fn named_claim(name: &str, standard: [(&str, Option<String>); 3], extra: &ExtraClaims) -> Option<String> {
+    match standard.into_iter().find(|(n, _)| *n == name) {
+        Some((_, value)) => value,
+        None => text_of(extra, name),
+    }
 }
 
-/// The same as [`claim_text`], from the user info endpoint's answer.
+/// [`named_claim`] of the ID token.
+fn claim_text(claims: &IdTokenClaims<ExtraClaims, CoreGenderClaim>, name: &str) -> Option<String> {
+    let standard = [
+        ("sub", Some(claims.subject().to_string())),
+        ("preferred_username", claims.preferred_username().map(|u| u.to_string())),
+        ("email", claims.email().map(|e| e.to_string())),
+    ];
+    named_claim(name, standard, claims.additional_claims())
+}
+
+/// [`named_claim`] of the user info endpoint's answer.
 fn info_text(info: &UserInfoClaims<ExtraClaims, CoreGenderClaim>, name: &str) -> Option<String> {
-    let standard = match name {
-        "sub" => Some(info.subject().to_string()),
-        "preferred_username" => info.preferred_username().map(|u| u.to_string()),
-        "email" => info.email().map(|e| e.to_string()),
-        _ => None,
-    };
-    standard.or_else(|| text_of(info.additional_claims(), name))
+    let standard = [
+        ("sub", Some(info.subject().to_string())),
+        ("preferred_username", info.preferred_username().map(|u| u.to_string())),
+        ("email", info.email().map(|e| e.to_string())),
+    ];
+    named_claim(name, standard, info.additional_claims())
 }
 
 fn text_of(extra: &ExtraClaims, name: &str) -> Option<String> {
@@ -366,18 +382,6 @@ fn claim_list(extra: &ExtraClaims, name: &str) -> Option<Vec<String>> {
         ),
         _ => None,
     }
-}
-
-/// An error with its causes, for the log and for messages (provider errors nest the reason).
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 #[cfg(test)]
