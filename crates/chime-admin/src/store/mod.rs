@@ -107,6 +107,16 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// A failed write as its caller reports it: a unique-index violation becomes `taken()`,
+    /// any other failure stays a database error. Each table keeps one name or key unique, so
+    /// the caller knows what the clash means and says it in the user's terms (409 or 422).
+    fn unique_violation_as(e: sqlx::Error, taken: impl FnOnce() -> StoreError) -> StoreError {
+        match &e {
+            sqlx::Error::Database(db) if db.is_unique_violation() => taken(),
+            _ => e.into(),
+        }
+    }
+
     /// A failure that says nothing about the request and goes away when it is tried again: a
     /// deadlock or serialization failure (the database rolled the transaction back), a lock
     /// wait that timed out, a busy SQLite file, no free connection in time.
