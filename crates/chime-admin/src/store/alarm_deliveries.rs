@@ -10,6 +10,7 @@
 //! how they went: 2 when all were sent, 3 when one failed, with which and why in `alarm_msg`.
 
 use super::alarms::alarm_status;
+use super::bulk::Arg;
 use super::rows;
 use super::{Store, StoreResult};
 use crate::model::{cut_chars, now_ms, AlarmDelivery, AlarmEvent, ChannelKind, DeliveryState, SKIPPED_CODE};
@@ -138,16 +139,12 @@ impl Store {
             .await?;
         if let (Some(job_id), false) = (incident_of, deliveries.is_empty()) {
             // An incident already open keeps the failure that opened it.
-            let (prefix, suffix) = self.backend.insert_ignore();
-            let open = self.sql_text(format!(
-                "{prefix} INTO alarm_incident (job_id, run_id, opened_at) VALUES (?, ?, ?){suffix}"
-            ));
-            sqlx::query(&open)
-                .bind(job_id)
-                .bind(run_id)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
+            self.claim_row(
+                &mut tx,
+                "alarm_incident (job_id, run_id, opened_at)",
+                &[Arg::Int(job_id), Arg::Int(run_id), Arg::Int(now)],
+            )
+            .await?;
         }
         tx.commit().await?;
         Ok(if deliveries.is_empty() {

@@ -420,13 +420,22 @@ impl Store {
     /// (`"table (a, b, c)"`), unless a row with its unique key is there: one inserted meanwhile
     /// (by another admin) wins.
     async fn insert_unless_present(&self, into: &str, values: &[bulk::Arg<'_>]) -> StoreResult<()> {
+        let mut conn = self.write.acquire().await?;
+        self.claim_row(&mut conn, into, values).await?;
+        Ok(())
+    }
+
+    /// [`Store::insert_unless_present`] in `conn` (a transaction's); whether this call inserted
+    /// the row. A row's unique key is a claim: of the admins that try to insert it, only the one
+    /// whose insert won goes on (stores the alarm, opens the incident).
+    async fn claim_row(&self, conn: &mut AnyConnection, into: &str, values: &[bulk::Arg<'_>]) -> StoreResult<bool> {
         let (prefix, suffix) = self.backend.insert_ignore();
         let q = self.sql_text(format!(
             "{prefix} INTO {into} VALUES ({}){suffix}",
             placeholders(values.len())
         ));
-        bulk::bound(&q, values).execute(&self.write).await?;
-        Ok(())
+        let done = bulk::bound(&q, values).execute(conn).await?;
+        Ok(done.rows_affected() == 1)
     }
 }
 
