@@ -206,17 +206,13 @@ impl Store {
         alarm: Option<&NewAlarmEvent>,
         deliveries: &[NewDelivery],
     ) -> StoreResult<bool> {
-        let mut tx = self.write.begin().await?;
-        let closed = self
-            .close_incident(
-                &mut tx,
-                "DELETE FROM alarm_group_incident WHERE group_id = ? AND opened_at = ?",
-                [incident.group_id, incident.opened_at],
-            )
-            .await?;
-        if !closed {
+        let delete = "DELETE FROM alarm_group_incident WHERE group_id = ? AND opened_at = ?";
+        let Some(mut tx) = self
+            .close_incident(delete, [incident.group_id, incident.opened_at])
+            .await?
+        else {
             return Ok(false);
-        }
+        };
         if let Some(alarm) = alarm {
             if let Some(id) = self.insert_alarm_event(&mut tx, alarm).await? {
                 self.insert_deliveries(&mut tx, DeliveryOf::Event(id), deliveries, alarm.event, now_ms())
