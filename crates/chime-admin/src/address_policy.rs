@@ -11,7 +11,7 @@
 //! too.
 
 use ipnet::IpNet;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Serialize, Serializer};
 use std::fmt;
 use std::net::IpAddr;
 use std::str::FromStr;
@@ -81,11 +81,7 @@ impl Serialize for ExecutorNetworks {
     }
 }
 
-impl<'de> Deserialize<'de> for ExecutorNetworks {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
-    }
-}
+crate::setting_text::text_setting!(ExecutorNetworks);
 
 /// The reverse proxies whose `X-Forwarded-For` the admin believes (`--trusted-proxies`; by
 /// default none). A client can write any `X-Forwarded-For` it likes, so the header names the
@@ -162,18 +158,8 @@ impl fmt::Display for TrustedProxies {
     }
 }
 
-/// In a settings file: the networks as the flag takes them, `""` for none.
-impl Serialize for TrustedProxies {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_string())
-    }
-}
-
-impl<'de> Deserialize<'de> for TrustedProxies {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
-    }
-}
+// In a settings file: the networks as the flag takes them, `""` for none.
+crate::setting_text::text_setting!(TrustedProxies, display);
 
 /// An IPv4 address written as IPv6 (`::ffff:169.254.169.254`) is checked as IPv4.
 fn canonical(ip: IpAddr) -> IpAddr {

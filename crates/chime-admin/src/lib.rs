@@ -33,6 +33,7 @@ pub mod results;
 pub mod retention;
 mod run;
 pub mod schedule;
+mod setting_text;
 pub mod silence;
 pub mod sso;
 mod start;

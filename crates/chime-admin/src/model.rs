@@ -202,13 +202,7 @@ fn unscheduled_without_expr(schedule_type: ScheduleType, expr: String) -> String
 
 /// Checks a job key: 1–64 of `A-Z a-z 0-9 . _ -` (so it can name a file and stand in a path).
 pub fn validate_job_key(key: &str) -> Result<String, String> {
-    let ok = !key.is_empty()
-        && key.len() <= MAX_JOB_KEY_CHARS
-        && key
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-        && key != "."
-        && key != "..";
+    let ok = crate::api::is_plain_name(key, MAX_JOB_KEY_CHARS) && key != "." && key != "..";
     if ok {
         Ok(key.to_owned())
     } else {

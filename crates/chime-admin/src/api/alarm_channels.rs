@@ -6,7 +6,7 @@
 //! writes: what each kind needs (a URL or recipients), what it refuses (a secret where the
 //! receiver verifies none, a template outside the generic webhook), each value bounded.
 
-use super::Invalid;
+use super::{is_plain_name, Invalid};
 use lettre::message::Mailbox;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -194,12 +194,7 @@ fn pick(given: &Option<String>, stored: Option<&String>) -> Option<String> {
 
 /// Checks a channel name: 1–64 letters, digits, `.`, `_` or `-`.
 pub fn check_name(name: &str) -> Result<(), Invalid> {
-    let fine = !name.is_empty()
-        && name.len() <= NAME_CHARS
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    if fine {
+    if is_plain_name(name, NAME_CHARS) {
         Ok(())
     } else {
         Err(Invalid::new("name", "must be 1 to 64 letters, digits, '.', '_' or '-'"))

@@ -6,7 +6,7 @@
 //! a role, the groups of a key below admin, an expiry. Whether the caller may give those rights
 //! (a key never has more than its maker) is the caller's check ([`crate::center::Admin`]).
 
-use super::{GroupRole, Invalid};
+use super::{is_plain_name, GroupRole, Invalid};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -160,12 +160,7 @@ impl ApiKeySpec {
     /// expiry's range.
     pub fn validate(&self, now: i64) -> Result<KeyDraft, Invalid> {
         let name = self.name.trim();
-        let name_ok = !name.is_empty()
-            && name.chars().count() <= KEY_NAME_CHARS
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-        if !name_ok {
+        if !is_plain_name(name, KEY_NAME_CHARS) {
             return Err(Invalid::new(
                 "name",
                 format!("1 to {KEY_NAME_CHARS} letters, digits, '.', '_' or '-'"),

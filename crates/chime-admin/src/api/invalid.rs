@@ -1,4 +1,5 @@
-//! The answer to input that cannot be accepted: which field, and why.
+//! The answer to input that cannot be accepted: which field, and why; and the plain-name form
+//! that several inputs' names take ([`is_plain_name`]).
 
 /// A value the user gave that cannot be accepted, with the field it came from.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -18,4 +19,15 @@ impl Invalid {
             message: message.into(),
         }
     }
+}
+
+/// Whether `name` is 1 to `max` of `A-Z a-z 0-9 . _ -`: the form of job keys, alarm channel
+/// names and API key names, which stand in file names, paths, comma-separated lists and the
+/// audit log's `key:<name>` without quoting.
+pub fn is_plain_name(name: &str, max: usize) -> bool {
+    !name.is_empty()
+        && name.len() <= max
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }

@@ -24,7 +24,7 @@ pub use alarm_events::{AlarmEventEntry, AlarmFact};
 pub use alarm_silences::{AlarmSilence, AlarmSilenceSpec, SilenceDraft};
 pub use api_keys::{ApiKey, ApiKeySpec, KeyDraft, KeyRole, KeyState, NewApiKey, TOKEN_PREFIX};
 pub use groups::{AddressType, Group, GroupSpec};
-pub use invalid::Invalid;
+pub use invalid::{is_plain_name, Invalid};
 pub use job_info::{JobInfo, JobInfoPatch};
 pub use jobs::{Job, JobSpec};
 pub use roles::{GroupGrant, GroupMember, GroupRole, MemberChange};

@@ -82,21 +82,36 @@ async fn workflow_for(admin: &Admin, p: &Principal, id: &str, needed: GroupRole)
     Ok(workflow)
 }
 
+/// Those of `all` (workflows or instances, their graph by `definition`) whose every node `p`
+/// sees: one lookup of the nodes' groups for the whole list.
+async fn visible<T>(admin: &Admin, p: &Principal, all: Vec<T>, definition: fn(&T) -> &Definition) -> ApiResult<Vec<T>> {
+    if p.admin {
+        return Ok(all);
+    }
+    let groups = node_groups(admin, &all.iter().map(definition).collect::<Vec<_>>()).await?;
+    Ok(all
+        .into_iter()
+        .filter(|x| check_nodes(p, definition(x), &groups, GroupRole::Viewer).is_ok())
+        .collect())
+}
+
+/// The workflow input in `body`, once `p` edits the group of every node of the graph it gives
+/// (without one the graph is kept, and was checked as the workflow's).
+async fn edit_spec(admin: &Admin, p: &Principal, body: &Bytes) -> ApiResult<WorkflowSpec> {
+    let spec: WorkflowSpec = parse_body(body)?;
+    if let Some(definition) = &spec.definition {
+        check_definition(admin, p, definition, GroupRole::Editor).await?;
+    }
+    Ok(spec)
+}
+
 /// The workflows whose every node `p` sees.
 pub(super) async fn list_workflows(
     State(admin): State<Arc<Admin>>,
     Extension(p): Extension<Principal>,
 ) -> ApiResult<Json<Vec<Workflow>>> {
     let all = admin.store.list_workflows().await?;
-    if p.admin {
-        return Ok(Json(all));
-    }
-    let groups = node_groups(&admin, &all.iter().map(|w| &w.definition).collect::<Vec<_>>()).await?;
-    Ok(Json(
-        all.into_iter()
-            .filter(|w| check_nodes(&p, &w.definition, &groups, GroupRole::Viewer).is_ok())
-            .collect(),
-    ))
+    Ok(Json(visible(&admin, &p, all, |w| &w.definition).await?))
 }
 
 pub(super) async fn create_workflow(
@@ -104,10 +119,7 @@ pub(super) async fn create_workflow(
     Extension(p): Extension<Principal>,
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<Workflow>)> {
-    let spec: WorkflowSpec = parse_body(&body)?;
-    if let Some(definition) = &spec.definition {
-        check_definition(&admin, &p, definition, GroupRole::Editor).await?;
-    }
+    let spec = edit_spec(&admin, &p, &body).await?;
     Ok((StatusCode::CREATED, Json(admin.create_workflow(&spec).await?)))
 }
 
@@ -127,10 +139,7 @@ pub(super) async fn update_workflow(
     body: Bytes,
 ) -> ApiResult<Json<Workflow>> {
     let workflow = workflow_for(&admin, &p, &id, GroupRole::Editor).await?;
-    let spec: WorkflowSpec = parse_body(&body)?;
-    if let Some(definition) = &spec.definition {
-        check_definition(&admin, &p, definition, GroupRole::Editor).await?;
-    }
+    let spec = edit_spec(&admin, &p, &body).await?;
     Ok(Json(admin.update_workflow(workflow.id, &spec).await?))
 }
 
@@ -214,16 +223,7 @@ pub(super) async fn list_instances(
         .store
         .list_instances(int_param(&q, "workflow_id")?, state, int_param(&q, "before_id")?, limit)
         .await?;
-    if p.admin {
-        return Ok(Json(instances));
-    }
-    let groups = node_groups(&admin, &instances.iter().map(|i| &i.definition).collect::<Vec<_>>()).await?;
-    Ok(Json(
-        instances
-            .into_iter()
-            .filter(|i| check_nodes(&p, &i.definition, &groups, GroupRole::Viewer).is_ok())
-            .collect(),
-    ))
+    Ok(Json(visible(&admin, &p, instances, |i| &i.definition).await?))
 }
 
 /// Instance `id`, once `p` holds `needed` for every node of the definition it runs.

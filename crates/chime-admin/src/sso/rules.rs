@@ -9,7 +9,6 @@
 //! ```
 
 use crate::api::GroupRole;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
@@ -144,17 +143,8 @@ impl fmt::Display for RoleRules {
     }
 }
 
-impl Serialize for RoleRules {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_string())
-    }
-}
-
-impl<'de> Deserialize<'de> for RoleRules {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
-    }
-}
+// In a settings file: the rules as `--sso-roles` takes them.
+crate::setting_text::text_setting!(RoleRules, display);
 
 #[cfg(test)]
 mod tests {

@@ -50,12 +50,9 @@ fn channel(row: &AnyRow) -> Result<StoredChannel, sqlx::Error> {
 
 /// A failed write of `draft`: 409 when another channel has its name.
 fn name_taken(e: sqlx::Error, draft: &ChannelDraft) -> StoreError {
-    match &e {
-        sqlx::Error::Database(db) if db.is_unique_violation() => {
-            StoreError::Conflict(format!("an alarm channel '{}' already exists", draft.name))
-        }
-        _ => e.into(),
-    }
+    StoreError::unique_violation_as(e, || {
+        StoreError::Conflict(format!("an alarm channel '{}' already exists", draft.name))
+    })
 }
 
 impl Store {

@@ -10,10 +10,12 @@
 //! how they went: 2 when all were sent, 3 when one failed, with which and why in `alarm_msg`.
 
 use super::alarms::alarm_status;
+use super::bulk::Arg;
 use super::rows;
 use super::{Store, StoreResult};
 use crate::model::{cut_chars, now_ms, AlarmDelivery, AlarmEvent, ChannelKind, DeliveryState, SKIPPED_CODE};
 use sqlx::any::AnyRow;
+use sqlx::{Any, Transaction};
 
 /// Longest error kept on a delivery, in characters (the column's size).
 const ERROR_CHARS: usize = 500;
@@ -138,16 +140,12 @@ impl Store {
             .await?;
         if let (Some(job_id), false) = (incident_of, deliveries.is_empty()) {
             // An incident already open keeps the failure that opened it.
-            let (prefix, suffix) = self.backend.insert_ignore();
-            let open = self.sql_text(format!(
-                "{prefix} INTO alarm_incident (job_id, run_id, opened_at) VALUES (?, ?, ?){suffix}"
-            ));
-            sqlx::query(&open)
-                .bind(job_id)
-                .bind(run_id)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
+            self.claim_row(
+                &mut tx,
+                "alarm_incident (job_id, run_id, opened_at)",
+                &[Arg::Int(job_id), Arg::Int(run_id), Arg::Int(now)],
+            )
+            .await?;
         }
         tx.commit().await?;
         Ok(if deliveries.is_empty() {
@@ -274,35 +272,32 @@ impl Store {
         Ok(due)
     }
 
-    /// Deletes in `tx` the one incident row `delete` (`DELETE … WHERE a = ? AND b = ?`) names by
-    /// `keys`; whether this call deleted it. Closing an incident is the claim of the alarm that
-    /// follows it (a recovery, an executor's return), so with several admins only the one whose
-    /// delete won goes on.
+    /// Deletes, in a new transaction, the one incident row `delete` (`DELETE … WHERE a = ? AND
+    /// b = ?`) names by `keys`; that transaction, to store in it the alarm that follows, when
+    /// this call deleted the row, `None` (rolled back) when another admin closed it first.
+    /// Closing an incident is the claim of the alarm that follows it (a recovery, an
+    /// executor's return), so with several admins only the one whose delete won goes on.
     pub(super) async fn close_incident(
         &self,
-        tx: &mut sqlx::AnyConnection,
         delete: &str,
         keys: [i64; 2],
-    ) -> StoreResult<bool> {
+    ) -> StoreResult<Option<Transaction<'static, Any>>> {
+        let mut tx = self.write.begin().await?;
         let q = self.sql(delete);
-        let done = sqlx::query(&q).bind(keys[0]).bind(keys[1]).execute(tx).await?;
-        Ok(done.rows_affected() == 1)
+        let done = sqlx::query(&q).bind(keys[0]).bind(keys[1]).execute(&mut *tx).await?;
+        Ok((done.rows_affected() == 1).then_some(tx))
     }
 
     /// Closes `recovered`'s incident and stores the recovery's `deliveries` on its successful
     /// run, in one transaction; false when another admin closed it first.
     pub async fn claim_recovery(&self, recovered: Recovered, deliveries: &[NewDelivery]) -> StoreResult<bool> {
-        let mut tx = self.write.begin().await?;
-        let closed = self
-            .close_incident(
-                &mut tx,
-                "DELETE FROM alarm_incident WHERE job_id = ? AND run_id = ?",
-                [recovered.job_id, recovered.failed_run],
-            )
-            .await?;
-        if !closed {
+        let delete = "DELETE FROM alarm_incident WHERE job_id = ? AND run_id = ?";
+        let Some(mut tx) = self
+            .close_incident(delete, [recovered.job_id, recovered.failed_run])
+            .await?
+        else {
             return Ok(false);
-        }
+        };
         self.insert_deliveries(
             &mut tx,
             DeliveryOf::Run(recovered.ok_run),

@@ -4,6 +4,7 @@
 //! deliveries, in one transaction, however many admins look.
 
 use super::alarm_deliveries::{DeliveryOf, NewDelivery};
+use super::bulk::Arg;
 use super::rows;
 use super::{Store, StoreResult};
 use crate::model::{now_ms, AlarmEvent};
@@ -82,18 +83,13 @@ impl Store {
     ) -> StoreResult<bool> {
         let now = now_ms();
         let mut tx = self.write.begin().await?;
-        let (prefix, suffix) = self.backend.insert_ignore();
-        let q = self.sql_text(format!(
-            "{prefix} INTO alarm_run_event (run_id, event, at) VALUES (?, ?, ?){suffix}"
-        ));
-        let won = sqlx::query(&q)
-            .bind(run_id)
-            .bind(event.as_str())
-            .bind(now)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-            == 1;
+        let won = self
+            .claim_row(
+                &mut tx,
+                "alarm_run_event (run_id, event, at)",
+                &[Arg::Int(run_id), Arg::Text(event.as_str()), Arg::Int(now)],
+            )
+            .await?;
         if !won {
             return Ok(false);
         }

@@ -102,12 +102,9 @@ fn key_row(row: &AnyRow) -> Result<StoredKey, sqlx::Error> {
 
 /// A failed insert of `draft`: 409 when another key has its name.
 fn name_taken(e: sqlx::Error, draft: &KeyDraft) -> StoreError {
-    match &e {
-        sqlx::Error::Database(db) if db.is_unique_violation() => {
-            StoreError::Conflict(format!("an API key named '{}' already exists", draft.name))
-        }
-        _ => e.into(),
-    }
+    StoreError::unique_violation_as(e, || {
+        StoreError::Conflict(format!("an API key named '{}' already exists", draft.name))
+    })
 }
 
 /// A new key's row: who made it and the token's hash and prefix.

@@ -93,27 +93,24 @@ impl Store {
         tx: &mut Transaction<'static, Any>,
         alarm: &NewAlarmEvent,
     ) -> StoreResult<Option<i64>> {
-        let (prefix, suffix) = self.backend.insert_ignore();
-        let q = self
-            .sql(&format!(
-                "{prefix} INTO alarm_event (event, subject, claim_key, title, facts, link, note, created_at) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?){suffix}"
-            ))
-            .into_owned();
         let facts = serde_json::to_string(&alarm.facts).unwrap_or_else(|_| "[]".to_owned());
-        let won = sqlx::query(&q)
-            .bind(alarm.event.as_str())
-            .bind(alarm.subject)
-            .bind(&alarm.claim_key)
-            .bind(cut_chars(&alarm.title, LINE_CHARS))
-            .bind(facts)
-            .bind(&alarm.link)
-            .bind(cut_chars(&alarm.note, LINE_CHARS))
-            .bind(now_ms())
-            .execute(&mut **tx)
-            .await?
-            .rows_affected()
-            == 1;
+        let (title, note) = (cut_chars(&alarm.title, LINE_CHARS), cut_chars(&alarm.note, LINE_CHARS));
+        let won = self
+            .claim_row(
+                tx,
+                "alarm_event (event, subject, claim_key, title, facts, link, note, created_at)",
+                &[
+                    Arg::Text(alarm.event.as_str()),
+                    Arg::Int(alarm.subject),
+                    Arg::Text(&alarm.claim_key),
+                    Arg::Text(&title),
+                    Arg::Text(&facts),
+                    Arg::Text(&alarm.link),
+                    Arg::Text(&note),
+                    Arg::Int(now_ms()),
+                ],
+            )
+            .await?;
         if !won {
             return Ok(None);
         }
@@ -174,20 +171,19 @@ impl Store {
         deliveries: &[NewDelivery],
     ) -> StoreResult<Option<i64>> {
         let mut tx = self.write.begin().await?;
-        let (prefix, suffix) = self.backend.insert_ignore();
-        let q = self
-            .sql(&format!(
-                "{prefix} INTO alarm_group_incident (group_id, event_id, alarmed, opened_at) VALUES (?, 0, ?, ?){suffix}"
-            ))
-            .into_owned();
-        let opened = sqlx::query(&q)
-            .bind(alarm.subject)
-            .bind(i64::from(!deliveries.is_empty()))
-            .bind(now_ms())
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-            == 1;
+        // The event id is set below, once the event is stored.
+        let opened = self
+            .claim_row(
+                &mut tx,
+                "alarm_group_incident (group_id, event_id, alarmed, opened_at)",
+                &[
+                    Arg::Int(alarm.subject),
+                    Arg::Int(0),
+                    Arg::Int(i64::from(!deliveries.is_empty())),
+                    Arg::Int(now_ms()),
+                ],
+            )
+            .await?;
         if !opened {
             return Ok(None);
         }
@@ -210,17 +206,13 @@ impl Store {
         alarm: Option<&NewAlarmEvent>,
         deliveries: &[NewDelivery],
     ) -> StoreResult<bool> {
-        let mut tx = self.write.begin().await?;
-        let closed = self
-            .close_incident(
-                &mut tx,
-                "DELETE FROM alarm_group_incident WHERE group_id = ? AND opened_at = ?",
-                [incident.group_id, incident.opened_at],
-            )
-            .await?;
-        if !closed {
+        let delete = "DELETE FROM alarm_group_incident WHERE group_id = ? AND opened_at = ?";
+        let Some(mut tx) = self
+            .close_incident(delete, [incident.group_id, incident.opened_at])
+            .await?
+        else {
             return Ok(false);
-        }
+        };
         if let Some(alarm) = alarm {
             if let Some(id) = self.insert_alarm_event(&mut tx, alarm).await? {
                 self.insert_deliveries(&mut tx, DeliveryOf::Event(id), deliveries, alarm.event, now_ms())

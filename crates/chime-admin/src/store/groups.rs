@@ -16,20 +16,14 @@ use crate::model::{now_ms, Group, GroupDraft, Invalid};
 use sqlx::AnyConnection;
 use std::collections::HashMap;
 
-fn is_unique_violation(e: &sqlx::Error) -> bool {
-    matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
-}
-
 /// A failed write of `draft`: 400 naming the app name when another group has it.
 fn name_taken(e: sqlx::Error, draft: &GroupDraft) -> StoreError {
-    if is_unique_violation(&e) {
+    StoreError::unique_violation_as(e, || {
         StoreError::Invalid(Invalid::new(
             "app_name",
             format!("a group '{}' already exists", draft.app_name),
         ))
-    } else {
-        e.into()
-    }
+    })
 }
 
 impl Store {

@@ -138,13 +138,12 @@ fn new_job_columns(
 /// A unique violation on the job table is a key its group already has (`(group_id, job_key)`
 /// is the only unique index on it besides the id).
 fn key_taken(e: sqlx::Error, key: Option<&str>) -> StoreError {
-    match &e {
-        sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Invalid(Invalid::new(
+    StoreError::unique_violation_as(e, || {
+        StoreError::Invalid(Invalid::new(
             "key",
             format!("the group already has a job with key '{}'", key.unwrap_or("")),
-        )),
-        _ => e.into(),
-    }
+        ))
+    })
 }
 
 impl Store {

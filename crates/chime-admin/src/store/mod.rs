@@ -109,6 +109,16 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// A failed write as its caller reports it: a unique-index violation becomes `taken()`,
+    /// any other failure stays a database error. Each table keeps one name or key unique, so
+    /// the caller knows what the clash means and says it in the user's terms (409 or 422).
+    fn unique_violation_as(e: sqlx::Error, taken: impl FnOnce() -> StoreError) -> StoreError {
+        match &e {
+            sqlx::Error::Database(db) if db.is_unique_violation() => taken(),
+            _ => e.into(),
+        }
+    }
+
     /// A failure that says nothing about the request and goes away when it is tried again: a
     /// deadlock or serialization failure (the database rolled the transaction back), a lock
     /// wait that timed out, a busy SQLite file, no free connection in time.
@@ -412,13 +422,22 @@ impl Store {
     /// (`"table (a, b, c)"`), unless a row with its unique key is there: one inserted meanwhile
     /// (by another admin) wins.
     async fn insert_unless_present(&self, into: &str, values: &[bulk::Arg<'_>]) -> StoreResult<()> {
+        let mut conn = self.write.acquire().await?;
+        self.claim_row(&mut conn, into, values).await?;
+        Ok(())
+    }
+
+    /// [`Store::insert_unless_present`] in `conn` (a transaction's); whether this call inserted
+    /// the row. A row's unique key is a claim: of the admins that try to insert it, only the one
+    /// whose insert won goes on (stores the alarm, opens the incident).
+    async fn claim_row(&self, conn: &mut AnyConnection, into: &str, values: &[bulk::Arg<'_>]) -> StoreResult<bool> {
         let (prefix, suffix) = self.backend.insert_ignore();
         let q = self.sql_text(format!(
             "{prefix} INTO {into} VALUES ({}){suffix}",
             placeholders(values.len())
         ));
-        bulk::bound(&q, values).execute(&self.write).await?;
-        Ok(())
+        let done = bulk::bound(&q, values).execute(conn).await?;
+        Ok(done.rows_affected() == 1)
     }
 }
 

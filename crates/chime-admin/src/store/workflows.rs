@@ -638,12 +638,9 @@ fn first_fire_of(d: &WorkflowDraft, now: i64) -> StoreResult<i64> {
 
 /// A unique-name violation as a 422 on `name`.
 fn name_taken(e: sqlx::Error, name: &str) -> StoreError {
-    match &e {
-        sqlx::Error::Database(d) if d.is_unique_violation() => {
-            crate::model::Invalid::new("name", format!("a workflow named '{name}' exists already")).into()
-        }
-        _ => e.into(),
-    }
+    StoreError::unique_violation_as(e, || {
+        crate::model::Invalid::new("name", format!("a workflow named '{name}' exists already")).into()
+    })
 }
 
 /// Binds a workflow's settings in the order its insert and update name them: name,
