@@ -11,7 +11,6 @@
 //! `openid,profile,email`); `username_claim` (default `preferred_username`); `groups_claim`
 //! (default `groups`), whose values `--sso-roles` maps to roles.
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
 
@@ -212,17 +211,7 @@ impl fmt::Display for OidcProviders {
     }
 }
 
-impl Serialize for OidcProviders {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_string())
-    }
-}
-
-impl<'de> Deserialize<'de> for OidcProviders {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
-    }
-}
+crate::setting_text::text_setting!(OidcProviders, display);
 
 #[cfg(test)]
 mod tests {
