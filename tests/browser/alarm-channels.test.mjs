@@ -10,62 +10,18 @@
 // lists the delivery of its alarm; the audit log names what was done to which channel. Starts its own `chime admin` (temp SQLite) and demo
 // executor, as console.test.mjs does.
 //
-// Needs: CHIME_BIN_DIR (directory with `chime` and `chime-demo-executor`, default
-// $CARGO_TARGET_DIR/debug or target/debug), CHROMIUM (default /usr/bin/chromium).
+// Needs: the `chime` and `chime-demo-executor` binaries and Chromium (see lib/harness.mjs).
 // Every wait is on a condition, with generous limits for a slow, shared machine.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import http from 'node:http';
-import net from 'node:net';
-import { chromium } from 'playwright-core';
+import { atCleanUp, cleanUp, freePort, launchBrowser, logInAs, pageCall, shots, startAdmin, startBinary, tempDir, waitFor } from './lib/harness.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, '../..');
-const binDir = process.env.CHIME_BIN_DIR || join(process.env.CARGO_TARGET_DIR || join(repo, 'target'), 'debug');
-const shots = process.env.CHIME_SCREENSHOTS || join(repo, 'target', 'browser-screenshots');
-mkdirSync(shots, { recursive: true });
 const PASSWORD = 'alarm-channels-pw';
 const LONG = { timeout: 30000 };
 // Markup in a receiver's answer: the console must show it as text, never run it.
 const XSS = '<img src=x onerror="window.__xss=1">';
-
-const children = [];
-const tmpDirs = [];
-const servers = [];
-const running = (c) => c.exitCode === null && c.signalCode === null;
-const stopChildren = () => { for (const c of children) if (running(c)) c.kill('SIGTERM'); };
-for (const sig of ['SIGINT', 'SIGTERM']) process.once(sig, () => { stopChildren(); process.exit(130); });
-process.once('exit', stopChildren);
-
-function freePort() {
-  return new Promise((res, rej) => {
-    const s = net.createServer();
-    s.on('error', rej);
-    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); });
-  });
-}
-
-function start(bin, args, env) {
-  const c = spawn(join(binDir, bin), args, { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
-  c.on('error', (e) => { console.error(`${bin}: ${e.message}`); });
-  children.push(c);
-  return c;
-}
-
-async function waitFor(fn, what, ms = 30000) {
-  const end = Date.now() + ms;
-  let last;
-  while (Date.now() < end) {
-    try { if (await fn()) return; } catch (e) { last = e; }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
-}
 
 /**
  * A webhook receiver on loopback: records every request (method, path with query, body) and
@@ -84,7 +40,7 @@ function receiver(status, contentType, body) {
       res.end(body);
     });
   });
-  servers.push(server);
+  atCleanUp(() => server.close());
   return new Promise((res) => server.listen(0, '127.0.0.1', () => res({ url: `http://127.0.0.1:${server.address().port}`, got })));
 }
 
@@ -98,11 +54,7 @@ let dingtalk;
 const errors = [];
 
 // A request with the session's CSRF token, from the page.
-const call = (method, path, body) => page.evaluate(async ([m, p, b]) => {
-  const me = await (await fetch('/console/api/me')).json();
-  const r = await fetch(p, { method: m, headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': me.csrf_token }, body: b === undefined ? undefined : JSON.stringify(b) });
-  return { status: r.status, body: await r.json().catch(() => null) };
-}, [method, path, body]);
+const call = (method, path, body) => pageCall(page, method, path, body);
 const shot = (name) => page.screenshot({ path: join(shots, `alarm-channels-${name}.png`), fullPage: true });
 // Opens a page of the console, drawn afresh.
 const open = async (hash) => {
@@ -118,40 +70,18 @@ const noXss = async (where) => {
 };
 
 before(async () => {
-  const tmp = mkdtempSync(join(tmpdir(), 'chime-alarm-channels-'));
-  tmpDirs.push(tmp);
   slack = await receiver(200, 'text/plain', 'ok');
   dingtalk = await receiver(200, 'application/json', JSON.stringify({ errcode: 310000, errmsg: `sign not match ${XSS}` }));
-  const port = await freePort();
   const exPort = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  const admin = start('chime', ['admin', '--db', `sqlite://${tmp}/chime.db`, '--listen', `127.0.0.1:${port}`, '--default-tz', 'UTC', '--registry-refresh', '500ms'],
-    { CHIME_ADMIN_PASSWORD: PASSWORD, CHIME_ACCESS_TOKEN: 'tok', RUST_LOG: 'warn' });
-  await waitFor(async () => {
-    assert.equal(admin.exitCode, null, 'chime admin exited');
-    return (await fetch(`${base}/healthz`)).ok;
-  }, 'the admin to listen', 60000);
-  start('chime-demo-executor', ['--admin', base, '--appname', 'alarm-demo', '--token', 'tok', '--listen', `127.0.0.1:${exPort}`, '--logdir', join(tmp, 'logs')], { RUST_LOG: 'warn' });
-  const profile = mkdtempSync(join(tmpdir(), 'chime-chromium-'));
-  tmpDirs.push(profile);
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    viewport: { width: 1280, height: 800 },
-    timezoneId: 'UTC',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
-  browser.setDefaultTimeout(20000);
+  base = await startAdmin(['--default-tz', 'UTC', '--registry-refresh', '500ms'], { CHIME_ADMIN_PASSWORD: PASSWORD, CHIME_ACCESS_TOKEN: 'tok' });
+  startBinary('chime-demo-executor', ['--admin', base, '--appname', 'alarm-demo', '--token', 'tok', '--listen', `127.0.0.1:${exPort}`, '--logdir', join(tempDir('chime-alarm-channels-'), 'logs')], { RUST_LOG: 'warn' });
+  browser = await launchBrowser();
   page = await browser.newPage();
   page.on('pageerror', (e) => errors.push(e.message));
   page.on('dialog', (d) => d.accept());
   await page.goto(`${base}/`);
   await page.selectOption('#login-lang', 'en');
-  await page.fill('input[name=username]', 'admin');
-  await page.fill('input[name=password]', PASSWORD);
-  await page.click('#login button[type=submit]');
-  await page.waitForSelector('[data-stat=jobs]');
+  await logInAs(page, base, 'admin', PASSWORD);
   assert.equal((await call('POST', '/v1/groups', { app_name: 'alarm-demo' })).status, 201);
   await waitFor(async () => (await call('GET', '/v1/executors?group=alarm-demo')).body[0].executors.length > 0, 'the demo executor to register', 60000);
 });
@@ -161,14 +91,7 @@ after(async () => {
     if (process.exitCode) for (const p of browser.pages()) await p.screenshot({ path: join(shots, 'alarm-channels-failure.png'), fullPage: true }).catch(() => {});
     await browser.close();
   }
-  for (const s of servers) s.close();
-  for (const c of [...children].reverse()) {
-    if (running(c)) c.kill('SIGTERM');
-    const end = Date.now() + 5000;
-    while (running(c) && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
-  }
-  for (const c of children) if (running(c)) { console.error(`# ${c.spawnfile} did not stop on SIGTERM; killing it`); c.kill('SIGKILL'); }
-  for (const d of tmpDirs) rmSync(d, { recursive: true, force: true });
+  await cleanUp();
 });
 
 test('the channel form shows the inputs of the kind chosen, with where to get its webhook', async () => {

@@ -2,106 +2,33 @@
 // driven by playwright-core; no browser download). Starts the real `chime admin` on a temp
 // SQLite database and the demo executor, then walks the console as a person would.
 //
-// Needs: CHIME_BIN_DIR (directory with `chime` and `chime-demo-executor`, default
-// $CARGO_TARGET_DIR/debug or target/debug), CHROMIUM (default /usr/bin/chromium).
+// Needs: the `chime` and `chime-demo-executor` binaries and Chromium (see lib/harness.mjs).
 // Screenshots go to target/browser-screenshots/ (or CHIME_SCREENSHOTS).
 //
 // Every wait is on a condition (a selector, a text, a status), with generous limits for a
 // slow, shared machine; nothing asserts on elapsed time.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import net from 'node:net';
-import { chromium } from 'playwright-core';
+import { join } from 'node:path';
+import { cleanUp, freePort, launchBrowser, pageCall, shots, startAdmin, startBinary, tempDir, waitFor } from './lib/harness.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, '../..');
-const binDir = process.env.CHIME_BIN_DIR || join(process.env.CARGO_TARGET_DIR || join(repo, 'target'), 'debug');
-const shots = process.env.CHIME_SCREENSHOTS || join(repo, 'target', 'browser-screenshots');
-mkdirSync(shots, { recursive: true });
 const PASSWORD = 'browser-test-pw';
 // Stored XSS attempts: if any of these ever runs, window.__xss becomes defined.
 const XSS = '<img src=x onerror="window.__xss=1">';
 const XSS2 = '<script>window.__xss=2</script><svg onload="window.__xss=3">';
 
-const children = [];
-const tmpDirs = [];
-function stopChildren() {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGTERM');
-}
-const running = (c) => c.exitCode === null && c.signalCode === null;
-after(async () => {
-  // Newest first: the executor says goodbye to the admin while the admin still listens.
-  // Each gets a few seconds to shut down cleanly; whatever is left is killed.
-  for (const c of [...children].reverse()) {
-    if (running(c)) c.kill('SIGTERM');
-    const end = Date.now() + 5000;
-    while (running(c) && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
-  }
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) { console.error(`# ${c.spawnfile} did not stop on SIGTERM; killing it`); c.kill('SIGKILL'); }
-  for (const d of tmpDirs) rmSync(d, { recursive: true, force: true });
-});
-// Also when the runner is interrupted: never leave an admin or executor behind.
-for (const sig of ['SIGINT', 'SIGTERM']) process.once(sig, () => { stopChildren(); process.exit(130); });
-process.once('exit', stopChildren);
-
-function freePort() {
-  return new Promise((res, rej) => {
-    const s = net.createServer();
-    s.on('error', rej);
-    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); });
-  });
-}
-
-function start(bin, args, env) {
-  const c = spawn(join(binDir, bin), args, { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
-  c.on('error', (e) => { console.error(`${bin}: ${e.message}`); });
-  children.push(c);
-  return c;
-}
-
-async function waitFor(fn, what, ms = 30000) {
-  const end = Date.now() + ms;
-  let last;
-  while (Date.now() < end) {
-    try { if (await fn()) return; } catch (e) { last = e; }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
-}
+// Whatever happens, the admin and executor stop (the executor first) and temporary files go.
+after(cleanUp);
 
 const LONG = { timeout: 30000 };
 
 test('console walk-through', { timeout: 300000 }, async () => {
-  const tmp = mkdtempSync(join(tmpdir(), 'chime-browser-'));
-  tmpDirs.push(tmp);
-  const port = await freePort();
   const exPort = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const admin = start('chime', ['admin', '--db', `sqlite://${tmp}/chime.db`, '--listen', `127.0.0.1:${port}`, '--default-tz', 'UTC', '--registry-refresh', '500ms'],
-    { CHIME_ADMIN_PASSWORD: PASSWORD, CHIME_ACCESS_TOKEN: 'tok', RUST_LOG: 'warn' });
-  await waitFor(async () => {
-    assert.equal(admin.exitCode, null, 'chime admin exited');
-    return (await fetch(`${base}/healthz`)).ok;
-  }, 'the admin to listen', 60000);
-  const executor = start('chime-demo-executor', ['--admin', base, '--appname', 'browser-demo', '--token', 'tok', '--listen', `127.0.0.1:${exPort}`, '--logdir', join(tmp, 'logs')], { RUST_LOG: 'warn' });
-
-  const profile = mkdtempSync(join(tmpdir(), 'chime-chromium-'));
-  tmpDirs.push(profile);
-  const browser = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    viewport: { width: 1280, height: 800 },
-    // Times on the page are in the browser's zone: make it UTC whatever the machine's is.
-    timezoneId: 'UTC',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
-  browser.setDefaultTimeout(20000);
+  const base = await startAdmin(['--default-tz', 'UTC', '--registry-refresh', '500ms'], { CHIME_ADMIN_PASSWORD: PASSWORD, CHIME_ACCESS_TOKEN: 'tok' });
+  const executor = startBinary('chime-demo-executor', ['--admin', base, '--appname', 'browser-demo', '--token', 'tok', '--listen', `127.0.0.1:${exPort}`, '--logdir', join(tempDir('chime-browser-'), 'logs')], { RUST_LOG: 'warn' });
+  // Times on the page are in the browser's zone: launchBrowser makes it UTC whatever the
+  // machine's is.
+  const browser = await launchBrowser();
   try {
     const page = await browser.newPage();
     const errors = [];
@@ -129,11 +56,7 @@ test('console walk-through', { timeout: 300000 }, async () => {
       assert.equal(await page.locator('main img, main script').count(), 0, `markup from data on ${where}`);
       assert.equal(await page.locator('main svg').count(), drawings, `markup from data on ${where}`);
     };
-    const csrfFetch = (method, path, body) => page.evaluate(async ([m, p, b]) => {
-      const me = await (await fetch('/console/api/me')).json();
-      const r = await fetch(p, { method: m, headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': me.csrf_token }, body: b === undefined ? undefined : JSON.stringify(b) });
-      return { status: r.status, body: await r.json().catch(() => null) };
-    }, [method, path, body]);
+    const csrfFetch = (method, path, body) => pageCall(page, method, path, body);
 
     // Both languages have every word.
     await page.goto(`${base}/`);

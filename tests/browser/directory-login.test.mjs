@@ -14,7 +14,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import net from 'node:net';
-import { callApi, cleanUp, freePort, launchBrowser, shots, startAdmin, startChild, tempDir, waitFor } from './lib/harness.mjs';
+import { callApi, cleanUp, freePort, launchBrowser, loginPage, shots, startAdmin, startChild, tempDir, waitFor } from './lib/harness.mjs';
 
 const PASSWORD = 'directory-login-pw';
 const TOKEN = 'directory-login-token';
@@ -85,15 +85,12 @@ before(async () => {
   const local = await api('POST', '/v1/users', { username: 'dana', password: 'dana-local-pw', group_ids: [group.body.id] });
   assert.equal(local.status, 201);
   browser = await launchBrowser();
-  page = await browser.newPage();
-  page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(`${base}/`);
-  await page.selectOption('#login-lang', 'en');
+  page = await loginPage(browser, base, errors);
 });
 
 after(async () => {
   if (browser) await browser.close();
-  cleanUp();
+  await cleanUp();
 });
 
 test('a wrong directory password is refused on the login form', async () => {

@@ -5,60 +5,17 @@
 // and what the audit log says of an edit. Starts its own `chime admin` (temp SQLite) and demo
 // executor, as console.test.mjs does.
 //
-// Needs: CHIME_BIN_DIR (directory with `chime` and `chime-demo-executor`, default
-// $CARGO_TARGET_DIR/debug or target/debug), CHROMIUM (default /usr/bin/chromium).
+// Needs: the `chime` and `chime-demo-executor` binaries and Chromium (see lib/harness.mjs).
 // Every wait is on a condition, with generous limits for a slow, shared machine.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import net from 'node:net';
-import { chromium } from 'playwright-core';
+import { join } from 'node:path';
+import { cleanUp, freePort, launchBrowser, logInAs, pageCall, shots, startAdmin, startBinary, tempDir, waitFor } from './lib/harness.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, '../..');
-const binDir = process.env.CHIME_BIN_DIR || join(process.env.CARGO_TARGET_DIR || join(repo, 'target'), 'debug');
-const shots = process.env.CHIME_SCREENSHOTS || join(repo, 'target', 'browser-screenshots');
-mkdirSync(shots, { recursive: true });
 const PASSWORD = 'first-hour-pw';
 const LONG = { timeout: 30000 };
 // An address nothing listens on: a manual executor that does not answer.
 const DEAD = 'http://127.0.0.1:9';
-
-const children = [];
-const tmpDirs = [];
-const running = (c) => c.exitCode === null && c.signalCode === null;
-const stopChildren = () => { for (const c of children) if (running(c)) c.kill('SIGTERM'); };
-for (const sig of ['SIGINT', 'SIGTERM']) process.once(sig, () => { stopChildren(); process.exit(130); });
-process.once('exit', stopChildren);
-
-function freePort() {
-  return new Promise((res, rej) => {
-    const s = net.createServer();
-    s.on('error', rej);
-    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); });
-  });
-}
-
-function start(bin, args, env) {
-  const c = spawn(join(binDir, bin), args, { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
-  c.on('error', (e) => { console.error(`${bin}: ${e.message}`); });
-  children.push(c);
-  return c;
-}
-
-async function waitFor(fn, what, ms = 30000) {
-  const end = Date.now() + ms;
-  let last;
-  while (Date.now() < end) {
-    try { if (await fn()) return; } catch (e) { last = e; }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
-}
 
 /** @type {import('playwright-core').BrowserContext} */
 let browser;
@@ -70,11 +27,7 @@ let manyJobs; // a group of 53 jobs
 const errors = [];
 
 // A request with the session's CSRF token, from the page.
-const call = (method, path, body) => page.evaluate(async ([m, p, b]) => {
-  const me = await (await fetch('/console/api/me')).json();
-  const r = await fetch(p, { method: m, headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': me.csrf_token }, body: b === undefined ? undefined : JSON.stringify(b) });
-  return { status: r.status, body: await r.json().catch(() => null) };
-}, [method, path, body]);
+const call = (method, path, body) => pageCall(page, method, path, body);
 const created = async (path, body) => {
   const r = await call('POST', path, body);
   assert.equal(r.status, 201, `${path}: ${JSON.stringify(r.body)}`);
@@ -94,38 +47,15 @@ const openMenu = async (id) => {
 };
 
 before(async () => {
-  const tmp = mkdtempSync(join(tmpdir(), 'chime-first-hour-'));
-  tmpDirs.push(tmp);
-  const port = await freePort();
   const exPort = await freePort();
-  base = `http://127.0.0.1:${port}`;
   live = `http://127.0.0.1:${exPort}`;
-  const admin = start('chime', ['admin', '--db', `sqlite://${tmp}/chime.db`, '--listen', `127.0.0.1:${port}`, '--default-tz', 'UTC', '--registry-refresh', '500ms'],
-    { CHIME_ADMIN_PASSWORD: PASSWORD, CHIME_ACCESS_TOKEN: 'tok', RUST_LOG: 'warn' });
-  await waitFor(async () => {
-    assert.equal(admin.exitCode, null, 'chime admin exited');
-    return (await fetch(`${base}/healthz`)).ok;
-  }, 'the admin to listen', 60000);
-  start('chime-demo-executor', ['--admin', base, '--appname', 'first-hour', '--token', 'tok', '--listen', `127.0.0.1:${exPort}`, '--logdir', join(tmp, 'logs')], { RUST_LOG: 'warn' });
-  const profile = mkdtempSync(join(tmpdir(), 'chime-chromium-'));
-  tmpDirs.push(profile);
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    viewport: { width: 1280, height: 800 },
-    timezoneId: 'UTC',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
-  browser.setDefaultTimeout(20000);
+  base = await startAdmin(['--default-tz', 'UTC', '--registry-refresh', '500ms'], { CHIME_ADMIN_PASSWORD: PASSWORD, CHIME_ACCESS_TOKEN: 'tok' });
+  startBinary('chime-demo-executor', ['--admin', base, '--appname', 'first-hour', '--token', 'tok', '--listen', `127.0.0.1:${exPort}`, '--logdir', join(tempDir('chime-first-hour-'), 'logs')], { RUST_LOG: 'warn' });
+  browser = await launchBrowser();
   page = await browser.newPage();
   page.on('pageerror', (e) => errors.push(e.message));
   page.on('dialog', (d) => d.accept());
-  await page.goto(`${base}/`);
-  await page.fill('input[name=username]', 'admin');
-  await page.fill('input[name=password]', PASSWORD);
-  await page.click('#login button[type=submit]');
-  await page.waitForSelector('[data-stat=jobs]');
+  await logInAs(page, base, 'admin', PASSWORD);
   await created('/v1/groups', { app_name: 'first-hour' });
   // A manual group: the demo executor, and an address that does not answer.
   await created('/v1/groups', { app_name: 'manual-mix', address_type: 'manual', addresses: [live, DEAD] });
@@ -139,13 +69,7 @@ after(async () => {
     if (process.exitCode) for (const p of browser.pages()) await p.screenshot({ path: join(shots, 'first-hour-failure.png'), fullPage: true }).catch(() => {});
     await browser.close();
   }
-  for (const c of [...children].reverse()) {
-    if (running(c)) c.kill('SIGTERM');
-    const end = Date.now() + 5000;
-    while (running(c) && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
-  }
-  for (const c of children) if (running(c)) { console.error(`# ${c.spawnfile} did not stop on SIGTERM; killing it`); c.kill('SIGKILL'); }
-  for (const d of tmpDirs) rmSync(d, { recursive: true, force: true });
+  await cleanUp();
 });
 
 test('a row menu at the bottom of a short table can be reached', async () => {

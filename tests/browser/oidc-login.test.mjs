@@ -13,7 +13,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import Provider from 'oidc-provider';
-import { atCleanUp, callApi, cleanUp, freePort, launchBrowser, shots, startAdmin } from './lib/harness.mjs';
+import { atCleanUp, callApi, cleanUp, freePort, launchBrowser, loginPage, shots, startAdmin } from './lib/harness.mjs';
 
 const PASSWORD = 'oidc-login-pw';
 const TOKEN = 'oidc-login-token';
@@ -81,15 +81,12 @@ before(async () => {
   const job = await api('POST', '/v1/jobs', { group_id: group.body.id, description: 'monthly invoices', handler: 'invoices', schedule_type: 'NONE' });
   assert.equal(job.status, 201);
   browser = await launchBrowser();
-  page = await browser.newPage();
-  page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(`${base}/`);
-  await page.selectOption('#login-lang', 'en');
+  page = await loginPage(browser, base, errors);
 });
 
 after(async () => {
   if (browser) await browser.close();
-  cleanUp();
+  await cleanUp();
 });
 
 let callbackUrl;

@@ -235,6 +235,31 @@ async fn group_admins_manage_their_groups_members(kind: Db) {
         let (s, _) = who.call(Method::GET, &format!("/v1/jobs/{job_a}"), None).await;
         assert_eq!(s, 403);
     }
+    // Lead, group admin of A, manages the keys limited to A (sam's operator key), not one of
+    // B's; and revokes sam's key of A.
+    let key_b = sam
+        .ok(
+            Method::POST,
+            "/v1/api-keys",
+            Some(json!({"name": "sam-b", "role": "viewer", "group_ids": [gb]})),
+        )
+        .await;
+    let listed = lead.ok(Method::GET, "/v1/api-keys", None).await;
+    let names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["sam-op"], "{listed}");
+    let (s, _) = lead
+        .call(Method::DELETE, &format!("/v1/api-keys/{}", id(&key_b["key"])), None)
+        .await;
+    assert_eq!(s, 403, "not a key of B's");
+    lead.ok(Method::DELETE, &format!("/v1/api-keys/{}", id(&made["key"])), None)
+        .await;
+    let (s, v) = key.call(Method::GET, "/v1/groups", None).await;
+    assert_eq!(s, 401, "revoked by the group admin: {v}");
     let audit = api.ok(Method::GET, "/v1/audit?username=lead", None).await;
     assert!(
         audit

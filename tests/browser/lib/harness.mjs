@@ -29,8 +29,14 @@ process.once('exit', killChildren);
 /** Starts a process that dies with the test; its output goes to the test's. */
 export function startChild(bin, args, env) {
   const child = spawn(bin, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
+  child.on('error', (e) => { console.error(`${bin}: ${e.message}`); });
   children.push(child);
   return child;
+}
+
+/** Starts one of Chime's binaries (`chime`, `chime-demo-executor`) as `startChild` does. */
+export function startBinary(name, args, env) {
+  return startChild(join(binDir, name), args, env);
 }
 
 /** A temporary directory, removed by `cleanUp`. */
@@ -43,9 +49,17 @@ export function tempDir(prefix) {
 /** Runs `fn` in `cleanUp` (a server to close). */
 export function atCleanUp(fn) { cleanups.push(fn); }
 
-/** Kills the children and removes the temporary directories. */
-export function cleanUp() {
-  killChildren();
+/**
+ * Stops the children, newest first (an executor says goodbye while its admin still listens),
+ * each given 5 s after SIGTERM before it is killed; then removes the temporary directories.
+ */
+export async function cleanUp() {
+  for (const c of [...children].reverse()) {
+    if (running(c)) c.kill('SIGTERM');
+    const end = Date.now() + 5000;
+    while (running(c) && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
+    if (running(c)) { console.error(`# ${c.spawnfile} did not stop on SIGTERM; killing it`); c.kill('SIGKILL'); }
+  }
   for (const fn of cleanups.splice(0)) fn();
 }
 
@@ -77,7 +91,7 @@ export async function startAdmin(args, env, port) {
   const dir = tempDir('chime-admin-');
   const listen = port || await freePort();
   const base = `http://127.0.0.1:${listen}`;
-  const admin = startChild(join(binDir, 'chime'), ['admin', '--db', `sqlite://${dir}/chime.db`, '--listen', `127.0.0.1:${listen}`, ...args],
+  const admin = startBinary('chime', ['admin', '--db', `sqlite://${dir}/chime.db`, '--listen', `127.0.0.1:${listen}`, ...args],
     { RUST_LOG: 'warn', ...env });
   await waitFor(async () => {
     if (!running(admin)) throw new Error('chime admin exited');
@@ -104,4 +118,31 @@ export async function launchBrowser() {
 export async function callApi(base, token, method, path, body) {
   const r = await fetch(`${base}${path}`, { method, headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: body && JSON.stringify(body) });
   return { status: r.status, body: await r.json().catch(() => null) };
+}
+
+/** A request from the page, with its session's CSRF token; answers the status and the JSON body. */
+export function pageCall(page, method, path, body) {
+  return page.evaluate(async ([m, p, b]) => {
+    const me = await (await fetch('/console/api/me')).json();
+    const r = await fetch(p, { method: m, headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': me.csrf_token }, body: b === undefined ? undefined : JSON.stringify(b) });
+    return { status: r.status, body: await r.json().catch(() => null) };
+  }, [method, path, body]);
+}
+
+/** Logs in on the login form as `user`, and waits for the dashboard. */
+export async function logInAs(page, base, user, password) {
+  await page.goto(`${base}/`);
+  await page.fill('input[name=username]', user);
+  await page.fill('input[name=password]', password);
+  await page.click('#login button[type=submit]');
+  await page.waitForSelector('[data-stat=jobs]');
+}
+
+/** The browser's page on the console's login form in English, its script errors kept in `errors`. */
+export async function loginPage(browser, base, errors) {
+  const page = await browser.newPage();
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(`${base}/`);
+  await page.selectOption('#login-lang', 'en');
+  return page;
 }

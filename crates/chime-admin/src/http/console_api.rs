@@ -143,6 +143,9 @@ pub struct ConsoleState {
     pub oidc: Arc<OidcLogins>,
     /// OpenID Connect logins started, per client address.
     pub oidc_starts: Arc<KeyedBuckets<IpAddr>>,
+    /// What the directory (LDAP) is reached with: the system's roots and `--tls-ca`, read once
+    /// at start rather than at each login.
+    pub directory_tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 impl Default for ConsoleState {
@@ -151,23 +154,24 @@ impl Default for ConsoleState {
             limiter: Arc::default(),
             oidc: Arc::default(),
             oidc_starts: Arc::new(KeyedBuckets::new(OIDC_STARTS, OIDC_START_PERIOD, 100_000)),
+            directory_tls: None,
         }
     }
 }
 
 impl ConsoleState {
-    /// The state for `config`: its OpenID Connect providers reached with its client TLS.
+    /// The state for `config`: its OpenID Connect providers, and the TLS its providers and its
+    /// directory are reached with (read once, here).
     pub fn for_config(config: &crate::config::AdminConfig) -> Result<ConsoleState, String> {
-        let oidc = if config.oidc.is_empty() {
-            OidcLogins::default()
-        } else {
-            let tls = config
-                .client_tls()
-                .map_err(|e| format!("oidc: TLS set-up failed: {e}"))?;
-            OidcLogins::new(&config.oidc, &tls)?
-        };
+        if config.ldap_url.is_none() && config.oidc.is_empty() {
+            return Ok(ConsoleState::default());
+        }
+        let tls = config
+            .client_tls()
+            .map_err(|e| format!("TLS set-up for the directory and OpenID providers failed: {e}"))?;
         Ok(ConsoleState {
-            oidc: Arc::new(oidc),
+            oidc: Arc::new(OidcLogins::new(&config.oidc, &tls)?),
+            directory_tls: config.ldap_url.is_some().then(|| Arc::new(tls)),
             ..ConsoleState::default()
         })
     }
@@ -230,7 +234,7 @@ pub(super) async fn login(
     if let Err(wait) = console.limiter.begin(&body.username, ip) {
         return Ok(too_many_failures(wait));
     }
-    let user = match verify_login(&admin, &body, ip).await {
+    let user = match verify_login(&admin, &console, &body, ip).await {
         Ok(user) => user,
         // The directory was down: not the caller's failure, so it is not counted against them.
         Err(e) if e.status == StatusCode::SERVICE_UNAVAILABLE => {
@@ -282,11 +286,17 @@ fn too_many_failures(wait: u64) -> Response {
 /// The user whose password `body` gives, or 401 (audited). A local user is checked here (an
 /// unknown user costs the same hash check as a wrong password, so the answer's time does not
 /// tell which it was); anyone else is asked of the directory, when one is set.
-async fn verify_login(admin: &Admin, body: &LoginBody, ip: IpAddr) -> ApiResult<crate::store::User> {
+async fn verify_login(
+    admin: &Admin,
+    console: &ConsoleState,
+    body: &LoginBody,
+    ip: IpAddr,
+) -> ApiResult<crate::store::User> {
     let user = admin.store.user(&body.username).await?;
     if user.as_ref().is_none_or(|u| u.source != "local") {
         if let Some(ldap) = admin.config.ldap() {
-            return directory_login(admin, &ldap, &body.username, &body.password, ip).await;
+            let tls = console.directory_tls.clone();
+            return directory_login(admin, &ldap, tls, &body.username, &body.password, ip).await;
         }
     }
     let hash = user

@@ -20,13 +20,14 @@ pub const LDAP_SOURCE: &str = "ldap";
 pub(super) async fn directory_login(
     admin: &Admin,
     ldap: &LdapSettings,
+    tls: Option<Arc<rustls::ClientConfig>>,
     username: &str,
     password: &str,
     ip: IpAddr,
 ) -> Result<User, ApiError> {
-    let tls = match admin.config.client_tls() {
-        Ok(tls) => Arc::new(tls),
-        Err(e) => return Err(unavailable(admin, username, ip, &format!("TLS set-up failed: {e}")).await),
+    // None: the TLS set-up failed at start (said in the log then).
+    let Some(tls) = tls else {
+        return Err(unavailable(admin, username, ip, "TLS set-up failed at start").await);
     };
     let found = match ldap.authenticate(tls, username, password).await {
         Ok(found) => found,

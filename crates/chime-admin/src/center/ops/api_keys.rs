@@ -27,12 +27,28 @@ pub struct KeyManager<'a> {
 }
 
 impl KeyManager<'_> {
+    /// Whether this manager may see and revoke `key`: an administrator any key, a user their
+    /// own, and a group admin the keys limited to groups they administer (every group of the
+    /// key: a key reaching into another group is that group's business too).
+    fn manages(&self, key: &StoredKey) -> bool {
+        let administers = |group: &i64| {
+            self.roles
+                .iter()
+                .any(|g| g.group_id == *group && g.role == GroupRole::GroupAdmin)
+        };
+        self.admin
+            || self.user_id == Some(key.owner_id)
+            || (!key.draft.group_ids.is_empty() && key.draft.group_ids.iter().all(administers))
+    }
+
     /// 403 unless `key` is this manager's to see or revoke.
-    fn check_owns(&self, key: &StoredKey) -> Result<(), OpError> {
-        if self.admin || self.user_id == Some(key.owner_id) {
+    fn check_manages(&self, key: &StoredKey) -> Result<(), OpError> {
+        if self.manages(key) {
             Ok(())
         } else {
-            Err(OpError::Forbidden("this API key is not yours".into()))
+            Err(OpError::Forbidden(
+                "this API key is neither yours nor limited to groups you administer".into(),
+            ))
         }
     }
 }
@@ -80,22 +96,29 @@ impl Admin {
         })
     }
 
-    /// The keys `manager` may see: every key for an administrator, else their own.
+    /// The keys `manager` may see: every key for an administrator; their own, and for a group
+    /// admin those limited to the groups they administer.
     pub async fn api_keys(&self, manager: KeyManager<'_>) -> Result<Vec<StoredKey>, OpError> {
-        let owner = (!manager.admin).then(|| manager.user_id.unwrap_or(0));
-        Ok(self.store.api_keys(owner).await?)
+        let group_admin = manager.roles.iter().any(|g| g.role == GroupRole::GroupAdmin);
+        if manager.admin || !group_admin {
+            let owner = (!manager.admin).then(|| manager.user_id.unwrap_or(0));
+            return Ok(self.store.api_keys(owner).await?);
+        }
+        let mut keys = self.store.api_keys(None).await?;
+        keys.retain(|k| manager.manages(k));
+        Ok(keys)
     }
 
     /// Key `id`, when `manager` may see it.
     pub async fn api_key(&self, id: i64, manager: KeyManager<'_>) -> Result<StoredKey, OpError> {
         let key = self.store.api_key(id).await?;
-        manager.check_owns(&key)?;
+        manager.check_manages(&key)?;
         Ok(key)
     }
 
-    /// Revokes key `id` (its maker's or any, for an administrator): it stops working at once.
+    /// Revokes key `id` (one `manager` manages): it stops working at once.
     pub async fn revoke_api_key(&self, id: i64, manager: KeyManager<'_>) -> Result<StoredKey, OpError> {
-        manager.check_owns(&self.store.api_key(id).await?)?;
+        manager.check_manages(&self.store.api_key(id).await?)?;
         Ok(self.store.revoke_api_key(id, now_ms()).await?)
     }
 }
