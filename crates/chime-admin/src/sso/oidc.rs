@@ -118,6 +118,8 @@ struct Discovered {
 pub struct OidcLogin {
     /// The provider's settings.
     pub provider: OidcProvider,
+    /// The client secret, read once here (from its file, when it is given as one).
+    secret: Option<ClientSecret>,
     http: openidconnect::reqwest::Client,
     discovered: Mutex<Option<Discovered>>,
 }
@@ -140,8 +142,10 @@ impl OidcLogin {
             .timeout(PROVIDER_TIMEOUT)
             .build()
             .map_err(|e| format!("oidc {}: HTTP client: {e}", provider.name))?;
+        let secret = provider.client_secret()?.map(ClientSecret::new);
         Ok(OidcLogin {
             provider,
+            secret,
             http,
             discovered: Mutex::new(None),
         })
@@ -172,17 +176,14 @@ impl OidcLogin {
     }
 
     fn client(&self, metadata: ProviderMetadataWithLogout, redirect: &str) -> Result<OidcClient, OidcFailure> {
-        let secret = self
-            .provider
-            .client_secret()
-            .map_err(OidcFailure::Unavailable)?
-            .map(ClientSecret::new);
         let redirect = RedirectUrl::new(redirect.to_owned())
             .map_err(|e| OidcFailure::Unavailable(format!("redirect URL: {e}")))?;
-        Ok(
-            OidcClient::from_provider_metadata(metadata, ClientId::new(self.provider.client_id.clone()), secret)
-                .set_redirect_uri(redirect),
+        Ok(OidcClient::from_provider_metadata(
+            metadata,
+            ClientId::new(self.provider.client_id.clone()),
+            self.secret.clone(),
         )
+        .set_redirect_uri(redirect))
     }
 
     /// Starts a login: the provider's authorization URL for a browser coming back to
