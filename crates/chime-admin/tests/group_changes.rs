@@ -200,12 +200,16 @@ async fn sends_reload_unknown_groups_once(kind: Db) {
     let base = format!("http://{}/xxl-job-admin", handle.local_addr);
     let directory = handle.admin.directory.clone();
     let ex = TestExecutor::start(&base, "listed", ACCESS_TOKEN).await;
-    // Twenty groups the admin has not heard of, each listing the executor by hand, and a run
-    // of each: all sent, after one reload (two if a run met its group unknown while the first
-    // was being made).
-    let mut runs = Vec::new();
+    // Twenty groups the admin has not heard of, each listing the executor by hand, and then a
+    // run of each: all sent, after one reload (two if a run met its group unknown while the
+    // first was being made). The groups are all written before the first run, so a reload can
+    // only find all of them or none.
+    let mut groups = Vec::new();
     for k in 0..20 {
-        let group = insert_unannounced_group(&db, &format!("unannounced-{k}"), &ex.address).await;
+        groups.push(insert_unannounced_group(&db, &format!("unannounced-{k}"), &ex.address).await);
+    }
+    let mut runs = Vec::new();
+    for group in groups {
         runs.push(a_run_of_an_unknown_group(&api, group, "ok").await);
     }
     for id in &runs {
