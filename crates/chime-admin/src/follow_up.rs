@@ -403,6 +403,7 @@ pub(crate) mod tests {
             partition: id % 16,
             description: String::new(),
             info: crate::model::JobInfo::default(),
+            flow: crate::model::JobFlow::default(),
             schedule_type: ScheduleType::None,
             schedule_expr: String::new(),
             time_zone: "UTC".into(),

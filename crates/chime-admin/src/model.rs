@@ -6,7 +6,7 @@
 //! before anything is written.
 
 use crate::address_policy::ExecutorNetworks;
-pub use crate::api::{AddressType, Group, GroupSpec, Invalid, Job, JobInfo, JobSpec};
+pub use crate::api::{AddressType, Group, GroupSpec, Invalid, Job, JobFlow, JobInfo, JobSpec};
 pub use crate::api::{
     AlarmChannel, AlarmChannelSpec, AlarmDelivery, AlarmEvent, ChannelDraft, ChannelKind, DeliveryState,
 };
@@ -238,6 +238,8 @@ pub struct JobDraft {
     pub description: String,
     /// Descriptive fields.
     pub info: JobInfo,
+    /// Priority and concurrency key.
+    pub flow: JobFlow,
     /// Schedule type.
     pub schedule_type: ScheduleType,
     /// Schedule expression.
@@ -309,6 +311,7 @@ impl JobSpec {
         let (glue_type, handler, glue_source) = self.code(base)?;
         let description = self.description(base, glue_type, &handler)?;
         let info = self.info.apply_to(base.map(|j| &j.info))?;
+        let flow = self.flow.apply_to(base.map(|j| &j.flow))?;
         let (timeout_secs, retry_count) = self.limits(base)?;
         let child_job_ids = self.child_job_ids(base)?;
         let running = self.running(base, schedule_type)?;
@@ -325,6 +328,7 @@ impl JobSpec {
             key,
             description,
             info,
+            flow,
             schedule_type,
             schedule_expr,
             time_zone,

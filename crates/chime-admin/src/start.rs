@@ -15,6 +15,7 @@ use crate::metrics::Metrics;
 use crate::monitor::possibly_sent::PossiblySentCheck;
 use crate::monitor::Sweeper;
 use crate::pipeline::alarm_queue::AlarmQueue;
+use crate::pipeline::flow_limits::FlowLimits;
 use crate::pipeline::partitions::Partitions;
 use crate::pipeline::results_queue::ResultMsg;
 use crate::pipeline::results_queue::ResultsQueue;
@@ -25,6 +26,7 @@ use crate::registry::Directory;
 use crate::results::WriterLoop;
 use crate::retention::Retention;
 use crate::schedule::lease::{LeaseHolder, LeaseLoop};
+use crate::schedule::queue::QueueLoop;
 use crate::schedule::wheel::{WheelEntry, WheelLoop};
 use crate::schedule::workflows::WorkflowLoop;
 use crate::schedule::{ClaimLoop, MisfireRules, PossiblySent, Recovery};
@@ -178,6 +180,7 @@ struct Loops {
     alarm_inbox: mpsc::UnboundedReceiver<Vec<i64>>,
     retention: Retention,
     workflows: WorkflowLoop,
+    queue: QueueLoop,
 }
 
 /// Refuses settings that cannot work before anything is opened.
@@ -237,6 +240,7 @@ async fn spawn_loops(
         alarm_inbox,
         retention,
         workflows,
+        queue,
     } = loops;
     let shutdown = admin.shutdown.clone();
     tasks.spawn(crate::results::run(writer, writer_inbox));
@@ -253,6 +257,7 @@ async fn spawn_loops(
     }));
     tasks.spawn(crate::schedule::run_claims(claims));
     tasks.spawn(crate::schedule::workflows::run(workflows));
+    tasks.spawn(crate::schedule::queue::run(queue));
     tasks.spawn(crate::monitor::run_registry_refresh(
         admin.directory.clone(),
         registry_refresh,
@@ -354,6 +359,7 @@ struct Shared {
     wheel: WheelQueue,
     rules: MisfireRules,
     workflow_wake: Arc<WorkflowWake>,
+    flow: Arc<FlowLimits>,
     /// Runs are marked before they are sent where several admins may share the database.
     marks_runs: bool,
 }
@@ -398,6 +404,7 @@ fn shared_parts(
         withdrawn: Arc::new(RunIds::default()),
         rules: MisfireRules::new(config.misfire_threshold, config.catch_up_max),
         workflow_wake: Arc::new(WorkflowWake::default()),
+        flow: Arc::new(FlowLimits::default()),
         marks_runs: store.backend() != Backend::Sqlite,
         links,
         client,
@@ -438,6 +445,7 @@ fn wire(
         holder,
         recovery,
         workflows: workflow_loop(&s),
+        queue: queue_loop(&s),
         claims: claim_loop(&s),
         registry_refresh: s.config.registry_refresh,
         sweeper: sweeper(&s),
@@ -515,6 +523,7 @@ fn dispatcher(s: &Shared) -> Arc<Dispatcher> {
             .marks_runs
             .then(|| SendFence::start(s.store.clone(), s.shutdown.clone())),
         node_id: c.node_id.clone(),
+        flow: s.flow.clone(),
         shutdown: s.shutdown.clone(),
     })
 }
@@ -530,6 +539,19 @@ fn writer_loop(s: &Shared, alarms: AlarmQueue) -> WriterLoop {
         alarms,
         executor_timeout: s.config.executor_timeout,
         workflows: s.workflow_wake.clone(),
+        flow: s.flow.clone(),
+        shutdown: s.shutdown.clone(),
+    }
+}
+
+fn queue_loop(s: &Shared) -> QueueLoop {
+    QueueLoop {
+        store: s.store.clone(),
+        flow: s.flow.clone(),
+        partitions: s.partitions.clone(),
+        inflight: s.inflight.clone(),
+        wheel: s.wheel.clone(),
+        tick: s.config.tick,
         shutdown: s.shutdown.clone(),
     }
 }
@@ -623,6 +645,7 @@ fn admin(s: Shared, cluster_secret: String) -> Arc<Admin> {
         killing: s.killing,
         withdrawn: s.withdrawn,
         workflows: s.workflow_wake,
+        flow: s.flow,
         job_api_permits: crate::rate_limit::KeyedBuckets::new(JOB_API_PERMITS, JOB_API_PERIOD, JOB_API_GROUPS),
         shutdown: s.shutdown,
     })

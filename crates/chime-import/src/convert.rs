@@ -549,6 +549,8 @@ fn job_of(j: &XxlJob, version: Version, rules: &Rules<'_>) -> (DocJob, Vec<Strin
                 alarm_contacts: Some(j.alarm_email.clone()),
                 ..Default::default()
             },
+            // XXL-JOB has no flow control: no priority, no concurrency key.
+            flow: Default::default(),
             schedule_type: Some(schedule_type),
             schedule_expr: Some(j.schedule_conf.trim().to_owned()),
             time_zone: Some(rules.zone.name().to_owned()),

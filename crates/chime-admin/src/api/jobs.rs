@@ -2,7 +2,7 @@
 //! changes one ([`JobSpec`]). Their descriptive fields come from [`super::JobInfo`].
 
 use super::schema::{nullable_enum, schema_of_names};
-use super::{JobInfo, JobInfoPatch};
+use super::{JobFlow, JobFlowPatch, JobInfo, JobInfoPatch};
 use chime_protocol::{BlockStrategy, GlueType, MisfireStrategy, RouteStrategy, ScheduleType};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -25,6 +25,9 @@ pub struct Job {
     /// Descriptive fields: owner, alarm contacts, …
     #[serde(flatten)]
     pub info: JobInfo,
+    /// Priority and concurrency key (flow control).
+    #[serde(flatten)]
+    pub flow: JobFlow,
     /// CRON, FIX_RATE or NONE.
     #[schemars(schema_with = "schema_of_names::<ScheduleType>")]
     pub schedule_type: ScheduleType,
@@ -91,6 +94,9 @@ pub struct JobSpec {
     /// Descriptive fields: owner, alarm contacts, …
     #[serde(flatten)]
     pub info: JobInfoPatch,
+    /// Priority and concurrency key (flow control).
+    #[serde(flatten)]
+    pub flow: JobFlowPatch,
     /// `CRON`, `FIX_RATE` or `NONE`.
     #[schemars(schema_with = "nullable_enum_of::<ScheduleType>")]
     pub schedule_type: Option<String>,

@@ -94,6 +94,8 @@ pub fn components() -> Map<String, Value> {
     answers.subschema_for::<super::NewApiKey>();
     answers.subschema_for::<super::GroupMember>();
     answers.subschema_for::<super::GroupGrant>();
+    answers.subschema_for::<super::Limit>();
+    answers.subschema_for::<super::QueuedRunEntry>();
     let mut bodies = generator(Contract::Deserialize);
     bodies.subschema_for::<super::JobSpec>();
     bodies.subschema_for::<super::GroupSpec>();
@@ -101,6 +103,7 @@ pub fn components() -> Map<String, Value> {
     bodies.subschema_for::<super::AlarmSilenceSpec>();
     bodies.subschema_for::<super::ApiKeySpec>();
     bodies.subschema_for::<super::MemberChange>();
+    bodies.subschema_for::<super::LimitSpec>();
     let mut all = answers.take_definitions(true);
     all.extend(bodies.take_definitions(true));
     all

@@ -60,6 +60,8 @@ pub struct Admin {
     pub(crate) withdrawn: Arc<RunIds>,
     /// Wakes the workflow loop after an operation on a workflow.
     pub(crate) workflows: Arc<crate::pipeline::workflow_wake::WorkflowWake>,
+    /// The limits on running runs as known here, and the queue's wake-up.
+    pub(crate) flow: Arc<crate::pipeline::flow_limits::FlowLimits>,
     /// Permits of the XXL-JOB 3.5 job API (`/api/addJob`, …): 100 calls per 30 s per executor
     /// group (by id).
     pub(crate) job_api_permits: crate::rate_limit::KeyedBuckets<i64>,

@@ -19,13 +19,14 @@ pub mod route;
 
 use crate::metrics::Metrics;
 use crate::model::{now_ms, Job};
+use crate::pipeline::flow_limits::FlowLimits;
 use crate::pipeline::partitions::Partitions;
 use crate::pipeline::results_queue::ResultMsg;
 use crate::pipeline::results_queue::ResultsQueue;
 use crate::pipeline::run_ids::RunIds;
 use crate::registry::{Directory, GroupView};
 use crate::run::WheelEntry;
-use crate::store::{NewRun, RunPayload, RunTicket, Store, TriggerOutcome};
+use crate::store::{NewRun, RunPayload, RunTicket, Slots, Store, TriggerOutcome};
 use chime_protocol::paths::normalize_address;
 use chime_protocol::{RouteStrategy, TriggerParam, TriggerType};
 use client::{ExecutorClient, Target};
@@ -68,6 +69,9 @@ pub struct Dispatcher {
     pub(crate) fence: Option<SendFence>,
     /// This admin's name (`--node-id`), for the trigger report.
     pub(crate) node_id: String,
+    /// The limits on running runs: a run a limit applies to takes a slot of it before it is
+    /// sent, or waits in the queue.
+    pub(crate) flow: Arc<FlowLimits>,
     /// Cancelled when the admin stops: runs still waiting for a permit stay pending.
     pub(crate) shutdown: CancellationToken,
 }
@@ -110,9 +114,20 @@ async fn dispatch(dispatcher: &Arc<Dispatcher>, entry: WheelEntry) {
         fail(dispatcher, &ticket, ticket.payload.shard_total, String::new(), why);
         return;
     };
+    // A broadcast takes its slots before it fans out into shards (queued after, its first
+    // shard would fan out again when it leaves the queue); executors' own limits do not apply
+    // to it. Any other run takes them once its executor is chosen.
+    let broadcast = job.route_strategy == RouteStrategy::ShardingBroadcast;
+    let app_name = view.group.app_name.as_str();
+    if broadcast && !within_limits(dispatcher, &job, &ticket, app_name, None).await {
+        return;
+    }
     let Some(chosen) = choose_executor(dispatcher, &job, &ticket, address, &view).await else {
         return;
     };
+    if !broadcast && !within_limits(dispatcher, &job, &ticket, app_name, Some(&chosen.address)).await {
+        return;
+    }
     let cleared = match clear_to_send(dispatcher, &job, &ticket, scheduled, &chosen.address).await {
         Cleared::Send(cleared) => cleared,
         Cleared::Drop => return,
@@ -173,6 +188,41 @@ async fn choose_executor(
         shard_total,
         report,
     })
+}
+
+/// Takes the run's slots of the limits that apply to it (its job's concurrency key, its group,
+/// and the executor chosen, `address`); true when it may be sent. A full limit puts it in the
+/// queue, pending: it leaves the runs in flight, and the queue's loop (`schedule/queue.rs`)
+/// sends it when a slot frees. With no limit configured this reads an empty map, nothing more.
+async fn within_limits(
+    dispatcher: &Dispatcher,
+    job: &Job,
+    ticket: &RunTicket,
+    app_name: &str,
+    address: Option<&str>,
+) -> bool {
+    let names = (dispatcher.flow).names_for(&job.flow.concurrency_key, app_name, address);
+    if names.is_empty() {
+        return true;
+    }
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let taken = (dispatcher.store)
+        .take_slots(ticket.id, job.id, job.flow.priority, &names, now_ms())
+        .await;
+    match taken {
+        Ok(Slots::Taken) => true,
+        Ok(Slots::Queued { name, running, max }) => {
+            tracing::debug!(run = ticket.id, limit = %name, running, max, "queued: its limit is full");
+            dispatcher.inflight.remove(ticket.id);
+            false
+        }
+        Err(e) => {
+            let why = format!("could not take a slot of its limits ({}): {e}", names.join(", "));
+            let address = address.unwrap_or_default().to_owned();
+            fail(dispatcher, ticket, ticket.payload.shard_total, address, why);
+            false
+        }
+    }
 }
 
 /// The route strategy's pick among `view`'s executors, and what it reported.

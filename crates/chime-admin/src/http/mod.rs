@@ -12,6 +12,7 @@ pub mod console_assets;
 mod directory_login;
 pub mod error;
 pub mod executor_api;
+mod flow;
 pub mod link;
 pub mod link_socket;
 mod members;

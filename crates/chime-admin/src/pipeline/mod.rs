@@ -6,6 +6,7 @@
 //! import it; it imports only the types that travel (`run.rs`, `model.rs`, `workflow/`).
 
 pub mod alarm_queue;
+pub mod flow_limits;
 pub mod partitions;
 pub mod results_queue;
 pub mod run_ids;

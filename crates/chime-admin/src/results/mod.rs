@@ -56,6 +56,8 @@ pub struct WriterLoop {
     pub(crate) executor_timeout: Duration,
     /// Told after each batch: a workflow node's run may have finished.
     pub(crate) workflows: Arc<crate::pipeline::workflow_wake::WorkflowWake>,
+    /// Told after each batch with results: runs ended, so slots of limits may have freed.
+    pub(crate) flow: Arc<crate::pipeline::flow_limits::FlowLimits>,
     /// Cancelled to stop.
     pub(crate) shutdown: CancellationToken,
 }
@@ -180,6 +182,9 @@ async fn after_batch(writer: &WriterLoop, batch: Batch, recorded: Recorded) {
     let runs = batch.handles.iter().map(|h| h.run_id).chain(failed_sends);
     writer.workflows.results_written(runs, recorded.written);
     writer.alarms.after_commit(recorded.failed_for_good);
+    if !batch.handles.is_empty() || batch.triggers.iter().any(|t| t.code != 200) {
+        writer.flow.runs_ended();
+    }
     // Elsewhere the send's mark refuses a withdrawn run, whichever admin holds it; remembered
     // there, the ids of runs other admins hold would never be let go.
     if writer.store.backend() == Backend::Sqlite {

@@ -7,6 +7,7 @@
 //! [`recover`] loads the pending run rows and applies the misfire policy to the late ones.
 
 pub mod lease;
+pub mod queue;
 pub mod wheel;
 pub mod workflows;
 
@@ -488,6 +489,7 @@ mod tests {
             partition: 1,
             description: String::new(),
             info: crate::model::JobInfo::default(),
+            flow: crate::model::JobFlow::default(),
             schedule_type: ScheduleType::FixRate,
             schedule_expr: "1".into(),
             time_zone: "UTC".into(),

@@ -87,6 +87,7 @@ fn schedule_of(w: &Workflow) -> Job {
         partition: w.partition,
         description: String::new(),
         info: crate::model::JobInfo::default(),
+        flow: crate::model::JobFlow::default(),
         schedule_type: w.schedule_type,
         schedule_expr: w.schedule_expr.clone(),
         time_zone: w.time_zone.clone(),

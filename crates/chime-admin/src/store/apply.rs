@@ -9,7 +9,7 @@ use super::plan_fields::differing;
 use super::rows::{self, GROUP_COLUMNS};
 use super::{Store, StoreError, StoreResult};
 use crate::address_policy::ExecutorNetworks;
-use crate::api::JobInfoPatch;
+use crate::api::{JobFlowPatch, JobInfoPatch};
 use crate::model::{
     now_ms, validate_job_key, AddressType, Group, GroupDraft, GroupSpec, Invalid, Job, JobDraft, JobSpec,
 };
@@ -91,6 +91,9 @@ pub struct DocJob {
     /// Descriptive fields (owner, alarm contacts, …).
     #[serde(flatten)]
     pub info: JobInfoPatch,
+    /// Priority and concurrency key (flow control).
+    #[serde(flatten)]
+    pub flow: JobFlowPatch,
     /// `CRON`, `FIX_RATE` or `NONE`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule_type: Option<String>,
@@ -299,6 +302,7 @@ fn changed_fields(
 ) -> Vec<String> {
     let mut f = differing!(job, draft; description);
     f.extend(job.info.differing(&draft.info).into_iter().map(str::to_owned));
+    f.extend(differing!(job.flow, draft.flow; priority, concurrency_key));
     f.extend(differing!(job, draft;
         schedule_type, schedule_expr, time_zone, misfire_strategy, route_strategy, handler, param,
         block_strategy, timeout_secs, retry_count));
@@ -391,6 +395,7 @@ pub(super) fn validate_document(doc: &JobsDocument, opts: &ApplyOptions<'_>) -> 
                 key: Some(key.clone()),
                 description: j.description.clone(),
                 info: j.info.clone(),
+                flow: j.flow.clone(),
                 schedule_type: j.schedule_type.clone(),
                 schedule_expr: j.schedule_expr.clone(),
                 time_zone: j.time_zone.clone(),
@@ -491,6 +496,7 @@ impl Store {
                         key: j.key,
                         description: Some(j.description),
                         info: JobInfoPatch::of(&j.info),
+                        flow: JobFlowPatch::of(&j.flow),
                         schedule_type: Some(j.schedule_type.as_str().to_owned()),
                         schedule_expr: Some(j.schedule_expr),
                         time_zone: Some(j.time_zone),

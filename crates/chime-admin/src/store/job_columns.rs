@@ -37,6 +37,8 @@ pub(super) fn draft_columns(draft: &JobDraft, key: Option<&str>, group_id: i64) 
     ];
     cells.extend(info_columns(&draft.info));
     cells.extend([
+        ("priority", Int(draft.flow.priority)),
+        ("concurrency_key", Text(draft.flow.concurrency_key.clone())),
         ("schedule_type", Text(draft.schedule_type.as_str().to_owned())),
         ("schedule_expr", Text(draft.schedule_expr.clone())),
         ("time_zone", Text(draft.time_zone.clone())),
@@ -144,7 +146,7 @@ impl fmt::Display for JobColumns {
             "id, job_key, group_id, partition_no, description, schedule_type, \
              schedule_expr, time_zone, misfire_strategy, route_strategy, handler, param, block_strategy, timeout_secs, \
              retry_count, child_job_ids, glue_type, glue_source, glue_updated_at, running, anchor_at, next_fire_at, \
-             last_fire_at, created_at, updated_at",
+             last_fire_at, created_at, updated_at, priority, concurrency_key",
         )?;
         JobInfo::FIELDS.iter().try_for_each(|(name, _)| write!(f, ", {name}"))
     }

@@ -39,6 +39,7 @@ mod job_columns;
 mod job_inserts;
 mod jobs;
 mod leases;
+mod limits;
 mod login_states;
 mod nodes;
 pub use nodes::LiveAdmin;
@@ -72,8 +73,10 @@ pub use import::{
 };
 pub use jobs::{JobDue, JobQuery, JobSort};
 pub use leases::{Lease, LeaseTable};
+pub use limits::LimitUsage;
 pub use login_states::{LoginState, MAX_PENDING_LOGINS};
 pub use run_logs::{LogTarget, StoredLog};
+pub use runs::{QueueEntry, QueuedRun, Slots, ADMITTED_EXPIRY_MS};
 pub use sessions::SessionUser;
 pub use users::User;
 pub use workflow_steps::{Advanced, NodeTickets, ADVANCE_BATCH};

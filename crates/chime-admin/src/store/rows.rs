@@ -126,6 +126,10 @@ pub(super) fn job(row: &AnyRow) -> Result<Job, sqlx::Error> {
         partition: int(row, "partition_no")?,
         description: text(row, "description")?,
         info: job_info(row)?,
+        flow: crate::model::JobFlow {
+            priority: int(row, "priority")?,
+            concurrency_key: text(row, "concurrency_key")?,
+        },
         schedule_type: parsed(row, "schedule_type")?,
         schedule_expr: text(row, "schedule_expr")?,
         time_zone: text(row, "time_zone")?,

@@ -8,6 +8,9 @@ mod fence;
 mod insert;
 mod outcomes;
 mod queries;
+mod queue;
+
+pub use queue::{QueueEntry, QueuedRun, Slots, ADMITTED_EXPIRY_MS};
 
 use super::bulk::Arg;
 use super::job_columns::JOB_COLUMNS;

@@ -9,7 +9,8 @@
 //!
 //! Handlers: `ok` (success, message names the executor), `fail` (handleCode 500), `hang`
 //! (no result until `/kill`), `callback_first` / `callback_first_fail` (success / failure,
-//! reported and accepted before `/run` is answered), anything else succeeds.
+//! reported and accepted before `/run` is answered), `slow` (success after 40 ms, counting how
+//! many run at once), anything else succeeds.
 
 use chime_protocol::messages::LOG_FILE_NOT_EXISTS;
 use chime_protocol::{CallbackBatch, HandleCallbackParam, TriggerParam};
@@ -40,6 +41,9 @@ pub struct Seen {
     pub hanging: HashMap<i64, TriggerParam>,
     pub bad_tokens: usize,
     pub beats: usize,
+    /// `slow` runs under way now, and the most there ever were at once.
+    pub slow_running: usize,
+    pub slow_most: usize,
 }
 
 pub struct TestExecutor {
@@ -245,6 +249,30 @@ async fn handle(
                     if !callback(&http, &admin_base, &token, t.log_id, t.log_date_time, code, msg).await {
                         return r#"{"code":500,"msg":"the admin never accepted the callback"}"#.to_owned();
                     }
+                }
+                "slow" => {
+                    {
+                        let mut s = seen.lock().unwrap();
+                        s.slow_running += 1;
+                        s.slow_most = s.slow_most.max(s.slow_running);
+                    }
+                    let seen = seen.clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(Duration::from_millis(40)).await;
+                        // Counted as ended before its result is sent: the admin sees it end
+                        // after the executor did, as with a real handler.
+                        seen.lock().unwrap().slow_running -= 1;
+                        callback(
+                            &http,
+                            &admin_base,
+                            &token,
+                            t.log_id,
+                            t.log_date_time,
+                            200,
+                            "slow".into(),
+                        )
+                        .await
+                    });
                 }
                 "fail" => {
                     tokio::spawn(async move {

@@ -25,6 +25,7 @@ mod alarm_channels;
 mod alarm_silences;
 mod api_keys;
 mod executors;
+mod flow;
 mod groups;
 mod jobs;
 mod runs;
@@ -119,6 +120,7 @@ const BY_RESOURCE: &[&[Route]] = &[
     executors::ROUTES,
     alarm_channels::ROUTES,
     alarm_silences::ROUTES,
+    flow::ROUTES,
     users::ROUTES,
     api_keys::ROUTES,
     session::ROUTES,

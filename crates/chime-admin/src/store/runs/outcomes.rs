@@ -648,7 +648,7 @@ fn bind_trigger_result<'q>(
 }
 
 /// Longest `killed_by` stored (the column's size).
-const KILLED_BY_CHARS: usize = 128;
+pub(super) const KILLED_BY_CHARS: usize = 128;
 
 impl Store {
     /// Records that `by`'s kill of `run_id` was accepted by its executor, unless the run

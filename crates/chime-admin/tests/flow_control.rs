@@ -1,0 +1,265 @@
+//! Flow control end to end: limits on running runs, the queue, priorities, "run now" and
+//! cancel, on each database, with an executor over real HTTP that counts what it runs.
+
+mod common;
+
+use common::executor::TestExecutor;
+use common::{eventually, status, Db, Env, ACCESS_TOKEN};
+use reqwest::Method;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+async fn env_with_executor(kind: Db, app: &str) -> (Env, TestExecutor, i64) {
+    let env = Env::start(kind, Duration::from_secs(30)).await;
+    let group = env.group(app).await;
+    let ex = TestExecutor::start(&env.prefix, app, ACCESS_TOKEN).await;
+    env.api.wait_executors(app, 1).await;
+    (env, ex, group)
+}
+
+async fn set_limit(env: &Env, name: &str, max: i64) -> Value {
+    let path = format!("/v1/limits/{}", urlencoding(name));
+    let (s, v) = env
+        .api
+        .call(Method::PUT, &path, Some(json!({ "max_running": max })))
+        .await;
+    assert!(s == 200 || s == 201, "{s} {v}");
+    v
+}
+
+/// A limit's name in a path: `:` and `/` escaped.
+fn urlencoding(name: &str) -> String {
+    name.replace('%', "%25").replace(':', "%3A").replace('/', "%2F")
+}
+
+async fn queue(env: &Env) -> Vec<Value> {
+    let (s, v) = env.api.get("/v1/queue").await;
+    assert_eq!(s, 200, "{v}");
+    v.as_array().unwrap().clone()
+}
+
+async fn wait_queued(env: &Env, n: usize) -> Vec<Value> {
+    eventually(20, &format!("{n} runs queued"), || async {
+        let q = queue(env).await;
+        if q.len() == n {
+            Ok(q)
+        } else {
+            Err(format!("{q:#?}"))
+        }
+    })
+    .await
+}
+
+fn delivered_jobs(ex: &TestExecutor) -> Vec<i64> {
+    ex.seen.lock().unwrap().runs.iter().map(|t| t.job_id).collect()
+}
+
+async fn job(env: &Env, group: i64, handler: &str, key: &str, priority: i64) -> i64 {
+    env.job(json!({
+        "group_id": group, "handler": handler, "concurrency_key": key, "priority": priority,
+    }))
+    .await
+}
+
+/// A limit of 2 on a concurrency key: two hanging runs hold both slots, six more wait in the
+/// queue (three of a job of priority 10, three of priority 0, the latter queued first), and as
+/// slots free the high-priority runs go first; the limit's counts follow.
+async fn a_full_limit_queues_runs_and_frees_them_by_priority(kind: Db) {
+    let (env, ex, group) = env_with_executor(kind, "flow").await;
+    let created = set_limit(&env, "warehouse-db", 2).await;
+    assert_eq!(created["max_running"], 2, "{created}");
+    let blocker_a = job(&env, group, "hang", "warehouse-db", 0).await;
+    let blocker_b = job(&env, group, "hang", "warehouse-db", 0).await;
+    let low = job(&env, group, "ok", "warehouse-db", 0).await;
+    let high = job(&env, group, "ok", "warehouse-db", 10).await;
+    let shown = env.api.get(&format!("/v1/jobs/{high}")).await.1;
+    assert_eq!(
+        (shown["priority"].as_i64(), shown["concurrency_key"].as_str()),
+        (Some(10), Some("warehouse-db"))
+    );
+
+    let hang_a = env.trigger(blocker_a, json!({})).await;
+    let hang_b = env.trigger(blocker_b, json!({})).await;
+    env.run_with_status(hang_a, "running").await;
+    env.run_with_status(hang_b, "running").await;
+    let mut low_runs = Vec::new();
+    for _ in 0..3 {
+        low_runs.push(env.trigger(low, json!({})).await);
+    }
+    wait_queued(&env, 3).await;
+    let mut high_runs = Vec::new();
+    for _ in 0..3 {
+        high_runs.push(env.trigger(high, json!({})).await);
+    }
+    let listed = wait_queued(&env, 6).await;
+    let order: Vec<i64> = listed.iter().map(|e| e["job_id"].as_i64().unwrap()).collect();
+    assert_eq!(
+        order,
+        [high, high, high, low, low, low],
+        "higher priority first: {listed:#?}"
+    );
+    assert_eq!(listed[0]["waits_on"], "warehouse-db");
+    assert_eq!(listed[0]["position"], 1);
+    for id in low_runs.iter().chain(&high_runs) {
+        assert_eq!(status(&env.run(*id).await), "pending", "a queued run is pending");
+    }
+    // Nothing beyond the limit reached the executor.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(
+        delivered_jobs(&ex),
+        [blocker_a, blocker_b],
+        "only the two holding slots were sent"
+    );
+    let (_, limits) = env.api.get("/v1/limits").await;
+    assert_eq!(limits[0]["running"], 2, "{limits}");
+    assert_eq!(limits[0]["queued"], 6, "{limits}");
+
+    // One slot frees: the queue drains through it, high priority first.
+    let (s, v) = env.api.post(&format!("/v1/runs/{hang_a}/kill"), json!({})).await;
+    assert_eq!(s, 200, "{v}");
+    for id in low_runs.iter().chain(&high_runs) {
+        env.run_with_status(*id, "success").await;
+    }
+    let after: Vec<i64> = delivered_jobs(&ex).into_iter().skip(2).collect();
+    assert_eq!(after, [high, high, high, low, low, low], "sent in priority order");
+    assert!(queue(&env).await.is_empty());
+    let (s, v) = env.api.post(&format!("/v1/runs/{hang_b}/kill"), json!({})).await;
+    assert_eq!(s, 200, "{v}");
+    eventually(10, "every slot given back", || async {
+        let (_, limits) = env.api.get("/v1/limits").await;
+        if limits[0]["running"] == 0 && limits[0]["queued"] == 0 {
+            Ok(())
+        } else {
+            Err(limits.to_string())
+        }
+    })
+    .await;
+    ex.kill();
+    env.close().await;
+}
+
+#[tokio::test]
+async fn a_full_limit_queues_runs_and_frees_them_by_priority_sqlite() {
+    a_full_limit_queues_runs_and_frees_them_by_priority(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_full_limit_queues_runs_and_frees_them_by_priority_mariadb() {
+    a_full_limit_queues_runs_and_frees_them_by_priority(Db::MySql).await;
+}
+
+#[tokio::test]
+async fn a_full_limit_queues_runs_and_frees_them_by_priority_postgres() {
+    a_full_limit_queues_runs_and_frees_them_by_priority(Db::Postgres).await;
+}
+
+/// A group's limit of 3 with 60 runs of 40 ms triggered at once: every run succeeds, each
+/// reached the executor once, and the executor never ran more than 3 at a time.
+async fn the_executor_never_runs_more_than_the_limit(kind: Db) {
+    let (env, ex, group) = env_with_executor(kind, "capped").await;
+    set_limit(&env, "group:capped", 3).await;
+    let slow = job(&env, group, "slow", "", 0).await;
+    let mut runs = Vec::new();
+    for _ in 0..60 {
+        runs.push(env.trigger(slow, json!({})).await);
+    }
+    for id in &runs {
+        env.wait_run(*id, 60, "the run succeeded", |r| status(r) == "success")
+            .await;
+    }
+    let (mut ids, most): (Vec<i64>, usize) = {
+        let seen = ex.seen.lock().unwrap();
+        (seen.runs.iter().map(|t| t.log_id).collect(), seen.slow_most)
+    };
+    ids.sort_unstable();
+    let mut expected = runs.clone();
+    expected.sort_unstable();
+    assert_eq!(ids, expected, "each run reached the executor once");
+    assert!(most <= 3, "at most 3 at once, saw {most}");
+    assert_eq!(most, 3, "the limit was used");
+    ex.kill();
+    env.close().await;
+}
+
+#[tokio::test]
+async fn the_executor_never_runs_more_than_the_limit_sqlite() {
+    the_executor_never_runs_more_than_the_limit(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn the_executor_never_runs_more_than_the_limit_mariadb() {
+    the_executor_never_runs_more_than_the_limit(Db::MySql).await;
+}
+
+#[tokio::test]
+async fn the_executor_never_runs_more_than_the_limit_postgres() {
+    the_executor_never_runs_more_than_the_limit(Db::Postgres).await;
+}
+
+/// "Run now" sends a queued run past its full limit; cancel ends one unsent; both refuse a run
+/// that is not queued; a bad limit is refused with its field; deleting the limit lets the rest
+/// go.
+async fn run_now_cancel_and_deleting_a_limit(kind: Db) {
+    let (env, ex, group) = env_with_executor(kind, "ops").await;
+    let address = ex.address.clone();
+    set_limit(&env, &format!("executor:{address}"), 1).await;
+    let blocker = job(&env, group, "hang", "", 0).await;
+    let work = job(&env, group, "ok", "", 0).await;
+    let hang = env.trigger(blocker, json!({})).await;
+    env.run_with_status(hang, "running").await;
+    let first = env.trigger(work, json!({})).await;
+    let second = env.trigger(work, json!({})).await;
+    let third = env.trigger(work, json!({})).await;
+    wait_queued(&env, 3).await;
+
+    let (s, v) = env.api.post(&format!("/v1/runs/{first}/run-now"), json!({})).await;
+    assert_eq!(s, 200, "{v}");
+    env.run_with_status(first, "success").await;
+    let (s, v) = env.api.post(&format!("/v1/runs/{second}/cancel"), json!({})).await;
+    assert_eq!(s, 200, "{v}");
+    let cancelled = env.run(second).await;
+    assert_eq!(status(&cancelled), "killed", "{cancelled:#}");
+    for refused in ["run-now", "cancel"] {
+        let (s, v) = env.api.post(&format!("/v1/runs/{first}/{refused}"), json!({})).await;
+        assert_eq!(s, 409, "{refused} of a run not queued: {v}");
+    }
+    for bad in ["a b", "group:", "executor:nohttp"] {
+        let path = format!("/v1/limits/{}", urlencoding(bad));
+        let (s, v) = env
+            .api
+            .call(Method::PUT, &path, Some(json!({ "max_running": 1 })))
+            .await;
+        assert!(s == 400 || s == 422, "{bad}: {s} {v}");
+    }
+    let path = "/v1/limits/x";
+    let (s, v) = env.api.call(Method::PUT, path, Some(json!({ "max_running": 0 }))).await;
+    assert!(s == 400 || s == 422, "{s} {v}");
+
+    // The third still waits; without its limit it goes.
+    assert_eq!(status(&env.run(third).await), "pending");
+    let path = format!("/v1/limits/{}", urlencoding(&format!("executor:{address}")));
+    let (s, v) = env.api.call(Method::DELETE, &path, None).await;
+    assert_eq!(s, 204, "{v}");
+    env.run_with_status(third, "success").await;
+    let delivered: Vec<i64> = ex.seen.lock().unwrap().runs.iter().map(|t| t.log_id).collect();
+    assert!(!delivered.contains(&second), "a cancelled run is never sent");
+    let (s, v) = env.api.call(Method::DELETE, &path, None).await;
+    assert_eq!(s, 404, "{v}");
+    ex.kill();
+    env.close().await;
+}
+
+#[tokio::test]
+async fn run_now_cancel_and_deleting_a_limit_sqlite() {
+    run_now_cancel_and_deleting_a_limit(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn run_now_cancel_and_deleting_a_limit_mariadb() {
+    run_now_cancel_and_deleting_a_limit(Db::MySql).await;
+}
+
+#[tokio::test]
+async fn run_now_cancel_and_deleting_a_limit_postgres() {
+    run_now_cancel_and_deleting_a_limit(Db::Postgres).await;
+}
