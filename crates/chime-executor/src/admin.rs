@@ -8,6 +8,7 @@
 //! by), while results and run logs go by HTTP, which the executor can reach even behind NAT.
 
 use crate::link::{LinkCallError, LinkSet};
+use chime_protocol::error_text::with_causes;
 use chime_protocol::messages::ACCESS_TOKEN_HEADER;
 use chime_protocol::{paths, ReturnT};
 use std::fmt;
@@ -145,9 +146,11 @@ impl AdminClient {
 
     async fn post_http(&self, base: &str, path: &str, body: String) -> Result<(), AdminError> {
         let url = paths::join(base, path);
-        // Messages name the URL, never credentials written into it.
+        // Messages name the URL, never credentials written into it, and the error's causes:
+        // reqwest's own message alone does not say why.
         let shown = without_credentials(&url);
-        let unreachable = |e: reqwest::Error| AdminError::Unreachable(format!("{shown}: {}", chain(&e.without_url())));
+        let unreachable =
+            |e: reqwest::Error| AdminError::Unreachable(format!("{shown}: {}", with_causes(&e.without_url())));
         let mut request = self
             .http
             .post(&url)
@@ -230,19 +233,6 @@ pub(crate) fn without_credentials(url: &str) -> String {
         }
         _ => url.to_owned(),
     }
-}
-
-/// An error with its causes ("error sending request: connection refused"): reqwest's own
-/// message alone does not say why.
-pub(crate) fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

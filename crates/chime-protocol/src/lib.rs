@@ -11,7 +11,9 @@
 //! - the enums stored and sent as strings ([`RouteStrategy`], [`BlockStrategy`], [`GlueType`], …);
 //! - the literal messages peers match on ([`messages`]) and endpoint [`paths`];
 //! - XXL-JOB 3.5's job API bodies ([`JobAddRequest`], [`JobUpdateRequest`], …);
-//! - Chime's executor link, a WebSocket an executor opens to the admin ([`link`]).
+//! - Chime's executor link, a WebSocket an executor opens to the admin ([`link`]);
+//! - an error written out with its causes, as both sides put their HTTP clients' failures in
+//!   messages ([`error_text::with_causes`]).
 //!
 //! Parsing is tolerant the way real peers need: unknown keys are ignored (pyxxl adds
 //! `executeResult`), `null` and missing fields take Gson's defaults, numbers may arrive as
@@ -31,6 +33,7 @@
 mod admin_api;
 mod enums;
 mod envelope;
+pub mod error_text;
 mod executor_api;
 mod job_api;
 pub mod lenient;

@@ -80,41 +80,34 @@ fn generator(contract: Contract) -> SchemaGenerator {
     settings.into_generator()
 }
 
+/// The definitions, by name, of types `$t` and of everything they refer to, as `$contract`
+/// (answers or bodies) describes them.
+macro_rules! definitions {
+    ($contract:expr; $($t:ty),+ $(,)?) => {{
+        let mut generator = generator($contract);
+        $(generator.subschema_for::<$t>();)+
+        generator.take_definitions(true)
+    }};
+}
+
 /// The component schemas of the wire types: answers under their type's name (`Job`, `Group`),
 /// bodies likewise (`JobSpec`, `GroupSpec`), with everything they refer to.
 pub fn components() -> Map<String, Value> {
-    let mut answers = generator(Contract::Serialize);
-    answers.subschema_for::<super::Job>();
-    answers.subschema_for::<super::Group>();
-    answers.subschema_for::<super::AlarmChannel>();
-    answers.subschema_for::<super::AlarmDelivery>();
-    answers.subschema_for::<super::AlarmSilence>();
-    answers.subschema_for::<super::AlarmEventEntry>();
-    answers.subschema_for::<super::ApiKey>();
-    answers.subschema_for::<super::NewApiKey>();
-    answers.subschema_for::<super::GroupMember>();
-    answers.subschema_for::<super::GroupGrant>();
-    answers.subschema_for::<super::Limit>();
-    answers.subschema_for::<super::QueuedRunEntry>();
-    let mut bodies = generator(Contract::Deserialize);
-    bodies.subschema_for::<super::JobSpec>();
-    bodies.subschema_for::<super::GroupSpec>();
-    bodies.subschema_for::<super::AlarmChannelSpec>();
-    bodies.subschema_for::<super::AlarmSilenceSpec>();
-    bodies.subschema_for::<super::ApiKeySpec>();
-    bodies.subschema_for::<super::MemberChange>();
-    bodies.subschema_for::<super::LimitSpec>();
-    let mut all = answers.take_definitions(true);
-    all.extend(bodies.take_definitions(true));
+    use super::*;
+    let mut all = definitions!(Contract::Serialize;
+        Job, Group, AlarmChannel, AlarmDelivery, AlarmSilence, AlarmEventEntry, ApiKey, NewApiKey, GroupMember,
+        GroupGrant, Limit, QueuedRunEntry,
+    );
+    all.extend(definitions!(Contract::Deserialize;
+        JobSpec, GroupSpec, AlarmChannelSpec, AlarmSilenceSpec, ApiKeySpec, MemberChange, LimitSpec,
+    ));
     all
 }
 
 /// The schemas of answer type `T` and of what it refers to, by name (for answers declared
 /// outside this module, such as a run).
 pub fn answer_components<T: JsonSchema>() -> Map<String, Value> {
-    let mut answers = generator(Contract::Serialize);
-    answers.subschema_for::<T>();
-    answers.take_definitions(true)
+    definitions!(Contract::Serialize; T)
 }
 
 /// The schema of `T` as a body, inline (for the few places the document builds on it).

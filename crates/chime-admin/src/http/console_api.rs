@@ -15,13 +15,15 @@ use crate::model::{now_ms, Invalid};
 use crate::rate_limit::KeyedBuckets;
 use crate::sso::OidcLogins;
 use crate::store::{AuditEntry, AuditFilter, DayCounts, GlueVersion};
-use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::extract::{ConnectInfo, FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -224,13 +226,11 @@ fn dummy_hash() -> &'static str {
 pub(super) async fn login(
     State(admin): State<Arc<Admin>>,
     Extension(console): Extension<ConsoleState>,
-    connect: Option<Extension<ConnectInfo<SocketAddr>>>,
+    CallerIp(ip): CallerIp,
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> ApiResult<Response> {
     let body = read_login(&body)?;
-    let peer = connect.map(|Extension(ConnectInfo(a))| a.ip());
-    let ip = client_ip(&admin, peer, &headers);
     if let Err(wait) = console.limiter.begin(&body.username, ip) {
         return Ok(too_many_failures(wait));
     }
@@ -261,14 +261,26 @@ fn read_login(body: &[u8]) -> ApiResult<LoginBody> {
     Ok(body)
 }
 
-/// The client behind a trusted proxy, as the proxy saw it; otherwise the peer itself.
-pub(super) fn client_ip(admin: &Admin, peer: Option<IpAddr>, headers: &HeaderMap) -> IpAddr {
-    let peer = peer.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
-    let forwarded = headers
-        .get_all("x-forwarded-for")
-        .iter()
-        .filter_map(|v| v.to_str().ok());
-    admin.config.trusted_proxies.client(peer, forwarded)
+/// The address of the client a login is counted and audited against: behind a trusted proxy,
+/// the client as the proxy saw it (`X-Forwarded-For`); otherwise the peer itself (unspecified
+/// when the server was started without connection info, as in tests).
+pub(super) struct CallerIp(pub IpAddr);
+
+impl FromRequestParts<Arc<Admin>> for CallerIp {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, admin: &Arc<Admin>) -> Result<CallerIp, Infallible> {
+        let peer = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |ConnectInfo(a)| a.ip());
+        let forwarded = parts
+            .headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .filter_map(|v| v.to_str().ok());
+        Ok(CallerIp(admin.config.trusted_proxies.client(peer, forwarded)))
+    }
 }
 
 /// 429 with the seconds to wait, when the attempt's failure budget is used up.

@@ -11,20 +11,19 @@
 //! redirect chain from the provider's site started, but does on one this page starts.
 
 use super::access::{audit_login, cookie};
-use super::console_api::{client_ip, open_session, secure_cookie, session_cookie, ConsoleState, SESSION_TTL};
+use super::console_api::{open_session, secure_cookie, session_cookie, CallerIp, ConsoleState, SESSION_TTL};
 use super::error::ApiError;
 use crate::alarm::escape_html;
 use crate::center::Admin;
 use crate::model::now_ms;
 use crate::sso::OidcFailure;
 use crate::store::LoginState;
-use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::json;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -52,14 +51,10 @@ pub(super) async fn begin(
     State(admin): State<Arc<Admin>>,
     Extension(console): Extension<ConsoleState>,
     Path(name): Path<String>,
-    connect: Option<Extension<ConnectInfo<SocketAddr>>>,
+    CallerIp(ip): CallerIp,
     headers: HeaderMap,
 ) -> Response {
-    let peer = connect.map(|Extension(ConnectInfo(a))| a.ip());
-    if !console
-        .oidc_starts
-        .try_take(&client_ip(&admin, peer, &headers), std::time::Instant::now())
-    {
+    if !console.oidc_starts.try_take(&ip, std::time::Instant::now()) {
         return refusal(
             StatusCode::TOO_MANY_REQUESTS,
             "Too many logins were started from your address: try again in a few minutes.",
@@ -141,12 +136,10 @@ pub(super) async fn callback(
     State(admin): State<Arc<Admin>>,
     Extension(console): Extension<ConsoleState>,
     Path(name): Path<String>,
-    connect: Option<Extension<ConnectInfo<SocketAddr>>>,
+    CallerIp(ip): CallerIp,
     headers: HeaderMap,
     Query(back): Query<Callback>,
 ) -> Response {
-    let peer = connect.map(|Extension(ConnectInfo(a))| a.ip());
-    let ip = client_ip(&admin, peer, &headers);
     let (Some(login), Some(redirect)) = (console.oidc.get(&name), callback_url(&admin, &name)) else {
         return refusal(StatusCode::NOT_FOUND, "There is no such login provider here.");
     };

@@ -59,6 +59,21 @@ pub(super) fn op(
     o
 }
 
+/// The operation of `PUT` and `PATCH` on an object changed in place (a group, job or
+/// workflow), the same for each but for its summary: `spec` is its body, the object as changed
+/// (`answer`, a component's name) its answer, `param` the path parameter naming it.
+pub(super) fn change(summary: &str, tag: &str, param: Value, spec: Value, answer: &str) -> Value {
+    let request = Some(body(spec, true));
+    op(
+        summary,
+        tag,
+        json!([param]),
+        request,
+        (200, Some(r(answer))),
+        &[400, 403, 404, 413, 422],
+    )
+}
+
 pub(super) fn r(name: &str) -> Value {
     json!({ "$ref": format!("#/components/schemas/{name}") })
 }

@@ -46,6 +46,22 @@ pub struct ExtraClaims {
 
 impl AdditionalClaims for ExtraClaims {}
 
+/// The claim `$name` of `$claims` as text: one of the standard claims a user name is taken
+/// from (`sub`, `preferred_username`, `email`), or a custom claim. A macro because its claims
+/// are the ID token's or the user info endpoint's answer, two types with the same accessors
+/// but no trait in common.
+macro_rules! claim_text {
+    ($claims:expr, $name:expr) => {{
+        let claims = $claims;
+        match $name {
+            "sub" => Some(claims.subject().to_string()),
+            "preferred_username" => claims.preferred_username().map(|u| u.to_string()),
+            "email" => claims.email().map(|e| e.to_string()),
+            custom => text_of(claims.additional_claims(), custom),
+        }
+    }};
+}
+
 type IdFields = IdTokenFields<
     ExtraClaims,
     EmptyExtraTokenFields,
@@ -252,11 +268,11 @@ impl OidcLogin {
             }
             Err(e) => return Err(OidcFailure::Refused(format!("the ID token was refused: {e}"))),
         };
-        let mut username = claim_text(&claims, &self.provider.username_claim);
+        let mut username = claim_text!(&claims, self.provider.username_claim.as_str());
         let mut groups = claim_list(claims.additional_claims(), &self.provider.groups_claim);
         if username.is_none() || groups.is_none() {
             if let Some(info) = self.user_info(&client, &tokens, &claims).await? {
-                username = username.or_else(|| info_text(&info, &self.provider.username_claim));
+                username = username.or_else(|| claim_text!(&info, self.provider.username_claim.as_str()));
                 groups = groups.or_else(|| claim_list(info.additional_claims(), &self.provider.groups_claim));
             }
         }
@@ -332,35 +348,6 @@ impl OidcLogins {
     pub fn names(&self) -> Vec<String> {
         self.0.iter().map(|l| l.provider.name.clone()).collect()
     }
-}
-
-/// The claim `name` as text: one of the standard claims a user name is taken from (`sub`,
-/// `preferred_username`, `email`), as the token or user info gave it, or a custom claim.
-fn named_claim(name: &str, standard: [(&str, Option<String>); 3], extra: &ExtraClaims) -> Option<String> {
-    match standard.into_iter().find(|(n, _)| *n == name) {
-        Some((_, value)) => value,
-        None => text_of(extra, name),
-    }
-}
-
-/// [`named_claim`] of the ID token.
-fn claim_text(claims: &IdTokenClaims<ExtraClaims, CoreGenderClaim>, name: &str) -> Option<String> {
-    let standard = [
-        ("sub", Some(claims.subject().to_string())),
-        ("preferred_username", claims.preferred_username().map(|u| u.to_string())),
-        ("email", claims.email().map(|e| e.to_string())),
-    ];
-    named_claim(name, standard, claims.additional_claims())
-}
-
-/// [`named_claim`] of the user info endpoint's answer.
-fn info_text(info: &UserInfoClaims<ExtraClaims, CoreGenderClaim>, name: &str) -> Option<String> {
-    let standard = [
-        ("sub", Some(info.subject().to_string())),
-        ("preferred_username", info.preferred_username().map(|u| u.to_string())),
-        ("email", info.email().map(|e| e.to_string())),
-    ];
-    named_claim(name, standard, info.additional_claims())
 }
 
 fn text_of(extra: &ExtraClaims, name: &str) -> Option<String> {

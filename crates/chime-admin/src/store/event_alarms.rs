@@ -78,20 +78,20 @@ impl Store {
         deliveries: &[NewDelivery],
     ) -> StoreResult<Option<i64>> {
         let mut tx = self.write.begin().await?;
-        let Some(id) = self.insert_alarm_event(&mut tx, alarm).await? else {
+        let Some(id) = self.insert_alarm_event(&mut tx, alarm, deliveries).await? else {
             return Ok(None);
         };
-        self.insert_deliveries(&mut tx, DeliveryOf::Event(id), deliveries, alarm.event, now_ms())
-            .await?;
         tx.commit().await?;
         Ok(Some(id))
     }
 
-    /// Inserts `alarm` in `tx` unless its claim key is taken; its id when inserted.
+    /// Inserts `alarm` with its `deliveries` in `tx` unless its claim key is taken; its id when
+    /// inserted.
     async fn insert_alarm_event(
         &self,
         tx: &mut Transaction<'static, Any>,
         alarm: &NewAlarmEvent,
+        deliveries: &[NewDelivery],
     ) -> StoreResult<Option<i64>> {
         let facts = serde_json::to_string(&alarm.facts).unwrap_or_else(|_| "[]".to_owned());
         let (title, note) = (cut_chars(&alarm.title, LINE_CHARS), cut_chars(&alarm.note, LINE_CHARS));
@@ -116,7 +116,10 @@ impl Store {
         }
         let q = self.sql("SELECT id FROM alarm_event WHERE claim_key = ?");
         let row = sqlx::query(&q).bind(&alarm.claim_key).fetch_one(&mut **tx).await?;
-        Ok(Some(rows::int(&row, "id")?))
+        let id = rows::int(&row, "id")?;
+        self.insert_deliveries(tx, DeliveryOf::Event(id), deliveries, alarm.event, now_ms())
+            .await?;
+        Ok(Some(id))
     }
 
     /// Instances that ended failed at or after `since`, of workflows that name alarm channels,
@@ -187,13 +190,11 @@ impl Store {
         if !opened {
             return Ok(None);
         }
-        let Some(id) = self.insert_alarm_event(&mut tx, alarm).await? else {
+        let Some(id) = self.insert_alarm_event(&mut tx, alarm, deliveries).await? else {
             return Ok(None);
         };
         let q = self.sql("UPDATE alarm_group_incident SET event_id = ? WHERE group_id = ?");
         sqlx::query(&q).bind(id).bind(alarm.subject).execute(&mut *tx).await?;
-        self.insert_deliveries(&mut tx, DeliveryOf::Event(id), deliveries, alarm.event, now_ms())
-            .await?;
         tx.commit().await?;
         Ok(Some(id))
     }
@@ -214,10 +215,7 @@ impl Store {
             return Ok(false);
         };
         if let Some(alarm) = alarm {
-            if let Some(id) = self.insert_alarm_event(&mut tx, alarm).await? {
-                self.insert_deliveries(&mut tx, DeliveryOf::Event(id), deliveries, alarm.event, now_ms())
-                    .await?;
-            }
+            self.insert_alarm_event(&mut tx, alarm, deliveries).await?;
         }
         tx.commit().await?;
         Ok(true)

@@ -5,6 +5,8 @@ use super::{Store, StoreError, StoreResult};
 use crate::api::roles::{grants_of_text, grants_text};
 use crate::api::{GroupGrant, GroupRole};
 use crate::model::now_ms;
+use sqlx::any::Any;
+use sqlx::{AnyConnection, Transaction};
 
 /// A console user.
 #[derive(Debug, Clone)]
@@ -66,22 +68,7 @@ impl Store {
         password_hash: Option<&str>,
     ) -> StoreResult<()> {
         let mut tx = self.write.begin().await?;
-        let q = self.sql("UPDATE app_user SET role = ?, can_write = ?, group_ids = ?, group_roles = ? WHERE id = ?");
-        let ids: Vec<i64> = grants.iter().map(|g| g.group_id).collect();
-        // The columns of before roles per group, kept true for tools that read them.
-        let can_write = grants.iter().any(|g| g.role > GroupRole::Viewer);
-        let done = sqlx::query(&q)
-            .bind(role)
-            .bind(i64::from(can_write))
-            .bind(rows::join_ids(&ids))
-            .bind(grants_text(grants))
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-        // (MySQL reports matched rows, not changed ones: sqlx connects with CLIENT_FOUND_ROWS.)
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(format!("user {id}")));
-        }
+        self.set_user_roles(&mut tx, id, role, grants).await?;
         if let Some(hash) = password_hash {
             let q = self.sql("UPDATE app_user SET password_hash = ? WHERE id = ?");
             sqlx::query(&q).bind(hash).bind(id).execute(&mut *tx).await?;
@@ -113,9 +100,37 @@ impl Store {
         Ok(ended)
     }
 
+    /// Sets user `id`'s role and roles per group in `tx`; `NotFound` when there is no such user.
+    async fn set_user_roles(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        id: i64,
+        role: &str,
+        grants: &[GroupGrant],
+    ) -> StoreResult<()> {
+        let q = self.sql("UPDATE app_user SET role = ?, can_write = ?, group_ids = ?, group_roles = ? WHERE id = ?");
+        let ids: Vec<i64> = grants.iter().map(|g| g.group_id).collect();
+        // The columns of before roles per group, kept true for tools that read them.
+        let can_write = grants.iter().any(|g| g.role > GroupRole::Viewer);
+        let done = sqlx::query(&q)
+            .bind(role)
+            .bind(i64::from(can_write))
+            .bind(rows::join_ids(&ids))
+            .bind(grants_text(grants))
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
+        // (MySQL reports matched rows, not changed ones: sqlx connects with CLIENT_FOUND_ROWS.)
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(format!("user {id}")));
+        }
+        Ok(())
+    }
+
     /// Creates or updates the user `username` whom directory `source` let in, with the role
     /// and roles per group its groups give now; answers the user. A local user of that name is
-    /// not taken over (409): local accounts are checked before the directory is asked.
+    /// not taken over (409): local accounts are checked before the directory is asked. One
+    /// transaction: a login never leaves a user created without its roles.
     pub async fn upsert_directory_user(
         &self,
         username: &str,
@@ -123,8 +138,8 @@ impl Store {
         role: &str,
         grants: &[GroupGrant],
     ) -> StoreResult<User> {
-        let found = self.user_on_writer(username).await?;
-        let id = match found {
+        let mut tx = self.write.begin().await?;
+        let id = match self.user_on(&mut tx, username).await? {
             Some(u) if u.source != source => {
                 return Err(StoreError::Conflict(format!(
                     "a {} user named '{username}' exists already",
@@ -134,31 +149,32 @@ impl Store {
             Some(u) => u.id,
             None => {
                 let q = self.sql(
-                    "INSERT INTO app_user (username, password_hash, role, source, created_at) VALUES (?, '!', ?, ?, ?)",
+                    "INSERT INTO app_user (username, password_hash, role, source, created_at) \
+                     VALUES (?, '!', ?, ?, ?) RETURNING id",
                 );
-                sqlx::query(&q)
+                let row = sqlx::query(&q)
                     .bind(username)
                     .bind(role)
                     .bind(source)
                     .bind(now_ms())
-                    .execute(&self.write)
+                    .fetch_one(&mut *tx)
                     .await?;
-                self.user_on_writer(username)
-                    .await?
-                    .ok_or_else(|| StoreError::NotFound(format!("user '{username}'")))?
-                    .id
+                rows::int(&row, 0)?
             }
         };
-        self.update_user(id, role, grants, None).await?;
-        self.user_on_writer(username)
+        self.set_user_roles(&mut tx, id, role, grants).await?;
+        let user = self
+            .user_on(&mut tx, username)
             .await?
-            .ok_or_else(|| StoreError::NotFound(format!("user '{username}'")))
+            .ok_or_else(|| StoreError::NotFound(format!("user '{username}'")))?;
+        tx.commit().await?;
+        Ok(user)
     }
 
-    /// A user by login name, read on the writing pool (right after a write of it).
-    async fn user_on_writer(&self, username: &str) -> StoreResult<Option<User>> {
+    /// A user by login name, read through `conn`.
+    async fn user_on(&self, conn: &mut AnyConnection, username: &str) -> StoreResult<Option<User>> {
         let q = self.sql_text(format!("SELECT {USER_COLUMNS} FROM app_user WHERE username = ?"));
-        let row = sqlx::query(&q).bind(username).fetch_optional(&self.write).await?;
+        let row = sqlx::query(&q).bind(username).fetch_optional(conn).await?;
         Ok(row.map(|r| user_row(&r)).transpose()?)
     }
 
@@ -175,9 +191,7 @@ impl Store {
 
     /// A user by login name.
     pub async fn user(&self, username: &str) -> StoreResult<Option<User>> {
-        let q = self.sql_text(format!("SELECT {USER_COLUMNS} FROM app_user WHERE username = ?"));
-        let row = sqlx::query(&q).bind(username).fetch_optional(&self.read).await?;
-        Ok(row.map(|r| user_row(&r)).transpose()?)
+        self.user_on(&mut *self.read.acquire().await?, username).await
     }
 }
 

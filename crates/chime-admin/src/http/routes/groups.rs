@@ -2,9 +2,9 @@
 
 use super::Route;
 use crate::http::access::{Rule, Target};
-use crate::http::openapi::{arr, body, group_spec, key, op, r};
+use crate::http::openapi::{arr, body, change, group_spec, key, op, r};
 use crate::http::{members, rest};
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// The routes of executor groups.
 pub(super) const ROUTES: &[Route] = &[
@@ -24,9 +24,11 @@ pub(super) const ROUTES: &[Route] = &[
     // that is the same for every group: admins only, as in XXL-JOB.
     api!("PUT" "/v1/groups/{key}", Rule::Admin, rest::update_group, change(
         "Change a group (fields left out keep their value; admins only)",
+        "groups", key(), group_spec(false), "Group",
     )),
     api!("PATCH" "/v1/groups/{key}", Rule::Admin, rest::update_group, change(
         "Change a group (same as PUT)",
+        "groups", key(), group_spec(false), "Group",
     )),
     api!("DELETE" "/v1/groups/{key}", Rule::Admin, rest::delete_group, op(
         "Delete a group without jobs (admins only)",
@@ -41,16 +43,3 @@ pub(super) const ROUTES: &[Route] = &[
         "groups", json!([key()]), Some(body(r("MemberChange"), true)), (200, Some(arr(r("GroupMember")))), &[400, 403, 404, 409, 413, 422],
     )),
 ];
-
-/// `PUT` and `PATCH`: the same operation, but for its summary.
-fn change(summary: &str) -> Value {
-    let request = Some(body(group_spec(false), true));
-    op(
-        summary,
-        "groups",
-        json!([key()]),
-        request,
-        (200, Some(r("Group"))),
-        &[400, 403, 404, 413, 422],
-    )
-}

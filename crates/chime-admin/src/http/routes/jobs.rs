@@ -3,8 +3,8 @@
 use super::Route;
 use crate::http::access::{Rule, Target};
 use crate::http::openapi::{
-    apply_plan, apply_request, arr, body, exact, filter_text, id, input, int, int_range, job_spec, jobs_document,
-    limit, nullable, op, query, r, string, string_enum, times,
+    apply_plan, apply_request, arr, body, change, exact, filter_text, id, input, int, int_range, job_spec,
+    jobs_document, limit, nullable, op, query, r, string, string_enum, times,
 };
 use crate::http::{console_api as console, rest};
 use serde_json::json;
@@ -40,13 +40,13 @@ pub(super) const ROUTES: &[Route] = &[
         "Show a job",
         "jobs", json!([id()]), None, (200, Some(r("Job"))), &[400, 403, 404],
     )),
-    api!("PUT" "/v1/jobs/{id}", Rule::UpdateJob, rest::update_job, op(
+    api!("PUT" "/v1/jobs/{id}", Rule::UpdateJob, rest::update_job, change(
         "Change a job (fields left out keep their value; moving it needs write access to both groups, 422 when `group_id` and `group` name different groups)",
-        "jobs", json!([id()]), Some(body(job_spec(), true)), (200, Some(r("Job"))), &[400, 403, 404, 413, 422],
+        "jobs", id(), job_spec(), "Job",
     )),
-    api!("PATCH" "/v1/jobs/{id}", Rule::UpdateJob, rest::update_job, op(
+    api!("PATCH" "/v1/jobs/{id}", Rule::UpdateJob, rest::update_job, change(
         "Change a job (same as PUT)",
-        "jobs", json!([id()]), Some(body(job_spec(), true)), (200, Some(r("Job"))), &[400, 403, 404, 413, 422],
+        "jobs", id(), job_spec(), "Job",
     )),
     api!("DELETE" "/v1/jobs/{id}", Rule::Write(Target::Job), rest::delete_job, op(
         "Delete a job, its runs and script versions (409 while it is another job's child)",

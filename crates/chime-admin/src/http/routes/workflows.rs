@@ -6,11 +6,11 @@ use super::Route;
 use crate::api::GroupRole;
 use crate::http::access::Rule;
 use crate::http::openapi::{
-    arr, body, exact, id, input, instance_states, int, job_key, limit, nullable, op, path, query, r, string_enum,
-    workflow_spec,
+    arr, body, change, exact, id, input, instance_states, int, job_key, limit, nullable, op, path, query, r,
+    string_enum, workflow_spec,
 };
 use crate::http::workflows as wf;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// The routes of workflows and their instances.
 pub(super) const ROUTES: &[Route] = &[
@@ -28,9 +28,11 @@ pub(super) const ROUTES: &[Route] = &[
     )),
     api!("PUT" "/v1/workflows/{id}", Rule::Needs(GroupRole::Editor), wf::update_workflow, change(
         "Change a workflow (fields left out keep their value; running instances keep the graph they started with)",
+        "workflows", id(), workflow_spec(), "Workflow",
     )),
     api!("PATCH" "/v1/workflows/{id}", Rule::Needs(GroupRole::Editor), wf::update_workflow, change(
         "Change a workflow (same as PUT)",
+        "workflows", id(), workflow_spec(), "Workflow",
     )),
     api!("DELETE" "/v1/workflows/{id}", Rule::Needs(GroupRole::Editor), wf::delete_workflow, op(
         "Delete a workflow and its finished instances (409 while one is queued or running)",
@@ -77,16 +79,3 @@ pub(super) const ROUTES: &[Route] = &[
         &[400, 403, 404, 409, 413],
     )),
 ];
-
-/// `PUT` and `PATCH`: the same operation, but for its summary.
-fn change(summary: &str) -> Value {
-    let request = Some(body(workflow_spec(), true));
-    op(
-        summary,
-        "workflows",
-        json!([id()]),
-        request,
-        (200, Some(r("Workflow"))),
-        &[400, 403, 404, 413, 422],
-    )
-}
