@@ -552,6 +552,8 @@ fn queue_loop(s: &Shared) -> QueueLoop {
         inflight: s.inflight.clone(),
         wheel: s.wheel.clone(),
         tick: s.config.tick,
+        results: s.results.clone(),
+        misfire_threshold_ms: s.rules.threshold_ms,
         shutdown: s.shutdown.clone(),
     }
 }

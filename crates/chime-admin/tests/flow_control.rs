@@ -263,3 +263,102 @@ async fn run_now_cancel_and_deleting_a_limit_mariadb() {
 async fn run_now_cancel_and_deleting_a_limit_postgres() {
     run_now_cancel_and_deleting_a_limit(Db::Postgres).await;
 }
+
+/// A rate of 5 a second and no cap on running runs: 15 runs triggered at once start over at
+/// least three windows, never more than two windows' worth in any second.
+async fn a_rate_limit_spreads_starts(kind: Db) {
+    let (env, ex, group) = env_with_executor(kind, "rated").await;
+    let path = "/v1/limits/api-quota";
+    let body = json!({ "rate": 5, "per": "second" });
+    let (s, v) = env.api.call(Method::PUT, path, Some(body)).await;
+    assert_eq!(s, 201, "{v}");
+    assert_eq!(
+        (v["rate"].as_i64(), v["per"].as_str(), &v["max_running"]),
+        (Some(5), Some("second"), &Value::Null)
+    );
+    let quota = job(&env, group, "ok", "api-quota", 0).await;
+    let mut runs = Vec::new();
+    for _ in 0..15 {
+        runs.push(env.trigger(quota, json!({})).await);
+    }
+    for id in &runs {
+        env.wait_run(*id, 30, "the run succeeded", |r| status(r) == "success")
+            .await;
+    }
+    let mut at: Vec<i64> = ex.deliveries().iter().map(|d| d.at).collect();
+    at.sort_unstable();
+    assert_eq!(at.len(), 15, "each run delivered once");
+    assert!(
+        at[14] - at[0] >= 1000,
+        "15 starts at 5 a second span more than a second: {at:?}"
+    );
+    for (i, first) in at.iter().enumerate() {
+        let within = at[i..].iter().take_while(|t| **t < first + 1000).count();
+        assert!(within <= 10, "{within} starts within a second of {first}: {at:?}");
+    }
+    ex.kill();
+    env.close().await;
+}
+
+#[tokio::test]
+async fn a_rate_limit_spreads_starts_sqlite() {
+    a_rate_limit_spreads_starts(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_rate_limit_spreads_starts_mariadb() {
+    a_rate_limit_spreads_starts(Db::MySql).await;
+}
+
+#[tokio::test]
+async fn a_rate_limit_spreads_starts_postgres() {
+    a_rate_limit_spreads_starts(Db::Postgres).await;
+}
+
+/// A run that waits longer than its limit's queue timeout fails, never sent, with the reason.
+async fn a_run_past_its_queue_timeout_fails(kind: Db) {
+    let (env, ex, group) = env_with_executor(kind, "timed").await;
+    let path = "/v1/limits/batch";
+    let body = json!({ "max_running": 1, "queue_timeout_secs": 1 });
+    let (s, v) = env.api.call(Method::PUT, path, Some(body)).await;
+    assert_eq!(s, 201, "{v}");
+    let blocker = job(&env, group, "hang", "batch", 0).await;
+    let waiting = job(&env, group, "ok", "batch", 0).await;
+    let hang = env.trigger(blocker, json!({})).await;
+    env.run_with_status(hang, "running").await;
+    let late = env.trigger(waiting, json!({})).await;
+    wait_queued(&env, 1).await;
+    let failed = env
+        .wait_run(late, 20, "the queued run failed", |r| status(r) == "failed")
+        .await;
+    let msg = failed["trigger_msg"].as_str().unwrap_or_default();
+    assert!(msg.contains("queue timeout"), "{failed:#}");
+    let delivered: Vec<i64> = ex.log_ids();
+    assert!(!delivered.contains(&late), "never sent");
+    eventually(10, "the queue empty", || async {
+        let q = queue(&env).await;
+        if q.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{q:#?}"))
+        }
+    })
+    .await;
+    ex.kill();
+    env.close().await;
+}
+
+#[tokio::test]
+async fn a_run_past_its_queue_timeout_fails_sqlite() {
+    a_run_past_its_queue_timeout_fails(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_run_past_its_queue_timeout_fails_mariadb() {
+    a_run_past_its_queue_timeout_fails(Db::MySql).await;
+}
+
+#[tokio::test]
+async fn a_run_past_its_queue_timeout_fails_postgres() {
+    a_run_past_its_queue_timeout_fails(Db::Postgres).await;
+}

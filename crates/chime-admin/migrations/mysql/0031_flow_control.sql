@@ -1,6 +1,9 @@
 -- Flow control: limits on running runs, and the queue of runs waiting for a slot.
 --
--- concurrency_limit: at most max_running runs hold a slot of `name` at once. A name is a job's
+-- concurrency_limit: at most max_running runs hold a slot of `name` at once (0: any number),
+-- and at most rate_max start in each window of rate_period_ms (0: no rate), counted in
+-- window_count for the window that began at window_start; a run waiting on it longer than
+-- queue_timeout_ms (0: no timeout) ends failed. A name is a job's
 -- concurrency key (`warehouse-db`), `group:<app_name>` (every run of that executor group) or
 -- `executor:<address>` (every run sent to that executor).
 -- concurrency_slot: the slots held, one row per (run, limit) taken just before the run is
@@ -19,6 +22,11 @@ ALTER TABLE job ADD COLUMN concurrency_key VARCHAR(128) NOT NULL DEFAULT '';
 CREATE TABLE concurrency_limit (
     name        VARCHAR(200) NOT NULL PRIMARY KEY,
     max_running BIGINT       NOT NULL,
+    rate_max       BIGINT    NOT NULL DEFAULT 0,
+    rate_period_ms BIGINT    NOT NULL DEFAULT 0,
+    window_start   BIGINT    NOT NULL DEFAULT 0,
+    window_count   BIGINT    NOT NULL DEFAULT 0,
+    queue_timeout_ms BIGINT  NOT NULL DEFAULT 0,
     created_at  BIGINT       NOT NULL,
     updated_at  BIGINT       NOT NULL
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;

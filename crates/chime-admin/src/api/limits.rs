@@ -15,15 +15,38 @@ pub const EXECUTOR_PREFIX: &str = "executor:";
 /// The largest maximum a limit may have.
 pub const MAX_RUNNING: i64 = 1_000_000;
 
+/// The longest queue timeout, in seconds (a week).
+pub const MAX_QUEUE_TIMEOUT_SECS: i64 = 7 * 24 * 3600;
+
+/// What a limit allows, as stored: each part 0 when it does not apply.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LimitRule {
+    /// How many runs may hold a slot at once (0: any number).
+    pub max_running: i64,
+    /// How many runs may start in each window of `rate_period_ms` (0: no rate).
+    pub rate_max: i64,
+    /// The rate's window: 1,000 (a second) or 60,000 (a minute).
+    pub rate_period_ms: i64,
+    /// How long a run may wait in the queue on this limit before it ends failed (0: no end).
+    pub queue_timeout_ms: i64,
+}
+
 /// A limit on running runs, with what it holds now.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 pub struct Limit {
     /// Its name: a jobs' concurrency key (`warehouse-db`), `group:<app_name>` (every run of
     /// that group) or `executor:<address>` (every run sent to that executor).
     pub name: String,
-    /// How many runs may run at once under it.
-    pub max_running: i64,
-    /// How many do now.
+    /// How many runs may run at once under it (`null`: any number).
+    pub max_running: Option<i64>,
+    /// How many runs may start under it per `per` (`null`: no rate).
+    pub rate: Option<i64>,
+    /// The rate's window: `second` or `minute` (`null` without a rate).
+    pub per: Option<String>,
+    /// How long a run may wait in the queue on it before it ends failed, in seconds (`null`:
+    /// as long as it takes).
+    pub queue_timeout_secs: Option<i64>,
+    /// How many runs hold a slot now.
     pub running: i64,
     /// How many wait in the queue on it.
     pub queued: i64,
@@ -31,23 +54,79 @@ pub struct Limit {
     pub updated_at: i64,
 }
 
-/// The body that sets a limit (`PUT /v1/limits/{name}`).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
-#[serde(deny_unknown_fields)]
+impl Limit {
+    /// The answer for limit `name` with `rule`, holding `running` and waited on by `queued`.
+    pub fn shown(name: String, rule: LimitRule, running: i64, queued: i64, updated_at: i64) -> Limit {
+        let positive = |v: i64| Some(v).filter(|v| *v > 0);
+        Limit {
+            name,
+            max_running: positive(rule.max_running),
+            rate: positive(rule.rate_max),
+            per: positive(rule.rate_max).map(|_| {
+                if rule.rate_period_ms >= 60_000 {
+                    "minute"
+                } else {
+                    "second"
+                }
+                .to_owned()
+            }),
+            queue_timeout_secs: positive(rule.queue_timeout_ms / 1000),
+            running,
+            queued,
+            updated_at,
+        }
+    }
+}
+
+/// The body that sets a limit (`PUT /v1/limits/{name}`): a maximum of running runs, a rate, or
+/// both; what is left out does not apply.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
 pub struct LimitSpec {
     /// How many runs may run at once under it (1 to 1,000,000).
     #[schemars(range(min = 1, max = 1000000))]
-    pub max_running: i64,
+    pub max_running: Option<i64>,
+    /// How many runs may start under it per `per` (1 to 1,000,000).
+    #[schemars(range(min = 1, max = 1000000))]
+    pub rate: Option<i64>,
+    /// The rate's window: `second` (the default) or `minute`.
+    pub per: Option<String>,
+    /// End a run that waited this long in the queue on it, failed (1 s to a week).
+    #[schemars(range(min = 1, max = 604800))]
+    pub queue_timeout_secs: Option<i64>,
 }
 
 impl LimitSpec {
-    /// The maximum, checked.
-    pub fn validate(&self) -> Result<i64, Invalid> {
-        if (1..=MAX_RUNNING).contains(&self.max_running) {
-            Ok(self.max_running)
-        } else {
-            Err(Invalid::new("max_running", "must be between 1 and 1000000"))
+    /// The rule, checked.
+    pub fn validate(&self) -> Result<LimitRule, Invalid> {
+        let in_range = |field: &str, v: Option<i64>, max: i64| match v {
+            None => Ok(0),
+            Some(v) if (1..=max).contains(&v) => Ok(v),
+            Some(_) => Err(Invalid::new(field, format!("must be between 1 and {max}"))),
+        };
+        let max_running = in_range("max_running", self.max_running, MAX_RUNNING)?;
+        let rate_max = in_range("rate", self.rate, MAX_RUNNING)?;
+        let queue_timeout_secs = in_range("queue_timeout_secs", self.queue_timeout_secs, MAX_QUEUE_TIMEOUT_SECS)?;
+        let rate_period_ms = match self.per.as_deref() {
+            None | Some("second") => 1000,
+            Some("minute") => 60_000,
+            Some(other) => return Err(Invalid::new("per", format!("'{other}' is not second or minute"))),
+        };
+        if self.per.is_some() && rate_max == 0 {
+            return Err(Invalid::new("per", "needs a rate"));
         }
+        if max_running == 0 && rate_max == 0 {
+            return Err(Invalid::new(
+                "max_running",
+                "a limit needs max_running, a rate, or both",
+            ));
+        }
+        Ok(LimitRule {
+            max_running,
+            rate_max,
+            rate_period_ms: if rate_max > 0 { rate_period_ms } else { 0 },
+            queue_timeout_ms: queue_timeout_secs * 1000,
+        })
     }
 }
 
@@ -129,7 +208,23 @@ mod tests {
         ] {
             assert_eq!(validate_limit_name(bad).unwrap_err().field, "name", "{bad}");
         }
-        assert!(LimitSpec { max_running: 0 }.validate().is_err());
-        assert_eq!(LimitSpec { max_running: 5 }.validate(), Ok(5));
+        let spec = |max: Option<i64>, rate: Option<i64>, per: Option<&str>| LimitSpec {
+            max_running: max,
+            rate,
+            per: per.map(str::to_owned),
+            queue_timeout_secs: None,
+        };
+        assert_eq!(spec(Some(0), None, None).validate().unwrap_err().field, "max_running");
+        assert_eq!(spec(None, None, None).validate().unwrap_err().field, "max_running");
+        assert_eq!(spec(None, None, Some("minute")).validate().unwrap_err().field, "per");
+        assert_eq!(spec(None, Some(5), Some("hour")).validate().unwrap_err().field, "per");
+        assert_eq!(spec(Some(5), None, None).validate().map(|r| r.max_running), Ok(5));
+        let rate = spec(None, Some(10), Some("minute")).validate().unwrap();
+        assert_eq!((rate.max_running, rate.rate_max, rate.rate_period_ms), (0, 10, 60_000));
+        let shown = Limit::shown("k".into(), rate, 0, 0, 0);
+        assert_eq!(
+            (shown.max_running, shown.rate, shown.per.as_deref()),
+            (None, Some(10), Some("minute"))
+        );
     }
 }

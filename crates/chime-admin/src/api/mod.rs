@@ -30,5 +30,5 @@ pub use invalid::{is_plain_name, Invalid};
 pub use job_flow::{JobFlow, JobFlowPatch};
 pub use job_info::{JobInfo, JobInfoPatch};
 pub use jobs::{Job, JobSpec};
-pub use limits::{Limit, LimitSpec, QueuedRunEntry};
+pub use limits::{Limit, LimitRule, LimitSpec, QueuedRunEntry};
 pub use roles::{GroupGrant, GroupMember, GroupRole, MemberChange};

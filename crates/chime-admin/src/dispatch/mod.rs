@@ -211,8 +211,8 @@ async fn within_limits(
         .await;
     match taken {
         Ok(Slots::Taken) => true,
-        Ok(Slots::Queued { name, running, max }) => {
-            tracing::debug!(run = ticket.id, limit = %name, running, max, "queued: its limit is full");
+        Ok(Slots::Queued { name, why }) => {
+            tracing::debug!(run = ticket.id, limit = %name, %why, "queued: its limit has no room");
             dispatcher.inflight.remove(ticket.id);
             false
         }

@@ -32,13 +32,10 @@ pub(super) async fn put_limit(
     let limit = admin.limits().await?.into_iter().find(|l| l.name == name);
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
     // Deleted again by another caller in between: answered as it was set.
-    let limit = limit.unwrap_or(Limit {
-        name,
-        max_running: spec.max_running,
-        running: 0,
-        queued: 0,
-        updated_at: crate::model::now_ms(),
-    });
+    let limit = match limit {
+        Some(limit) => limit,
+        None => Limit::shown(name, spec.validate()?, 0, 0, crate::model::now_ms()),
+    };
     Ok((status, Json(limit)))
 }
 

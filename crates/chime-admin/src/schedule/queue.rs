@@ -10,14 +10,20 @@
 //! Dispatch then takes its slots as for any run; should another run have taken the last slot
 //! meanwhile, the run is queued again in its place.
 //!
+//! A queued run that waited past its limit's queue timeout fails ("never sent"), so that its
+//! job's retries and alarms follow; a scheduled fire of a job whose misfire policy is to do
+//! nothing is skipped once it waited past the misfire threshold, as a claim would skip it.
+//!
 //! With no limit configured and nothing queued, a round is one read of the (empty) limits.
 
 use crate::model::{now_ms, Job};
 use crate::pipeline::flow_limits::FlowLimits;
 use crate::pipeline::partitions::Partitions;
+use crate::pipeline::results_queue::{ResultMsg, ResultsQueue};
 use crate::pipeline::run_ids::RunIds;
 use crate::pipeline::wheel_queue::WheelQueue;
-use crate::store::{Store, StoreResult};
+use crate::store::{QueuedRun, Store, StoreResult, StoredLimit, TriggerOutcome};
+use chime_protocol::{MisfireStrategy, TriggerType};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +47,10 @@ pub struct QueueLoop {
     pub(crate) wheel: WheelQueue,
     /// How often a round runs without a wake-up.
     pub(crate) tick: Duration,
+    /// Where runs that waited too long are failed (retries and alarms follow).
+    pub(crate) results: ResultsQueue,
+    /// `--misfire-threshold`: a scheduled fire queued longer past its time is a misfire.
+    pub(crate) misfire_threshold_ms: i64,
     /// Cancelled to stop.
     pub(crate) shutdown: CancellationToken,
 }
@@ -64,8 +74,19 @@ pub async fn run(q: QueueLoop) {
 
 /// One round; returns whether runs wait in the queue.
 async fn round(q: &QueueLoop, queue_seen: bool) -> StoreResult<bool> {
-    let limits: HashMap<String, i64> = q.store.limits().await?.into_iter().collect();
-    q.flow.set(limits.clone());
+    let limits: HashMap<String, StoredLimit> = q
+        .store
+        .limits()
+        .await?
+        .into_iter()
+        .map(|l| (l.name.clone(), l))
+        .collect();
+    q.flow.set(
+        limits
+            .iter()
+            .map(|(name, l)| (name.clone(), l.rule.max_running))
+            .collect(),
+    );
     if limits.is_empty() && !queue_seen {
         return Ok(false);
     }
@@ -76,10 +97,23 @@ async fn round(q: &QueueLoop, queue_seen: bool) -> StoreResult<bool> {
     if waiting.is_empty() {
         return Ok(!q.store.queue_is_empty().await?);
     }
-    let mut free = limits;
+    // Room left under each limit: free slots, and what its rate allows in this window.
+    let mut room: HashMap<String, i64> = limits
+        .values()
+        .map(|l| {
+            let slots = if l.rule.max_running > 0 {
+                l.rule.max_running
+            } else {
+                i64::MAX
+            };
+            (l.name.clone(), slots.min(l.rate_room(now)))
+        })
+        .collect();
     for (name, used) in q.store.slots_in_use().await? {
-        if let Some(f) = free.get_mut(&name) {
-            *f -= used;
+        if let Some(r) = room.get_mut(&name) {
+            if limits.get(&name).is_some_and(|l| l.rule.max_running > 0) {
+                *r = r.saturating_sub(used);
+            }
         }
     }
     let mut leaving = Vec::new();
@@ -87,21 +121,85 @@ async fn round(q: &QueueLoop, queue_seen: bool) -> StoreResult<bool> {
         if q.inflight.contains(run.run_id) {
             continue;
         }
+        if let Some(end) = ended_in_queue(q, &run, limits.get(&run.waits_on), now) {
+            if q.store.admit_queued(run.run_id, now).await? {
+                end_in_queue(q, &run, end, now).await?;
+            }
+            continue;
+        }
         // A limit deleted since the run was queued has no say any more.
-        let room = free.get(&run.waits_on).copied().unwrap_or(i64::MAX);
-        if room <= 0 && !run.skip_queue {
+        let free = room.get(&run.waits_on).copied().unwrap_or(i64::MAX);
+        if free <= 0 && !run.skip_queue {
             continue;
         }
         if !q.store.admit_queued(run.run_id, now).await? {
             continue;
         }
-        if let Some(f) = free.get_mut(&run.waits_on) {
-            *f -= 1;
+        if let Some(r) = room.get_mut(&run.waits_on) {
+            *r = r.saturating_sub(1);
         }
         leaving.push(run.run_id);
     }
     send_on(q, &leaving).await?;
     Ok(true)
+}
+
+/// How a queued run ends without being sent.
+enum QueueEnd {
+    /// Waited past its limit's queue timeout: failed, so that retries and alarms follow.
+    TimedOut(String),
+    /// A scheduled fire that waited past the misfire threshold, of a job whose misfire policy
+    /// is to do nothing: skipped, as the claim would have skipped it.
+    Misfired(String),
+}
+
+/// Whether `run` ends now without being sent, and how.
+fn ended_in_queue(q: &QueueLoop, run: &QueuedRun, limit: Option<&StoredLimit>, now: i64) -> Option<QueueEnd> {
+    if run.skip_queue {
+        return None;
+    }
+    let waited = now - run.queued_at;
+    if let Some(limit) = limit.filter(|l| l.rule.queue_timeout_ms > 0 && waited > l.rule.queue_timeout_ms) {
+        return Some(QueueEnd::TimedOut(format!(
+            "waited {} s in the queue for limit {}, past its queue timeout of {} s; never sent",
+            waited / 1000,
+            limit.name,
+            limit.rule.queue_timeout_ms / 1000
+        )));
+    }
+    let scheduled = matches!(run.trigger_type.parse(), Ok(TriggerType::Cron | TriggerType::Misfire));
+    let late = now - run.scheduled_at;
+    let do_nothing = run.misfire_strategy.parse() == Ok(MisfireStrategy::DoNothing);
+    if scheduled && do_nothing && late > q.misfire_threshold_ms {
+        return Some(QueueEnd::Misfired(format!(
+            "skipped: waited in the queue for limit {} until {} s past its fire time, beyond the misfire threshold \
+             (misfire policy DO_NOTHING)",
+            run.waits_on,
+            late / 1000
+        )));
+    }
+    None
+}
+
+/// Ends `run`, taken out of the queue, as `end` says.
+async fn end_in_queue(q: &QueueLoop, run: &QueuedRun, end: QueueEnd, now: i64) -> StoreResult<()> {
+    match end {
+        QueueEnd::TimedOut(why) => {
+            let trigger_type = run.trigger_type.parse().unwrap_or(TriggerType::Api);
+            q.results.send(ResultMsg::Trigger(TriggerOutcome {
+                run_id: run.run_id,
+                job_id: run.job_id,
+                triggered_at: now,
+                address: String::new(),
+                code: 500,
+                msg: format!("Trigger type：{}<br>{why}", trigger_type.title()),
+                shard_total: run.shard_total,
+                trigger_type,
+            }));
+        }
+        QueueEnd::Misfired(why) => q.store.mark_skipped(&[run.run_id], &why).await?,
+    }
+    Ok(())
 }
 
 /// Puts the runs `ids`, taken out of the queue, on the timer (due at once).

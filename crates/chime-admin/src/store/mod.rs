@@ -73,7 +73,7 @@ pub use import::{
 };
 pub use jobs::{JobDue, JobQuery, JobSort};
 pub use leases::{Lease, LeaseTable};
-pub use limits::LimitUsage;
+pub use limits::{LimitUsage, StoredLimit};
 pub use login_states::{LoginState, MAX_PENDING_LOGINS};
 pub use run_logs::{LogTarget, StoredLog};
 pub use runs::{QueueEntry, QueuedRun, Slots, ADMITTED_EXPIRY_MS};

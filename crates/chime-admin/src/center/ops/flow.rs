@@ -15,13 +15,7 @@ impl Admin {
         let all = self.store.limit_usage().await?;
         Ok(all
             .into_iter()
-            .map(|l| Limit {
-                name: l.name,
-                max_running: l.max_running,
-                running: l.running,
-                queued: l.queued,
-                updated_at: l.updated_at,
-            })
+            .map(|l| Limit::shown(l.name, l.rule, l.running, l.queued, l.updated_at))
             .collect())
     }
 
@@ -29,8 +23,8 @@ impl Admin {
     /// at once, on other admins at their queue's next round.
     pub async fn set_limit(&self, name: &str, spec: &LimitSpec) -> Result<bool, OpError> {
         validate_limit_name(name)?;
-        let max = spec.validate()?;
-        let created = self.store.put_limit(name, max, now_ms()).await?;
+        let rule = spec.validate()?;
+        let created = self.store.put_limit(name, &rule, now_ms()).await?;
         self.flow.wake();
         Ok(created)
     }

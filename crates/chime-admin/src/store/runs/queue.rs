@@ -21,14 +21,12 @@ pub const ADMITTED_EXPIRY_MS: i64 = 60_000;
 pub enum Slots {
     /// The run holds a slot of every limit given: it may be sent.
     Taken,
-    /// Limit `name` was full (`running` of `max`): the run waits in the queue.
+    /// Limit `name` had no room (`why`): the run waits in the queue.
     Queued {
-        /// The full limit.
+        /// The limit.
         name: String,
-        /// Its runs holding a slot.
-        running: i64,
-        /// Its maximum.
-        max: i64,
+        /// What it lacked: `3 of 3 running`, `10 per second started`.
+        why: String,
     },
 }
 
@@ -47,6 +45,14 @@ pub struct QueuedRun {
     pub queued_at: i64,
     /// An operator sent it on regardless of its limits.
     pub skip_queue: bool,
+    /// The run's scheduled time, epoch ms.
+    pub scheduled_at: i64,
+    /// How it was triggered (`CRON`, `API`, …).
+    pub trigger_type: String,
+    /// Its shard count.
+    pub shard_total: i64,
+    /// Its job's misfire strategy.
+    pub misfire_strategy: String,
 }
 
 /// A queued run as the queue's API lists it.
@@ -62,8 +68,13 @@ pub struct QueueEntry {
     pub admitted_at: i64,
 }
 
+/// The columns [`queued_run`] reads, of `run_queue q JOIN job j JOIN run r`.
 const QUEUED_COLUMNS: &str = "q.run_id AS run_id, q.job_id AS job_id, q.waits_on AS waits_on, q.priority AS priority, \
-     q.queued_at AS queued_at, q.skip_queue AS skip_queue";
+     q.queued_at AS queued_at, q.skip_queue AS skip_queue, r.scheduled_at AS scheduled_at, \
+     r.trigger_type AS trigger_type, r.shard_total AS shard_total, j.misfire_strategy AS misfire_strategy";
+
+/// The tables [`QUEUED_COLUMNS`] come from.
+const QUEUED_FROM: &str = "run_queue q JOIN job j ON j.id = q.job_id JOIN run r ON r.id = q.run_id";
 
 fn queued_run(row: &sqlx::any::AnyRow) -> Result<QueuedRun, sqlx::Error> {
     Ok(QueuedRun {
@@ -73,6 +84,10 @@ fn queued_run(row: &sqlx::any::AnyRow) -> Result<QueuedRun, sqlx::Error> {
         priority: rows::int(row, "priority")?,
         queued_at: rows::int(row, "queued_at")?,
         skip_queue: rows::int(row, "skip_queue")? != 0,
+        scheduled_at: rows::int(row, "scheduled_at")?,
+        trigger_type: rows::text(row, "trigger_type")?,
+        shard_total: rows::int(row, "shard_total")?,
+        misfire_strategy: rows::text(row, "misfire_strategy")?,
     })
 }
 
@@ -103,45 +118,73 @@ impl Store {
         let mut names: Vec<&str> = names.to_vec();
         names.sort_unstable();
         names.dedup();
-        let list = vec!["?"; names.len()].join(", ");
-        let q = self.sql_text(format!(
-            "SELECT name, max_running FROM concurrency_limit WHERE name IN ({list}) ORDER BY name{lock}"
-        ));
+        let q = self.locked_limits_sql(names.len());
         let mut query = sqlx::query(&q);
         for n in &names {
             query = query.bind(*n);
         }
         let mut limits = Vec::new();
         for row in query.fetch_all(&mut *tx).await? {
-            limits.push((rows::text(&row, "name")?, rows::int(&row, "max_running")?));
+            limits.push(crate::store::limits::limit_row(&row)?);
         }
         let mut to_take = Vec::new();
-        for (name, max) in &limits {
+        let mut started = Vec::new();
+        for limit in &limits {
             let q = self.sql(
                 "SELECT COUNT(*) AS n, COUNT(CASE WHEN run_id = ? THEN 1 END) AS mine \
                  FROM concurrency_slot WHERE name = ?",
             );
             let row = sqlx::query(&q)
                 .bind(run_id)
-                .bind(name.as_str())
+                .bind(limit.name.as_str())
                 .fetch_one(&mut *tx)
                 .await?;
             if rows::int(&row, "mine")? > 0 {
                 continue;
             }
             let running = rows::int(&row, "n")?;
-            if running >= *max && !skip {
-                let slots = Slots::Queued {
-                    name: name.clone(),
-                    running,
-                    max: *max,
+            let max = limit.rule.max_running;
+            let why = if max > 0 && running >= max {
+                Some(format!("{running} of {max} running"))
+            } else if limit.rate_room(now) <= 0 {
+                let per = if limit.rule.rate_period_ms >= 60_000 {
+                    "minute"
+                } else {
+                    "second"
                 };
-                self.queue_run(&mut tx, run_id, job_id, priority, name, queued.is_some(), now)
+                Some(format!("{} per {per} started", limit.rule.rate_max))
+            } else {
+                None
+            };
+            if let Some(why) = why.filter(|_| !skip) {
+                self.queue_run(&mut tx, run_id, job_id, priority, &limit.name, queued.is_some(), now)
                     .await?;
                 tx.commit().await?;
-                return Ok(slots);
+                return Ok(Slots::Queued {
+                    name: limit.name.clone(),
+                    why,
+                });
             }
-            to_take.push(name.as_str());
+            to_take.push(limit.name.as_str());
+            if limit.rule.rate_max > 0 {
+                started.push(limit);
+            }
+        }
+        // Each rate counts the run in its current window.
+        for limit in started {
+            let window = now - now.rem_euclid(limit.rule.rate_period_ms.max(1));
+            let count = if limit.window_start == window {
+                limit.window_count + 1
+            } else {
+                1
+            };
+            let q = self.sql("UPDATE concurrency_limit SET window_start = ?, window_count = ? WHERE name = ?");
+            sqlx::query(&q)
+                .bind(window)
+                .bind(count)
+                .bind(limit.name.as_str())
+                .execute(&mut *tx)
+                .await?;
         }
         let (prefix, suffix) = self.backend.insert_ignore();
         let q = self.sql_text(format!(
@@ -209,7 +252,7 @@ impl Store {
             None => String::new(),
         };
         let q = self.sql_text(format!(
-            "SELECT {QUEUED_COLUMNS} FROM run_queue q JOIN job j ON j.id = q.job_id \
+            "SELECT {QUEUED_COLUMNS} FROM {QUEUED_FROM} \
              WHERE q.admitted_at < ?{only} \
              ORDER BY q.skip_queue DESC, q.priority * 60000 - q.queued_at DESC, q.run_id LIMIT {most}"
         ));
@@ -309,7 +352,7 @@ impl Store {
         let _ = now;
         let q = format!(
             "SELECT {QUEUED_COLUMNS}, q.admitted_at AS admitted_at, j.group_id AS group_id, j.description AS description \
-             FROM run_queue q JOIN job j ON j.id = q.job_id{only} \
+             FROM {QUEUED_FROM}{only} \
              ORDER BY q.skip_queue DESC, q.priority * 60000 - q.queued_at DESC, q.run_id LIMIT {most}"
         );
         let all = sqlx::query(&q).fetch_all(&self.read).await?;
@@ -329,7 +372,7 @@ impl Store {
     pub async fn queue_entry(&self, run_id: i64) -> StoreResult<Option<QueueEntry>> {
         let q = self.sql_text(format!(
             "SELECT {QUEUED_COLUMNS}, q.admitted_at AS admitted_at, j.group_id AS group_id, j.description AS description \
-             FROM run_queue q JOIN job j ON j.id = q.job_id WHERE q.run_id = ?"
+             FROM {QUEUED_FROM} WHERE q.run_id = ?"
         ));
         let Some(r) = sqlx::query(&q).bind(run_id).fetch_optional(&self.read).await? else {
             return Ok(None);
