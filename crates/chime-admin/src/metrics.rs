@@ -26,6 +26,13 @@ pub struct StateLabel {
     pub state: String,
 }
 
+/// Label of flow control's metrics: the limit's name.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LimitLabel {
+    /// A concurrency key, `group:<app_name>` or `executor:<address>`.
+    pub limit: String,
+}
+
 /// Label of the alarm counter: what became of an alarm.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabel {
@@ -194,6 +201,15 @@ pub struct Metrics {
     pub alarms_rate_limited: Counter,
     /// Digests sent: messages that told several alarms due at once to one channel.
     pub alarm_digests: Counter,
+    /// Runs holding a slot of each limit (updated by the queue's loop each round).
+    pub limit_running: Family<LimitLabel, Gauge>,
+    /// Runs waiting in the queue on each limit (likewise).
+    pub limit_queued: Family<LimitLabel, Gauge>,
+    /// Seconds a run waited in the queue before it left to be sent.
+    pub queue_wait: Histogram,
+    /// Queued runs ended without being sent: past their limit's queue timeout, or skipped as
+    /// misfires.
+    pub queue_ended: Counter,
     refusal_log: Mutex<RefusalLog>,
 }
 
@@ -256,6 +272,30 @@ impl Metrics {
             "alarm_digests",
             "Digests sent: messages that told several alarms due at once to one channel",
             alarm_digests.clone(),
+        );
+        let limit_running = Family::<LimitLabel, Gauge>::default();
+        registry.register(
+            "limit_running",
+            "Runs holding a slot of each limit",
+            limit_running.clone(),
+        );
+        let limit_queued = Family::<LimitLabel, Gauge>::default();
+        registry.register(
+            "limit_queued",
+            "Runs waiting in the queue on each limit",
+            limit_queued.clone(),
+        );
+        let queue_wait = Histogram::new([0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0]);
+        registry.register(
+            "queue_wait_seconds",
+            "Time a run waited in the queue for a slot before it left to be sent",
+            queue_wait.clone(),
+        );
+        let queue_ended = Counter::default();
+        registry.register(
+            "queue_ended",
+            "Queued runs ended without being sent: past their limit's queue timeout, or skipped as misfires",
+            queue_ended.clone(),
         );
         registry.register(
             "workflow_instances",
@@ -348,6 +388,10 @@ impl Metrics {
             alarms_silenced,
             alarms_rate_limited,
             alarm_digests,
+            limit_running,
+            limit_queued,
+            queue_wait,
+            queue_ended,
             refusal_log: Mutex::new(RefusalLog::default()),
         }
     }

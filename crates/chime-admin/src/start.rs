@@ -554,6 +554,7 @@ fn queue_loop(s: &Shared) -> QueueLoop {
         tick: s.config.tick,
         results: s.results.clone(),
         misfire_threshold_ms: s.rules.threshold_ms,
+        metrics: s.metrics.clone(),
         shutdown: s.shutdown.clone(),
     }
 }

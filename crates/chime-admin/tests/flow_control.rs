@@ -113,6 +113,14 @@ async fn a_full_limit_queues_runs_and_frees_them_by_priority(kind: Db) {
     let (_, limits) = env.api.get("/v1/limits").await;
     assert_eq!(limits[0]["running"], 2, "{limits}");
     assert_eq!(limits[0]["queued"], 6, "{limits}");
+    let series = r#"chime_limit_queued{limit="warehouse-db"}"#;
+    eventually(10, "the queue's gauge", || async {
+        match env.api.metric(series).await {
+            Some(n) if n == 6.0 => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
 
     // One slot frees: the queue drains through it, high priority first.
     let (s, v) = env.api.post(&format!("/v1/runs/{hang_a}/kill"), json!({})).await;

@@ -16,6 +16,7 @@
 //!
 //! With no limit configured and nothing queued, a round is one read of the (empty) limits.
 
+use crate::metrics::{LimitLabel, Metrics};
 use crate::model::{now_ms, Job};
 use crate::pipeline::flow_limits::FlowLimits;
 use crate::pipeline::partitions::Partitions;
@@ -51,6 +52,8 @@ pub struct QueueLoop {
     pub(crate) results: ResultsQueue,
     /// `--misfire-threshold`: a scheduled fire queued longer past its time is a misfire.
     pub(crate) misfire_threshold_ms: i64,
+    /// Each limit's running and queued runs, the time runs waited, the runs ended unsent.
+    pub(crate) metrics: Arc<Metrics>,
     /// Cancelled to stop.
     pub(crate) shutdown: CancellationToken,
 }
@@ -88,9 +91,12 @@ async fn round(q: &QueueLoop, queue_seen: bool) -> StoreResult<bool> {
             .collect(),
     );
     if limits.is_empty() && !queue_seen {
+        q.metrics.limit_running.clear();
+        q.metrics.limit_queued.clear();
         return Ok(false);
     }
     q.store.release_slots().await?;
+    report_usage(q).await?;
     let now = now_ms();
     let held = q.partitions.held();
     let waiting = q.store.queued_runs(Some(&held), now, ROUND_SIZE).await?;
@@ -124,6 +130,7 @@ async fn round(q: &QueueLoop, queue_seen: bool) -> StoreResult<bool> {
         if let Some(end) = ended_in_queue(q, &run, limits.get(&run.waits_on), now) {
             if q.store.admit_queued(run.run_id, now).await? {
                 end_in_queue(q, &run, end, now).await?;
+                q.metrics.queue_ended.inc();
             }
             continue;
         }
@@ -138,10 +145,24 @@ async fn round(q: &QueueLoop, queue_seen: bool) -> StoreResult<bool> {
         if let Some(r) = room.get_mut(&run.waits_on) {
             *r = r.saturating_sub(1);
         }
+        (q.metrics.queue_wait).observe((now - run.queued_at).max(0) as f64 / 1000.0);
         leaving.push(run.run_id);
     }
     send_on(q, &leaving).await?;
     Ok(true)
+}
+
+/// Sets each limit's running and queued gauges (a deleted limit's are dropped).
+async fn report_usage(q: &QueueLoop) -> StoreResult<()> {
+    let usage = q.store.limit_usage().await?;
+    q.metrics.limit_running.clear();
+    q.metrics.limit_queued.clear();
+    for u in usage {
+        let label = LimitLabel { limit: u.name };
+        q.metrics.limit_running.get_or_create(&label).set(u.running);
+        q.metrics.limit_queued.get_or_create(&label).set(u.queued);
+    }
+    Ok(())
 }
 
 /// How a queued run ends without being sent.

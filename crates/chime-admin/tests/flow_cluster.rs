@@ -1,0 +1,143 @@
+//! A limit held by two real `chime admin` processes sharing PostgreSQL or MariaDB, across a
+//! `kill -9` of one of them: 1,000 runs of 50 jobs queued behind a limit of 5, each run reaching
+//! the executor exactly once and the executor never running more than 5 at a time.
+
+mod common;
+
+use common::cluster::{node_name, Admin};
+use common::executor::TestExecutor;
+use common::process::free_port;
+use common::{eventually, status, Db, TestDb, ACCESS_TOKEN};
+use reqwest::Method;
+use serde_json::json;
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr};
+
+/// Jobs sharing the limit, and runs of each.
+const JOBS: usize = 50;
+const RUNS_PER_JOB: usize = 20;
+/// The limit.
+const MAX_RUNNING: usize = 5;
+
+/// Waits until `admin` holds partitions (it has migrated the database and schedules).
+async fn ready(admin: &Admin, http: &reqwest::Client) {
+    eventually(60, &format!("{} holds partitions", admin.node), || async {
+        match admin.partitions(http).await {
+            Some(n) if n > 0 => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+}
+
+async fn a_limit_holds_across_admins_and_a_kill(kind: Db) {
+    let db = TestDb::new(kind).await;
+    let dir = tempfile::tempdir().unwrap();
+    let bin = common::chime_binary();
+    let http = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(1))
+        .no_proxy()
+        .build()
+        .unwrap();
+    // One after the other: the first migrates the database.
+    let mut admins: Vec<Admin> = Vec::new();
+    for k in 0..2 {
+        let node = node_name(k);
+        let at = (IpAddr::V4(Ipv4Addr::LOCALHOST), free_port());
+        let log = dir.path().join(format!("{node}.log"));
+        admins.push(Admin::start(&bin, &db.url, &node, at, None, &log));
+        ready(&admins[k], &http).await;
+    }
+    let (a, b) = (admins[0].api(), admins[1].api());
+    a.ok("/v1/groups", json!({ "app_name": "pool" })).await;
+    // The executor reports to the admin that survives.
+    let base_b = format!("http://127.0.0.1:{}/xxl-job-admin", admins[1].port);
+    let ex = TestExecutor::start(&base_b, "pool", ACCESS_TOKEN).await;
+    a.wait_executors("pool", 1).await;
+    b.wait_executors("pool", 1).await;
+    let body = json!({ "max_running": MAX_RUNNING });
+    let (s, v) = a.call(Method::PUT, "/v1/limits/pool-db", Some(body)).await;
+    assert_eq!(s, 201, "{v}");
+
+    let mut jobs = Vec::new();
+    for k in 0..JOBS {
+        let body = json!({
+            "group": "pool", "handler": "slow", "concurrency_key": "pool-db", "priority": (k % 3) as i64,
+        });
+        jobs.push(a.ok("/v1/jobs", body).await["id"].as_i64().unwrap());
+    }
+    // Triggered through both admins: each sends (or queues) the runs it was asked for.
+    let mut runs: HashMap<i64, i64> = HashMap::new();
+    for round in 0..RUNS_PER_JOB {
+        for (k, job) in jobs.iter().enumerate() {
+            let api = if (k + round) % 2 == 0 { &a } else { &b };
+            let run = api.ok(&format!("/v1/jobs/{job}/trigger"), json!({})).await["run_id"]
+                .as_i64()
+                .unwrap();
+            runs.insert(run, *job);
+        }
+    }
+    assert_eq!(runs.len(), JOBS * RUNS_PER_JOB);
+    // A third of the way through, the first admin dies.
+    eventually(120, "a third of the runs delivered", || async {
+        let n = ex.run_count();
+        if n >= runs.len() / 3 {
+            Ok(())
+        } else {
+            Err(format!("{n} delivered"))
+        }
+    })
+    .await;
+    admins[0].signal(libc::SIGKILL);
+
+    eventually(240, "every run succeeded", || async {
+        let mut open = 0;
+        for job in &jobs {
+            open += b.runs(*job).await.iter().filter(|r| status(r) != "success").count();
+        }
+        if open == 0 {
+            Ok(())
+        } else {
+            Err(format!("{open} runs not yet succeeded; {} delivered", ex.run_count()))
+        }
+    })
+    .await;
+    let mut delivered = ex.log_ids();
+    delivered.sort_unstable();
+    let mut expected: Vec<i64> = runs.keys().copied().collect();
+    expected.sort_unstable();
+    assert_eq!(
+        delivered, expected,
+        "{kind:?}: every run reached the executor exactly once"
+    );
+    let most = ex.seen.lock().unwrap().slow_most;
+    assert!(
+        most <= MAX_RUNNING,
+        "{kind:?}: {most} ran at once under a limit of {MAX_RUNNING}"
+    );
+    assert_eq!(most, MAX_RUNNING, "{kind:?}: the limit was used");
+    let (_, limits) = b.get("/v1/limits").await;
+    eventually(20, "every slot given back", || async {
+        let (_, limits) = b.get("/v1/limits").await;
+        if limits[0]["running"] == 0 && limits[0]["queued"] == 0 {
+            Ok(())
+        } else {
+            Err(limits.to_string())
+        }
+    })
+    .await;
+    drop(limits);
+    ex.kill();
+    drop(admins);
+    db.drop_db().await;
+}
+
+#[tokio::test]
+async fn a_limit_holds_across_admins_and_a_kill_postgres() {
+    a_limit_holds_across_admins_and_a_kill(Db::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_limit_holds_across_admins_and_a_kill_mariadb() {
+    a_limit_holds_across_admins_and_a_kill(Db::MySql).await;
+}
