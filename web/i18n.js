@@ -133,6 +133,10 @@ export const dict = {
     group_roles_help: 'A viewer reads the group; an operator also runs, kills, starts and stops its jobs; an editor also creates, edits and deletes them; a group admin also manages its members. Administrators hold every role everywhere.',
     key_role_operator: 'Operator (run jobs)',
     members: 'Members',
+    sec_flow: 'Flow control', priority: 'Priority',
+    priority_help: 'When a limit is full, runs of higher priority go first (−1000 to 1000; a waiting run gains a point a minute).',
+    concurrency_key: 'Concurrency key',
+    concurrency_key_help: 'Runs of every job with this key share the limit of that name (set on the Queue page). Empty: none.',
   },
   zh: {
     login: '登录', username: '用户名', password: '密码', logout: '退出',
@@ -262,6 +266,10 @@ export const dict = {
     group_roles_help: '查看者可查看该分组；操作员还可执行、终止、启动和停止其任务；编辑者还可新建、修改和删除任务；分组管理员还可管理分组成员。管理员在所有分组拥有全部权限。',
     key_role_operator: '操作员（执行任务）',
     members: '成员',
+    sec_flow: '流量控制', priority: '优先级',
+    priority_help: '限制已满时，优先级高的任务先执行（−1000 到 1000；排队每满一分钟加一分）。',
+    concurrency_key: '并发键',
+    concurrency_key_help: '所有使用此键的任务共享同名的并发限制（在“排队”页面设置）。为空：不限制。',
   },
 };
 
