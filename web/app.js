@@ -23,6 +23,7 @@ import { workflowList } from './pages/workflows.js';
 import { workflowFormPage } from './pages/workflow-form.js';
 import { instanceList } from './pages/instances.js';
 import { instanceView } from './pages/instance.js';
+import { queue } from './pages/queue.js';
 
 /** A page: draws itself into `root` from the hash's arguments. @typedef {(root: HTMLElement, args: string[]) => Promise<unknown>} Page */
 
@@ -34,6 +35,7 @@ const routes = {
   script: () => script,
   // `#runs/ID` is one run; `#runs` and `#runs/job/ID` are lists.
   runs: (args) => (args[0] && args[0] !== 'job' ? runDetail : runList),
+  queue: () => queue,
   users: () => users,
   audit: () => audit,
   channels: () => channels,
@@ -48,7 +50,7 @@ const routes = {
 
 /** The menu: each page, and whether it is the admins' only. */
 const nav = [
-  ['dashboard', false], ['executors', false], ['jobs', false], ['runs', false], ['workflows', false], ['channels', true], ['api-keys', false], ['users', true], ['audit', true],
+  ['dashboard', false], ['executors', false], ['jobs', false], ['runs', false], ['queue', false], ['workflows', false], ['channels', true], ['api-keys', false], ['users', true], ['audit', true],
 ];
 
 const main = () => /** @type {HTMLElement} */ (document.getElementById('main'));

@@ -157,7 +157,7 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.waitForSelector('#preview li');
     // The form is in sections; every select of a job enum offers exactly the admin's values,
     // each with its translated name and a line explaining the chosen one.
-    assert.deepEqual(await page.locator('#job-form fieldset.sec').evaluateAll((f) => f.map((x) => x.dataset.section)), ['basics', 'schedule', 'executor', 'alarms', 'advanced']);
+    assert.deepEqual(await page.locator('#job-form fieldset.sec').evaluateAll((f) => f.map((x) => x.dataset.section)), ['basics', 'schedule', 'executor', 'flow', 'alarms', 'advanced']);
     const opts = (await csrfFetch('GET', '/v1/options')).body;
     for (const [name, key] of [['schedule_type', 'schedule_types'], ['misfire_strategy', 'misfire_strategies'], ['route_strategy', 'route_strategies'], ['block_strategy', 'block_strategies'], ['glue_type', 'glue_types']]) {
       const offeredValues = await page.locator(`#job-form select[name=${name}] option`).evaluateAll((o) => o.map((x) => x.value));

@@ -23,7 +23,7 @@ function docWithNewJobFields() {
           type: 'object',
           properties: {
             ...known,
-            priority: nullable({ type: 'integer', minimum: 0, maximum: 9, description: 'runs of higher priority are sent first' }),
+            weight: nullable({ type: 'integer', minimum: 0, maximum: 9, description: 'runs of higher weight are sent first' }),
             tier: nullable({ $ref: '#/components/schemas/Tier' }),
             dry_run: { type: ['boolean', 'null'] },
             labels: nullable({ type: 'array', items: { type: 'string' } }),
@@ -107,7 +107,7 @@ test('the workflow body: its fields, the graph added by the page', () => {
 
 test("the job body's schema is found through the POST /v1/jobs operation, inline or by reference", () => {
   const doc = docWithNewJobFields();
-  assert.ok(requestSchema(doc, 'post', '/v1/jobs').properties.priority);
+  assert.ok(requestSchema(doc, 'post', '/v1/jobs').properties.weight);
   const inline = { paths: { '/v1/jobs': { post: { requestBody: { content: { 'application/json': { schema: { type: 'object', properties: { a: { type: 'string' } } } } } } } } } };
   assert.deepEqual(Object.keys(requestSchema(inline, 'post', '/v1/jobs').properties), ['a']);
   assert.equal(requestSchema(doc, 'put', '/v1/jobs'), null);
@@ -120,11 +120,11 @@ test('a job body property the table does not know becomes a field typed from its
   const doc = docWithNewJobFields();
   const extra = schemaFields(requestSchema(doc, 'post', '/v1/jobs'), JOB_FIELDS, doc);
   assert.deepEqual(extra.map((f) => [f.name, f.kind, f.section]), [
-    ['priority', 'number', 'other'], ['tier', 'select', 'other'], ['dry_run', 'checkbox', 'other'], ['note', 'text', 'other'],
+    ['weight', 'number', 'other'], ['tier', 'select', 'other'], ['dry_run', 'checkbox', 'other'], ['note', 'text', 'other'],
   ], 'the known fields are left alone, and a list has no input');
-  const [priority, tier, , note] = extra;
-  assert.deepEqual(priority.attrs, { min: '0', max: '9', step: '1' });
-  assert.equal(priority.note, 'runs of higher priority are sent first');
+  const [weight, tier, , note] = extra;
+  assert.deepEqual(weight.attrs, { min: '0', max: '9', step: '1' });
+  assert.equal(weight.note, 'runs of higher weight are sent first');
   assert.deepEqual(tier.choices?.map((c) => c.value), ['', 'gold', 'silver']);
   assert.deepEqual(note.attrs, { maxlength: '80' });
 });
@@ -133,17 +133,38 @@ test('an unknown property lands in the body, typed; left empty it is left out', 
   const doc = docWithNewJobFields();
   const fields = [...JOB_FIELDS, ...schemaFields(requestSchema(doc, 'post', '/v1/jobs'), JOB_FIELDS, doc)];
   const base = { description: 'x', schedule_type: 'NONE' };
-  const body = bodyOf(fields, { ...base, priority: '7', tier: 'gold', dry_run: true, note: 'hello' });
-  assert.deepEqual([body.priority, body.tier, body.dry_run, body.note], [7, 'gold', true, 'hello']);
-  const empty = bodyOf(fields, { ...base, priority: '', tier: '', dry_run: false, note: '' });
-  assert.ok(!('priority' in empty) && !('tier' in empty) && !('note' in empty));
+  const body = bodyOf(fields, { ...base, weight: '7', tier: 'gold', dry_run: true, note: 'hello' });
+  assert.deepEqual([body.weight, body.tier, body.dry_run, body.note], [7, 'gold', true, 'hello']);
+  const empty = bodyOf(fields, { ...base, weight: '', tier: '', dry_run: false, note: '' });
+  assert.ok(!('weight' in empty) && !('tier' in empty) && !('note' in empty));
   assert.equal(empty.dry_run, false);
   // Editing a job reads its value of the new field.
-  const priority = /** @type {any} */ (fields.find((f) => f.name === 'priority'));
-  assert.equal(initialValue(priority, { priority: 4 }), '4');
+  const weight = /** @type {any} */ (fields.find((f) => f.name === 'weight'));
+  assert.equal(initialValue(weight, { weight: 4 }), '4');
 });
 
 test('without a schema (an admin that gives none) the form has only its own fields', () => {
   assert.deepEqual(schemaFields(null, JOB_FIELDS), []);
   assert.deepEqual(schemaFields({ type: 'object' }, JOB_FIELDS), []);
+});
+
+test("the job's flow control: a bounded priority, and a concurrency key that an emptied field removes", () => {
+  const priority = /** @type {import('../../web/lib/fields.js').Field} */ (JOB_FIELDS.find((f) => f.name === 'priority'));
+  const key = /** @type {import('../../web/lib/fields.js').Field} */ (JOB_FIELDS.find((f) => f.name === 'concurrency_key'));
+  assert.deepEqual([priority.kind, priority.section, key.kind, key.section], ['number', 'flow', 'text', 'flow']);
+  assert.deepEqual([priority.attrs?.min, priority.attrs?.max], ['-1000', '1000']);
+  assert.equal(initialValue(priority, null), '0', 'a new job starts at priority 0');
+  assert.equal(initialValue(key, null), '');
+  assert.deepEqual([initialValue(priority, { priority: -5 }), initialValue(key, { concurrency_key: 'warehouse-db' })], ['-5', 'warehouse-db']);
+  const base = { description: 'x', schedule_type: 'NONE' };
+  const body = bodyOf(JOB_FIELDS, { ...base, priority: '10', concurrency_key: ' warehouse-db ' });
+  assert.deepEqual([body.priority, body.concurrency_key], [10, 'warehouse-db']);
+  // An emptied key is sent as '' (the job leaves its limit); an emptied priority is left out (kept).
+  const emptied = bodyOf(JOB_FIELDS, { ...base, priority: '', concurrency_key: '' });
+  assert.ok(!('priority' in emptied));
+  assert.equal(emptied.concurrency_key, '');
+  assert.ok(JOB_SECTIONS.indexOf('flow') > JOB_SECTIONS.indexOf('executor') && JOB_SECTIONS.indexOf('flow') < JOB_SECTIONS.indexOf('other'));
+  // A schema that lists them (the admin's does) adds no second input.
+  const schema = { type: 'object', properties: { priority: { type: 'integer' }, concurrency_key: { type: 'string' } } };
+  assert.deepEqual(schemaFields(schema, JOB_FIELDS), []);
 });

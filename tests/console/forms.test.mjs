@@ -31,7 +31,7 @@ const SCHEMA = {
   type: 'object',
   properties: {
     description: { type: 'string' },
-    priority: { anyOf: [{ type: 'integer', minimum: 0, maximum: 9 }, { type: 'null' }] },
+    weight: { anyOf: [{ type: 'integer', minimum: 0, maximum: 9 }, { type: 'null' }] },
     tier: { type: 'string', enum: ['gold', 'silver'] },
   },
 };
@@ -57,19 +57,19 @@ const named = (form, name) => /** @type {HTMLInputElement} */ (form.querySelecto
 
 test('an unknown property of the job body gets an input in the "other" section, and lands in the body', () => {
   const { fields, ctl, form } = jobForm(null);
-  assert.deepEqual(rowsOf(ctl, 'other').map(([row]) => /** @type {HTMLElement} */ (row).querySelector('span')?.textContent), ['priority', 'tier'],
+  assert.deepEqual(rowsOf(ctl, 'other').map(([row]) => /** @type {HTMLElement} */ (row).querySelector('span')?.textContent), ['weight', 'tier'],
     'labelled by their names, in the schema order');
-  const priority = named(form, 'priority');
-  assert.equal(priority.type, 'number');
-  assert.deepEqual([priority.min, priority.max, priority.step], ['0', '9', '1']);
+  const weight = named(form, 'weight');
+  assert.equal(weight.type, 'number');
+  assert.deepEqual([weight.min, weight.max, weight.step], ['0', '9', '1']);
   const tier = /** @type {HTMLSelectElement} */ (/** @type {unknown} */ (named(form, 'tier')));
   assert.deepEqual([...tier.options].map((o) => o.value), ['', 'gold', 'silver']);
-  assert.ok(!('priority' in formBody(fields, ctl, { isNew: true })), 'left empty, the property is left out');
-  priority.value = '7';
+  assert.ok(!('weight' in formBody(fields, ctl, { isNew: true })), 'left empty, the property is left out');
+  weight.value = '7';
   tier.value = 'silver';
   named(form, 'description').value = 'nightly report';
   const body = formBody(fields, ctl, { isNew: true });
-  assert.equal(body.priority, 7);
+  assert.equal(body.weight, 7);
   assert.equal(body.tier, 'silver');
   assert.equal(body.description, 'nightly report');
   assert.equal(body.group_id, 1, 'the first group is chosen in a new job');
@@ -77,11 +77,11 @@ test('an unknown property of the job body gets an input in the "other" section, 
 
 test("an existing job's value of the unknown property is shown, and sent back", () => {
   const job = { id: 9, group_id: 2, description: 'd', schedule_type: 'CRON', schedule_expr: '0 0 3 * * ?', time_zone: 'UTC', misfire_strategy: 'CATCH_UP',
-    handler: 'h', param: '', route_strategy: 'LAST', block_strategy: 'SERIAL_EXECUTION', retry_count: 1, timeout_secs: 0, child_job_ids: [6], glue_type: 'BEAN', priority: 4 };
+    handler: 'h', param: '', route_strategy: 'LAST', block_strategy: 'SERIAL_EXECUTION', retry_count: 1, timeout_secs: 0, child_job_ids: [6], glue_type: 'BEAN', weight: 4 };
   const { fields, ctl, form } = jobForm(job);
-  assert.equal(named(form, 'priority').value, '4');
+  assert.equal(named(form, 'weight').value, '4');
   const body = formBody(fields, ctl, { isNew: false });
-  assert.deepEqual([body.priority, body.group_id, body.misfire_strategy, body.route_strategy, body.child_job_ids, body.time_zone], [4, 2, 'CATCH_UP', 'LAST', [6], 'UTC']);
+  assert.deepEqual([body.weight, body.group_id, body.misfire_strategy, body.route_strategy, body.child_job_ids, body.time_zone], [4, 2, 'CATCH_UP', 'LAST', [6], 'UTC']);
   // The admin's enum selects explain the value chosen, under an id the page refers to.
   assert.equal(/** @type {HTMLSelectElement} */ (control(ctl, 'misfire_strategy').input).getAttribute('aria-describedby'), 'help-misfire_strategy');
 });

@@ -71,7 +71,7 @@ const cronZone = (v, values) => (values.schedule_type === 'CRON' && v ? text(v) 
 /** A comma-separated list, without blanks. @param {RawValue} v */
 const list = (v) => text(v).split(',').map((a) => a.trim()).filter(Boolean);
 
-/** The job form. Sections in order: basics, schedule, executor, alarms, advanced. */
+/** The job form. Sections in order: basics, schedule, executor, flow control, alarms, advanced. */
 export const JOB_FIELDS = /** @type {Field[]} */ ([
   { name: 'group_id', kind: 'select', section: 'basics', options: 'groups', parse: numberOrNothing },
   // GLUE scripts run on the executor as written: admins only, as the API.
@@ -91,6 +91,11 @@ export const JOB_FIELDS = /** @type {Field[]} */ ([
   { name: 'route_strategy', kind: 'select', section: 'executor', options: 'route_strategies', prefix: 'route', initial: 'FIRST' },
   { name: 'block_strategy', kind: 'select', section: 'executor', options: 'block_strategies', prefix: 'block', initial: 'SERIAL_EXECUTION' },
   { name: 'timeout_secs', kind: 'number', section: 'executor', initial: '0', parse: numberOrNothing },
+  // Flow control: the place of the job's runs in the queue of a full limit, and the limit (by
+  // name, set on the Queue page) its runs share with every job of the same key. An emptied key
+  // is sent as '' (the job leaves its limit); an emptied priority is left out (kept).
+  { name: 'priority', kind: 'number', section: 'flow', help: 'priority_help', initial: '0', attrs: { min: '-1000', max: '1000', step: '1' }, parse: numberOrNothing },
+  { name: 'concurrency_key', kind: 'text', section: 'flow', help: 'concurrency_key_help', attrs: { maxlength: '128', pattern: '[A-Za-z0-9._\\-]+', autocomplete: 'off', spellcheck: 'false', placeholder: 'warehouse-db' }, parse: (v) => text(v).trim() },
   { name: 'retry_count', kind: 'number', section: 'alarms', initial: '0', parse: numberOrNothing },
   { name: 'alarm_contacts', kind: 'text', section: 'alarms', attrs: { placeholder: 'ops@example.com, …' } },
   // Names of alarm channels, comma-separated; empty: the group's. The page suggests the names.
@@ -106,7 +111,7 @@ export const JOB_FIELDS = /** @type {Field[]} */ ([
 ]);
 
 /** The sections of the job form, in order; `other` holds the fields only the API's schema knows. */
-export const JOB_SECTIONS = ['basics', 'schedule', 'executor', 'alarms', 'advanced', 'other'];
+export const JOB_SECTIONS = ['basics', 'schedule', 'executor', 'flow', 'alarms', 'advanced', 'other'];
 
 /** The executor group form (admins only). */
 export const GROUP_FIELDS = /** @type {Field[]} */ ([

@@ -56,18 +56,19 @@ function placeMenu(menu, list) {
 const REFRESH_MS = 10000;
 
 /**
- * Calls `draw(true)` every 10 s while `root` shows this page and the tab is visible.
+ * Calls `draw(true)` every 10 s (or `every` ms) while `root` shows this page and the tab is visible.
  * @param {HTMLElement} root
  * @param {(keep: boolean) => unknown} draw
+ * @param {number} [every]
  */
-export function autoRefresh(root, draw) {
+export function autoRefresh(root, draw, every = REFRESH_MS) {
   const here = location.hash;
   const timer = setInterval(() => {
     if (location.hash !== here || !root.isConnected) { clearInterval(timer); return; }
     // An open menu or dialog is the user's: redrawing would close it.
     if (document.hidden || root.querySelector('details.menu[open]') || document.querySelector('dialog[open]')) return;
     draw(true);
-  }, REFRESH_MS);
+  }, every);
 }
 
 /**
