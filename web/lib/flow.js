@@ -24,7 +24,10 @@ export const LIMIT_KINDS = ['key', 'group', 'executor'];
  * A limit from `GET /v1/limits`.
  * @typedef {object} Limit
  * @property {string} name
- * @property {number} max_running
+ * @property {number | null} max_running null: any number may run at once (a rate-only limit)
+ * @property {number | null} [rate] runs that may start per `per`
+ * @property {string | null} [per] `second` or `minute`
+ * @property {number | null} [queue_timeout_secs]
  * @property {number} running
  * @property {number} queued
  * @property {number} updated_at
@@ -87,8 +90,38 @@ export const limitPath = (name) => `/v1/limits/${encodeURIComponent(name)}`;
  * @returns {'over' | 'full' | 'free'}
  */
 export function fullness(limit) {
+  if (limit.max_running == null) return 'free';
   if (limit.running > limit.max_running) return 'over';
   return limit.running >= limit.max_running ? 'full' : 'free';
+}
+
+/**
+ * The running count against the maximum (`3 / 5`, `3 / —` without one), with the rate and the
+ * queue timeout when the limit has them (`· 10/s`, `· 10/min`, `· ⏱ 60 s`).
+ * @param {Limit} limit
+ * @returns {string}
+ */
+export function loadText(limit) {
+  let text = `${limit.running} / ${limit.max_running ?? '—'}`;
+  if (limit.rate != null) text += ` · ${limit.rate}/${limit.per === 'minute' ? 'min' : 's'}`;
+  if (limit.queue_timeout_secs != null) text += ` · ⏱ ${limit.queue_timeout_secs} s`;
+  return text;
+}
+
+/**
+ * The body that sets `limit`'s maximum to `max` and keeps the rest of its rule (a `PUT`
+ * replaces the whole rule).
+ * @param {Limit} limit
+ * @param {number} max
+ * @returns {Record<string, number | string>}
+ */
+export function limitSpec(limit, max) {
+  /** @type {Record<string, number | string>} */
+  const body = { max_running: max };
+  if (limit.rate != null) body.rate = limit.rate;
+  if (limit.per != null) body.per = limit.per;
+  if (limit.queue_timeout_secs != null) body.queue_timeout_secs = limit.queue_timeout_secs;
+  return body;
 }
 
 /**

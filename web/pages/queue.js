@@ -9,7 +9,7 @@ import { me, mayOperate } from '../lib/session.js';
 import { fmtTime } from '../lib/time.js';
 import { errorBox, showError, clearErrors, sel } from '../lib/forms.js';
 import { autoRefresh } from '../lib/widgets.js';
-import { LIMIT_KINDS, splitLimitName, limitName, limitPath, fullness, queueState, priorityNow, fmtWait, mayRefreshInput } from '../lib/flow.js';
+import { LIMIT_KINDS, splitLimitName, limitName, limitPath, fullness, loadText, limitSpec, queueState, priorityNow, fmtWait, mayRefreshInput } from '../lib/flow.js';
 import { t } from '../i18n.js';
 
 /** @typedef {import('../lib/flow.js').Limit} Limit */
@@ -73,6 +73,8 @@ export async function queue(root) {
    * @type {Map<string, {row: HTMLTableRowElement, load: HTMLElement, queued: HTMLElement, input: HTMLInputElement | null, shown: string}>}
    */
   const limitRows = new Map();
+  /** The limits as last listed, by name: an edited maximum keeps the rest of its rule. @type {Map<string, import('../lib/flow.js').Limit>} */
+  const current = new Map();
   let drawn = 0;
 
   /**
@@ -99,12 +101,12 @@ export async function queue(root) {
     /** @type {HTMLElement | string} */
     let edit = '';
     if (admin) {
-      input = h('input', { name: 'max_running', type: 'number', min: 1, max: 1000000, step: 1, required: true, value: String(l.max_running), 'aria-label': `${t('max_running')}: ${l.name}` });
+      input = h('input', { name: 'max_running', type: 'number', min: 1, max: 1000000, step: 1, required: true, value: String(l.max_running ?? ''), 'aria-label': `${t('max_running')}: ${l.name}` });
       const field = input;
       const form = h('form', { class: 'limit-max', onsubmit: (/** @type {Event} */ ev) => {
         ev.preventDefault();
         act(async () => {
-          await api('PUT', limitPath(l.name), { max_running: Number(field.value) });
+          await api('PUT', limitPath(l.name), limitSpec(current.get(l.name) ?? l, Number(field.value)));
           // Saved: the next refresh may show the admin's value again.
           entry.shown = field.value;
         });
@@ -116,7 +118,7 @@ export async function queue(root) {
     }
     const row = h('tr', { 'data-limit': l.name },
       h('td', { class: 'name' }, h('code', {}, l.name)), h('td', {}, t(`limit_kind_${kind}`)), load, queued, edit);
-    const entry = { row, load, queued, input, shown: String(l.max_running) };
+    const entry = { row, load, queued, input, shown: String(l.max_running ?? '') };
     limitRows.set(l.name, entry);
     return entry;
   };
@@ -127,11 +129,12 @@ export async function queue(root) {
     for (const name of [...limitRows.keys()]) if (!names.has(name)) limitRows.delete(name);
     const rows = limits.map((l) => {
       const r = limitRows.get(l.name) || newLimitRow(l);
-      r.load.textContent = `${l.running} / ${l.max_running}`;
+      current.set(l.name, l);
+      r.load.textContent = loadText(l);
       r.load.className = `load limit-${fullness(l)}`;
       r.queued.textContent = String(l.queued);
       if (r.input && mayRefreshInput(r.input, r.shown, document.activeElement === r.input)) {
-        r.input.value = String(l.max_running);
+        r.input.value = String(l.max_running ?? '');
         r.shown = r.input.value;
       }
       return r.row;
