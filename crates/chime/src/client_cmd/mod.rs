@@ -172,6 +172,13 @@ struct JobFields {
     /// File holding the script source.
     #[arg(long)]
     glue_file: Option<std::path::PathBuf>,
+    /// Priority in the queue of a full limit: higher goes first (-1000 to 1000, default 0).
+    #[arg(long, allow_negative_numbers = true)]
+    priority: Option<i64>,
+    /// Concurrency key: the job's runs share the limit of this name (`chime limit set KEY N`)
+    /// with every job of the same key. An empty value removes it.
+    #[arg(long, value_name = "KEY")]
+    concurrency_key: Option<String>,
     /// Start scheduling right away.
     #[arg(long)]
     start: bool,
