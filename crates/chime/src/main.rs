@@ -90,6 +90,10 @@ enum Command {
     Workflow(client_cmd::WorkflowArgs),
     /// Make, list and revoke API keys through the admin's REST API.
     ApiKey(client_cmd::ApiKeyArgs),
+    /// Set, list and delete limits on running runs (flow control) through the admin's REST API.
+    Limit(client_cmd::LimitArgs),
+    /// Show the runs waiting for a slot of a full limit; send one now or cancel it.
+    Queue(client_cmd::QueueArgs),
     /// Import another scheduler's groups, jobs, users and runs into Chime's database
     /// (`chime import xxl-job --from mysql://…`; see docs/migration.md).
     Import(import_cmd::ImportArgs),
@@ -132,6 +136,8 @@ fn main() -> ExitCode {
         Command::Import(args) => import_cmd::run(args, cli.client.json),
         Command::Workflow(args) => client_cmd::run_workflow(cli.client, args),
         Command::ApiKey(args) => client_cmd::run_api_key(cli.client, args),
+        Command::Limit(args) => client_cmd::run_limit(cli.client, args),
+        Command::Queue(args) => client_cmd::run_queue(cli.client, args),
     }
 }
 

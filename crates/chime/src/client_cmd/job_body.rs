@@ -44,6 +44,8 @@ pub(super) fn job_spec(f: &JobFields, creating: bool) -> Result<JobSpec, Failure
         ..JobSpec::default()
     };
     spec.info.owner = f.owner.clone();
+    spec.flow.priority = f.priority;
+    spec.flow.concurrency_key = f.concurrency_key.clone();
     if let Some(emails) = &f.alarm_email {
         spec.info.alarm_contacts = Some(alarm_contacts(emails)?);
     }
@@ -137,5 +139,33 @@ mod tests {
         let Failure(msg) = set(&["retry_count=many"]).unwrap_err();
         assert!(msg.contains("retry_count"), "{msg}");
         assert!(set(&["owner"]).is_err());
+    }
+
+    #[test]
+    fn flow_fields_come_from_flags_and_from_set() {
+        // Flattened into the body, they are fields of it like any other for `--set`.
+        let spec = set(&["priority=-5", "concurrency_key=warehouse-db"]).unwrap();
+        assert_eq!(spec.flow.priority, Some(-5));
+        assert_eq!(spec.flow.concurrency_key.as_deref(), Some("warehouse-db"));
+        // A key of digits stays text.
+        let spec = set(&["concurrency_key=42"]).unwrap();
+        assert_eq!(spec.flow.concurrency_key.as_deref(), Some("42"));
+        let Failure(msg) = set(&["priority=high"]).unwrap_err();
+        assert!(msg.contains("priority"), "{msg}");
+
+        let flags = JobFields {
+            priority: Some(10),
+            concurrency_key: Some(String::new()),
+            ..JobFields::default()
+        };
+        let body = serde_json::to_value(job_spec(&flags, false).unwrap()).unwrap();
+        assert_eq!(body["priority"], 10);
+        assert_eq!(body["concurrency_key"], "", "an empty key is sent: it removes the key");
+        // Not given: not sent, so `job update` keeps the job's values.
+        let body = serde_json::to_value(job_spec(&JobFields::default(), false).unwrap()).unwrap();
+        assert!(
+            body.get("priority").is_none() && body.get("concurrency_key").is_none(),
+            "{body}"
+        );
     }
 }

@@ -3,12 +3,14 @@
 //! Every command prints an aligned table for people, or the API's JSON with `--json`.
 
 mod api_key;
+mod flow;
 mod job_body;
 mod jobs_doc;
 mod output;
 mod workflow;
 
 pub use api_key::ApiKeyArgs;
+pub use flow::{LimitArgs, QueueArgs};
 pub use workflow::WorkflowArgs;
 
 use chime_admin::api::{GroupSpec, Job};
@@ -172,6 +174,13 @@ struct JobFields {
     /// File holding the script source.
     #[arg(long)]
     glue_file: Option<std::path::PathBuf>,
+    /// Priority in the queue of a full limit: higher goes first (-1000 to 1000, default 0).
+    #[arg(long, allow_negative_numbers = true)]
+    priority: Option<i64>,
+    /// Concurrency key: the job's runs share the limit of this name (`chime limit set KEY N`)
+    /// with every job of the same key. An empty value removes it.
+    #[arg(long, value_name = "KEY")]
+    concurrency_key: Option<String>,
     /// Start scheduling right away.
     #[arg(long)]
     start: bool,
@@ -496,10 +505,13 @@ const TRIGGER_OUTCOME_WAIT: Duration = Duration::from_secs(10);
 /// Waits until the admin tried to send a triggered run. A run it could not send (no executor
 /// online, the executor refused it) fails the command, with the admin's reason: a script that
 /// triggers a job must not read success from a run that never started. A run not tried within
-/// [`TRIGGER_OUTCOME_WAIT`] (the admin busy) leaves the command successful, with a note.
+/// [`TRIGGER_OUTCOME_WAIT`] (the admin busy) leaves the command successful, with a note; so
+/// does a run waiting in the queue for a slot of a full limit, which may wait far longer.
 async fn trigger_outcome(c: &Client, run: i64) -> Result<(), Failure> {
     let deadline = tokio::time::Instant::now() + TRIGGER_OUTCOME_WAIT;
+    let mut poll: u32 = 0;
     loop {
+        poll += 1;
         let sent: Run = c.get(&format!("/v1/runs/{run}")).await?;
         match sent.trigger_code {
             200 => return Ok(()),
@@ -509,6 +521,17 @@ async fn trigger_outcome(c: &Client, run: i64) -> Result<(), Failure> {
                     "run {run} could not be sent to an executor: {}",
                     br_lines(&sent.trigger_msg, " ")
                 )))
+            }
+        }
+        // A queued run looks like one not yet tried: the queue tells them apart. Asked every
+        // [`QUEUE_CHECK_EVERY`] polls, as most runs are sent before the first.
+        if poll % QUEUE_CHECK_EVERY == 0 {
+            if let Some(entry) = flow::queued_entry(c, run).await? {
+                eprintln!(
+                    "chime: run {run} waits in the queue for a slot of the limit '{}' (place {}; `chime queue` lists it)",
+                    entry.waits_on, entry.position
+                );
+                return Ok(());
             }
         }
         if tokio::time::Instant::now() >= deadline {
@@ -521,6 +544,9 @@ async fn trigger_outcome(c: &Client, run: i64) -> Result<(), Failure> {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Every how many polls of [`trigger_outcome`] (100 ms apart) the queue is asked about the run.
+const QUEUE_CHECK_EVERY: u32 = 5;
 
 /// How many times a request is sent while the admin answers 503 (database busy).
 const BUSY_ATTEMPTS: u32 = 3;
@@ -596,6 +622,8 @@ async fn dispatch(c: &Client, cmd: Cmd) -> Result<(), Failure> {
     match cmd {
         Cmd::Workflow(cmd) => workflow::dispatch(c, cmd).await,
         Cmd::ApiKey(cmd) => api_key::dispatch(c, cmd).await,
+        Cmd::Limit(cmd) => flow::limit_cmd(c, cmd).await,
+        Cmd::Queue(cmd) => flow::queue_cmd(c, cmd).await,
         Cmd::Group(cmd) => group_cmd(c, cmd).await,
         Cmd::Job(cmd) => job_cmd(c, cmd).await,
         Cmd::Run(cmd) => run_cmd(c, cmd).await,
@@ -921,6 +949,8 @@ enum Cmd {
     Apply(ApplyArgs),
     Workflow(workflow::WorkflowCmd),
     ApiKey(api_key::ApiKeyCmd),
+    Limit(flow::LimitCmd),
+    Queue(flow::QueueCmd),
 }
 
 fn execute(opts: ClientOpts, cmd: Cmd) -> ExitCode {
@@ -979,12 +1009,23 @@ pub fn run_api_key(opts: ClientOpts, args: ApiKeyArgs) -> ExitCode {
     execute(opts, Cmd::ApiKey(args.cmd))
 }
 
+/// Runs `chime limit …`.
+pub fn run_limit(opts: ClientOpts, args: LimitArgs) -> ExitCode {
+    execute(opts, Cmd::Limit(args.cmd))
+}
+
+/// Runs `chime queue [list|run-now|cancel]`.
+pub fn run_queue(opts: ClientOpts, args: QueueArgs) -> ExitCode {
+    execute(opts, Cmd::Queue(args.cmd.unwrap_or(flow::QueueCmd::List)))
+}
+
 /// Runs `chime apply`.
 pub fn run_apply(opts: ClientOpts, args: ApplyArgs) -> ExitCode {
     execute(opts, Cmd::Apply(args))
 }
 
-/// A query parameter's value, percent-encoded.
+/// A query parameter's value or a path segment, percent-encoded (every byte but `A-Z a-z 0-9
+/// - _ . ~`, so `:` and `/` of a limit's name stay inside its segment).
 fn query_value(v: &str) -> String {
     v.bytes()
         .map(|b| match b {

@@ -96,7 +96,7 @@ pub(super) fn wire_name(v: &impl Serialize) -> String {
 }
 
 /// `text` with `<br>` as spaces, cut to `n` characters with `…`, for one table cell.
-fn one_line(text: &str, n: usize) -> String {
+pub(super) fn one_line(text: &str, n: usize) -> String {
     let flat = br_lines(text, "").replace('\n', " ");
     if flat.chars().count() > n {
         format!("{}…", flat.chars().take(n - 1).collect::<String>())
