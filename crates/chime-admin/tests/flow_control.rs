@@ -116,7 +116,7 @@ async fn a_full_limit_queues_runs_and_frees_them_by_priority(kind: Db) {
     let series = r#"chime_limit_queued{limit="warehouse-db"}"#;
     eventually(10, "the queue's gauge", || async {
         match env.api.metric(series).await {
-            Some(n) if n == 6.0 => Ok(()),
+            Some(6.0) => Ok(()),
             other => Err(format!("{other:?}")),
         }
     })

@@ -100,7 +100,36 @@ fn limits_are_set_listed_and_deleted_by_any_name() {
     let table = ok(&demo, &["limit", "list"]);
     let row = table.lines().find(|l| l.starts_with(executor)).expect(&table);
     let cells: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!(&cells[..4], [executor, "4", "0", "0"], "{table}");
+    assert_eq!(&cells[..6], [executor, "4", "-", "-", "0", "0"], "{table}");
+    // A rate and a queue timeout, without a maximum.
+    ok(
+        &demo,
+        &[
+            "limit",
+            "set",
+            "api-quota",
+            "--rate",
+            "10",
+            "--per",
+            "minute",
+            "--queue-timeout",
+            "60",
+        ],
+    );
+    let quota = limit(&demo, "api-quota").unwrap();
+    assert_eq!(
+        (quota["rate"].as_i64(), quota["per"].as_str()),
+        (Some(10), Some("minute")),
+        "{quota}"
+    );
+    assert_eq!(
+        (&quota["max_running"], quota["queue_timeout_secs"].as_i64()),
+        (&serde_json::Value::Null, Some(60))
+    );
+    let table = ok(&demo, &["limit", "list"]);
+    let row = table.lines().find(|l| l.starts_with("api-quota")).expect(&table);
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(&cells[..4], ["api-quota", "-", "10/min", "60s"], "{table}");
 
     ok(&demo, &["limit", "delete", executor]);
     assert!(limit(&demo, executor).is_none());

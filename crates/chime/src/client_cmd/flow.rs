@@ -21,13 +21,23 @@ pub struct LimitArgs {
 pub(super) enum LimitCmd {
     /// List the limits, each with its runs running now and its runs waiting in the queue.
     List,
-    /// Set a limit: at most MAX runs at once under NAME (created when new).
+    /// Set a limit: at most MAX runs at once under NAME, at most RATE starting per second or
+    /// minute, or both (created when new; what is left out does not apply).
     Set {
         /// A jobs' concurrency key (`warehouse-db`), `group:<app_name>` or
         /// `executor:<address>` (`executor:http://10.0.0.5:9999`).
         name: String,
         /// How many runs may run at once under it (1 to 1000000).
-        max: i64,
+        max: Option<i64>,
+        /// How many runs may start under it per `--per`.
+        #[arg(long)]
+        rate: Option<i64>,
+        /// The rate's window: `second` (the default) or `minute`.
+        #[arg(long)]
+        per: Option<String>,
+        /// End a run that waited this many seconds in the queue on it, failed.
+        #[arg(long = "queue-timeout", value_name = "SECS")]
+        queue_timeout: Option<i64>,
     },
     /// Delete a limit: the runs waiting only on it go on.
     #[command(visible_alias = "rm")]
@@ -74,8 +84,19 @@ pub(super) async fn limit_cmd(c: &Client, cmd: LimitCmd) -> Result<(), Failure> 
         LimitCmd::List => c.print(c.call(Method::GET, "/v1/limits", None).await?, |limits: Vec<Limit>| {
             print_limits(&limits)
         }),
-        LimitCmd::Set { name, max } => {
-            let spec = LimitSpec { max_running: max };
+        LimitCmd::Set {
+            name,
+            max,
+            rate,
+            per,
+            queue_timeout,
+        } => {
+            let spec = LimitSpec {
+                max_running: max,
+                rate,
+                per,
+                queue_timeout_secs: queue_timeout,
+            };
             c.print(c.send(Method::PUT, &limit_path(&name), &spec).await?, |l: Limit| {
                 print_limits(&[l])
             })
@@ -138,16 +159,27 @@ fn print_limits(limits: &[Limit]) {
     let rows = limits
         .iter()
         .map(|l| {
+            let or_dash = |v: Option<i64>| v.map_or_else(|| "-".to_owned(), |v| v.to_string());
+            let rate = match (l.rate, l.per.as_deref()) {
+                (Some(r), Some("minute")) => format!("{r}/min"),
+                (Some(r), _) => format!("{r}/s"),
+                (None, _) => "-".to_owned(),
+            };
             vec![
                 l.name.clone(),
-                l.max_running.to_string(),
+                or_dash(l.max_running),
+                rate,
+                l.queue_timeout_secs.map_or_else(|| "-".to_owned(), |s| format!("{s}s")),
                 l.running.to_string(),
                 l.queued.to_string(),
                 time(l.updated_at),
             ]
         })
         .collect();
-    table(&["NAME", "MAX", "RUNNING", "QUEUED", "UPDATED"], rows);
+    table(
+        &["NAME", "MAX", "RATE", "TIMEOUT", "RUNNING", "QUEUED", "UPDATED"],
+        rows,
+    );
 }
 
 fn print_queue(queue: &[QueuedRunEntry], groups: &super::output::GroupNames) {
