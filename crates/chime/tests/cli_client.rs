@@ -5,7 +5,7 @@
 //! and `chime admin --help` without the client's options.
 
 use serde_json::Value;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
@@ -15,54 +15,25 @@ use common::{lines_of, Demo, Guard, BIN};
 /// Generous: the test polls for outcomes and never asserts on speed.
 const WAIT: Duration = Duration::from_secs(60);
 
-fn client(demo: &Demo) -> Command {
-    let mut c = Command::new(BIN);
-    c.env("CHIME_ADMIN_URL", &demo.url).env("CHIME_API_TOKEN", &demo.token);
-    c
-}
-
-fn run(demo: &Demo, args: &[&str]) -> Output {
-    client(demo).args(args).output().unwrap()
-}
-
-fn ok(demo: &Demo, args: &[&str]) -> String {
-    let out = run(demo, args);
-    assert!(
-        out.status.success(),
-        "chime {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn json(demo: &Demo, args: &[&str]) -> Value {
-    let mut all = vec!["--json"];
-    all.extend_from_slice(args);
-    serde_json::from_str(&ok(demo, &all)).unwrap()
-}
-
 /// A manual job of the demo group running `handler` with `param`; its id.
 fn manual_job(demo: &Demo, handler: &str, param: &str) -> String {
-    let job = json(
-        demo,
-        &[
-            "job",
-            "add",
-            "--group",
-            "chime-demo",
-            "--handler",
-            handler,
-            "--manual",
-            "--param",
-            param,
-        ],
-    );
+    let job = demo.json(&[
+        "job",
+        "add",
+        "--group",
+        "chime-demo",
+        "--handler",
+        handler,
+        "--manual",
+        "--param",
+        param,
+    ]);
     job["id"].as_i64().unwrap().to_string()
 }
 
 /// Triggers job `id`; the run id.
 fn trigger(demo: &Demo, id: &str) -> String {
-    json(demo, &["job", "trigger", id])["run_id"]
+    demo.json(&["job", "trigger", id])["run_id"]
         .as_i64()
         .unwrap()
         .to_string()
@@ -71,7 +42,7 @@ fn trigger(demo: &Demo, id: &str) -> String {
 /// Triggers job `id`, whose run the executor refuses: the command fails with the admin's
 /// reason, after printing the run id; the run id.
 fn trigger_refused(demo: &Demo, id: &str) -> String {
-    let out = run(demo, &["--json", "job", "trigger", id]);
+    let out = demo.run(&["--json", "job", "trigger", id]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && stderr.contains("could not be sent"),
@@ -85,7 +56,7 @@ fn trigger_refused(demo: &Demo, id: &str) -> String {
 fn final_run(demo: &Demo, id: &str) -> Value {
     let deadline = Instant::now() + WAIT;
     loop {
-        let r = json(demo, &["run", "show", id]);
+        let r = demo.json(&["run", "show", id]);
         if matches!(r["status"].as_str(), Some("success" | "failed" | "skipped")) {
             return r;
         }
@@ -100,7 +71,7 @@ fn run_log_follow_prints_until_the_run_ends_and_stops_on_ctrl_c() {
     let job = manual_job(&demo, "sleepJobHandler", "3");
     let run_id = trigger(&demo, &job);
     let started = Instant::now();
-    let out = run(&demo, &["run", "log", &run_id, "--follow"]);
+    let out = demo.run(&["run", "log", &run_id, "--follow"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let log = String::from_utf8_lossy(&out.stdout);
     for n in 1..=3 {
@@ -108,7 +79,7 @@ fn run_log_follow_prints_until_the_run_ends_and_stops_on_ctrl_c() {
     }
     assert!(started.elapsed() < WAIT);
     // It returned because the run ended, not before.
-    assert_eq!(json(&demo, &["run", "show", &run_id])["status"], "success");
+    assert_eq!(demo.json(&["run", "show", &run_id])["status"], "success");
 
     // A run its executor refused (no such handler) has no result code: the follow still ends.
     let job = manual_job(&demo, "noSuchHandler", "");
@@ -118,7 +89,7 @@ fn run_log_follow_prints_until_the_run_ends_and_stops_on_ctrl_c() {
     assert_ne!(r["executor_address"], "", "sent to the executor, which refused it: {r}");
     assert_eq!(r["handle_code"], 0, "{r}");
     let mut follow = Guard(
-        client(&demo)
+        demo.client()
             .args(["run", "log", &refused, "--follow"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -141,7 +112,8 @@ fn run_log_follow_prints_until_the_run_ends_and_stops_on_ctrl_c() {
     // Ctrl-C ends a follow of a long run.
     let job = manual_job(&demo, "sleepJobHandler", "120");
     let run_id = trigger(&demo, &job);
-    let mut follow = client(&demo)
+    let mut follow = demo
+        .client()
         .args(["run", "log", &run_id, "--follow"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -169,9 +141,9 @@ fn run_log_follow_prints_until_the_run_ends_and_stops_on_ctrl_c() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert_eq!(status.code(), Some(130), "the exit code of a command ended by Ctrl-C");
-    ok(&demo, &["run", "kill", &run_id]);
+    demo.ok(&["run", "kill", &run_id]);
     // `run show` names the state and who killed the run.
-    let show = ok(&demo, &["run", "show", &run_id]);
+    let show = demo.ok(&["run", "show", &run_id]);
     let row = |name: &str| {
         show.lines()
             .find(|l| l.split_whitespace().next() == Some(name))
@@ -192,9 +164,9 @@ fn br_is_a_line_break_in_logs_and_run_details() {
     assert_eq!(r["status"], "failed");
     assert!(r["trigger_msg"].as_str().unwrap().contains("<br>"), "{r}");
 
-    let log = ok(&demo, &["run", "log", &run_id]);
+    let log = demo.ok(&["run", "log", &run_id]);
     assert!(log.contains("failing: first part\nsecond part"), "{log}");
-    let show = ok(&demo, &["run", "show", &run_id]);
+    let show = demo.ok(&["run", "show", &run_id]);
     // (The job's parameter, shown as typed, keeps its `<br>`; the messages do not.)
     let messages = &show[show.find("trigger message:").expect("the messages")..];
     assert!(!messages.to_lowercase().contains("<br"), "{show}");
@@ -208,29 +180,26 @@ fn br_is_a_line_break_in_logs_and_run_details() {
 #[test]
 fn job_tables_name_groups_and_zones_and_take_alarm_emails() {
     let demo = common::demo("cli-client");
-    let job = json(
-        &demo,
-        &[
-            "job",
-            "add",
-            "--group",
-            "chime-demo",
-            "--handler",
-            "demoJobHandler",
-            "--cron",
-            "0 30 9 * * ?",
-            "--tz",
-            "Asia/Shanghai",
-            "--start",
-            "--alarm-email",
-            "ops@example.com, dev@example.com",
-        ],
-    );
+    let job = demo.json(&[
+        "job",
+        "add",
+        "--group",
+        "chime-demo",
+        "--handler",
+        "demoJobHandler",
+        "--cron",
+        "0 30 9 * * ?",
+        "--tz",
+        "Asia/Shanghai",
+        "--start",
+        "--alarm-email",
+        "ops@example.com, dev@example.com",
+    ]);
     let id = job["id"].as_i64().unwrap().to_string();
     assert_eq!(job["alarm_contacts"], "ops@example.com,dev@example.com");
 
     // Group by name in the list.
-    let list = ok(&demo, &["job", "list"]);
+    let list = demo.ok(&["job", "list"]);
     let row = list
         .lines()
         .find(|l| l.split_whitespace().next() == Some(id.as_str()))
@@ -249,7 +218,7 @@ fn job_tables_name_groups_and_zones_and_take_alarm_emails() {
     let next_fire = at(job["next_fire_at"].as_i64().unwrap());
     assert!(next_fire.contains(" 09:30:00 "), "{next_fire}");
     assert!(row.contains(&next_fire), "{row}");
-    let show = ok(&demo, &["job", "show", &id]);
+    let show = demo.ok(&["job", "show", &id]);
     let field = |name: &str| {
         show.lines()
             .find(|l| l.split_whitespace().next() == Some(name))
@@ -270,20 +239,17 @@ fn job_tables_name_groups_and_zones_and_take_alarm_emails() {
     assert!(next.iter().all(|t| t.ends_with(" 09:30:00 Asia/Shanghai")), "{show}");
 
     // Alarm e-mails are edited, checked, and cleared.
-    let edited = json(&demo, &["job", "edit", &id, "--alarm-email", "oncall@example.com"]);
+    let edited = demo.json(&["job", "edit", &id, "--alarm-email", "oncall@example.com"]);
     assert_eq!(edited["alarm_contacts"], "oncall@example.com");
-    let out = run(&demo, &["job", "edit", &id, "--alarm-email", "oncall example.com"]);
+    let out = demo.run(&["job", "edit", &id, "--alarm-email", "oncall example.com"]);
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("not an e-mail address"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(
-        json(&demo, &["job", "show", &id])["alarm_contacts"],
-        "oncall@example.com"
-    );
-    let cleared = json(&demo, &["job", "update", &id, "--alarm-email", ""]);
+    assert_eq!(demo.json(&["job", "show", &id])["alarm_contacts"], "oncall@example.com");
+    let cleared = demo.json(&["job", "update", &id, "--alarm-email", ""]);
     assert_eq!(cleared["alarm_contacts"], "");
 }
 
@@ -387,7 +353,7 @@ fn executor_help_lists_only_what_the_executor_reads() {
             "{groups}"
         );
     }
-    let table = ok(&demo, &["executor", "list", "--group", "chime-demo"]);
+    let table = demo.ok(&["executor", "list", "--group", "chime-demo"]);
     assert!(table.starts_with("GROUP"), "{table}");
 }
 
@@ -397,7 +363,7 @@ fn executor_help_lists_only_what_the_executor_reads() {
 fn run_executor_and_instance_times_show_their_offset() {
     let demo = common::demo("cli-times");
     let local = |args: &[&str]| {
-        let out = client(&demo).env("TZ", "Asia/Kolkata").args(args).output().unwrap();
+        let out = demo.client().env("TZ", "Asia/Kolkata").args(args).output().unwrap();
         assert!(
             out.status.success(),
             "chime {args:?}: {}",
@@ -442,12 +408,12 @@ fn run_executor_and_instance_times_show_their_offset() {
             .to_string(),
     )
     .unwrap();
-    let workflow = json(&demo, &["workflow", "add", "--file", definition.to_str().unwrap()]);
+    let workflow = demo.json(&["workflow", "add", "--file", definition.to_str().unwrap()]);
     let workflow = workflow["id"].as_i64().unwrap().to_string();
-    let instance = json(&demo, &["workflow", "trigger", &workflow])["instance_id"]
+    let instance = demo.json(&["workflow", "trigger", &workflow])["instance_id"]
         .as_i64()
         .unwrap();
-    let shown = json(&demo, &["workflow", "instance", &instance.to_string()]);
+    let shown = demo.json(&["workflow", "instance", &instance.to_string()]);
     let scheduled = at(shown["scheduled_at"].as_i64().unwrap());
     let detail = local(&["workflow", "instance", &instance.to_string()]);
     assert!(detail.contains(&format!("scheduled {scheduled})")), "{detail}");
@@ -459,27 +425,24 @@ fn run_executor_and_instance_times_show_their_offset() {
 fn api_keys_are_made_listed_used_and_revoked_from_the_command_line() {
     let demo = common::demo("cli-api-keys");
     // Made with the bootstrap token: a viewer key of the demo group, by app name.
-    let made = json(
-        &demo,
-        &[
-            "api-key",
-            "create",
-            "ci-reader",
-            "--role",
-            "viewer",
-            "--group",
-            "chime-demo",
-            "--expires-in",
-            "30d",
-        ],
-    );
+    let made = demo.json(&[
+        "api-key",
+        "create",
+        "ci-reader",
+        "--role",
+        "viewer",
+        "--group",
+        "chime-demo",
+        "--expires-in",
+        "30d",
+    ]);
     let token = made["token"].as_str().unwrap().to_owned();
     let id = made["key"]["id"].as_i64().unwrap().to_string();
     // The client adds 30 days to its own clock, a moment before the admin stamps the key.
     let life_ms = made["key"]["expires_at"].as_i64().unwrap() - made["key"]["created_at"].as_i64().unwrap();
     assert!((life_ms - 30 * 86_400_000).abs() < 60_000, "{made}");
     // Listed for people without the token; the token is printed once, at creation.
-    let list = ok(&demo, &["api-key", "list"]);
+    let list = demo.ok(&["api-key", "list"]);
     let row = list
         .lines()
         .find(|l| l.split_whitespace().next() == Some(id.as_str()))
@@ -511,12 +474,12 @@ fn api_keys_are_made_listed_used_and_revoked_from_the_command_line() {
         "{refused:?}"
     );
     // Revoked: it stops at once.
-    let revoked = json(&demo, &["api-key", "revoke", &id]);
+    let revoked = demo.json(&["api-key", "revoke", &id]);
     assert_eq!(revoked["state"], "revoked");
     let after = with_key(&["job", "list"]);
     assert!(!after.status.success());
     assert!(String::from_utf8_lossy(&after.stderr).contains("revoked"), "{after:?}");
     // A bad role is the client's own error.
-    let bad = run(&demo, &["api-key", "create", "x", "--role", "root"]);
+    let bad = demo.run(&["api-key", "create", "x", "--role", "root"]);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("not a role"), "{bad:?}");
 }

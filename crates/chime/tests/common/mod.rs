@@ -57,6 +57,46 @@ pub struct Demo {
     pub dir: std::path::PathBuf,
 }
 
+impl Demo {
+    /// `chime` as a client of this demo's admin (its URL and API token in the environment).
+    pub fn client(&self) -> Command {
+        let mut c = Command::new(BIN);
+        c.env("CHIME_ADMIN_URL", &self.url).env("CHIME_API_TOKEN", &self.token);
+        c
+    }
+
+    /// Runs `chime ARGS` as a client of this demo's admin.
+    pub fn run(&self, args: &[&str]) -> std::process::Output {
+        self.client().args(args).output().unwrap()
+    }
+
+    /// Runs a command that must succeed; its standard output.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "chime {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs a command with `--json` that must succeed; what it printed.
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        serde_json::from_str(&self.ok(&all)).unwrap()
+    }
+
+    /// Runs a command that must fail; its standard error.
+    pub fn fails(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!out.status.success(), "chime {args:?} succeeded: {stderr}");
+        stderr
+    }
+}
+
 impl Drop for Demo {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);

@@ -42,7 +42,7 @@ impl Admin {
     /// The queue, in the order its runs will go (`groups`: only runs of these groups' jobs).
     pub async fn queue(&self, groups: Option<&[i64]>) -> Result<Vec<QueuedRunEntry>, OpError> {
         let now = now_ms();
-        let entries = self.store.queue_entries(groups, now, MAX_QUEUE_LISTED).await?;
+        let entries = self.store.queue_entries(groups, MAX_QUEUE_LISTED).await?;
         Ok(entries
             .into_iter()
             .zip(1..)

@@ -91,6 +91,16 @@ fn queued_run(row: &sqlx::any::AnyRow) -> Result<QueuedRun, sqlx::Error> {
     })
 }
 
+/// A [`QUEUED_COLUMNS`] row with the job's group and description and the run's admission.
+fn queue_entry(row: &sqlx::any::AnyRow) -> Result<QueueEntry, sqlx::Error> {
+    Ok(QueueEntry {
+        run: queued_run(row)?,
+        group_id: rows::int(row, "group_id")?,
+        description: rows::text(row, "description")?,
+        admitted_at: rows::int(row, "admitted_at")?,
+    })
+}
+
 impl Store {
     /// Takes a slot of each limit in `names` for run `run_id` of job `job_id` (priority
     /// `priority`), or queues the run when one of them is full. A slot the run holds already
@@ -340,7 +350,7 @@ impl Store {
 
     /// The queue as listed: runs of jobs in `groups` (`None`: all), in the order they will
     /// go, at most `most`.
-    pub async fn queue_entries(&self, groups: Option<&[i64]>, now: i64, most: i64) -> StoreResult<Vec<QueueEntry>> {
+    pub async fn queue_entries(&self, groups: Option<&[i64]>, most: i64) -> StoreResult<Vec<QueueEntry>> {
         let only = match groups {
             Some([]) => return Ok(Vec::new()),
             Some(g) => format!(
@@ -349,40 +359,13 @@ impl Store {
             ),
             None => String::new(),
         };
-        let _ = now;
         let q = format!(
             "SELECT {QUEUED_COLUMNS}, q.admitted_at AS admitted_at, j.group_id AS group_id, j.description AS description \
              FROM {QUEUED_FROM}{only} \
              ORDER BY q.skip_queue DESC, q.priority * 60000 - q.queued_at DESC, q.run_id LIMIT {most}"
         );
         let all = sqlx::query(&q).fetch_all(&self.read).await?;
-        all.iter()
-            .map(|r| {
-                Ok(QueueEntry {
-                    run: queued_run(r)?,
-                    group_id: rows::int(r, "group_id")?,
-                    description: rows::text(r, "description")?,
-                    admitted_at: rows::int(r, "admitted_at")?,
-                })
-            })
-            .collect()
-    }
-
-    /// The queued run `run_id` with its group, if it waits in the queue.
-    pub async fn queue_entry(&self, run_id: i64) -> StoreResult<Option<QueueEntry>> {
-        let q = self.sql_text(format!(
-            "SELECT {QUEUED_COLUMNS}, q.admitted_at AS admitted_at, j.group_id AS group_id, j.description AS description \
-             FROM {QUEUED_FROM} WHERE q.run_id = ?"
-        ));
-        let Some(r) = sqlx::query(&q).bind(run_id).fetch_optional(&self.read).await? else {
-            return Ok(None);
-        };
-        Ok(Some(QueueEntry {
-            run: queued_run(&r)?,
-            group_id: rows::int(&r, "group_id")?,
-            description: rows::text(&r, "description")?,
-            admitted_at: rows::int(&r, "admitted_at")?,
-        }))
+        Ok(all.iter().map(queue_entry).collect::<Result<_, _>>()?)
     }
 
     /// Marks queued run `run_id` to be sent regardless of its limits at the queue's next
