@@ -23,7 +23,7 @@ async fn set_limit(env: &Env, name: &str, max: i64) -> Value {
         .api
         .call(Method::PUT, &path, Some(json!({ "max_running": max })))
         .await;
-    assert!(s == 200 || s == 201, "{s} {v}");
+    assert_eq!(s, 200, "{v}");
     v
 }
 
@@ -279,7 +279,7 @@ async fn a_rate_limit_spreads_starts(kind: Db) {
     let path = "/v1/limits/api-quota";
     let body = json!({ "rate": 5, "per": "second" });
     let (s, v) = env.api.call(Method::PUT, path, Some(body)).await;
-    assert_eq!(s, 201, "{v}");
+    assert_eq!(s, 200, "{v}");
     assert_eq!(
         (v["rate"].as_i64(), v["per"].as_str(), &v["max_running"]),
         (Some(5), Some("second"), &Value::Null)
@@ -329,7 +329,7 @@ async fn a_run_past_its_queue_timeout_fails(kind: Db) {
     let path = "/v1/limits/batch";
     let body = json!({ "max_running": 1, "queue_timeout_secs": 1 });
     let (s, v) = env.api.call(Method::PUT, path, Some(body)).await;
-    assert_eq!(s, 201, "{v}");
+    assert_eq!(s, 200, "{v}");
     let blocker = job(&env, group, "hang", "batch", 0).await;
     let waiting = job(&env, group, "ok", "batch", 0).await;
     let hang = env.trigger(blocker, json!({})).await;
@@ -369,4 +369,80 @@ async fn a_run_past_its_queue_timeout_fails_mariadb() {
 #[tokio::test]
 async fn a_run_past_its_queue_timeout_fails_postgres() {
     a_run_past_its_queue_timeout_fails(Db::Postgres).await;
+}
+
+/// An executor killed while it runs every run holding a limit's slots: once it is gone (dead
+/// timeout) its runs end as lost, their slots are given back, and the runs queued behind them
+/// go to the executor that is left. Nothing stays pending, nothing reaches two executors.
+async fn a_killed_executors_runs_give_their_slots_back(kind: Db) {
+    let env = Env::start(kind, Duration::from_secs(3)).await;
+    let group = env.group("failover").await;
+    let first = TestExecutor::start(&env.prefix, "failover", ACCESS_TOKEN).await;
+    let second = TestExecutor::start(&env.prefix, "failover", ACCESS_TOKEN).await;
+    env.api.wait_executors("failover", 2).await;
+    set_limit(&env, "gpu", 3).await;
+    let job = env
+        .job(json!({
+            "group_id": group, "handler": "hang", "concurrency_key": "gpu", "route_strategy": "FAILOVER",
+        }))
+        .await;
+    let mut runs = Vec::new();
+    for _ in 0..6 {
+        runs.push(env.trigger(job, json!({})).await);
+    }
+    for id in &runs[..3] {
+        env.run_with_status(*id, "running").await;
+    }
+    wait_queued(&env, 3).await;
+    // The executor FAILOVER chose holds all three running runs: it dies.
+    let (victim, survivor) = if first.run_count() == 3 {
+        (&first, &second)
+    } else {
+        (&second, &first)
+    };
+    assert_eq!((victim.run_count(), survivor.run_count()), (3, 0));
+    victim.kill();
+    for id in &runs[..3] {
+        env.wait_run(*id, 30, "the dead executor's run ended as lost", |r| {
+            status(r) == "failed"
+        })
+        .await;
+    }
+    for id in &runs[3..] {
+        env.run_with_status(*id, "running").await;
+    }
+    let mut on_survivor = survivor.log_ids();
+    on_survivor.sort_unstable();
+    assert_eq!(
+        on_survivor,
+        runs[3..],
+        "the queued runs went to the executor left, once each"
+    );
+    let mut on_victim = victim.log_ids();
+    on_victim.sort_unstable();
+    assert_eq!(on_victim, runs[..3], "the lost runs were not sent again");
+    let (_, limits) = env.api.get("/v1/limits").await;
+    assert_eq!(
+        (&limits[0]["running"], &limits[0]["queued"]),
+        (&json!(3), &json!(0)),
+        "{limits}"
+    );
+    first.kill();
+    second.kill();
+    env.close().await;
+}
+
+#[tokio::test]
+async fn a_killed_executors_runs_give_their_slots_back_sqlite() {
+    a_killed_executors_runs_give_their_slots_back(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_killed_executors_runs_give_their_slots_back_mariadb() {
+    a_killed_executors_runs_give_their_slots_back(Db::MySql).await;
+}
+
+#[tokio::test]
+async fn a_killed_executors_runs_give_their_slots_back_postgres() {
+    a_killed_executors_runs_give_their_slots_back(Db::Postgres).await;
 }

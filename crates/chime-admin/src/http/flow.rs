@@ -21,22 +21,22 @@ pub(super) async fn list_limits(State(admin): State<Arc<Admin>>) -> ApiResult<Js
     Ok(Json(admin.limits().await?))
 }
 
-/// Sets a limit (201 when it is new), answering it as listed.
+/// Sets a limit, new or not (a `PUT` of the whole rule: one answer, 200), answering it as
+/// listed.
 pub(super) async fn put_limit(
     State(admin): State<Arc<Admin>>,
     Path(name): Path<String>,
     body: Bytes,
-) -> ApiResult<(StatusCode, Json<Limit>)> {
+) -> ApiResult<Json<Limit>> {
     let spec: LimitSpec = parse_body(&body)?;
-    let created = admin.set_limit(&name, &spec).await?;
+    admin.set_limit(&name, &spec).await?;
     let limit = admin.limits().await?.into_iter().find(|l| l.name == name);
-    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
     // Deleted again by another caller in between: answered as it was set.
     let limit = match limit {
         Some(limit) => limit,
         None => Limit::shown(name, spec.validate()?, 0, 0, crate::model::now_ms()),
     };
-    Ok((status, Json(limit)))
+    Ok(Json(limit))
 }
 
 pub(super) async fn delete_limit(State(admin): State<Arc<Admin>>, Path(name): Path<String>) -> ApiResult<StatusCode> {
