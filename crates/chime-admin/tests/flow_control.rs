@@ -390,10 +390,16 @@ async fn a_killed_executors_runs_give_their_slots_back(kind: Db) {
     for _ in 0..6 {
         runs.push(env.trigger(job, json!({})).await);
     }
-    for id in &runs[..3] {
+    // Sends go out in parallel: which three hold the slots is not known beforehand.
+    let mut waiting: Vec<i64> = wait_queued(&env, 3)
+        .await
+        .iter()
+        .map(|e| e["run_id"].as_i64().unwrap())
+        .collect();
+    let mut holding: Vec<i64> = runs.iter().copied().filter(|r| !waiting.contains(r)).collect();
+    for id in &holding {
         env.run_with_status(*id, "running").await;
     }
-    wait_queued(&env, 3).await;
     // The executor FAILOVER chose holds all three running runs: it dies.
     let (victim, survivor) = if first.run_count() == 3 {
         (&first, &second)
@@ -402,25 +408,26 @@ async fn a_killed_executors_runs_give_their_slots_back(kind: Db) {
     };
     assert_eq!((victim.run_count(), survivor.run_count()), (3, 0));
     victim.kill();
-    for id in &runs[..3] {
+    for id in &holding {
         env.wait_run(*id, 30, "the dead executor's run ended as lost", |r| {
             status(r) == "failed"
         })
         .await;
     }
-    for id in &runs[3..] {
+    for id in &waiting {
         env.run_with_status(*id, "running").await;
     }
     let mut on_survivor = survivor.log_ids();
     on_survivor.sort_unstable();
+    waiting.sort_unstable();
     assert_eq!(
-        on_survivor,
-        runs[3..],
+        on_survivor, waiting,
         "the queued runs went to the executor left, once each"
     );
     let mut on_victim = victim.log_ids();
     on_victim.sort_unstable();
-    assert_eq!(on_victim, runs[..3], "the lost runs were not sent again");
+    holding.sort_unstable();
+    assert_eq!(on_victim, holding, "the lost runs were not sent again");
     let (_, limits) = env.api.get("/v1/limits").await;
     assert_eq!(
         (&limits[0]["running"], &limits[0]["queued"]),

@@ -25,7 +25,7 @@ impl Admin {
         validate_limit_name(name)?;
         let rule = spec.validate()?;
         let created = self.store.put_limit(name, &rule, now_ms()).await?;
-        self.flow.wake();
+        self.known_limits_changed().await?;
         Ok(created)
     }
 
@@ -35,6 +35,16 @@ impl Admin {
         if !self.store.delete_limit(name).await? {
             return Err(StoreError::NotFound(format!("limit '{name}'")).into());
         }
+        self.known_limits_changed().await?;
+        Ok(())
+    }
+
+    /// After a change of limits: this admin's sends follow it from the next one on (the queue's
+    /// loop would only read it at its next round, and runs sent meanwhile would pass a new
+    /// limit), and the queue goes through its runs again.
+    async fn known_limits_changed(&self) -> Result<(), OpError> {
+        let limits = self.store.limits().await?;
+        (self.flow).set(limits.into_iter().map(|l| (l.name, l.rule.max_running)).collect());
         self.flow.wake();
         Ok(())
     }
