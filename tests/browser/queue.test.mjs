@@ -30,7 +30,7 @@ const started = [];
 const call = (method, path, body) => pageCall(page, method, path, body);
 const created = async (path, body) => {
   const r = await call('POST', path, body);
-  assert.equal(r.status, 200, `${path}: ${JSON.stringify(r.body)}`);
+  assert.equal(r.status, 201, `${path}: ${JSON.stringify(r.body)}`);
   return r.body;
 };
 const shot = (name) => page.screenshot({ path: join(shots, `queue-${name}.png`), fullPage: true });
