@@ -31,6 +31,17 @@ pub struct LimitRule {
     pub queue_timeout_ms: i64,
 }
 
+impl LimitRule {
+    /// The rate's window by name: `minute` or `second`.
+    pub fn per(&self) -> &'static str {
+        if self.rate_period_ms >= 60_000 {
+            "minute"
+        } else {
+            "second"
+        }
+    }
+}
+
 /// A limit on running runs, with what it holds now.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 pub struct Limit {
@@ -62,14 +73,7 @@ impl Limit {
             name,
             max_running: positive(rule.max_running),
             rate: positive(rule.rate_max),
-            per: positive(rule.rate_max).map(|_| {
-                if rule.rate_period_ms >= 60_000 {
-                    "minute"
-                } else {
-                    "second"
-                }
-                .to_owned()
-            }),
+            per: positive(rule.rate_max).map(|_| rule.per().to_owned()),
             queue_timeout_secs: positive(rule.queue_timeout_ms / 1000),
             running,
             queued,

@@ -8,21 +8,21 @@
 //! set through another admin applies here within a round.
 
 use crate::api::limits::{EXECUTOR_PREFIX, GROUP_PREFIX};
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::sync::{Arc, RwLock};
 use tokio::sync::Notify;
 
-/// The limits by name, and the queue's wake-up.
+/// The names of the limits, and the queue's wake-up.
 #[derive(Debug, Default)]
 pub struct FlowLimits {
-    limits: RwLock<Arc<HashMap<String, i64>>>,
+    limits: RwLock<Arc<HashSet<String>>>,
     wake: Notify,
 }
 
 impl FlowLimits {
-    /// Replaces the known limits (name → maximum).
-    pub fn set(&self, limits: HashMap<String, i64>) {
-        *self.limits.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(limits);
+    /// Replaces the known limits by their names.
+    pub fn set(&self, names: impl IntoIterator<Item = String>) {
+        *self.limits.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(names.into_iter().collect());
     }
 
     /// Whether no limit is known.
@@ -39,16 +39,16 @@ impl FlowLimits {
             return Vec::new();
         }
         let mut names = Vec::new();
-        if !key.is_empty() && limits.contains_key(key) {
+        if !key.is_empty() && limits.contains(key) {
             names.push(key.to_owned());
         }
         let group = format!("{GROUP_PREFIX}{app_name}");
-        if limits.contains_key(&group) {
+        if limits.contains(&group) {
             names.push(group);
         }
         if let Some(address) = address {
             let executor = format!("{EXECUTOR_PREFIX}{address}");
-            if limits.contains_key(&executor) {
+            if limits.contains(&executor) {
                 names.push(executor);
             }
         }
@@ -81,11 +81,7 @@ mod tests {
     fn only_limited_names_apply() {
         let flow = FlowLimits::default();
         assert!(flow.names_for("db", "billing", Some("http://e:1")).is_empty());
-        flow.set(HashMap::from([
-            ("db".to_owned(), 2),
-            ("group:billing".to_owned(), 5),
-            ("executor:http://e:1".to_owned(), 1),
-        ]));
+        flow.set(["db", "group:billing", "executor:http://e:1"].map(str::to_owned));
         assert_eq!(
             flow.names_for("db", "billing", Some("http://e:1")),
             ["db", "group:billing", "executor:http://e:1"]

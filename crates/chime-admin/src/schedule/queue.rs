@@ -84,12 +84,7 @@ async fn round(q: &QueueLoop, queue_seen: bool) -> StoreResult<bool> {
         .into_iter()
         .map(|l| (l.name.clone(), l))
         .collect();
-    q.flow.set(
-        limits
-            .iter()
-            .map(|(name, l)| (name.clone(), l.rule.max_running))
-            .collect(),
-    );
+    q.flow.set(limits.keys().cloned());
     if limits.is_empty() && !queue_seen {
         q.metrics.limit_running.clear();
         q.metrics.limit_queued.clear();

@@ -19,18 +19,26 @@ pub struct StoredLimit {
 }
 
 impl StoredLimit {
+    /// The start of the rate's window that holds `now`.
+    pub fn window_at(&self, now: i64) -> i64 {
+        now - now.rem_euclid(self.rule.rate_period_ms.max(1))
+    }
+
+    /// How many runs started under its rate in the window that holds `now`.
+    pub fn started_at(&self, now: i64) -> i64 {
+        if self.window_start == self.window_at(now) {
+            self.window_count
+        } else {
+            0
+        }
+    }
+
     /// How many more runs may start under its rate at `now` (`i64::MAX` without a rate).
     pub fn rate_room(&self, now: i64) -> i64 {
         if self.rule.rate_max <= 0 {
             return i64::MAX;
         }
-        let window = now - now.rem_euclid(self.rule.rate_period_ms.max(1));
-        let used = if self.window_start == window {
-            self.window_count
-        } else {
-            0
-        };
-        (self.rule.rate_max - used).max(0)
+        (self.rule.rate_max - self.started_at(now)).max(0)
     }
 }
 

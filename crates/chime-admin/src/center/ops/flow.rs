@@ -44,7 +44,7 @@ impl Admin {
     /// limit), and the queue goes through its runs again.
     async fn known_limits_changed(&self) -> Result<(), OpError> {
         let limits = self.store.limits().await?;
-        (self.flow).set(limits.into_iter().map(|l| (l.name, l.rule.max_running)).collect());
+        self.flow.set(limits.into_iter().map(|l| l.name));
         self.flow.wake();
         Ok(())
     }

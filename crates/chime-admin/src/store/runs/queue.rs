@@ -73,6 +73,11 @@ const QUEUED_COLUMNS: &str = "q.run_id AS run_id, q.job_id AS job_id, q.waits_on
      q.queued_at AS queued_at, q.skip_queue AS skip_queue, r.scheduled_at AS scheduled_at, \
      r.trigger_type AS trigger_type, r.shard_total AS shard_total, j.misfire_strategy AS misfire_strategy";
 
+/// The queue's order: runs sent on by an operator first, then by priority, a run gaining one
+/// point for each minute it has waited, then the oldest. The rounds and the listing share it,
+/// so the listing shows the order runs leave in.
+const QUEUE_ORDER: &str = "q.skip_queue DESC, q.priority * 60000 - q.queued_at DESC, q.run_id";
+
 /// The tables [`QUEUED_COLUMNS`] come from.
 const QUEUED_FROM: &str = "run_queue q JOIN job j ON j.id = q.job_id JOIN run r ON r.id = q.run_id";
 
@@ -157,12 +162,7 @@ impl Store {
             let why = if max > 0 && running >= max {
                 Some(format!("{running} of {max} running"))
             } else if limit.rate_room(now) <= 0 {
-                let per = if limit.rule.rate_period_ms >= 60_000 {
-                    "minute"
-                } else {
-                    "second"
-                };
-                Some(format!("{} per {per} started", limit.rule.rate_max))
+                Some(format!("{} per {} started", limit.rule.rate_max, limit.rule.per()))
             } else {
                 None
             };
@@ -182,12 +182,7 @@ impl Store {
         }
         // Each rate counts the run in its current window.
         for limit in started {
-            let window = now - now.rem_euclid(limit.rule.rate_period_ms.max(1));
-            let count = if limit.window_start == window {
-                limit.window_count + 1
-            } else {
-                1
-            };
+            let (window, count) = (limit.window_at(now), limit.started_at(now) + 1);
             let q = self.sql("UPDATE concurrency_limit SET window_start = ?, window_count = ? WHERE name = ?");
             sqlx::query(&q)
                 .bind(window)
@@ -264,7 +259,7 @@ impl Store {
         let q = self.sql_text(format!(
             "SELECT {QUEUED_COLUMNS} FROM {QUEUED_FROM} \
              WHERE q.admitted_at < ?{only} \
-             ORDER BY q.skip_queue DESC, q.priority * 60000 - q.queued_at DESC, q.run_id LIMIT {most}"
+             ORDER BY {QUEUE_ORDER} LIMIT {most}"
         ));
         let all = sqlx::query(&q)
             .bind(now - ADMITTED_EXPIRY_MS)
@@ -362,7 +357,7 @@ impl Store {
         let q = format!(
             "SELECT {QUEUED_COLUMNS}, q.admitted_at AS admitted_at, j.group_id AS group_id, j.description AS description \
              FROM {QUEUED_FROM}{only} \
-             ORDER BY q.skip_queue DESC, q.priority * 60000 - q.queued_at DESC, q.run_id LIMIT {most}"
+             ORDER BY {QUEUE_ORDER} LIMIT {most}"
         );
         let all = sqlx::query(&q).fetch_all(&self.read).await?;
         Ok(all.iter().map(queue_entry).collect::<Result<_, _>>()?)
