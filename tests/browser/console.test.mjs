@@ -155,6 +155,19 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.fill('#job-form input[name=time_zone]', 'Europe/Berlin');
     assert.equal(await page.$eval('#job-form input[name=time_zone]', (el) => el.validity.valid), true, 'a fixed zone blocks nothing');
     await page.waitForSelector('#preview li');
+    // A parameter with date placeholders is previewed as each fire would send it; a malformed
+    // one marks the parameter, and fixing it clears the mark.
+    await page.fill('#job-form input[name=param]', 'day=${fire_time:yyyy-MM-dd} h=${fire_time:HH}');
+    await page.waitForFunction(() => document.querySelectorAll('#preview li .param').length === 5, null, LONG);
+    const dated = await page.locator('#preview li').evaluateAll((l) => l.map((x) => ({ local: x.dataset.local, param: x.querySelector('.param').textContent })));
+    for (const li of dated) assert.equal(li.param, ` → day=${li.local.slice(0, 10)} h=03`, 'resolved in the job zone');
+    await page.fill('#job-form input[name=param]', 'x ${fire_tme}');
+    await page.waitForSelector('#preview-box .err');
+    assert.equal(await page.$eval('#job-form input[name=param]', (el) => el.validity.valid), false, 'the parameter is marked');
+    assert.match(await page.textContent('#preview-box .err'), /character 3/);
+    await page.fill('#job-form input[name=param]', '1');
+    await page.waitForSelector('#preview li');
+    assert.equal(await page.$eval('#job-form input[name=param]', (el) => el.validity.valid), true);
     // The form is in sections; every select of a job enum offers exactly the admin's values,
     // each with its translated name and a line explaining the chosen one.
     assert.deepEqual(await page.locator('#job-form fieldset.sec').evaluateAll((f) => f.map((x) => x.dataset.section)), ['basics', 'schedule', 'executor', 'flow', 'alarms', 'advanced']);
@@ -280,6 +293,18 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.selectOption('#zone', 'job');
     await page.waitForFunction(() => /03:00:00 Europe\/Berlin$/.test(document.querySelector('#jobs tr[data-job="1"] td.next-fire')?.textContent || ''));
     await shot('05-jobs-started');
+    // Pause for the hour the prompt offers, then resume: the row says until when.
+    dialogs.length = 0;
+    await rowAction(1, 'pause');
+    await page.waitForSelector('#jobs tr[data-job="1"] td.status.paused');
+    assert.match(dialogs[0], /^Pause for how many hours\?/);
+    assert.match(await page.textContent('#jobs tr[data-job="1"] td.status'), /^⏸ Paused until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d Europe\/Berlin$/);
+    const pausedUntil = (await csrfFetch('GET', '/v1/jobs/1')).body.paused_until;
+    assert.ok(Math.abs(pausedUntil - Date.now() - 3600_000) < 60_000, `paused for the hour offered: ${pausedUntil}`);
+    await shot('05-jobs-paused');
+    await rowAction(1, 'resume');
+    await page.waitForSelector('#jobs tr[data-job="1"] td.status.ok');
+    assert.ok((await csrfFetch('GET', '/v1/jobs/1')).body.paused_until <= Date.now(), 'the pause ended');
     await rowAction(1, 'stop');
     await page.waitForSelector('#jobs tr[data-job="1"] button[data-action=start]', { state: 'attached' });
     assert.equal(await page.textContent('#jobs tr[data-job="1"] td.next-fire'), '');

@@ -105,7 +105,7 @@ async function jobForm(root, job, groups, jobs) {
   JOB_SECTIONS.map((key) => rowsOf(ctl, key, after)).map((rows, i) => (rows.length ? section(JOB_SECTIONS[i], rows) : '')),
   h('div', { class: 'form-actions' }, h('button', { type: 'submit' }, t('save')), h('button', { type: 'button', onclick: () => go('#jobs') }, t('cancel'))), msg);
   root.replaceChildren(h('h2', {}, isNew ? t('new_job') : `${t('jobs')} — #${job.id} ${job.description}`), form);
-  previewer(/** @type {HTMLSelectElement} */ (/** @type {unknown} */ (scheduleType)), expr, zone, preview);
+  previewer(/** @type {HTMLSelectElement} */ (/** @type {unknown} */ (scheduleType)), expr, zone, preview, /** @type {HTMLInputElement | undefined} */ (ctl.get('param')?.input));
   /** @param {HTMLElement} el */
   const labelOf = (el) => /** @type {HTMLElement} */ (el.closest('label'));
   // Show only the fields that apply: no expression without a schedule, no handler for GLUE.

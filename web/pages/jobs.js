@@ -85,15 +85,28 @@ export async function jobList(root) {
   let drawn = 0;
   /** @param {() => Promise<unknown>} fn */
   const act = (fn) => async () => { try { await fn(); draw(true); } catch (e) { msg.replaceChildren(errorBox(e)); } };
+  /** @param {any} j whether it is paused now (a pause whose end passed is over) */
+  const paused = (j) => j.running && j.paused_until > Date.now();
+  /** @param {any} j asks for how long, then pauses it */
+  const pause = async (j) => {
+    const hours = Number(prompt(t('pause_hours'), '1'));
+    if (!(hours > 0)) return;
+    await api('POST', `/v1/jobs/${j.id}/pause`, { until: Date.now() + Math.round(hours * 3600_000) });
+  };
+  /** @param {any} j */
+  const status = (j) => (paused(j)
+    ? h('td', { class: 'status paused' }, `⏸ ${t('paused_until')} ${fmtTime(j.paused_until, j.time_zone)}`)
+    : h('td', { class: j.running ? 'status ok' : 'status' }, j.running ? `▶ ${t('started')}` : `■ ${t('stopped')}`));
   /** @param {any} j */
   const row = (j) => h('tr', { 'data-job': j.id },
     h('td', {}, j.id), h('td', {}, gname(j.group_id)), h('td', { class: 'desc' }, j.description), h('td', { class: 'owner' }, j.owner),
     h('td', { class: 'schedule' }, scheduleText(j)),
-    h('td', {}, j.glue_type === 'BEAN' ? j.handler : optName('glue', j.glue_type)), h('td', { class: j.running ? 'status ok' : 'status' }, j.running ? `▶ ${t('started')}` : `■ ${t('stopped')}`),
+    h('td', {}, j.glue_type === 'BEAN' ? j.handler : optName('glue', j.glue_type)), status(j),
     h('td', { class: 'next-fire' }, j.running && j.next_fire_at > 0 ? fmtTime(j.next_fire_at, j.time_zone) : ''),
     h('td', { class: 'row-actions' }, h('a', { href: `#runs/job/${j.id}`, class: 'job-runs', title: t('job_runs') }, t('runs')), ' ', mayOperate(j.group_id) ? actionMenu([
       // A job without a schedule never fires by itself: there is nothing to start.
       j.running ? ['stop', act(() => api('POST', `/v1/jobs/${j.id}/stop`))] : j.schedule_type === 'NONE' ? null : ['start', act(() => api('POST', `/v1/jobs/${j.id}/start`))],
+      paused(j) ? ['resume', act(() => api('POST', `/v1/jobs/${j.id}/resume`))] : j.running ? ['pause', act(() => pause(j))] : null,
       ['run_once', act(async () => { const b = await runOnceDialog(j); if (b) { const r = await api('POST', `/v1/jobs/${j.id}/trigger`, b); go(`#runs/${r.run_id}`); } })],
       // Operators run jobs; editing them is for editors.
       mayEdit(j.group_id) ? ['edit', () => go(`#jobs/edit/${j.id}`)] : null,

@@ -421,6 +421,7 @@ pub(crate) mod tests {
             running: true,
             anchor_at: 0,
             next_fire_at: 0,
+            paused_until: 0,
             last_fire_at: 0,
             created_at: 0,
             updated_at: 0,

@@ -319,6 +319,11 @@ impl JobSpec {
         if param.len() > 65_535 {
             return Err(Invalid::new("param", "must be at most 64 KiB"));
         }
+        // Checked when given: a parameter stored before date placeholders existed (an imported
+        // `${HOME}`, say) does not stop other edits of its job; it is sent as written.
+        if let Some(Err(e)) = self.param.as_deref().map(chime_params::check) {
+            return Err(Invalid::new("param", e.to_string()));
+        }
         let key = match &self.key {
             Some(k) => Some(validate_job_key(k).map_err(|m| Invalid::new("key", m))?),
             None => None,

@@ -120,7 +120,8 @@ impl NewRun {
         }
     }
 
-    /// A pending run of `job` with the job's handler, param and retries.
+    /// A pending run of `job` with the job's handler, param and retries; the param's date
+    /// placeholders resolved from `scheduled_at` in the job's zone (`chime_params`).
     pub fn of_job(job: &Job, trigger_type: TriggerType, scheduled_at: i64, fire_key: Option<i64>) -> NewRun {
         NewRun {
             job_id: job.id,
@@ -130,7 +131,7 @@ impl NewRun {
             trigger_type,
             payload: RunPayload {
                 handler: job.handler.clone(),
-                param: job.param.clone(),
+                param: chime_params::resolve_or_keep(&job.param, scheduled_at, &job.time_zone).into_owned(),
                 upstream: String::new(),
                 shard_index: 0,
                 shard_total: 1,

@@ -19,6 +19,12 @@ const JOBS: usize = 50;
 const RUNS_PER_JOB: usize = 20;
 /// The limit.
 const MAX_RUNNING: usize = 5;
+/// Job `k`'s priority: three levels far enough apart that a few minutes' aging (a point a
+/// minute) cannot reorder them.
+fn priority(k: usize) -> i64 {
+    (k % 3) as i64 * 100
+}
+
 
 /// Waits until `admin` holds partitions (it has migrated the database and schedules).
 async fn ready(admin: &Admin, http: &reqwest::Client) {
@@ -63,7 +69,7 @@ async fn a_limit_holds_across_admins_and_a_kill(kind: Db) {
     let mut jobs = Vec::new();
     for k in 0..JOBS {
         let body = json!({
-            "group": "pool", "handler": "slow", "concurrency_key": "pool-db", "priority": (k % 3) as i64,
+            "group": "pool", "handler": "slow", "concurrency_key": "pool-db", "priority": priority(k),
         });
         jobs.push(a.ok("/v1/jobs", body).await["id"].as_i64().unwrap());
     }

@@ -67,6 +67,10 @@ pub struct Job {
     pub anchor_at: i64,
     /// The next fire time not yet claimed, epoch ms (0 when stopped).
     pub next_fire_at: i64,
+    /// Not fired before this time, epoch ms (0, or a time passed: not paused). Set by
+    /// `POST /v1/jobs/{id}/pause`, by its group's pause, set to the time of a resume (which ends it).
+    #[serde(default)]
+    pub paused_until: i64,
     /// The last fire time claimed, epoch ms.
     pub last_fire_at: i64,
     /// Creation time, epoch ms.

@@ -98,7 +98,7 @@ impl Admin {
     /// claim transaction per API call, which is what creating jobs in bulk used to pay.
     pub fn wake_scheduler_for(&self, job: &Job) {
         let horizon = now_ms().saturating_add(self.config.lookahead.as_millis() as i64);
-        if job.running && job.next_fire_at <= horizon {
+        if job.running && job.next_fire_at <= horizon && job.paused_until <= horizon {
             self.partitions.wake_claims();
         }
     }

@@ -565,6 +565,12 @@ pub(super) async fn schedule_preview(
     if !(1..=100).contains(&count) {
         return Err(ApiError::bad_request(Some("count"), "must be between 1 and 100"));
     }
+    // A job parameter to show resolved at each fire time: checked as saving it would check it.
+    let param = q.get("param").map(String::as_str).unwrap_or_default();
+    if param.len() > 65_535 {
+        return Err(Invalid::new("param", "must be at most 64 KiB").into());
+    }
+    chime_params::check(param).map_err(|e| Invalid::new("param", e.to_string()))?;
     let now = now_ms();
     let cal = Calendar::parse(kind, &expr, &tz, now).map_err(|e| Invalid::new("schedule_expr", e))?;
     let offset_of = |ms: i64| {
@@ -582,7 +588,8 @@ pub(super) async fn schedule_preview(
         let local = chrono::DateTime::from_timestamp_millis(n)
             .map(|d| d.with_timezone(&zone).to_rfc3339())
             .unwrap_or_default();
-        out.push(json!({ "at": n, "local": local, "utc_offset_secs": off, "dst_shift": off != prev }));
+        let param = chime_params::resolve_or_keep(param, n, &tz);
+        out.push(json!({ "at": n, "local": local, "utc_offset_secs": off, "dst_shift": off != prev, "param": param }));
         prev = off;
         t = n;
     }

@@ -18,6 +18,7 @@ pub mod link_socket;
 mod members;
 mod oidc_login;
 pub mod openapi;
+mod pause;
 mod principal;
 pub mod rest;
 pub mod routes;

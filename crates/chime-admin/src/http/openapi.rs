@@ -269,6 +269,22 @@ fn workflow_definition() -> Value {
     )
 }
 
+/// The body of a pause (of a job, a group's jobs or a workflow): until when.
+pub(super) fn pause_body() -> Value {
+    body(
+        input_required(
+            json!({ "until": { "type": "integer", "format": "int64", "description": "the end of the pause, epoch ms: in the future, within 366 days" } }),
+            &["until"],
+        ),
+        true,
+    )
+}
+
+/// What pausing or resuming a group's jobs answers.
+pub(super) fn group_pause_answer() -> Value {
+    exact(json!({ "group_id": int(), "jobs": int(), "paused_until": int() }))
+}
+
 /// A request object with only these keys, of which `required` must be there.
 fn input_required(props: Value, required: &[&str]) -> Value {
     let mut o = input(props);
@@ -591,6 +607,7 @@ fn component_schemas() -> serde_json::Map<String, Value> {
                     "definition": workflow_definition(),
                     "version": { "type": "integer", "format": "int64", "description": "the graph's version: a new one each time a changed graph is saved" },
                     "running": boolean(), "anchor_at": int(), "next_fire_at": int(),
+                    "paused_until": { "type": "integer", "format": "int64", "description": "not fired before this time, epoch ms (0, or a time passed: not paused)" },
                     "last_fire_at": int(), "created_at": int(), "updated_at": int() })),
                 "WorkflowInstance": exact(json!({
                     "id": int(), "workflow_id": int(), "scheduled_at": int(), "trigger_type": names_of(TriggerType::ALL, |v| v.as_str()),

@@ -358,7 +358,9 @@ pub(super) async fn next_fires(
         let local = chrono::DateTime::from_timestamp_millis(n)
             .map(|d| d.with_timezone(&zone).to_rfc3339())
             .unwrap_or_default();
-        out.push(json!({ "at": n, "local": local }));
+        // The parameter a run of this fire would be sent with (its date placeholders filled).
+        let param = chime_params::resolve_or_keep(&job.param, n, &job.time_zone);
+        out.push(json!({ "at": n, "local": local, "param": param }));
         t = n;
     }
     Ok(Json(

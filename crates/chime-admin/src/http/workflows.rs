@@ -162,6 +162,28 @@ pub(super) async fn start_workflow(
     Ok(Json(admin.start_workflow(workflow.id).await?))
 }
 
+/// Pauses a workflow until a time (`{"until": epoch ms}`); answers it.
+pub(super) async fn pause_workflow(
+    State(admin): State<Arc<Admin>>,
+    Extension(p): Extension<Principal>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<Json<Workflow>> {
+    let workflow = workflow_for(&admin, &p, &id, GroupRole::Operator).await?;
+    let body: super::pause::PauseBody = parse_body(&body)?;
+    Ok(Json(admin.pause_workflow(workflow.id, body.until).await?))
+}
+
+/// Ends a workflow's pause; answers it.
+pub(super) async fn resume_workflow(
+    State(admin): State<Arc<Admin>>,
+    Extension(p): Extension<Principal>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Workflow>> {
+    let workflow = workflow_for(&admin, &p, &id, GroupRole::Operator).await?;
+    Ok(Json(admin.resume_workflow(workflow.id).await?))
+}
+
 pub(super) async fn stop_workflow(
     State(admin): State<Arc<Admin>>,
     Extension(p): Extension<Principal>,

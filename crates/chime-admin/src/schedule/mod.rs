@@ -87,7 +87,9 @@ pub fn plan_fires_with(
     let mut runs = Vec::new();
     let mut t = Some(job.next_fire_at);
     let mut last = job.last_fire_at;
-    let late_limit = now - rules.threshold_ms;
+    // Fires due while the job was paused are missed fires however recent: its misfire policy
+    // decides them when the pause ends, as after an outage.
+    let late_limit = (now - rules.threshold_ms).max(job.paused_until);
     if job.next_fire_at < late_limit {
         let mut missed: VecDeque<i64> = VecDeque::new();
         let mut walked = 0;
@@ -114,10 +116,17 @@ pub fn plan_fires_with(
                 MisfireStrategy::FireOnceNow if Some(m) == newest => r.scheduled_at = now,
                 MisfireStrategy::FireOnceNow | MisfireStrategy::DoNothing => {
                     r.trigger_code = SKIPPED_CODE;
-                    r.trigger_msg = format!(
-                        "Misfire: skipped by {} (scheduled at {m}, checked at {now})",
-                        job.misfire_strategy
-                    );
+                    r.trigger_msg = if m < job.paused_until {
+                        format!(
+                            "Misfire: skipped by {} (scheduled at {m}, paused until {})",
+                            job.misfire_strategy, job.paused_until
+                        )
+                    } else {
+                        format!(
+                            "Misfire: skipped by {} (scheduled at {m}, checked at {now})",
+                            job.misfire_strategy
+                        )
+                    };
                 }
             }
             runs.push(r);
@@ -507,6 +516,7 @@ mod tests {
             running: true,
             anchor_at: 0,
             next_fire_at: next,
+            paused_until: 0,
             last_fire_at: 0,
             created_at: 0,
             updated_at: 0,

@@ -93,8 +93,11 @@ async fn round(q: &QueueLoop, queue_seen: bool) -> StoreResult<bool> {
     q.store.release_slots().await?;
     report_usage(q).await?;
     let now = now_ms();
+    // The whole queue, in its one order, though only the runs of partitions held here are
+    // sent from here: a freed slot is kept for the run first in line, whichever admin holds it
+    // (that admin sends it at its next round), so priority holds across admins.
     let held = q.partitions.held();
-    let waiting = q.store.queued_runs(Some(&held), now, ROUND_SIZE).await?;
+    let waiting = q.store.queued_runs(None, now, ROUND_SIZE).await?;
     if waiting.is_empty() {
         return Ok(!q.store.queue_is_empty().await?);
     }
@@ -119,7 +122,15 @@ async fn round(q: &QueueLoop, queue_seen: bool) -> StoreResult<bool> {
     }
     let mut leaving = Vec::new();
     for run in waiting {
-        if q.inflight.contains(run.run_id) {
+        let here = held.contains(&run.partition);
+        if here && q.inflight.contains(run.run_id) {
+            continue;
+        }
+        if !here {
+            // Another admin's run: it keeps its place, and the room it will take.
+            if let Some(r) = room.get_mut(&run.waits_on).filter(|r| **r > 0 || run.skip_queue) {
+                *r = r.saturating_sub(1);
+            }
             continue;
         }
         if let Some(end) = ended_in_queue(q, &run, limits.get(&run.waits_on), now) {

@@ -105,6 +105,7 @@ fn schedule_of(w: &Workflow) -> Job {
         running: w.running,
         anchor_at: w.anchor_at,
         next_fire_at: w.next_fire_at,
+        paused_until: w.paused_until,
         last_fire_at: w.last_fire_at,
         created_at: w.created_at,
         updated_at: w.updated_at,

@@ -146,7 +146,7 @@ impl fmt::Display for JobColumns {
             "id, job_key, group_id, partition_no, description, schedule_type, \
              schedule_expr, time_zone, misfire_strategy, route_strategy, handler, param, block_strategy, timeout_secs, \
              retry_count, child_job_ids, glue_type, glue_source, glue_updated_at, running, anchor_at, next_fire_at, \
-             last_fire_at, created_at, updated_at, priority, concurrency_key",
+             last_fire_at, created_at, updated_at, priority, concurrency_key, paused_until",
         )?;
         JobInfo::FIELDS.iter().try_for_each(|(name, _)| write!(f, ", {name}"))
     }

@@ -43,6 +43,8 @@ mod limits;
 mod login_states;
 mod nodes;
 pub use nodes::LiveAdmin;
+mod pauses;
+pub use pauses::Paused;
 mod registry;
 mod retention;
 mod rounds;

@@ -147,6 +147,7 @@ pub(super) fn job(row: &AnyRow) -> Result<Job, sqlx::Error> {
         running: int(row, "running")? != 0,
         anchor_at: int(row, "anchor_at")?,
         next_fire_at: int(row, "next_fire_at")?,
+        paused_until: int(row, "paused_until")?,
         last_fire_at: int(row, "last_fire_at")?,
         created_at: int(row, "created_at")?,
         updated_at: int(row, "updated_at")?,

@@ -12,7 +12,7 @@ macro_rules! workflow_fields {
     () => {
         "id, name, description, partition_no, schedule_type, schedule_expr, time_zone, \
          misfire_strategy, max_instances, on_limit, alarm_channels, version_id, running, anchor_at, \
-         next_fire_at, last_fire_at, created_at, updated_at"
+         next_fire_at, last_fire_at, created_at, updated_at, paused_until"
     };
 }
 
@@ -75,6 +75,7 @@ pub(super) fn workflow_row_with(row: &AnyRow, definition: Definition) -> Result<
         running: rows::int(row, "running")? != 0,
         anchor_at: rows::int(row, "anchor_at")?,
         next_fire_at: rows::int(row, "next_fire_at")?,
+        paused_until: rows::int(row, "paused_until")?,
         last_fire_at: rows::int(row, "last_fire_at")?,
         created_at: rows::int(row, "created_at")?,
         updated_at: rows::int(row, "updated_at")?,

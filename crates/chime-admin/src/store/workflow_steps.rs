@@ -132,13 +132,14 @@ impl Store {
         }
         let (starts, next) = self.make_fires(&mut tx, &due, plan, now).await?;
         let mut fresh = LiveInstances::default();
-        for (id, _, k) in &starts {
+        for (id, at, k) in &starts {
             let (w, graph) = &due[*k];
             // New, so nothing to read of it: its graph is the workflow's.
             fresh.put(LiveInstance {
                 id: *id,
                 workflow_id: w.id,
                 revision: 0,
+                scheduled_at: *at,
                 definition: graph.clone(),
                 nodes: Vec::new(),
             });
@@ -169,15 +170,25 @@ impl Store {
         // Only the fire times, as the claim reads jobs: the rest of each workflow is kept in
         // `live` while its `updated_at` holds, and read again when it moved.
         let q = format!(
-            "SELECT id, updated_at, anchor_at, next_fire_at, last_fire_at FROM workflow \
-             WHERE running = 1 AND next_fire_at > 0 AND next_fire_at <= ? \
+            "SELECT id, updated_at, anchor_at, next_fire_at, last_fire_at, paused_until FROM workflow \
+             WHERE running = 1 AND next_fire_at > 0 AND next_fire_at <= ? AND paused_until <= ? \
              AND partition_no IN ({}) ORDER BY next_fire_at LIMIT {FIRE_BATCH}{}",
             super::placeholders(partitions.len()),
             self.backend.for_update()
         );
         let q = self.sql(&q).into_owned();
-        let binds: Vec<i64> = std::iter::once(horizon).chain(partitions.iter().copied()).collect();
-        let cols = ["id", "updated_at", "anchor_at", "next_fire_at", "last_fire_at"];
+        let binds: Vec<i64> = [horizon, horizon]
+            .into_iter()
+            .chain(partitions.iter().copied())
+            .collect();
+        let cols = [
+            "id",
+            "updated_at",
+            "anchor_at",
+            "next_fire_at",
+            "last_fire_at",
+            "paused_until",
+        ];
         let times = self.int_rows(tx, &q, cols, &binds).await?;
         let more = times.len() as i64 == FIRE_BATCH;
         let due_rows = self.workflows_of(tx, times, live).await?;
@@ -195,11 +206,12 @@ impl Store {
     }
 
     /// The workflows of the fire times `times` (`id, updated_at, anchor_at, next_fire_at,
-    /// last_fire_at`): kept in `live` while their `updated_at` holds, read (and kept) when not.
+    /// last_fire_at, paused_until`): kept in `live` while their `updated_at` holds, read (and
+    /// kept) when not.
     async fn workflows_of(
         &self,
         tx: &mut Transaction<'static, Any>,
-        times: Vec<[i64; 5]>,
+        times: Vec<[i64; 6]>,
         live: &mut LiveInstances,
     ) -> StoreResult<Vec<Workflow>> {
         let kept: Vec<Option<Workflow>> = times
@@ -220,7 +232,7 @@ impl Store {
             read.insert(w.id, w);
         }
         let mut due_rows = Vec::with_capacity(times.len());
-        for ([id, _, anchor_at, next_fire_at, last_fire_at], kept) in times.into_iter().zip(kept) {
+        for ([id, _, anchor_at, next_fire_at, last_fire_at, paused_until], kept) in times.into_iter().zip(kept) {
             let Some(w) = kept.or_else(|| read.remove(&id)) else {
                 return Err(StoreError::Conflict(format!(
                     "workflow {id} was deleted while it was fired"
@@ -232,6 +244,7 @@ impl Store {
                 anchor_at,
                 next_fire_at,
                 last_fire_at,
+                paused_until,
                 ..w
             });
         }
@@ -488,13 +501,13 @@ impl Store {
         ids.sort_unstable();
         // Integers only, so that SQLite hands them over packed (`int_rows`).
         let q = format!(
-            "SELECT id, workflow_id, CASE WHEN state = 'running' THEN 1 ELSE 0 END AS running, revision \
-             FROM workflow_instance WHERE id IN ({{in}}) ORDER BY id{}",
+            "SELECT id, workflow_id, CASE WHEN state = 'running' THEN 1 ELSE 0 END AS running, revision, \
+             scheduled_at FROM workflow_instance WHERE id IN ({{in}}) ORDER BY id{}",
             self.backend.for_update()
         );
         let (mut instances, mut read, mut unknown) = (Vec::with_capacity(ids.len()), Vec::new(), Vec::new());
-        let cols = ["id", "workflow_id", "running", "revision"];
-        for [id, workflow_id, running, revision] in self.int_rows_in(tx, &q, cols, &ids).await? {
+        let cols = ["id", "workflow_id", "running", "revision", "scheduled_at"];
+        for [id, workflow_id, running, revision, scheduled_at] in self.int_rows_in(tx, &q, cols, &ids).await? {
             let kept = live.take(id);
             if running == 0 {
                 continue;
@@ -510,6 +523,7 @@ impl Store {
                         id,
                         workflow_id,
                         revision,
+                        scheduled_at,
                         definition: Arc::default(),
                         nodes: Vec::new(),
                     });

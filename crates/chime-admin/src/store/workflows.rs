@@ -587,7 +587,7 @@ impl Store {
             .collect();
         let graph = dag::Graph::new(instance.definition.clone());
         let k = graph.index(node).unwrap_or_default();
-        let run = node_run(&job, &graph, k, &results, now).map_err(StoreError::Conflict)?;
+        let run = node_run(&job, &graph, k, &results, now, instance.scheduled_at).map_err(StoreError::Conflict)?;
         let ticket = self
             .insert_runs_tx(tx, &[run])
             .await?

@@ -333,6 +333,9 @@ impl Definition {
             if param.len() > MAX_PARAM_BYTES {
                 return Err(node_err(&n.key, "param", "must be at most 64 KiB"));
             }
+            if let Err(e) = chime_params::check(param) {
+                return Err(node_err(&n.key, "param", e));
+            }
             if let (NodeJob::Code, Some(name)) = (kind, references(param).first()) {
                 return Err(node_err(
                     &n.key,

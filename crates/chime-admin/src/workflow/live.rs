@@ -41,6 +41,9 @@ pub struct LiveInstance {
     pub workflow_id: i64,
     /// The instance row's revision this state belongs to.
     pub revision: i64,
+    /// When it was fired for, epoch ms: its nodes' date placeholders resolve from it, so every
+    /// node of one instance sees the same dates.
+    pub scheduled_at: i64,
     /// Its graph, as fired, ready for stepping.
     pub definition: Arc<Graph>,
     /// Its node rows, each with its row id.
@@ -178,6 +181,7 @@ mod tests {
             id,
             workflow_id,
             revision: 1,
+            scheduled_at: 0,
             definition: Arc::default(),
             nodes,
         }

@@ -77,6 +77,9 @@ pub struct Workflow {
     pub anchor_at: i64,
     /// Next fire not yet made, epoch ms (0 when stopped).
     pub next_fire_at: i64,
+    /// Not fired before this time, epoch ms (0, or a time passed: not paused).
+    #[serde(default)]
+    pub paused_until: i64,
     /// Last fire made, epoch ms.
     pub last_fire_at: i64,
     /// Created, epoch ms.

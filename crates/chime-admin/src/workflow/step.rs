@@ -233,7 +233,7 @@ fn step_instance(i: usize, s: &LiveInstance, jobs: &HashMap<i64, Arc<Job>>, due:
                     } else {
                         &no_results
                     };
-                    node_run(job, graph, k, results, due)
+                    node_run(job, graph, k, results, due, s.scheduled_at)
                 }
                 None => Err(format!("job {} no longer exists", node.job_id)),
             };
@@ -282,15 +282,18 @@ pub fn succeeded_results(nodes: &[(i64, NodeRun)]) -> dag::Results<'_> {
 }
 
 /// The run of node `k` of `graph`, due at `at`: its job's, with the node's parameter (or the
-/// job's) and the upstream results it names filled in — each as one shell-quoted word when the
+/// job's) filled in — first its date placeholders, from the instance's fire time `fired_for` in
+/// the job's zone, then the upstream results it names, each as one shell-quoted word when the
 /// job runs code (`dag::runs_code`): a job may have become one since its workflow was checked
-/// — and its sources' results beside it as data. `Err`: why the node fails instead.
+/// — and its sources' results beside it as data. A result is pasted after the dates, so text
+/// in a result is never read as a placeholder. `Err`: why the node fails instead.
 pub fn node_run(
     job: &Job,
     graph: &dag::Graph,
     k: usize,
     results: &dag::Results<'_>,
     at: i64,
+    fired_for: i64,
 ) -> Result<NewRun, String> {
     let node = &graph.def.nodes[k];
     let paste = if dag::runs_code(job.glue_type, &job.handler) {
@@ -299,7 +302,9 @@ pub fn node_run(
         dag::Paste::Plain
     };
     let mut run = NewRun::of_job(job, TriggerType::Workflow, at, None);
-    run.payload.param = dag::resolve(node.param.as_deref().unwrap_or(&job.param), results, paste).map_err(|_| {
+    let template = node.param.as_deref().unwrap_or(&job.param);
+    let template = chime_params::resolve_or_keep(template, fired_for, &job.time_zone);
+    run.payload.param = dag::resolve(&template, results, paste).map_err(|_| {
         format!(
             "its parameter with the upstream results quoted in is over {} bytes: job {} runs code, \
              so a result is not cut short (read them from CHIME_UPSTREAM_RESULTS instead)",
@@ -444,6 +449,7 @@ mod tests {
             id: 1,
             workflow_id: 3,
             revision: 1,
+            scheduled_at: 0,
             definition: Arc::new(dag::Graph::new(def)),
             nodes: nodes
                 .iter()

@@ -7,6 +7,7 @@ mod flow;
 mod job_body;
 mod jobs_doc;
 mod output;
+mod pause;
 mod workflow;
 
 pub use api_key::ApiKeyArgs;
@@ -85,6 +86,18 @@ enum GroupCmd {
     List,
     /// Delete a group (id or app name).
     Rm {
+        /// Group id or app name.
+        group: String,
+    },
+    /// Pause every job of a group until a time (maintenance).
+    Pause {
+        /// Group id or app name.
+        group: String,
+        #[command(flatten)]
+        end: pause::PauseEnd,
+    },
+    /// End the pause of every job of a group now.
+    Resume {
         /// Group id or app name.
         group: String,
     },
@@ -227,6 +240,18 @@ enum JobCmd {
     },
     /// Stop scheduling a job.
     Stop {
+        /// Job id.
+        id: i64,
+    },
+    /// Pause a job until a time: fires due before then follow its misfire policy when it ends.
+    Pause {
+        /// Job id.
+        id: i64,
+        #[command(flatten)]
+        end: pause::PauseEnd,
+    },
+    /// End a job's pause now.
+    Resume {
         /// Job id.
         id: i64,
     },
@@ -669,6 +694,26 @@ async fn group_cmd(c: &Client, cmd: GroupCmd) -> Result<(), Failure> {
             c.call(Method::DELETE, &format!("/v1/groups/{group}"), None).await?;
             c.print(json!({ "deleted": group }), |_: Value| outln!("deleted group {group}"))
         }
+        GroupCmd::Pause { group, end } => {
+            let answer = c
+                .send(Method::POST, &format!("/v1/groups/{group}/pause"), &end.body()?)
+                .await?;
+            c.print(answer, |v: Value| {
+                outln!(
+                    "paused {} jobs of group {group} until {}",
+                    cell(&v["jobs"]),
+                    time(v["paused_until"].as_i64().unwrap_or_default())
+                )
+            })
+        }
+        GroupCmd::Resume { group } => {
+            let answer = c
+                .call(Method::POST, &format!("/v1/groups/{group}/resume"), None)
+                .await?;
+            c.print(answer, |v: Value| {
+                outln!("resumed {} jobs of group {group}", cell(&v["jobs"]))
+            })
+        }
     }
 }
 
@@ -731,6 +776,15 @@ async fn job_cmd(c: &Client, cmd: JobCmd) -> Result<(), Failure> {
             c.call(Method::POST, &format!("/v1/jobs/{id}/stop"), None).await?,
             print_job,
         ),
+        JobCmd::Pause { id, end } => c.print(
+            c.send(Method::POST, &format!("/v1/jobs/{id}/pause"), &end.body()?)
+                .await?,
+            print_job,
+        ),
+        JobCmd::Resume { id } => c.print(
+            c.call(Method::POST, &format!("/v1/jobs/{id}/resume"), None).await?,
+            print_job,
+        ),
         JobCmd::Rm { id } => {
             c.call(Method::DELETE, &format!("/v1/jobs/{id}"), None).await?;
             c.print(json!({ "deleted": id }), |_: Value| outln!("deleted job {id}"))
@@ -759,9 +813,9 @@ async fn job_cmd(c: &Client, cmd: JobCmd) -> Result<(), Failure> {
                 let tz = v["time_zone"].as_str().unwrap_or("");
                 let rows = next_fire_times(Some(&v))
                     .into_iter()
-                    .map(|at| vec![at.to_string(), zoned(at, tz)])
+                    .map(|(at, param)| vec![at.to_string(), zoned(at, tz), param])
                     .collect();
-                table(&["EPOCH MS", "TIME"], rows);
+                table(&["EPOCH MS", "TIME", "PARAM"], rows);
             })
         }
     }

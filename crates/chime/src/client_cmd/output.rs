@@ -188,7 +188,12 @@ pub(super) fn print_jobs(jobs: &[Job], groups: &GroupNames) {
                 schedule,
                 j.time_zone.clone(),
                 j.route_strategy.to_string(),
-                if j.running { "running" } else { "stopped" }.to_owned(),
+                match (j.running, j.paused_until > chime_admin::model::now_ms()) {
+                    (true, true) => "paused",
+                    (true, false) => "running",
+                    (false, _) => "stopped",
+                }
+                .to_owned(),
                 zoned(j.next_fire_at, &j.time_zone),
             ]
         })
@@ -272,7 +277,7 @@ pub(super) fn print_job_detail(job: &Job, groups: &GroupNames, next: Option<&Val
         .map(|(k, x)| {
             let value = if k == "group_id" {
                 format!("{} ({})", groups.name(job.group_id), job.group_id)
-            } else if k.ends_with("_at") {
+            } else if k.ends_with("_at") || k == "paused_until" {
                 zoned(x.as_i64().unwrap_or_default(), tz)
             } else {
                 cell(x)
@@ -284,18 +289,27 @@ pub(super) fn print_job_detail(job: &Job, groups: &GroupNames, next: Option<&Val
     let times = next_fire_times(next);
     if !times.is_empty() {
         outln!("\nnext fire times:");
-        for at in times {
-            outln!("  {}", zoned(at, tz));
+        for (at, param) in times {
+            // The parameter as a run of that fire would send it, when placeholders change it.
+            if param != job.param {
+                outln!("  {}  param: {param}", zoned(at, tz));
+            } else {
+                outln!("  {}", zoned(at, tz));
+            }
         }
     }
 }
 
-/// The times (epoch ms) of a `/v1/jobs/{id}/next` answer.
-pub(super) fn next_fire_times(next: Option<&Value>) -> Vec<i64> {
+/// The times (epoch ms) of a `/v1/jobs/{id}/next` answer, each with the parameter a run of it
+/// would be sent with.
+pub(super) fn next_fire_times(next: Option<&Value>) -> Vec<(i64, String)> {
     next.and_then(|n| n["next"].as_array())
         .into_iter()
         .flatten()
-        .map(|n| n["at"].as_i64().unwrap_or_default())
+        .map(|n| {
+            let param = n["param"].as_str().unwrap_or_default().to_owned();
+            (n["at"].as_i64().unwrap_or_default(), param)
+        })
         .collect()
 }
 

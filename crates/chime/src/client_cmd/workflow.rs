@@ -42,6 +42,15 @@ pub(super) enum WorkflowCmd {
     Start { id: i64 },
     /// Stop scheduling a workflow (its instances go on).
     Stop { id: i64 },
+    /// Pause a workflow until a time: fires due before then follow its misfire policy.
+    Pause {
+        /// Workflow id.
+        id: i64,
+        #[command(flatten)]
+        end: super::pause::PauseEnd,
+    },
+    /// End a workflow's pause now.
+    Resume { id: i64 },
     /// Delete a workflow and its finished instances.
     Rm { id: i64 },
     /// Fire a workflow now; with --wait, follow the instance to its end (exit 1 unless it
@@ -250,6 +259,12 @@ pub(super) async fn dispatch(c: &Client, cmd: WorkflowCmd) -> Result<(), Failure
         ),
         WorkflowCmd::Start { id } => c.print(action(c, &format!("/v1/workflows/{id}/start")).await?, print_workflow),
         WorkflowCmd::Stop { id } => c.print(action(c, &format!("/v1/workflows/{id}/stop")).await?, print_workflow),
+        WorkflowCmd::Pause { id, end } => c.print(
+            c.send(Method::POST, &format!("/v1/workflows/{id}/pause"), &end.body()?)
+                .await?,
+            print_workflow,
+        ),
+        WorkflowCmd::Resume { id } => c.print(action(c, &format!("/v1/workflows/{id}/resume")).await?, print_workflow),
         WorkflowCmd::Rm { id } => {
             c.call(Method::DELETE, &format!("/v1/workflows/{id}"), None).await?;
             if !c.opts.json {

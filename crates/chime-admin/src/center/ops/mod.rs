@@ -10,6 +10,7 @@ pub(super) mod api_keys;
 pub(super) mod flow;
 pub(super) mod groups;
 pub(super) mod jobs;
+pub(super) mod pauses;
 pub(super) mod runs;
 pub(super) mod users;
 pub(super) mod workflows;

@@ -25,7 +25,8 @@ impl Admin {
         };
         let mut run = NewRun::of_job(&job, trigger_type, now_ms(), None);
         if let Some(p) = param {
-            run.payload.param = p;
+            chime_params::check(&p).map_err(|e| crate::model::Invalid::new("param", e.to_string()))?;
+            run.payload.param = chime_params::resolve_or_keep(&p, run.scheduled_at, &job.time_zone).into_owned();
         }
         let tickets = self.store.insert_runs(&[run]).await?;
         let id = tickets

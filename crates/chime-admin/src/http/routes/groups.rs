@@ -2,8 +2,8 @@
 
 use super::Route;
 use crate::http::access::{Rule, Target};
-use crate::http::openapi::{arr, body, change, group_spec, key, op, r};
-use crate::http::{members, rest};
+use crate::http::openapi::{arr, body, change, group_pause_answer, group_spec, key, op, pause_body, r};
+use crate::http::{members, pause, rest};
 use serde_json::json;
 
 /// The routes of executor groups.
@@ -33,6 +33,14 @@ pub(super) const ROUTES: &[Route] = &[
     api!("DELETE" "/v1/groups/{key}", Rule::Admin, rest::delete_group, op(
         "Delete a group without jobs (admins only)",
         "groups", json!([key()]), None, (204, None), &[403, 404, 409, 413],
+    )),
+    api!("POST" "/v1/groups/{key}/pause", Rule::Operate(Target::GroupKey), pause::pause_group, op(
+        "Pause every job of a group until a time (maintenance): fires due before then are handled by each job's misfire policy when the pause ends",
+        "groups", json!([key()]), Some(pause_body()), (200, Some(group_pause_answer())), &[400, 403, 404, 413, 422],
+    )),
+    api!("POST" "/v1/groups/{key}/resume", Rule::Operate(Target::GroupKey), pause::resume_group, op(
+        "End the pause of every job of a group now",
+        "groups", json!([key()]), None, (200, Some(group_pause_answer())), &[400, 403, 404, 413],
     )),
     api!("GET" "/v1/groups/{key}/members", Rule::ManageGroup(Target::GroupKey), members::list, op(
         "The group's members and the role each holds in it (its group admins and administrators)",

@@ -4,9 +4,9 @@ use super::Route;
 use crate::http::access::{Rule, Target};
 use crate::http::openapi::{
     apply_plan, apply_request, arr, body, change, exact, filter_text, id, input, int, int_range, job_spec,
-    jobs_document, limit, nullable, op, query, r, string, string_enum, times,
+    jobs_document, limit, nullable, op, pause_body, query, r, string, string_enum, times,
 };
-use crate::http::{console_api as console, rest};
+use crate::http::{console_api as console, pause, rest};
 use serde_json::json;
 
 /// The routes of jobs, and jobs as code: the desired state of groups and jobs, and applying one.
@@ -60,6 +60,14 @@ pub(super) const ROUTES: &[Route] = &[
         "Stop scheduling a job",
         "jobs", json!([id()]), None, (200, Some(r("Job"))), &[400, 403, 404, 413],
     )),
+    api!("POST" "/v1/jobs/{id}/pause", Rule::Operate(Target::Job), pause::pause_job, op(
+        "Pause a job until a time: fires due before then are missed fires, handled by its misfire policy when the pause ends",
+        "jobs", json!([id()]), Some(pause_body()), (200, Some(r("Job"))), &[400, 403, 404, 413, 422],
+    )),
+    api!("POST" "/v1/jobs/{id}/resume", Rule::Operate(Target::Job), pause::resume_job, op(
+        "End a job's pause now",
+        "jobs", json!([id()]), None, (200, Some(r("Job"))), &[400, 403, 404, 413],
+    )),
     api!("POST" "/v1/jobs/{id}/trigger", Rule::Operate(Target::Job), rest::trigger_job, op(
         "Run a job now (optional param, optional address from the group); the body may be left out",
         "jobs",
@@ -69,11 +77,11 @@ pub(super) const ROUTES: &[Route] = &[
         &[400, 403, 404, 409, 413, 422],
     )),
     api!("GET" "/v1/jobs/{id}/next", Rule::Read(Target::Job), rest::next_fires, op(
-        "Next fire times",
+        "Next fire times, each with the parameter a run of it would be sent with",
         "jobs",
         json!([id(), query("count", int_range(1, 1000), "how many, 1..1000, default 5")]),
         None,
-        (200, Some(exact(json!({ "job_id": int(), "time_zone": string(), "next": times(json!({})) })))),
+        (200, Some(exact(json!({ "job_id": int(), "time_zone": string(), "next": times(json!({ "param": string() })) })))),
         &[400, 403, 404, 422],
     )),
     api!("GET" "/v1/jobs/{id}/glue", Rule::Admin, console::glue_history, op(

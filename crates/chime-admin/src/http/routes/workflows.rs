@@ -6,8 +6,8 @@ use super::Route;
 use crate::api::GroupRole;
 use crate::http::access::Rule;
 use crate::http::openapi::{
-    arr, body, change, exact, id, input, instance_states, int, job_key, limit, nullable, op, path, query, r,
-    string_enum, workflow_spec,
+    arr, body, change, exact, id, input, instance_states, int, job_key, limit, nullable, op, path, pause_body, query,
+    r, string_enum, workflow_spec,
 };
 use crate::http::workflows as wf;
 use serde_json::json;
@@ -44,6 +44,14 @@ pub(super) const ROUTES: &[Route] = &[
     )),
     api!("POST" "/v1/workflows/{id}/stop", Rule::Needs(GroupRole::Operator), wf::stop_workflow, op(
         "Stop scheduling a workflow (its instances go on)",
+        "workflows", json!([id()]), None, (200, Some(r("Workflow"))), &[400, 403, 404, 413],
+    )),
+    api!("POST" "/v1/workflows/{id}/pause", Rule::Needs(GroupRole::Operator), wf::pause_workflow, op(
+        "Pause a workflow until a time: fires due before then are handled by its misfire policy when the pause ends",
+        "workflows", json!([id()]), Some(pause_body()), (200, Some(r("Workflow"))), &[400, 403, 404, 413, 422],
+    )),
+    api!("POST" "/v1/workflows/{id}/resume", Rule::Needs(GroupRole::Operator), wf::resume_workflow, op(
+        "End a workflow's pause now",
         "workflows", json!([id()]), None, (200, Some(r("Workflow"))), &[400, 403, 404, 413],
     )),
     api!("POST" "/v1/workflows/{id}/trigger", Rule::Needs(GroupRole::Operator), wf::trigger_workflow, op(

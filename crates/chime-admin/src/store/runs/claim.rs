@@ -87,15 +87,16 @@ impl Store {
             .collect())
     }
 
-    /// The fire times of the running jobs of partitions `held` due before `horizon`, at most
-    /// `limit`, their rows locked: `id, updated_at, anchor_at, next_fire_at, last_fire_at`.
+    /// The fire times of the running jobs of partitions `held` due before `horizon` and not
+    /// paused past it, at most `limit`, their rows locked: `id, updated_at, anchor_at,
+    /// next_fire_at, last_fire_at, paused_until`.
     async fn due_fire_times(
         &self,
         tx: &mut AnyConnection,
         held: &[i64],
         horizon: i64,
         limit: i64,
-    ) -> StoreResult<Vec<[i64; 5]>> {
+    ) -> StoreResult<Vec<[i64; 6]>> {
         let partition_filter = if held.len() as i64 == PARTITIONS {
             String::new()
         } else {
@@ -105,12 +106,20 @@ impl Store {
             )
         };
         let q = self.sql_text(format!(
-            "SELECT id, updated_at, anchor_at, next_fire_at, last_fire_at FROM job \
-                 WHERE running = 1 AND next_fire_at <= ?{partition_filter} ORDER BY next_fire_at LIMIT ?{}",
+            "SELECT id, updated_at, anchor_at, next_fire_at, last_fire_at, paused_until FROM job \
+                 WHERE running = 1 AND next_fire_at <= ? AND paused_until <= ?{partition_filter} \
+                 ORDER BY next_fire_at LIMIT ?{}",
             self.backend.for_update()
         ));
-        let cols = ["id", "updated_at", "anchor_at", "next_fire_at", "last_fire_at"];
-        self.int_rows(tx, &q, cols, &[horizon, limit]).await
+        let cols = [
+            "id",
+            "updated_at",
+            "anchor_at",
+            "next_fire_at",
+            "last_fire_at",
+            "paused_until",
+        ];
+        self.int_rows(tx, &q, cols, &[horizon, horizon, limit]).await
     }
 
     /// The jobs of the fire times `due`, with those times: from `cache` while their
@@ -118,12 +127,12 @@ impl Store {
     async fn due_jobs(
         &self,
         tx: &mut AnyConnection,
-        due: &[[i64; 5]],
+        due: &[[i64; 6]],
         cache: &mut HashMap<i64, Arc<Job>>,
     ) -> StoreResult<Vec<Arc<Job>>> {
         let stale: Vec<i64> = due
             .iter()
-            .filter(|[id, updated, anchor, _, _]| {
+            .filter(|[id, updated, anchor, ..]| {
                 cache
                     .get(id)
                     .is_none_or(|j| j.updated_at != *updated || j.anchor_at != *anchor)
@@ -143,7 +152,7 @@ impl Store {
             }
         }
         let mut jobs: Vec<Arc<Job>> = Vec::with_capacity(due.len());
-        for [id, _, _, next, last] in due {
+        for [id, _, _, next, last, paused_until] in due {
             // A job deleted since the due query cannot be, the row is locked (or, on SQLite,
             // this is the only writer); skip defensively rather than fail the round.
             let Some(base) = uncached.get(id).or_else(|| cache.get(id)) else {
@@ -152,6 +161,7 @@ impl Store {
             let mut job = Job::clone(base);
             job.next_fire_at = *next;
             job.last_fire_at = *last;
+            job.paused_until = *paused_until;
             jobs.push(Arc::new(job));
         }
         Ok(jobs)

@@ -53,6 +53,8 @@ pub struct QueuedRun {
     pub shard_total: i64,
     /// Its job's misfire strategy.
     pub misfire_strategy: String,
+    /// Its job's scheduling partition: the admin holding it sends the run.
+    pub partition: i64,
 }
 
 /// A queued run as the queue's API lists it.
@@ -71,7 +73,8 @@ pub struct QueueEntry {
 /// The columns [`queued_run`] reads, of `run_queue q JOIN job j JOIN run r`.
 const QUEUED_COLUMNS: &str = "q.run_id AS run_id, q.job_id AS job_id, q.waits_on AS waits_on, q.priority AS priority, \
      q.queued_at AS queued_at, q.skip_queue AS skip_queue, r.scheduled_at AS scheduled_at, \
-     r.trigger_type AS trigger_type, r.shard_total AS shard_total, j.misfire_strategy AS misfire_strategy";
+     r.trigger_type AS trigger_type, r.shard_total AS shard_total, j.misfire_strategy AS misfire_strategy, \
+     j.partition_no AS partition_no";
 
 /// The queue's order: runs sent on by an operator first, then by priority, a run gaining one
 /// point for each minute it has waited, then the oldest. The rounds and the listing share it,
@@ -93,6 +96,7 @@ fn queued_run(row: &sqlx::any::AnyRow) -> Result<QueuedRun, sqlx::Error> {
         trigger_type: rows::text(row, "trigger_type")?,
         shard_total: rows::int(row, "shard_total")?,
         misfire_strategy: rows::text(row, "misfire_strategy")?,
+        partition: rows::int(row, "partition_no")?,
     })
 }
 
