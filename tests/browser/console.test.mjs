@@ -34,7 +34,8 @@ test('console walk-through', { timeout: 300000 }, async () => {
     const errors = [];
     page.on('pageerror', (e) => errors.push(e.message));
     const dialogs = [];
-    page.on('dialog', (d) => { dialogs.push(d.message()); d.accept(); });
+    // Every dialog is accepted; a prompt with the answer it offers.
+    page.on('dialog', (d) => { dialogs.push(d.message()); d.accept(d.defaultValue()); });
     // A job row's action, from the row's menu.
     const rowAction = async (id, action) => {
       await page.click(`#jobs tr[data-job="${id}"] details.menu summary`);

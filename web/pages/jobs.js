@@ -11,6 +11,8 @@ import { actionMenu, autoRefresh } from '../lib/widgets.js';
 import { t } from '../i18n.js';
 
 const JOB_PAGE = 50;
+/** A running FIX_DELAY job's next fire while its run is under way (9999-12-31T23:59:59.999Z). */
+const WAITING_FOR_RUN_END = 253402300799999;
 
 /**
  * "Run once": the parameter of this run and, optionally, the executor to send it to (by
@@ -102,7 +104,7 @@ export async function jobList(root) {
     h('td', {}, j.id), h('td', {}, gname(j.group_id)), h('td', { class: 'desc' }, j.description), h('td', { class: 'owner' }, j.owner),
     h('td', { class: 'schedule' }, scheduleText(j)),
     h('td', {}, j.glue_type === 'BEAN' ? j.handler : optName('glue', j.glue_type)), status(j),
-    h('td', { class: 'next-fire' }, j.running && j.next_fire_at > 0 ? fmtTime(j.next_fire_at, j.time_zone) : ''),
+    h('td', { class: 'next-fire' }, !j.running || !(j.next_fire_at > 0) ? '' : j.next_fire_at >= WAITING_FOR_RUN_END ? t('after_run_ends') : fmtTime(j.next_fire_at, j.time_zone)),
     h('td', { class: 'row-actions' }, h('a', { href: `#runs/job/${j.id}`, class: 'job-runs', title: t('job_runs') }, t('runs')), ' ', mayOperate(j.group_id) ? actionMenu([
       // A job without a schedule never fires by itself: there is nothing to start.
       j.running ? ['stop', act(() => api('POST', `/v1/jobs/${j.id}/stop`))] : j.schedule_type === 'NONE' ? null : ['start', act(() => api('POST', `/v1/jobs/${j.id}/start`))],

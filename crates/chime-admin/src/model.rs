@@ -567,6 +567,11 @@ impl RunStatus {
 /// `trigger_code` of a missed fire that the misfire policy skipped.
 pub const SKIPPED_CODE: i64 = -1;
 
+/// `next_fire_at` of a running `FIX_DELAY` job whose run has not ended yet:
+/// 9999-12-31T23:59:59.999Z, beyond any claim round's horizon and still a date every client
+/// shows. When the run ends, the end plus the delay replaces it (`Store::schedule_fixed_delays`).
+pub const WAITING_FOR_RUN_END: i64 = 253_402_300_799_999;
+
 /// One fire of a job (one shard of it, for broadcast jobs): XXL-JOB's `xxl_job_log` row.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[schemars(transform = crate::api::schema::exact)]

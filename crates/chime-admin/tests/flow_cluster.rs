@@ -25,7 +25,6 @@ fn priority(k: usize) -> i64 {
     (k % 3) as i64 * 100
 }
 
-
 /// Waits until `admin` holds partitions (it has migrated the database and schedules).
 async fn ready(admin: &Admin, http: &reqwest::Client) {
     eventually(60, &format!("{} holds partitions", admin.node), || async {

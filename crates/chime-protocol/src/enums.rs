@@ -94,6 +94,8 @@ wire_enum! {
         Cron => "CRON", "Cron";
         /// Fixed interval.
         FixRate => "FIX_RATE", "Fix rate";
+        /// Chime's addition: a fixed delay after the previous run ended (its result).
+        FixDelay => "FIX_DELAY", "Fix delay";
     }
 }
 

@@ -28,7 +28,7 @@ pub struct Job {
     /// Priority and concurrency key (flow control).
     #[serde(flatten)]
     pub flow: JobFlow,
-    /// CRON, FIX_RATE or NONE.
+    /// CRON, FIX_RATE, FIX_DELAY or NONE.
     #[schemars(schema_with = "schema_of_names::<ScheduleType>")]
     pub schedule_type: ScheduleType,
     /// Cron expression, or fixed-rate seconds (`30`, `1500ms`); empty for NONE.
@@ -101,7 +101,7 @@ pub struct JobSpec {
     /// Priority and concurrency key (flow control).
     #[serde(flatten)]
     pub flow: JobFlowPatch,
-    /// `CRON`, `FIX_RATE` or `NONE`.
+    /// `CRON`, `FIX_RATE`, `FIX_DELAY` or `NONE`.
     #[schemars(schema_with = "nullable_enum_of::<ScheduleType>")]
     pub schedule_type: Option<String>,
     /// Cron expression or fixed-rate seconds.

@@ -573,6 +573,8 @@ pub(super) async fn schedule_preview(
     chime_params::check(param).map_err(|e| Invalid::new("param", e.to_string()))?;
     let now = now_ms();
     let cal = Calendar::parse(kind, &expr, &tz, now).map_err(|e| Invalid::new("schedule_expr", e))?;
+    // A fixed delay's later fires depend on when each run ends: only the first is known.
+    let count = if cal.fixed_delay_ms().is_some() { 1 } else { count };
     let offset_of = |ms: i64| {
         use chrono::Offset;
         chrono::DateTime::from_timestamp_millis(ms)

@@ -351,10 +351,18 @@ pub(super) async fn next_fires(
     let cal = Calendar::parse(job.schedule_type, &job.schedule_expr, &job.time_zone, anchor)
         .map_err(|e| crate::model::Invalid::new("schedule_expr", e))?;
     let zone: chrono_tz::Tz = job.time_zone.parse().unwrap_or(chrono_tz::UTC);
+    // A fixed delay knows one fire at most: the next, unless its run is still under way.
+    let fixed_delay = cal.fixed_delay_ms().is_some();
+    let count = if fixed_delay { 1 } else { count };
     let mut out = Vec::new();
     let mut t = now;
     while out.len() < count as usize {
-        let Some(n) = cal.next_after(t) else { break };
+        let n = if fixed_delay && job.running {
+            Some(job.next_fire_at).filter(|n| *n != crate::model::WAITING_FOR_RUN_END)
+        } else {
+            cal.next_after(t)
+        };
+        let Some(n) = n else { break };
         let local = chrono::DateTime::from_timestamp_millis(n)
             .map(|d| d.with_timezone(&zone).to_rfc3339())
             .unwrap_or_default();

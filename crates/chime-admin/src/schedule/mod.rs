@@ -13,7 +13,7 @@ pub mod workflows;
 
 use crate::calendar::Calendar;
 use crate::metrics::Metrics;
-use crate::model::{now_ms, Job, SKIPPED_CODE};
+use crate::model::{now_ms, Job, SKIPPED_CODE, WAITING_FOR_RUN_END};
 use crate::pipeline::partitions::Partitions;
 use crate::pipeline::results_queue::ResultsQueue;
 use crate::pipeline::run_ids::RunIds;
@@ -84,6 +84,9 @@ pub fn plan_fires_with(
             };
         }
     };
+    if let Some(delay) = cal.fixed_delay_ms() {
+        return plan_fixed_delay(job, delay, now, horizon, rules);
+    }
     let mut runs = Vec::new();
     let mut t = Some(job.next_fire_at);
     let mut last = job.last_fire_at;
@@ -145,6 +148,50 @@ pub fn plan_fires_with(
         runs,
         next_fire_at: t.unwrap_or(0),
         last_fire_at: last,
+    }
+}
+
+/// A `FIX_DELAY` job's one fire, at its `next_fire_at`; then the job waits
+/// ([`WAITING_FOR_RUN_END`]) until that run has ended, and the end plus the delay is its next
+/// fire (`Store::schedule_fixed_delays`). A fire found late (after an outage, or a pause)
+/// follows the misfire policy: `DO_NOTHING` records it skipped and fires a delay from now;
+/// `FIRE_ONCE_NOW` and `CATCH_UP` run it now, once (one fire is all a fixed delay can miss).
+fn plan_fixed_delay(job: &Job, delay: i64, now: i64, horizon: i64, rules: MisfireRules) -> FirePlan {
+    let fire = job.next_fire_at;
+    let unchanged = FirePlan {
+        runs: Vec::new(),
+        next_fire_at: fire,
+        last_fire_at: job.last_fire_at,
+    };
+    if fire > horizon || fire == WAITING_FOR_RUN_END {
+        return unchanged;
+    }
+    let late_limit = (now - rules.threshold_ms).max(job.paused_until);
+    let mut run = NewRun::of_job(job, TriggerType::Cron, fire, Some(fire));
+    if fire >= late_limit {
+        return FirePlan {
+            runs: vec![run],
+            next_fire_at: WAITING_FOR_RUN_END,
+            last_fire_at: fire,
+        };
+    }
+    run.trigger_type = TriggerType::Misfire;
+    if job.misfire_strategy == MisfireStrategy::DoNothing {
+        run.trigger_code = SKIPPED_CODE;
+        run.trigger_msg = format!(
+            "Misfire: skipped by DO_NOTHING (scheduled at {fire}, checked at {now}); the next fire is the delay from now"
+        );
+        return FirePlan {
+            runs: vec![run],
+            next_fire_at: now + delay,
+            last_fire_at: fire,
+        };
+    }
+    run.scheduled_at = now;
+    FirePlan {
+        runs: vec![run],
+        next_fire_at: WAITING_FOR_RUN_END,
+        last_fire_at: fire,
     }
 }
 
@@ -244,6 +291,11 @@ pub async fn run_claims(claims: ClaimLoop) {
         let rules = claims.rules;
         let started = std::time::Instant::now();
         let ready = claims.partitions.held();
+        // FIX_DELAY jobs whose run has ended get their next fire first, so that one due within
+        // the horizon is claimed in this same round.
+        if let Err(e) = claims.store.schedule_fixed_delays(&ready, now).await {
+            tracing::warn!(error = %e, "setting the next fires of fixed-delay jobs failed; will retry");
+        }
         let claiming =
             claims
                 .store

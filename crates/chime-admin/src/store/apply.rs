@@ -94,7 +94,7 @@ pub struct DocJob {
     /// Priority and concurrency key (flow control).
     #[serde(flatten)]
     pub flow: JobFlowPatch,
-    /// `CRON`, `FIX_RATE` or `NONE`.
+    /// `CRON`, `FIX_RATE`, `FIX_DELAY` or `NONE`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule_type: Option<String>,
     /// Cron expression or fixed rate.

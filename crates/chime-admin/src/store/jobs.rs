@@ -6,7 +6,7 @@ use super::job_columns::{bind_cells, draft_columns, insert_sql, set_sql, Cell, J
 use super::rows;
 use super::{placeholders, Store, StoreError, StoreResult, PARTITIONS};
 use crate::calendar::Calendar;
-use crate::model::{now_ms, Invalid, Job, JobDraft};
+use crate::model::{now_ms, Invalid, Job, JobDraft, WAITING_FOR_RUN_END};
 use chime_protocol::ScheduleType;
 use sqlx::any::Any;
 use sqlx::Transaction;
@@ -367,6 +367,13 @@ impl Store {
             || old.time_zone != draft.time_zone;
         let (anchor, next) = if !draft.running {
             (old.anchor_at, 0)
+        } else if old.running
+            && old.next_fire_at == WAITING_FOR_RUN_END
+            && draft.schedule_type == ScheduleType::FixDelay
+        {
+            // A fixed-delay job whose run is under way keeps waiting for it; the new delay
+            // applies from its end.
+            (now, WAITING_FOR_RUN_END)
         } else if schedule_changed || !old.running {
             (
                 now,

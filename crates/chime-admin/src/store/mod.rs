@@ -33,6 +33,7 @@ mod dialect;
 mod event_alarms;
 pub use event_alarms::{GroupIncident, NewAlarmEvent};
 mod filter;
+mod fixed_delays;
 mod groups;
 mod import;
 mod job_columns;

@@ -179,6 +179,12 @@ impl WorkflowSpec {
                 .map_err(|e: chime_protocol::UnknownVariant| Invalid::new("schedule_type", e.to_string()))?,
             None => base.map_or(ScheduleType::None, |b| b.schedule_type),
         };
+        if schedule_type == ScheduleType::FixDelay {
+            return Err(Invalid::new(
+                "schedule_type",
+                "FIX_DELAY is for jobs; a workflow fires by CRON or FIX_RATE (limit its instances with max_instances)",
+            ));
+        }
         let schedule_expr = self
             .schedule_expr
             .clone()

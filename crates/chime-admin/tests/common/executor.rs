@@ -250,28 +250,26 @@ async fn handle(
                         return r#"{"code":500,"msg":"the admin never accepted the callback"}"#.to_owned();
                     }
                 }
-                "slow" => {
+                // `slow` runs 40 ms, `sleep` as many ms as its parameter says (1 s by default);
+                // both count how many run at once.
+                "slow" | "sleep" => {
                     {
                         let mut s = seen.lock().unwrap();
                         s.slow_running += 1;
                         s.slow_most = s.slow_most.max(s.slow_running);
                     }
                     let seen = seen.clone();
+                    let ms = match t.executor_handler.as_str() {
+                        "slow" => 40,
+                        _ => t.executor_params.trim().parse().unwrap_or(1_000),
+                    };
+                    let handler = t.executor_handler.clone();
                     tokio::spawn(async move {
-                        tokio::time::sleep(Duration::from_millis(40)).await;
+                        tokio::time::sleep(Duration::from_millis(ms)).await;
                         // Counted as ended before its result is sent: the admin sees it end
                         // after the executor did, as with a real handler.
                         seen.lock().unwrap().slow_running -= 1;
-                        callback(
-                            &http,
-                            &admin_base,
-                            &token,
-                            t.log_id,
-                            t.log_date_time,
-                            200,
-                            "slow".into(),
-                        )
-                        .await
+                        callback(&http, &admin_base, &token, t.log_id, t.log_date_time, 200, handler).await
                     });
                 }
                 "fail" => {

@@ -13,6 +13,8 @@ pub(super) fn job_spec(f: &JobFields, creating: bool) -> Result<JobSpec, Failure
         (Some("CRON"), Some(c.clone()))
     } else if let Some(r) = &f.fix_rate {
         (Some("FIX_RATE"), Some(r.clone()))
+    } else if let Some(d) = &f.fix_delay {
+        (Some("FIX_DELAY"), Some(d.clone()))
     } else if f.manual || creating {
         (Some("NONE"), None)
     } else {

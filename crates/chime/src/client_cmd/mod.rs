@@ -139,14 +139,17 @@ struct JobFields {
     #[arg(long)]
     handler: Option<String>,
     /// Quartz cron expression (seconds first).
-    #[arg(long, conflicts_with_all = ["fix_rate", "manual"])]
+    #[arg(long, conflicts_with_all = ["fix_rate", "fix_delay", "manual"])]
     cron: Option<String>,
     /// Time zone of the cron expression (IANA name).
     #[arg(long)]
     tz: Option<String>,
     /// Fixed rate in seconds (or e.g. 1500ms).
-    #[arg(long, conflicts_with = "manual")]
+    #[arg(long, conflicts_with_all = ["fix_delay", "manual"])]
     fix_rate: Option<String>,
+    /// Fixed delay after the previous run ended, in seconds (or e.g. 1500ms).
+    #[arg(long, conflicts_with = "manual")]
+    fix_delay: Option<String>,
     /// No schedule: runs only when triggered.
     #[arg(long)]
     manual: bool,

@@ -194,7 +194,11 @@ pub(super) fn print_jobs(jobs: &[Job], groups: &GroupNames) {
                     (false, _) => "stopped",
                 }
                 .to_owned(),
-                zoned(j.next_fire_at, &j.time_zone),
+                if j.next_fire_at == chime_admin::model::WAITING_FOR_RUN_END {
+                    "after its run ends".to_owned()
+                } else {
+                    zoned(j.next_fire_at, &j.time_zone)
+                },
             ]
         })
         .collect();
