@@ -187,7 +187,7 @@ async fn options_are_what_jobs_accept(kind: Db) {
         values("misfire_strategies"),
         ["DO_NOTHING", "FIRE_ONCE_NOW", "CATCH_UP"]
     );
-    assert_eq!(values("schedule_types"), ["NONE", "CRON", "FIX_RATE"]);
+    assert_eq!(values("schedule_types"), ["NONE", "CRON", "FIX_RATE", "FIX_DELAY"]);
     assert_eq!(
         values("block_strategies"),
         ["SERIAL_EXECUTION", "DISCARD_LATER", "COVER_EARLY"]
