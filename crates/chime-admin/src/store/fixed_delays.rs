@@ -5,7 +5,7 @@
 //! failover the next holder computes the same time.
 
 use super::{rows, Store, StoreResult};
-use crate::model::{SKIPPED_CODE, WAITING_FOR_RUN_END};
+use crate::model::{RunStatus, WAITING_FOR_RUN_END};
 use chime_cron::FixedRate;
 
 /// How many of a waiting job's newest runs are looked at. Its unfinished runs are among them:
@@ -43,15 +43,13 @@ impl Store {
             let mut ended = 0;
             let mut open = false;
             for r in &recent {
-                let (trigger, handle) = (rows::int(r, "trigger_code")?, rows::int(r, "handle_code")?);
-                if handle == 0 && (trigger == 0 || trigger == 200) {
-                    open = true;
-                    break;
-                }
-                let end = if trigger == SKIPPED_CODE {
-                    now
-                } else {
-                    rows::int(r, "handled_at")?.max(rows::int(r, "triggered_at")?)
+                let end = match RunStatus::of(rows::int(r, "trigger_code")?, rows::int(r, "handle_code")?) {
+                    RunStatus::Pending | RunStatus::Running => {
+                        open = true;
+                        break;
+                    }
+                    RunStatus::Skipped => now,
+                    _ => rows::int(r, "handled_at")?.max(rows::int(r, "triggered_at")?),
                 };
                 ended = ended.max(end);
             }

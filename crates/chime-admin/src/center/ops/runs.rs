@@ -25,8 +25,12 @@ impl Admin {
         };
         let mut run = NewRun::of_job(&job, trigger_type, now_ms(), None);
         if let Some(p) = param {
-            chime_params::check(&p).map_err(|e| crate::model::Invalid::new("param", e.to_string()))?;
-            run.payload.param = chime_params::resolve_or_keep(&p, run.scheduled_at, &job.time_zone).into_owned();
+            // Parsed once: refused when malformed, else resolved (kept as written only if an
+            // offset leaves the dates chrono holds).
+            let template =
+                chime_params::Template::parse(&p).map_err(|e| crate::model::Invalid::new("param", e.to_string()))?;
+            let zone = chime_params::zone_or_utc(&job.time_zone);
+            run.payload.param = template.resolve(run.scheduled_at, zone).unwrap_or_else(|_| p.clone());
         }
         let tickets = self.store.insert_runs(&[run]).await?;
         let id = tickets
