@@ -857,6 +857,17 @@ test('console walk-through', { timeout: 300000 }, async () => {
     assert.equal(await page.getAttribute(`${nodeRow(3)} input[name=node_param]`, 'aria-invalid'), 'true');
     await page.fill(`${nodeRow(3)} input[name=node_param]`, '');
     assert.equal(await page.locator('#wf-form .field-err, #wf-form [aria-invalid]').count(), 0, 'editing the field clears its error');
+    // A node's own priority and concurrency key: out of bounds, refused in its row; '-' takes
+    // its job's key away.
+    await page.fill(`${nodeRow(3)} input[name=node_priority]`, '5000');
+    await page.click('#wf-form button[type=submit]');
+    await page.waitForSelector(`${nodeRow(3)} .field-err`);
+    assert.match(await page.textContent(`${nodeRow(3)} .field-err`), /node 'c': must be between -1000 and 1000/);
+    assert.equal(await page.getAttribute(`${nodeRow(3)} input[name=node_priority]`, 'aria-invalid'), 'true');
+    await page.fill(`${nodeRow(3)} input[name=node_priority]`, '');
+    await page.fill(`${nodeRow(3)} input[name=node_concurrency_key]`, 'warehouse-db');
+    await page.fill(`${nodeRow(2)} input[name=node_priority]`, '7');
+    await page.fill(`${nodeRow(2)} input[name=node_concurrency_key]`, '-');
     await page.waitForFunction(() => document.querySelectorAll('#wf-graph path.wf-edge').length === 2);
     await noXss('the workflow form', 1);
     await shot('19-workflow-form');
@@ -864,7 +875,11 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.waitForSelector('#workflows tbody tr[data-workflow]');
     const flow = (await csrfFetch('GET', '/v1/workflows')).body.find((w) => w.name === WF_NAME);
     assert.deepEqual(flow.definition, {
-      nodes: [{ key: 'a', job_id: sourceJob, join: 'all' }, { key: 'b', job_id: echoJob, param: 'x={{a.result}}', join: 'all' }, { key: 'c', job_id: echoJob, join: 'all' }],
+      nodes: [
+        { key: 'a', job_id: sourceJob, join: 'all' },
+        { key: 'b', job_id: echoJob, param: 'x={{a.result}}', join: 'all', priority: 7, concurrency_key: '' },
+        { key: 'c', job_id: echoJob, join: 'all', concurrency_key: 'warehouse-db' },
+      ],
       edges: [{ from: 'a', to: 'b', when: 'success' }, { from: 'a', to: 'c', when: 'always' }],
     }, 'the graph saved is the one in the tables');
     const flowRow = `#workflows tr[data-workflow="${flow.id}"]`;
@@ -997,6 +1012,8 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.waitForSelector('#wf-form');
     assert.equal(await page.locator('#wf-nodes tbody tr').count(), 3);
     assert.equal(await page.inputValue(`${nodeRow(2)} input[name=node_param]`), 'x={{a.result}}');
+    assert.deepEqual([await page.inputValue(`${nodeRow(2)} input[name=node_priority]`), await page.inputValue(`${nodeRow(2)} input[name=node_concurrency_key]`)], ['7', '-']);
+    assert.equal(await page.inputValue(`${nodeRow(3)} input[name=node_concurrency_key]`), 'warehouse-db');
     await page.fill(`${nodeRow(3)} input[name=node_key]`, 'c2');
     assert.equal(await page.inputValue(`${edgeRow(2)} input[name=edge_to]`), 'c2');
     await page.waitForSelector('#wf-graph g.wf-node[data-key=c2]');

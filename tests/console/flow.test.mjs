@@ -4,7 +4,7 @@
 // when a refresh may overwrite an input.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { LIMIT_KINDS, splitLimitName, limitName, limitPath, fullness, queueState, priorityNow, waitParts, fmtWait, mayRefreshInput } from '../../web/lib/flow.js';
+import { LIMIT_KINDS, splitLimitName, limitName, limitPath, fullness, queueState, priorityNow, waitParts, fmtWait, mayRefreshInput, nodeFlow, shownKey, NO_KEY } from '../../web/lib/flow.js';
 import { setLang } from '../../web/i18n.js';
 
 test("a limit's name says what it applies to, and is made from a kind and a value", () => {
@@ -66,4 +66,15 @@ test('a refresh leaves an input being edited alone', () => {
   assert.equal(mayRefreshInput({ value: '3' }, '3', false), true);
   assert.equal(mayRefreshInput({ value: '3' }, '3', true), false, 'not while it has the focus');
   assert.equal(mayRefreshInput({ value: '5' }, '3', false), false, 'not once the user changed it');
+});
+
+test("a workflow node's own priority and key: empty fields leave the job's, '-' takes its key away", () => {
+  assert.deepEqual(nodeFlow('', ''), {}, "nothing over the job's");
+  assert.deepEqual(nodeFlow(' 50 ', ' warehouse-db '), { priority: 50, concurrency_key: 'warehouse-db' });
+  assert.deepEqual(nodeFlow('-3', NO_KEY), { priority: -3, concurrency_key: '' });
+  assert.deepEqual(nodeFlow('1.5', ''), { priority: '1.5' }, 'not a whole number: sent as typed, for the admin to refuse');
+  for (const key of [undefined, '', 'warehouse-db']) {
+    const shown = shownKey(key);
+    assert.deepEqual(nodeFlow('', shown).concurrency_key, key, `${key} shown as '${shown}' and read back`);
+  }
 });

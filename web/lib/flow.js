@@ -183,3 +183,31 @@ export function fmtWait(ms) {
  * @param {boolean} focused
  */
 export const mayRefreshInput = (input, lastShown, focused) => !focused && input.value === lastShown;
+
+/** What a workflow node's concurrency key field shows for "no key" (the API's `""`). */
+export const NO_KEY = '-';
+
+/**
+ * A workflow node's own priority and concurrency key from its form fields, as the API takes
+ * them: a field left empty is left out (the node's job's holds), the key `-` is `""` (no key,
+ * though its job has one). A priority that is not a whole number is sent as typed, for the
+ * admin to refuse with the field named.
+ * @param {string} priority
+ * @param {string} key
+ * @returns {{priority?: number | string, concurrency_key?: string}}
+ */
+export function nodeFlow(priority, key) {
+  /** @type {{priority?: number | string, concurrency_key?: string}} */
+  const out = {};
+  const p = priority.trim();
+  if (p !== '') out.priority = /^-?\d+$/.test(p) ? Number(p) : p;
+  const k = key.trim();
+  if (k !== '') out.concurrency_key = k === NO_KEY ? '' : k;
+  return out;
+}
+
+/**
+ * What a workflow node's concurrency key field shows for the node's `concurrency_key`.
+ * @param {string | undefined} key
+ */
+export const shownKey = (key) => (key === undefined ? '' : key === '' ? NO_KEY : key);

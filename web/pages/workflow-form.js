@@ -10,6 +10,7 @@ import { controls, control, formBody, rowsOf, section, sel, asApiError, clearErr
 import { previewer } from '../lib/schedule.js';
 import { drawGraph, edgeLegend, WHEN } from '../lib/graph.js';
 import { channelNames } from '../lib/widgets.js';
+import { nodeFlow, shownKey } from '../lib/flow.js';
 import { me, mayEdit } from '../lib/session.js';
 import { t } from '../i18n.js';
 
@@ -38,7 +39,7 @@ export async function workflowFormPage(root, args) {
 }
 
 /**
- * @typedef {{key: string, job_id: number, param?: string, join?: string}} GraphNode
+ * @typedef {{key: string, job_id: number, param?: string, join?: string, priority?: number | string, concurrency_key?: string}} GraphNode
  * @typedef {{from: string, to: string, when?: string}} GraphEdge
  */
 
@@ -78,6 +79,7 @@ async function workflowForm(root, wf) {
     key: value(tr, 'node_key').trim(), job_id: Number(value(tr, 'node_job')) || 0,
     // Empty: the job's own parameter.
     param: value(tr, 'node_param') === '' ? undefined : value(tr, 'node_param'), join: value(tr, 'node_join'),
+    ...nodeFlow(value(tr, 'node_priority'), value(tr, 'node_concurrency_key')),
   }));
   /** @returns {GraphEdge[]} */
   const edgesNow = () => [...edgeBody.rows].map((tr) => ({ from: value(tr, 'edge_from').trim(), to: value(tr, 'edge_to').trim(), when: value(tr, 'edge_when') }));
@@ -109,10 +111,14 @@ async function workflowForm(root, wf) {
     const job = sel('node_job', [['', t('choose_job')], ...jobs.filter((x) => mayEdit(x.group_id) || x.id === n.job_id).map((x) => /** @type {[number, string]} */ ([x.id, `${x.id} ${x.description}`])), ...gone], n.job_id || '');
     job.setAttribute('aria-label', t('job'));
     const param = h('input', { name: 'node_param', value: n.param ?? '', placeholder: t('node_param_hint'), 'aria-label': t('param') });
+    const priority = h('input', { name: 'node_priority', type: 'number', value: n.priority ?? '', size: '5', placeholder: t('node_flow_hint'), 'aria-label': t('priority') });
+    priority.title = t('node_priority_help');
+    const limitKey = h('input', { name: 'node_concurrency_key', value: shownKey(n.concurrency_key), size: '10', placeholder: t('node_flow_hint'), 'aria-label': t('concurrency_key') });
+    limitKey.title = t('node_concurrency_key_help');
     const join = sel('node_join', JOINS.map((v) => /** @type {[string, string]} */ ([v, t(`join_${v}`)])), n.join || 'all');
     join.setAttribute('aria-label', t('join'));
     join.title = t('join_help');
-    const tr = h('tr', { class: 'wf-node-row' }, h('td', {}, key), h('td', {}, job), h('td', {}, param), h('td', {}, join));
+    const tr = h('tr', { class: 'wf-node-row' }, h('td', {}, key), h('td', {}, job), h('td', {}, param), h('td', {}, priority), h('td', {}, limitKey), h('td', {}, join));
     tr.append(h('td', {}, removeButton(tr)));
     let was = key.value.trim();
     key.addEventListener('input', () => { const now = key.value.trim(); renameEdges(was, now, tr); was = now; });
@@ -174,7 +180,7 @@ async function workflowForm(root, wf) {
     const err = () => h('span', { class: 'field-err err', role: 'alert', 'data-field': name }, e.message);
     const m = /^definition\.nodes\[(.*)\]\.(\w+)$/.exec(name);
     /** @type {Record<string, string>} */
-    const inputs = { key: 'node_key', job_id: 'node_job', param: 'node_param', join: 'node_join' };
+    const inputs = { key: 'node_key', job_id: 'node_job', param: 'node_param', join: 'node_join', priority: 'node_priority', concurrency_key: 'node_concurrency_key' };
     const at = m && inputs[m[2]];
     const rows = m ? [...nodeBody.rows].filter((_, i) => sent.nodes[i] && sent.nodes[i].key === m[1]) : [];
     if (at && rows.length) {
@@ -220,7 +226,7 @@ async function workflowForm(root, wf) {
   section('graph', h('div', { class: 'wf-edit' },
     h('div', { class: 'wf-tables' },
       h('h4', {}, t('nodes')),
-      h('table', { id: 'wf-nodes', class: 'wf-table' }, h('thead', {}, h('tr', {}, [t('node_key'), t('job'), t('node_param'), t('join'), ''].map((x) => h('th', {}, x)))), nodeBody),
+      h('table', { id: 'wf-nodes', class: 'wf-table' }, h('thead', {}, h('tr', {}, [t('node_key'), t('job'), t('node_param'), t('priority'), t('concurrency_key'), t('join'), ''].map((x) => h('th', {}, x)))), nodeBody),
       addNode, nodesErr,
       h('h4', {}, t('edges')),
       h('table', { id: 'wf-edges', class: 'wf-table' }, h('thead', {}, h('tr', {}, [t('edge_from'), '', t('edge_to'), t('when'), ''].map((x) => h('th', {}, x)))), edgeBody),

@@ -389,7 +389,7 @@ fn child_runs(run: &RunFacts, parent: &Job, children: &HashMap<i64, Job>, now: i
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::run::HANDLE_MSG_MAX;
+    use crate::run::{RunFlow, HANDLE_MSG_MAX};
     use chime_protocol::{BlockStrategy, GlueType, MisfireStrategy, RouteStrategy, ScheduleType};
 
     const NOW: i64 = 1_700_000_000_000;
@@ -441,6 +441,10 @@ pub(crate) mod tests {
                 shard_total: 3,
                 retry_count,
                 lineage: lineage.into(),
+                flow: RunFlow {
+                    priority: Some(4),
+                    concurrency_key: Some("warehouse-db".into()),
+                },
             },
         }
     }
@@ -526,6 +530,8 @@ pub(crate) mod tests {
                 shard_total: 3,
                 retry_count,
                 lineage: f.payload.lineage.clone(),
+                // A workflow node's own priority and key go on with its retries.
+                flow: f.payload.flow.clone(),
             },
             trigger_code: 0,
             trigger_msg: String::new(),
@@ -650,6 +656,8 @@ pub(crate) mod tests {
                 shard_total: 1,
                 retry_count: id,
                 lineage: "8,1".into(),
+                // A child job runs under its own flow, not its parent node's.
+                flow: RunFlow::default(),
             },
             trigger_code: 0,
             trigger_msg: String::new(),

@@ -1,18 +1,21 @@
 //! A limit held by two real `chime admin` processes sharing PostgreSQL or MariaDB, across a
 //! `kill -9` of one of them: 1,000 runs of 50 jobs queued behind a limit of 5, each run reaching
-//! the executor exactly once and the executor never running more than 5 at a time.
+//! the executor exactly once and the executor never running more than 5 at a time, and, until
+//! the kill, no run reaching it while a run of higher priority had been waiting in the queue.
 
 mod common;
 
 use common::cluster::{node_name, Admin};
 use common::executor::TestExecutor;
 use common::process::free_port;
-use common::{eventually, status, Db, TestDb, ACCESS_TOKEN};
+use common::{eventually, status, Api, Db, TestDb, ACCESS_TOKEN};
 use futures::StreamExt;
 use reqwest::Method;
 use serde_json::json;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// Jobs sharing the limit, and runs of each.
 const JOBS: usize = 50;
@@ -23,6 +26,29 @@ const MAX_RUNNING: usize = 5;
 /// minute) cannot reorder them.
 fn priority(k: usize) -> i64 {
     (k % 3) as i64 * 100
+}
+
+/// A queue round's time, and more: a run queued less than this before a round's send was maybe
+/// not yet there to be chosen, and a run first in line that another admin holds goes at that
+/// admin's next round (the admins tick every 200 ms), so it may reach the executor this much
+/// after a run of lower priority that took a slot left over beside it.
+const ROUND_MARGIN_MS: i64 = 1_000;
+
+/// Watches the queue through `api` until `stop`: the time each run listed was queued.
+async fn watch_queue(api: Api, stop: Arc<AtomicBool>) -> HashMap<i64, i64> {
+    let mut queued_at = HashMap::new();
+    while !stop.load(Ordering::Relaxed) {
+        let (s, listed) = api.get("/v1/queue").await;
+        if s == 200 {
+            for e in listed.as_array().into_iter().flatten() {
+                if let (Some(run), Some(at)) = (e["run_id"].as_i64(), e["queued_at"].as_i64()) {
+                    queued_at.entry(run).or_insert(at);
+                }
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    queued_at
 }
 
 /// Waits until `admin` holds partitions (it has migrated the database and schedules).
@@ -65,6 +91,8 @@ async fn a_limit_holds_across_admins_and_a_kill(kind: Db) {
     let (s, v) = a.call(Method::PUT, "/v1/limits/pool-db", Some(body)).await;
     assert_eq!(s, 200, "{v}");
 
+    let stop_watching = Arc::new(AtomicBool::new(false));
+    let watcher = tokio::spawn(watch_queue(b.clone(), stop_watching.clone()));
     let mut jobs = Vec::new();
     for k in 0..JOBS {
         let body = json!({
@@ -99,6 +127,7 @@ async fn a_limit_holds_across_admins_and_a_kill(kind: Db) {
         }
     })
     .await;
+    let killed_at = chime_admin::model::now_ms();
     admins[0].signal(libc::SIGKILL);
 
     eventually(150, "every run succeeded", || async {
@@ -120,6 +149,36 @@ async fn a_limit_holds_across_admins_and_a_kill(kind: Db) {
     assert_eq!(
         delivered, expected,
         "{kind:?}: every run reached the executor exactly once"
+    );
+    stop_watching.store(true, Ordering::Relaxed);
+    let queued_at = watcher.await.unwrap();
+    // The order across admins, from the queue's own times: until the kill, no run reached the
+    // executor while a run of higher priority, waiting since a round before, went on waiting
+    // for more than a round.
+    let job_priority: HashMap<i64, i64> = jobs.iter().enumerate().map(|(k, j)| (*j, priority(k))).collect();
+    let of_run = |run: &i64| job_priority[&runs[run]];
+    let delivered_at: HashMap<i64, i64> = ex.deliveries().iter().map(|d| (d.log_id, d.at)).collect();
+    let mut passed = Vec::new();
+    for (a, at_a) in delivered_at.iter().filter(|(_, at)| **at < killed_at) {
+        for (b, queued_b) in &queued_at {
+            let (Some(at_b), Some(_)) = (delivered_at.get(b), runs.get(b)) else {
+                continue;
+            };
+            if of_run(b) > of_run(a) && queued_b + ROUND_MARGIN_MS < *at_a && *at_b > at_a + ROUND_MARGIN_MS {
+                passed.push((*a, *b, *queued_b, *at_a, *at_b));
+            }
+        }
+    }
+    assert!(
+        queued_at.len() >= MAX_RUNNING * 20,
+        "{kind:?}: runs waited in the queue: {}",
+        queued_at.len()
+    );
+    assert!(
+        passed.is_empty(),
+        "{kind:?}: {} deliveries passed a higher-priority run that waited on (run, passed, its queued_at, sent at, passed at): {:?}",
+        passed.len(),
+        &passed[..passed.len().min(10)]
     );
     let most = ex.seen.lock().unwrap().slow_most;
     assert!(

@@ -453,3 +453,137 @@ async fn a_killed_executors_runs_give_their_slots_back_mariadb() {
 async fn a_killed_executors_runs_give_their_slots_back_postgres() {
     a_killed_executors_runs_give_their_slots_back(Db::Postgres).await;
 }
+
+/// A workflow node's own concurrency key and priority, over its job's: with a limit of 1 held
+/// by another job, three nodes of an unkeyed job wait under the key the nodes give them, the
+/// one of priority 50 first, and reach the executor one at a time; a node that gives its keyed
+/// job no key (`""`) runs past the full limit; a failing node sent on by "run now" is retried
+/// under its own key and priority (20), so the retry waits in the queue.
+async fn a_workflow_nodes_own_key_and_priority(kind: Db) {
+    let (env, ex, group) = env_with_executor(kind, "nodes").await;
+    set_limit(&env, "warehouse-db", 1).await;
+    set_limit(&env, "ledger-db", 1).await;
+    let blocker = job(&env, group, "hang", "warehouse-db", 0).await;
+    let ledger_blocker = job(&env, group, "hang", "ledger-db", 0).await;
+    let plain = env
+        .job(json!({ "group_id": group, "handler": "sleep", "param": "300" }))
+        .await;
+    let keyed = job(&env, group, "ok", "warehouse-db", 0).await;
+    let failing = env
+        .job(json!({ "group_id": group, "handler": "fail", "retry_count": 1 }))
+        .await;
+    let hang = env.trigger(blocker, json!({})).await;
+    let ledger_hang = env.trigger(ledger_blocker, json!({})).await;
+    env.run_with_status(hang, "running").await;
+    env.run_with_status(ledger_hang, "running").await;
+
+    let node = |key: &str, job: i64, flow: Value| {
+        let mut n = json!({ "key": key, "job_id": job });
+        n.as_object_mut().unwrap().extend(flow.as_object().unwrap().clone());
+        n
+    };
+    let body = json!({
+        "name": "keyed-nodes",
+        "definition": { "nodes": [
+            node("low1", plain, json!({ "concurrency_key": "warehouse-db" })),
+            node("high", plain, json!({ "concurrency_key": "warehouse-db", "priority": 50 })),
+            node("low2", plain, json!({ "concurrency_key": "warehouse-db" })),
+            node("retried", failing, json!({ "concurrency_key": "ledger-db", "priority": 20 })),
+            node("free", keyed, json!({ "concurrency_key": "" })),
+        ] }
+    });
+    let (s, v) = env.api.post("/v1/workflows", body).await;
+    assert_eq!(s, 201, "{v}");
+    let wf = v["id"].as_i64().unwrap();
+    let (_, shown) = env.api.get(&format!("/v1/workflows/{wf}")).await;
+    assert_eq!(shown["definition"]["nodes"][1]["priority"], 50, "{shown:#}");
+    let bad = json!({ "name": "bad", "definition": { "nodes": [
+        node("a", plain, json!({ "concurrency_key": "group:nodes" })),
+    ] } });
+    let (s, v) = env.api.post("/v1/workflows", bad).await;
+    assert_eq!(s, 422, "{v}");
+    assert_eq!(v["field"], "definition.nodes[a].concurrency_key", "{v}");
+
+    let started = env.api.ok(&format!("/v1/workflows/{wf}/trigger"), json!({})).await;
+    let instance = started["instance_id"].as_i64().unwrap();
+    let listed = wait_queued(&env, 4).await;
+    let waits: Vec<(i64, &str)> = (listed.iter())
+        .map(|e| (e["priority"].as_i64().unwrap(), e["waits_on"].as_str().unwrap()))
+        .collect();
+    let expected = [
+        (50, "warehouse-db"),
+        (20, "ledger-db"),
+        (0, "warehouse-db"),
+        (0, "warehouse-db"),
+    ];
+    assert_eq!(waits, expected, "{listed:#?}");
+    let node_run = |i: &Value, key: &str| {
+        i["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["node"] == key)
+            .and_then(|n| n["run_id"].as_i64())
+    };
+    // The node that took its job's key away ran while the limit was full.
+    let free = eventually(20, "the free node ran", || async {
+        let (_, i) = env.api.get(&format!("/v1/workflow-instances/{instance}")).await;
+        match node_run(&i, "free") {
+            Some(run) if status(&env.run(run).await) == "success" => Ok(run),
+            other => Err(format!("{other:?} {i:#}")),
+        }
+    })
+    .await;
+
+    // The failing node, sent on past its full limit, fails; its retry waits as the node did.
+    let tried = listed[1]["run_id"].as_i64().unwrap();
+    let (s, v) = env.api.post(&format!("/v1/runs/{tried}/run-now"), json!({})).await;
+    assert_eq!(s, 200, "{v}");
+    env.run_with_status(tried, "failed").await;
+    let retry = eventually(20, "the retry queued", || async {
+        let q = queue(&env).await;
+        let retry = q.iter().find(|e| e["job_id"] == failing && e["run_id"] != tried);
+        match retry {
+            Some(e) if e["priority"] == 20 && e["waits_on"] == "ledger-db" => Ok(e["run_id"].as_i64().unwrap()),
+            _ => Err(format!("{q:#?}")),
+        }
+    })
+    .await;
+    assert_eq!(env.run(retry).await["trigger_type"], "RETRY");
+
+    for blocking in [hang, ledger_hang] {
+        let (s, v) = env.api.post(&format!("/v1/runs/{blocking}/kill"), json!({})).await;
+        assert_eq!(s, 200, "{v}");
+    }
+    let done = env.finished_instance(instance, 60).await;
+    assert_eq!(done["state"], "failed", "the failing node failed twice: {done:#}");
+    let run_of = |key: &str| node_run(&done, key).unwrap();
+    let sent: Vec<i64> = (ex.log_ids().into_iter())
+        .filter(|id| ![hang, ledger_hang, free, tried, retry].contains(id))
+        .collect();
+    assert_eq!(sent[0], run_of("high"), "priority 50 first: {sent:?}");
+    let mut lows = sent[1..].to_vec();
+    lows.sort_unstable();
+    let mut expected = vec![run_of("low1"), run_of("low2")];
+    expected.sort_unstable();
+    assert_eq!(lows, expected, "{sent:?}");
+    let most = ex.seen.lock().unwrap().slow_most;
+    assert_eq!(most, 1, "one node run under the key at a time");
+    ex.kill();
+    env.close().await;
+}
+
+#[tokio::test]
+async fn a_workflow_nodes_own_key_and_priority_sqlite() {
+    a_workflow_nodes_own_key_and_priority(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_workflow_nodes_own_key_and_priority_mariadb() {
+    a_workflow_nodes_own_key_and_priority(Db::MySql).await;
+}
+
+#[tokio::test]
+async fn a_workflow_nodes_own_key_and_priority_postgres() {
+    a_workflow_nodes_own_key_and_priority(Db::Postgres).await;
+}

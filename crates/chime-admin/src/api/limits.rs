@@ -173,7 +173,7 @@ pub struct QueuedRunEntry {
     pub description: String,
     /// The limit it found full.
     pub waits_on: String,
-    /// Its job's priority when it was queued.
+    /// Its priority when it was queued: its job's, or its workflow node's own.
     pub priority: i64,
     /// When it was queued, epoch ms.
     pub queued_at: i64,

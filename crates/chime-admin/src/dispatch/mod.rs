@@ -190,7 +190,7 @@ async fn choose_executor(
     })
 }
 
-/// Takes the run's slots of the limits that apply to it (its job's concurrency key, its group,
+/// Takes the run's slots of the limits that apply to it (its concurrency key, its group,
 /// and the executor chosen, `address`); true when it may be sent. A full limit puts it in the
 /// queue, pending: it leaves the runs in flight, and the queue's loop (`schedule/queue.rs`)
 /// sends it when a slot frees. With no limit configured this reads an empty map, nothing more.
@@ -201,13 +201,15 @@ async fn within_limits(
     app_name: &str,
     address: Option<&str>,
 ) -> bool {
-    let names = (dispatcher.flow).names_for(&job.flow.concurrency_key, app_name, address);
+    // A workflow node's run may carry its own priority and key over its job's.
+    let (priority, key) = ticket.payload.flow.over(&job.flow);
+    let names = (dispatcher.flow).names_for(key, app_name, address);
     if names.is_empty() {
         return true;
     }
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let taken = (dispatcher.store)
-        .take_slots(ticket.id, job.id, job.flow.priority, &names, now_ms())
+        .take_slots(ticket.id, job.id, priority, &names, now_ms())
         .await;
     match taken {
         Ok(Slots::Taken) => true,

@@ -258,6 +258,8 @@ fn workflow_definition() -> Value {
                 "job_id": int(),
                 "param": json!({ "type": "string", "maxLength": 65535, "description": "sent instead of the job's; {{node.result}} is an upstream node's result message (refused for a job that runs code: a script, or the shell handler; it reads CHIME_UPSTREAM_RESULTS)" }),
                 "join": string_enum(&["all", "any"]),
+                "priority": json!({ "type": "integer", "minimum": -1000, "maximum": 1000, "description": "its runs queue with this priority instead of the job's" }),
+                "concurrency_key": json!({ "type": "string", "maxLength": 128, "description": "its runs count under this concurrency key instead of the job's; \"\": none" }),
             }), &["key", "job_id"])),
             "edges": arr(input_required(json!({
                 "from": job_key(),

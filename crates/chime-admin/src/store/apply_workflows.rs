@@ -69,6 +69,12 @@ pub struct DocNode {
     /// `all` or `any`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub join: Option<Join>,
+    /// Priority over its job's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
+    /// Concurrency key over its job's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency_key: Option<String>,
 }
 
 fn wf_err(name: &str, e: Invalid) -> Invalid {
@@ -147,6 +153,8 @@ impl Store {
                             .unwrap_or_else(|| format!("?/{}", n.job_id)),
                         param: n.param.clone(),
                         join: Some(n.join),
+                        priority: n.priority,
+                        concurrency_key: n.concurrency_key.clone(),
                     })
                     .collect(),
                 edges: w.definition.edges.clone(),
@@ -246,6 +254,8 @@ impl Store {
                 job_id: id,
                 param: n.param.clone(),
                 join: n.join.unwrap_or_default(),
+                priority: n.priority,
+                concurrency_key: n.concurrency_key.clone(),
             });
         }
         Ok(nodes)

@@ -13,6 +13,32 @@ pub(super) fn int<I: sqlx::ColumnIndex<AnyRow> + Copy>(row: &AnyRow, col: I) -> 
     row.try_get::<Option<i64>, _>(col).map(Option::unwrap_or_default)
 }
 
+/// [`int`], keeping SQL `NULL` apart from 0.
+pub(super) fn opt_int<I: sqlx::ColumnIndex<AnyRow> + Copy>(row: &AnyRow, col: I) -> Result<Option<i64>, sqlx::Error> {
+    row.try_get::<Option<i64>, _>(col)
+}
+
+/// [`text`], keeping SQL `NULL` apart from `''`.
+pub(super) fn opt_text<I: sqlx::ColumnIndex<AnyRow> + Copy>(
+    row: &AnyRow,
+    col: I,
+) -> Result<Option<String>, sqlx::Error> {
+    use sqlx::ValueRef;
+    if row.try_get_raw(col)?.is_null() {
+        return Ok(None);
+    }
+    text(row, col).map(Some)
+}
+
+/// A run's own [`crate::run::RunFlow`] from its columns `priority` and `concurrency_key`, at
+/// positions `at` and `at + 1`.
+pub(super) fn run_flow(row: &AnyRow, at: usize) -> Result<crate::run::RunFlow, sqlx::Error> {
+    Ok(crate::run::RunFlow {
+        priority: opt_int(row, at)?,
+        concurrency_key: opt_text(row, at + 1)?,
+    })
+}
+
 pub(super) fn text<I: sqlx::ColumnIndex<AnyRow> + Copy>(row: &AnyRow, col: I) -> Result<String, sqlx::Error> {
     match row.try_get::<Option<String>, _>(col) {
         Ok(v) => Ok(v.unwrap_or_default()),

@@ -26,13 +26,13 @@ use std::collections::HashMap;
 /// The columns [`ticket`] reads, in its order.
 const TICKET_COLUMNS: &str =
     "id, job_id, scheduled_at, trigger_type, handler, param, shard_index, shard_total, retry_count, lineage, trigger_code, \
-     upstream";
+     upstream, priority, concurrency_key";
 
 /// [`TICKET_COLUMNS`] of `run r`, named, for queries that join other tables.
 const TICKET_COLUMNS_OF_R: &str = "r.id AS id, r.job_id AS job_id, r.scheduled_at AS scheduled_at, \
      r.trigger_type AS trigger_type, r.handler AS handler, r.param AS param, r.shard_index AS shard_index, \
      r.shard_total AS shard_total, r.retry_count AS retry_count, r.lineage AS lineage, r.trigger_code AS trigger_code, \
-     r.upstream AS upstream";
+     r.upstream AS upstream, r.priority AS priority, r.concurrency_key AS concurrency_key";
 
 /// Reads [`TICKET_COLUMNS`] by position (see `rows::int` on MariaDB's `RETURNING`): the ticket
 /// and the run's `trigger_code`.
@@ -52,6 +52,7 @@ fn ticket(row: &AnyRow) -> Result<(RunTicket, i64), sqlx::Error> {
                 retry_count: rows::int(row, 8)?,
                 lineage: rows::text(row, 9)?,
                 upstream: rows::text(row, 11)?,
+                flow: rows::run_flow(row, 12)?,
             },
         },
         rows::int(row, 10)?,

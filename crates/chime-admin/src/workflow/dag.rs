@@ -8,6 +8,7 @@
 //! nodes' states, which nodes are ready, which will never run, and whether the instance is
 //! done; `store/workflows.rs` writes what it says.
 
+use crate::api::JobFlowPatch;
 use crate::model::{validate_job_key, Invalid};
 use chime_protocol::GlueType;
 use serde::{Deserialize, Serialize};
@@ -80,6 +81,22 @@ pub struct Node {
     /// With several parents: wait for all (`all`, the default) or start on the first (`any`).
     #[serde(default)]
     pub join: Join,
+    /// The priority its runs queue with instead of the job's (−1000 to 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
+    /// The concurrency key its runs count under instead of the job's; `""`: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency_key: Option<String>,
+}
+
+impl Node {
+    /// What its runs carry over their job's priority and concurrency key.
+    pub fn run_flow(&self) -> crate::run::RunFlow {
+        crate::run::RunFlow {
+            priority: self.priority,
+            concurrency_key: self.concurrency_key.clone(),
+        }
+    }
 }
 
 /// How a node with several parents starts.
@@ -329,6 +346,14 @@ impl Definition {
             let Some(kind) = kind else {
                 return Err(node_err(&n.key, "job_id", format!("job {} does not exist", n.job_id)));
             };
+            // The same bounds as a job's own priority and key.
+            let flow = JobFlowPatch {
+                priority: n.priority,
+                concurrency_key: n.concurrency_key.clone(),
+            };
+            if let Err(e) = flow.apply_to(None) {
+                return Err(node_err(&n.key, &e.field, e.message));
+            }
             let Some(param) = &n.param else { continue };
             if param.len() > MAX_PARAM_BYTES {
                 return Err(node_err(&n.key, "param", "must be at most 64 KiB"));
@@ -747,6 +772,8 @@ mod tests {
                     job_id: 1,
                     param: None,
                     join: *j,
+                    priority: None,
+                    concurrency_key: None,
                 })
                 .collect(),
             edges: edges
@@ -911,6 +938,30 @@ mod tests {
     /// and each against the node's ancestors. Walking the edges back from each node took
     /// 12.6 s of CPU for this shape in a request.
     #[test]
+    fn a_nodes_own_priority_and_key_are_bounded_like_a_jobs() {
+        let jobs = |_| Some(NodeJob::Data);
+        let mut d = def(&[("a", All)], &[]);
+        d.nodes[0].priority = Some(1000);
+        d.nodes[0].concurrency_key = Some(String::new());
+        assert!(d.validate(jobs).is_ok(), "in bounds; \"\" takes the job's key away");
+        d.nodes[0].priority = Some(1001);
+        assert_eq!(d.validate(jobs).unwrap_err().field, "definition.nodes[a].priority");
+        d.nodes[0].priority = Some(-5);
+        d.nodes[0].concurrency_key = Some("group:billing".into());
+        let e = d.validate(jobs).unwrap_err();
+        assert_eq!(e.field, "definition.nodes[a].concurrency_key");
+        assert!(e.message.starts_with("node 'a': "), "{}", e.message);
+        d.nodes[0].concurrency_key = Some("warehouse-db".into());
+        let flow = d.nodes[0].run_flow();
+        let job = crate::model::JobFlow {
+            priority: 3,
+            concurrency_key: "other".into(),
+        };
+        assert_eq!(flow.over(&job), (-5, "warehouse-db"), "the node's own, over its job's");
+        assert_eq!(crate::run::RunFlow::default().over(&job), (3, "other"));
+    }
+
+    #[test]
     fn a_thousand_nodes_of_twenty_references_each_are_checked() {
         let mut d = Definition::default();
         for i in 0..MAX_NODES {
@@ -924,6 +975,8 @@ mod tests {
                 job_id: 1,
                 param: Some(param),
                 join: All,
+                priority: None,
+                concurrency_key: None,
             });
             if i > 0 {
                 d.edges.push(Edge {

@@ -93,10 +93,11 @@ impl Store {
         let marked = all.iter().map(|r| -> Result<MarkedRun, sqlx::Error> {
             Ok(MarkedRun {
                 ticket: ticket(r)?.0,
-                token: rows::int(r, 12)?,
-                address: rows::text(r, 13)?,
-                marked_at: rows::int(r, 14)?,
-                partition: rows::int(r, 15)?,
+                // By name: the ticket's columns come first, as many as it has.
+                token: rows::int(r, "send_token")?,
+                address: rows::text(r, "executor_address")?,
+                marked_at: rows::int(r, "triggered_at")?,
+                partition: rows::int(r, "partition_no")?,
             })
         });
         Ok(marked.collect::<Result<_, _>>()?)

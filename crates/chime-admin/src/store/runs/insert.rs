@@ -41,16 +41,18 @@ impl Store {
             let links = &links[..links.len().min(chunk.len())];
             // Only a chunk with a retry in it names the column; the others take its default.
             let links: &[i64] = if links.iter().any(|l| *l != 0) { links } else { &[] };
-            // So too with upstream results: only workflow nodes' runs have them.
-            let upstream = chunk.iter().any(|r| !r.payload.upstream.is_empty());
-            let mut sql = insert_sql(prefix, chunk.len(), !links.is_empty(), upstream);
+            // So too with upstream results and a run's own flow: only workflow nodes' runs have them.
+            let node = chunk
+                .iter()
+                .any(|r| !r.payload.upstream.is_empty() || !r.payload.flow.is_empty());
+            let mut sql = insert_sql(prefix, chunk.len(), !links.is_empty(), node);
             sql.push_str(suffix);
             if self.backend == Backend::Sqlite {
                 // As for fires (`inserted_ids_sqlite`): the ids are known (`store/sqlite_ids.rs`),
                 // and the tickets come from the values themselves, unless a row was skipped.
                 sql.push_str(KNOWN_IDS);
                 let q = self.sql(&sql).into_owned();
-                let insert = bind_new_runs(&q, chunk, links, upstream, now);
+                let insert = bind_new_runs(&q, chunk, links, node, now);
                 let done = self.insert_known_ids(tx, &mut cursor, insert, chunk.len()).await?;
                 if let Some(ids) = done.ids {
                     out.extend(
@@ -74,7 +76,7 @@ impl Store {
             sql.push_str(" RETURNING ");
             sql.push_str(TICKET_COLUMNS);
             let q = self.sql(&sql).into_owned();
-            let query = bind_new_runs(&q, chunk, links, upstream, now);
+            let query = bind_new_runs(&q, chunk, links, node, now);
             for row in query.fetch_all(&mut **tx).await? {
                 let (t, code) = ticket(&row)?;
                 if code == 0 {
@@ -183,18 +185,22 @@ impl Store {
 }
 
 /// `{prefix} INTO run (…) VALUES` with `rows` rows of placeholders, bound by [`bind_new_runs`];
-/// with `retry_of` (a chunk with retries in it) the column `retry_of` too, with `upstream` (a
-/// chunk with workflow nodes' upstream results) the column `upstream`. Scheduled fires, the
-/// busiest inserts, leave both to their defaults.
-fn insert_sql(prefix: &str, rows: usize, retry_of: bool, upstream: bool) -> String {
+/// with `retry_of` (a chunk with retries in it) the column `retry_of` too, with `node` (a chunk
+/// with workflow nodes' upstream results or own flow) the columns `upstream`, `priority` and
+/// `concurrency_key`. Scheduled fires, the busiest inserts, leave all of them to their defaults.
+fn insert_sql(prefix: &str, rows: usize, retry_of: bool, node: bool) -> String {
     let (column, value) = if retry_of { ("retry_of, ", "?, ") } else { ("", "") };
-    let (up_column, up_value) = if upstream { ("upstream, ", "?, ") } else { ("", "") };
+    let (node_columns, node_values) = if node {
+        ("upstream, priority, concurrency_key, ", "?, ?, ?, ")
+    } else {
+        ("", "")
+    };
     let mut sql = format!(
         "{prefix} INTO run (job_id, group_id, fire_key, scheduled_at, trigger_type, handler, param, shard_index, \
-         shard_total, retry_count, lineage, trigger_code, trigger_msg, {column}{up_column}executor_address, handle_msg, \
+         shard_total, retry_count, lineage, trigger_code, trigger_msg, {column}{node_columns}executor_address, handle_msg, \
          created_at) VALUES "
     );
-    let row = format!("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {value}{up_value}'', '', ?)");
+    let row = format!("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {value}{node_values}'', '', ?)");
     sql.reserve(rows * (row.len() + 1));
     for i in 0..rows {
         if i > 0 {
@@ -207,17 +213,18 @@ fn insert_sql(prefix: &str, rows: usize, retry_of: bool, upstream: bool) -> Stri
 
 /// [`insert_sql`] statement `sql` with the values of `runs` (created at `now`) bound; `retry_of`
 /// (one per run, `runs[i]` retrying run `retry_of[i]`, 0: none) when it names that column,
-/// empty when it does not; each run's upstream results when `upstream` (it names that column).
+/// empty when it does not; each run's upstream results and own flow when `node` (it names
+/// those columns).
 fn bind_new_runs<'q>(
     sql: &'q str,
     runs: &'q [NewRun],
     retry_of: &[i64],
-    upstream: bool,
+    node: bool,
     now: i64,
 ) -> Query<'q, Any, AnyArguments<'q>> {
     // Texts are bound as `&str`, which the PostgreSQL and MySQL drivers borrow; a bound
     // `&String` is copied (SQLite's driver copies either once, to hand it to its thread).
-    let per_run = 14 + usize::from(!retry_of.is_empty()) + usize::from(upstream);
+    let per_run = 14 + usize::from(!retry_of.is_empty()) + 3 * usize::from(node);
     let mut query = sized_query(sql, runs.len() * per_run);
     for (i, r) in runs.iter().enumerate() {
         query = query
@@ -237,8 +244,11 @@ fn bind_new_runs<'q>(
         if !retry_of.is_empty() {
             query = query.bind(retry_of.get(i).copied().unwrap_or(0));
         }
-        if upstream {
-            query = query.bind(r.payload.upstream.as_str());
+        if node {
+            query = query
+                .bind(r.payload.upstream.as_str())
+                .bind(r.payload.flow.priority)
+                .bind(r.payload.flow.concurrency_key.as_deref());
         }
         query = query.bind(now);
     }

@@ -24,7 +24,7 @@ use std::collections::{HashMap, HashSet};
 
 /// The columns [`Store::run_facts`] reads, in [`RunFacts`]' order.
 const FACT_COLUMNS: &str =
-    "id, job_id, group_id, handler, param, shard_index, shard_total, retry_count, lineage, upstream";
+    "id, job_id, group_id, handler, param, shard_index, shard_total, retry_count, lineage, upstream, priority, concurrency_key";
 
 /// The outcomes of a batch that the merged write does not take: `(merged, triggers, results)`.
 type Split<'a> = (
@@ -600,6 +600,7 @@ impl Store {
                     retry_count: rows::int(&r, 7)?,
                     lineage: rows::text(&r, 8)?,
                     upstream: rows::text(&r, 9)?,
+                    flow: rows::run_flow(&r, 10)?,
                 },
             };
             out.insert(f.id, f);

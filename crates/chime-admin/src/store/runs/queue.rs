@@ -39,7 +39,7 @@ pub struct QueuedRun {
     pub job_id: i64,
     /// The limit it found full.
     pub waits_on: String,
-    /// Its job's priority when it was queued.
+    /// Its priority when it was queued: its job's, or its workflow node's own.
     pub priority: i64,
     /// When it was first queued, epoch ms.
     pub queued_at: i64,
@@ -150,11 +150,13 @@ impl Store {
         let mut started = Vec::new();
         for limit in &limits {
             let q = self.sql(
-                "SELECT COUNT(*) AS n, COUNT(CASE WHEN run_id = ? THEN 1 END) AS mine \
+                "SELECT COUNT(*) AS n, COUNT(CASE WHEN run_id = ? THEN 1 END) AS mine, \
+                 (SELECT COUNT(*) FROM run_queue WHERE waits_on = ?) AS waiting \
                  FROM concurrency_slot WHERE name = ?",
             );
             let row = sqlx::query(&q)
                 .bind(run_id)
+                .bind(limit.name.as_str())
                 .bind(limit.name.as_str())
                 .fetch_one(&mut *tx)
                 .await?;
@@ -162,11 +164,16 @@ impl Store {
                 continue;
             }
             let running = rows::int(&row, "n")?;
+            let waiting = rows::int(&row, "waiting")?;
             let max = limit.rule.max_running;
             let why = if max > 0 && running >= max {
                 Some(format!("{running} of {max} running"))
             } else if limit.rate_room(now) <= 0 {
                 Some(format!("{} per {} started", limit.rule.rate_max, limit.rule.per()))
+            } else if waiting > 0 && queued.is_none() {
+                // A slot freed while runs wait is theirs, in the queue's order: a run new to
+                // the limit goes behind them rather than taking it before the queue's round.
+                Some(format!("{waiting} waiting before it"))
             } else {
                 None
             };
