@@ -5,6 +5,7 @@
 use super::plan_fields::differing;
 use super::workflow_rows::{workflow_row, WORKFLOW_COLUMNS};
 use super::{rows, Store, StoreError, StoreResult};
+use crate::api::JobFlowPatch;
 use crate::model::{validate_job_key, Invalid};
 use crate::workflow::dag::{Definition, Edge, Join, Node};
 use crate::workflow::spec::{OnLimit, Workflow, WorkflowDraft, WorkflowSpec};
@@ -69,12 +70,9 @@ pub struct DocNode {
     /// `all` or `any`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub join: Option<Join>,
-    /// Priority over its job's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub priority: Option<i64>,
-    /// Concurrency key over its job's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub concurrency_key: Option<String>,
+    /// Priority and concurrency key over its job's.
+    #[serde(flatten)]
+    pub flow: JobFlowPatch,
 }
 
 fn wf_err(name: &str, e: Invalid) -> Invalid {
@@ -153,8 +151,7 @@ impl Store {
                             .unwrap_or_else(|| format!("?/{}", n.job_id)),
                         param: n.param.clone(),
                         join: Some(n.join),
-                        priority: n.priority,
-                        concurrency_key: n.concurrency_key.clone(),
+                        flow: n.flow.clone(),
                     })
                     .collect(),
                 edges: w.definition.edges.clone(),
@@ -254,8 +251,7 @@ impl Store {
                 job_id: id,
                 param: n.param.clone(),
                 join: n.join.unwrap_or_default(),
-                priority: n.priority,
-                concurrency_key: n.concurrency_key.clone(),
+                flow: n.flow.clone(),
             });
         }
         Ok(nodes)

@@ -81,20 +81,18 @@ pub struct Node {
     /// With several parents: wait for all (`all`, the default) or start on the first (`any`).
     #[serde(default)]
     pub join: Join,
-    /// The priority its runs queue with instead of the job's (−1000 to 1000).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub priority: Option<i64>,
-    /// The concurrency key its runs count under instead of the job's; `""`: none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub concurrency_key: Option<String>,
+    /// The priority its runs queue with and the concurrency key they count under, each
+    /// instead of the job's when given (`concurrency_key: ""`: none).
+    #[serde(flatten)]
+    pub flow: JobFlowPatch,
 }
 
 impl Node {
     /// What its runs carry over their job's priority and concurrency key.
     pub fn run_flow(&self) -> crate::run::RunFlow {
         crate::run::RunFlow {
-            priority: self.priority,
-            concurrency_key: self.concurrency_key.clone(),
+            priority: self.flow.priority,
+            concurrency_key: self.flow.concurrency_key.clone(),
         }
     }
 }
@@ -347,11 +345,7 @@ impl Definition {
                 return Err(node_err(&n.key, "job_id", format!("job {} does not exist", n.job_id)));
             };
             // The same bounds as a job's own priority and key.
-            let flow = JobFlowPatch {
-                priority: n.priority,
-                concurrency_key: n.concurrency_key.clone(),
-            };
-            if let Err(e) = flow.apply_to(None) {
+            if let Err(e) = n.flow.apply_to(None) {
                 return Err(node_err(&n.key, &e.field, e.message));
             }
             let Some(param) = &n.param else { continue };
@@ -772,8 +766,7 @@ mod tests {
                     job_id: 1,
                     param: None,
                     join: *j,
-                    priority: None,
-                    concurrency_key: None,
+                    flow: JobFlowPatch::default(),
                 })
                 .collect(),
             edges: edges
@@ -941,17 +934,17 @@ mod tests {
     fn a_nodes_own_priority_and_key_are_bounded_like_a_jobs() {
         let jobs = |_| Some(NodeJob::Data);
         let mut d = def(&[("a", All)], &[]);
-        d.nodes[0].priority = Some(1000);
-        d.nodes[0].concurrency_key = Some(String::new());
+        d.nodes[0].flow.priority = Some(1000);
+        d.nodes[0].flow.concurrency_key = Some(String::new());
         assert!(d.validate(jobs).is_ok(), "in bounds; \"\" takes the job's key away");
-        d.nodes[0].priority = Some(1001);
+        d.nodes[0].flow.priority = Some(1001);
         assert_eq!(d.validate(jobs).unwrap_err().field, "definition.nodes[a].priority");
-        d.nodes[0].priority = Some(-5);
-        d.nodes[0].concurrency_key = Some("group:billing".into());
+        d.nodes[0].flow.priority = Some(-5);
+        d.nodes[0].flow.concurrency_key = Some("group:billing".into());
         let e = d.validate(jobs).unwrap_err();
         assert_eq!(e.field, "definition.nodes[a].concurrency_key");
         assert!(e.message.starts_with("node 'a': "), "{}", e.message);
-        d.nodes[0].concurrency_key = Some("warehouse-db".into());
+        d.nodes[0].flow.concurrency_key = Some("warehouse-db".into());
         let flow = d.nodes[0].run_flow();
         let job = crate::model::JobFlow {
             priority: 3,
@@ -959,6 +952,14 @@ mod tests {
         };
         assert_eq!(flow.over(&job), (-5, "warehouse-db"), "the node's own, over its job's");
         assert_eq!(crate::run::RunFlow::default().over(&job), (3, "other"));
+        // Read and written flat beside the node's other fields, and nothing else is taken.
+        let node: Node = serde_json::from_str(r#"{"key":"a","job_id":1,"priority":2}"#).unwrap();
+        assert_eq!(
+            (node.flow.priority, node.flow.concurrency_key.as_deref()),
+            (Some(2), None)
+        );
+        assert_eq!(serde_json::to_value(&node).unwrap()["priority"], 2);
+        assert!(serde_json::from_str::<Node>(r#"{"key":"a","job_id":1,"priorty":2}"#).is_err());
     }
 
     #[test]
@@ -975,8 +976,7 @@ mod tests {
                 job_id: 1,
                 param: Some(param),
                 join: All,
-                priority: None,
-                concurrency_key: None,
+                flow: JobFlowPatch::default(),
             });
             if i > 0 {
                 d.edges.push(Edge {
