@@ -62,13 +62,19 @@ pub struct Admin {
 impl Admin {
     /// Starts `chime admin` as `node` on `db_url`, listening on `ip:port` (in network namespace
     /// `netns` if given), its output appended to `log`.
-    pub fn start(
+    pub fn start(bin: &Path, db_url: &str, node: &str, at: (IpAddr, u16), netns: Option<&str>, log: &Path) -> Admin {
+        Self::start_with(bin, db_url, node, at, netns, log, &[])
+    }
+
+    /// [`Admin::start`] with more command-line flags (`--dead-timeout 35s`, …).
+    pub fn start_with(
         bin: &Path,
         db_url: &str,
         node: &str,
         (ip, port): (IpAddr, u16),
         netns: Option<&str>,
         log: &Path,
+        flags: &[&str],
     ) -> Admin {
         let mut command = match netns {
             Some(ns) => {
@@ -90,6 +96,7 @@ impl Admin {
             .args(["--context-path", "/xxl-job-admin", "--node-id", node])
             .args(["--tick", "200ms", "--lookahead", "2s"])
             .args(["--registry-refresh", "500ms", "--default-tz", "UTC"])
+            .args(flags)
             .env("CHIME_API_TOKEN", API_TOKEN)
             .env("CHIME_ACCESS_TOKEN", ACCESS_TOKEN)
             .env("CHIME_ADMIN_PASSWORD", "multi-admin-test")
