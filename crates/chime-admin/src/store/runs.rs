@@ -10,6 +10,7 @@ mod outcomes;
 mod queries;
 mod queue;
 
+pub(in crate::store) use claim::DUE_COLUMNS;
 pub use queue::{QueueEntry, QueuedRun, Slots, ADMITTED_EXPIRY_MS};
 
 use super::bulk::Arg;

@@ -16,7 +16,7 @@
 
 use super::bulk::sized_query;
 use super::rows;
-use super::runs::UPDATE_ROWS;
+use super::runs::{DUE_COLUMNS, UPDATE_ROWS};
 use super::sqlite_ids::{IdCursor, KNOWN_IDS};
 use super::{Backend, Store, StoreError, StoreResult, PARTITIONS};
 use crate::model::{now_ms, Job, SKIPPED_CODE};
@@ -169,27 +169,16 @@ impl Store {
     ) -> StoreResult<(Vec<(Workflow, Arc<dag::Graph>)>, bool)> {
         // Only the fire times, as the claim reads jobs: the rest of each workflow is kept in
         // `live` while its `updated_at` holds, and read again when it moved.
-        let q = format!(
-            "SELECT id, updated_at, anchor_at, next_fire_at, last_fire_at, paused_until FROM workflow \
-             WHERE running = 1 AND next_fire_at > 0 AND next_fire_at <= ? AND paused_until <= ? \
-             AND partition_no IN ({}) ORDER BY next_fire_at LIMIT {FIRE_BATCH}{}",
-            super::placeholders(partitions.len()),
-            self.backend.for_update()
+        let filter = format!(
+            " AND next_fire_at > 0 AND partition_no IN ({})",
+            super::placeholders(partitions.len())
         );
-        let q = self.sql(&q).into_owned();
+        let q = self.due_rows_sql("workflow", &filter, &FIRE_BATCH.to_string());
         let binds: Vec<i64> = [horizon, horizon]
             .into_iter()
             .chain(partitions.iter().copied())
             .collect();
-        let cols = [
-            "id",
-            "updated_at",
-            "anchor_at",
-            "next_fire_at",
-            "last_fire_at",
-            "paused_until",
-        ];
-        let times = self.int_rows(tx, &q, cols, &binds).await?;
+        let times = self.int_rows(tx, &q, DUE_COLUMNS, &binds).await?;
         let more = times.len() as i64 == FIRE_BATCH;
         let due_rows = self.workflows_of(tx, times, live).await?;
         // Each graph read and parsed once per version (`live`), not once per fire.

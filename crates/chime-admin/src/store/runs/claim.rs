@@ -10,6 +10,16 @@ use sqlx::AnyConnection;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+/// What a claim reads of each scheduled row due (a job's or a workflow's), in this order.
+pub(in crate::store) const DUE_COLUMNS: [&str; 6] = [
+    "id",
+    "updated_at",
+    "anchor_at",
+    "next_fire_at",
+    "last_fire_at",
+    "paused_until",
+];
+
 /// Jobs kept in the claim loop's cache at most (a job is a few hundred bytes); the scheduler
 /// clears the cache when it is full.
 const JOB_CACHE_MAX: usize = 100_000;
@@ -87,6 +97,19 @@ impl Store {
             .collect())
     }
 
+    /// The query of `table`'s (jobs' or workflows') started rows due by a horizon and not paused
+    /// past it, their [`DUE_COLUMNS`] in order of fire time, locked for the claim: `filter`
+    /// (SQL from ` AND`) narrows it, `limit` is the `LIMIT`'s value or placeholder. It binds the
+    /// horizon twice (fire time, pause's end), then what `filter` and `limit` name.
+    pub(in crate::store) fn due_rows_sql(&self, table: &str, filter: &str, limit: &str) -> String {
+        self.sql_text(format!(
+            "SELECT {} FROM {table} WHERE running = 1 AND next_fire_at <= ? AND paused_until <= ?{filter} \
+             ORDER BY next_fire_at LIMIT {limit}{}",
+            DUE_COLUMNS.join(", "),
+            self.backend.for_update()
+        ))
+    }
+
     /// The fire times of the running jobs of partitions `held` due before `horizon` and not
     /// paused past it, at most `limit`, their rows locked: `id, updated_at, anchor_at,
     /// next_fire_at, last_fire_at, paused_until`.
@@ -105,21 +128,8 @@ impl Store {
                 held.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(",")
             )
         };
-        let q = self.sql_text(format!(
-            "SELECT id, updated_at, anchor_at, next_fire_at, last_fire_at, paused_until FROM job \
-                 WHERE running = 1 AND next_fire_at <= ? AND paused_until <= ?{partition_filter} \
-                 ORDER BY next_fire_at LIMIT ?{}",
-            self.backend.for_update()
-        ));
-        let cols = [
-            "id",
-            "updated_at",
-            "anchor_at",
-            "next_fire_at",
-            "last_fire_at",
-            "paused_until",
-        ];
-        self.int_rows(tx, &q, cols, &[horizon, horizon, limit]).await
+        let q = self.due_rows_sql("job", &partition_filter, "?");
+        self.int_rows(tx, &q, DUE_COLUMNS, &[horizon, horizon, limit]).await
     }
 
     /// The jobs of the fire times `due`, with those times: from `cache` while their

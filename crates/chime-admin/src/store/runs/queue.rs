@@ -112,7 +112,9 @@ fn queue_entry(row: &sqlx::any::AnyRow) -> Result<QueueEntry, sqlx::Error> {
 
 impl Store {
     /// Takes a slot of each limit in `names` for run `run_id` of job `job_id` (priority
-    /// `priority`), or queues the run when one of them is full. A slot the run holds already
+    /// `priority`), or queues the run when one of them is full — or, for a run not queued
+    /// before, when runs already wait on one of them (a freed slot is theirs, in the queue's
+    /// order, not the first newcomer's). A slot the run holds already
     /// (taken before a crash, or before a send that did not go out) counts as taken; a name
     /// with no limit (deleted meanwhile) is passed; a run an operator sent on (`skip_queue`)
     /// takes its slots whatever the counts.
