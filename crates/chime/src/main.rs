@@ -31,24 +31,26 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// mimalloc's options `arena_eager_commit` and `purge_delay` (`mi_option_arena_eager_commit`,
 /// `mi_option_purge_delay` in its `mimalloc.h`; the Rust bindings do not name them for the
-/// mimalloc 3 they build).
-const MI_OPTIONS: [(&str, libmimalloc_sys::mi_option_t); 2] =
-    [("MIMALLOC_ARENA_EAGER_COMMIT", 4), ("MIMALLOC_PURGE_DELAY", 15)];
+/// mimalloc 3 they build), and the value Chime gives each.
+const MI_OPTIONS: [(&str, libmimalloc_sys::mi_option_t, std::ffi::c_long); 2] =
+    [("MIMALLOC_ARENA_EAGER_COMMIT", 4, 0), ("MIMALLOC_PURGE_DELAY", 15, 100)];
 
-/// Memory is committed when used and given back to the system as soon as it is freed, instead
-/// of arenas committed up front and freed memory kept for a second. The admin's load comes in
-/// bursts a second apart (every job due on the same second): with mimalloc's defaults, what a
-/// burst freed was never given back before the next burst, and the process stayed at its peak:
-/// 158–174 MB at 5,000 fires a second, 133–136 MB with these set here, for about one point
-/// more of CPU (docs/BENCHMARKS.md). Set here they miss what mimalloc did before `main` (its
-/// first arena): both variables in the environment of the process gave 97 MB, and either
-/// variable, when set, decides instead of this.
+/// Memory is committed when used and given back to the system 100 ms after it is freed,
+/// instead of arenas committed up front and freed memory kept for a second. The admin's load
+/// comes in bursts a second apart (every job due on the same second): with mimalloc's defaults,
+/// what a burst freed was never given back before the next burst, and the process stayed at its
+/// peak (158–174 MB at 5,000 fires a second). Given back at once (a delay of 0), each freed page
+/// is unmapped on its own, and the TLB shootdowns that follow cost up to 15 points of one core
+/// at 5,000 fires a second on a virtual machine; 100 ms gathers a burst's pages into few purges
+/// and still returns them before the next burst (docs/BENCHMARKS.md). Set here they miss what
+/// mimalloc did before `main` (its first arena); either variable, when set in the environment,
+/// decides instead of this.
 fn return_freed_memory_promptly() {
-    for (variable, option) in MI_OPTIONS {
+    for (variable, option, value) in MI_OPTIONS {
         if std::env::var_os(variable).is_none() {
             // SAFETY: sets one of mimalloc's option values (a store into its option table);
             // no memory is touched.
-            unsafe { libmimalloc_sys::mi_option_set(option, 0) }
+            unsafe { libmimalloc_sys::mi_option_set(option, value) }
         }
     }
 }
