@@ -389,7 +389,8 @@ fn child_runs(run: &RunFacts, parent: &Job, children: &HashMap<i64, Job>, now: i
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::run::{RunFlow, HANDLE_MSG_MAX};
+    use crate::api::JobFlowPatch;
+    use crate::run::HANDLE_MSG_MAX;
     use chime_protocol::{BlockStrategy, GlueType, MisfireStrategy, RouteStrategy, ScheduleType};
 
     const NOW: i64 = 1_700_000_000_000;
@@ -441,7 +442,7 @@ pub(crate) mod tests {
                 shard_total: 3,
                 retry_count,
                 lineage: lineage.into(),
-                flow: RunFlow {
+                flow: JobFlowPatch {
                     priority: Some(4),
                     concurrency_key: Some("warehouse-db".into()),
                 },
@@ -657,7 +658,7 @@ pub(crate) mod tests {
                 retry_count: id,
                 lineage: "8,1".into(),
                 // A child job runs under its own flow, not its parent node's.
-                flow: RunFlow::default(),
+                flow: JobFlowPatch::default(),
             },
             trigger_code: 0,
             trigger_msg: String::new(),

@@ -4,7 +4,8 @@
 //! Plain data, no SQL: the store reads and writes them (`store/runs/`), and the follow-up rules
 //! (`follow_up`) reason about them without a database. `crate::store` re-exports them.
 
-use crate::model::{Job, JobFlow};
+use crate::api::JobFlowPatch;
+use crate::model::Job;
 use chime_protocol::TriggerType;
 use std::sync::Arc;
 
@@ -83,34 +84,10 @@ pub struct RunPayload {
     pub retry_count: i64,
     /// Job ids of the parent chain (the cycle guard of child jobs), comma-separated.
     pub lineage: String,
-    /// A workflow node's own place in flow control, over its job's; empty for other runs.
-    /// Stored with the run, so its retries and a queue that outlives its admin keep it.
-    pub flow: RunFlow,
-}
-
-/// What a run's own priority and concurrency key replace of its job's ([`JobFlow`]): a
-/// workflow node may set either (`None`: the job's).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct RunFlow {
-    /// The priority to queue with instead of the job's.
-    pub priority: Option<i64>,
-    /// The concurrency key to count under instead of the job's; `Some("")`: none.
-    pub concurrency_key: Option<String>,
-}
-
-impl RunFlow {
-    /// Whether it replaces nothing (every run but some workflow nodes').
-    pub fn is_empty(&self) -> bool {
-        self.priority.is_none() && self.concurrency_key.is_none()
-    }
-
-    /// The priority and concurrency key a run of `job` with this override has.
-    pub fn over<'a>(&'a self, job: &'a JobFlow) -> (i64, &'a str) {
-        (
-            self.priority.unwrap_or(job.priority),
-            self.concurrency_key.as_deref().unwrap_or(&job.concurrency_key),
-        )
-    }
+    /// A workflow node's own priority and concurrency key, each over its job's when given
+    /// (the node's [`JobFlowPatch`]); empty for other runs. Stored with the run, so its
+    /// retries and a queue that outlives its admin keep them.
+    pub flow: JobFlowPatch,
 }
 
 /// A run row to create.
@@ -165,7 +142,7 @@ impl NewRun {
                 shard_total: 1,
                 retry_count: job.retry_count,
                 lineage: String::new(),
-                flow: RunFlow::default(),
+                flow: JobFlowPatch::default(),
             },
             trigger_code: 0,
             trigger_msg: String::new(),

@@ -60,6 +60,21 @@ impl JobFlowPatch {
         Ok(flow)
     }
 
+    /// Whether it sets nothing (a run's own flow: every run's but some workflow nodes').
+    pub fn is_empty(&self) -> bool {
+        self.priority.is_none() && self.concurrency_key.is_none()
+    }
+
+    /// The priority and concurrency key of a run that carries this over its job's `job`
+    /// (a workflow node's run): what it gives, else the job's. Unchecked: a stored run's
+    /// values were checked when its workflow was saved.
+    pub fn over<'a>(&'a self, job: &'a JobFlow) -> (i64, &'a str) {
+        (
+            self.priority.unwrap_or(job.priority),
+            self.concurrency_key.as_deref().unwrap_or(&job.concurrency_key),
+        )
+    }
+
     /// The input that gives `flow` from the defaults, naming only what differs from them
     /// (so a jobs document of a job without flow control does not mention it).
     pub fn of(flow: &JobFlow) -> JobFlowPatch {

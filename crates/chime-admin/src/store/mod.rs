@@ -62,7 +62,7 @@ mod workflow_rows;
 mod workflow_steps;
 mod workflows;
 
-pub use crate::run::{Claimed, FirePlan, Recorded, RunFlow, RunPayload, HANDLE_MSG_MAX, PARTITIONS};
+pub use crate::run::{Claimed, FirePlan, Recorded, RunPayload, HANDLE_MSG_MAX, PARTITIONS};
 pub use crate::run::{HandleOutcome, MarkedRun, NewRun, RunTicket, SendMark, TriggerOutcome, UnfinishedRun};
 pub use alarms::alarm_status;
 pub use apply::check_document;

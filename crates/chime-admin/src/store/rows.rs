@@ -30,10 +30,10 @@ pub(super) fn opt_text<I: sqlx::ColumnIndex<AnyRow> + Copy>(
     text(row, col).map(Some)
 }
 
-/// A run's own [`crate::run::RunFlow`] from its columns `priority` and `concurrency_key`, at
-/// positions `at` and `at + 1`.
-pub(super) fn run_flow(row: &AnyRow, at: usize) -> Result<crate::run::RunFlow, sqlx::Error> {
-    Ok(crate::run::RunFlow {
+/// A run's own flow (a workflow node's priority and concurrency key) from its columns
+/// `priority` and `concurrency_key`, at positions `at` and `at + 1`.
+pub(super) fn run_flow(row: &AnyRow, at: usize) -> Result<crate::api::JobFlowPatch, sqlx::Error> {
+    Ok(crate::api::JobFlowPatch {
         priority: opt_int(row, at)?,
         concurrency_key: opt_text(row, at + 1)?,
     })

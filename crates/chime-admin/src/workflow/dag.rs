@@ -87,16 +87,6 @@ pub struct Node {
     pub flow: JobFlowPatch,
 }
 
-impl Node {
-    /// What its runs carry over their job's priority and concurrency key.
-    pub fn run_flow(&self) -> crate::run::RunFlow {
-        crate::run::RunFlow {
-            priority: self.flow.priority,
-            concurrency_key: self.flow.concurrency_key.clone(),
-        }
-    }
-}
-
 /// How a node with several parents starts.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "lowercase")]
@@ -945,13 +935,13 @@ mod tests {
         assert_eq!(e.field, "definition.nodes[a].concurrency_key");
         assert!(e.message.starts_with("node 'a': "), "{}", e.message);
         d.nodes[0].flow.concurrency_key = Some("warehouse-db".into());
-        let flow = d.nodes[0].run_flow();
+        let flow = &d.nodes[0].flow;
         let job = crate::model::JobFlow {
             priority: 3,
             concurrency_key: "other".into(),
         };
         assert_eq!(flow.over(&job), (-5, "warehouse-db"), "the node's own, over its job's");
-        assert_eq!(crate::run::RunFlow::default().over(&job), (3, "other"));
+        assert_eq!(JobFlowPatch::default().over(&job), (3, "other"));
         // Read and written flat beside the node's other fields, and nothing else is taken.
         let node: Node = serde_json::from_str(r#"{"key":"a","job_id":1,"priority":2}"#).unwrap();
         assert_eq!(

@@ -313,7 +313,7 @@ pub fn node_run(
         )
     })?;
     run.payload.upstream = dag::upstream_json(graph.sources(k), results);
-    run.payload.flow = node.run_flow();
+    run.payload.flow = node.flow.clone();
     Ok(run)
 }
 
