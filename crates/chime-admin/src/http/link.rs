@@ -79,6 +79,10 @@ const RELAY_BODY_LIMIT: usize = 16 * 1024 * 1024;
 /// WebSocket close code for a peer that broke the link protocol (RFC 6455: policy violation).
 const CLOSE_POLICY: u16 = 1008;
 
+/// The close code of a link the admin ends because the executor went quiet (RFC 6455 "going
+/// away"): not the executor's fault as a violation is, but worth a reason in its log.
+const CLOSE_GOING_AWAY: u16 = 1001;
+
 /// Routes of the link, mounted beside the executor API (at `/` and at the context path).
 pub fn routes() -> Router<Arc<Admin>> {
     Router::new().route(API_LINK, get(open)).route(RELAY_PATH, post(relay))
@@ -153,6 +157,9 @@ enum End {
     Closed(String),
     /// The executor broke the protocol: logged as a warning, sent in the close frame.
     Violation(String),
+    /// The executor went quiet (nothing read for the idle time, or no answer to a probe):
+    /// logged, and sent in the close frame so the executor's log says why it was dropped.
+    Quiet(String),
     /// A newer link of the same executor replaced it, or the admin is stopping.
     Replaced,
 }
@@ -192,7 +199,7 @@ async fn serve_link(
     admin.metrics.linked_executors.set(admin.links.count() as i64);
     tracing::info!(app = %link.app_name, executor = %link.executor_id, peer = ?peer, "executor linked");
 
-    let (close_tx, close_rx) = oneshot::channel::<Option<String>>();
+    let (close_tx, close_rx) = oneshot::channel::<Option<CloseFrame>>();
     let ping_now = Arc::new(Notify::new());
     let writer = tokio::spawn(write_link(
         sink,
@@ -210,15 +217,17 @@ async fn serve_link(
     };
     let end = read_link(&admin, &link, &inbound, &mut stream, &ping_now, &up_calls).await;
     let reason = close_reason(&link, peer, end);
+    let said_why = reason.is_some();
     // Before the link is detached (which cancels `closed`): the writer sends the reason.
     let _ = close_tx.send(reason);
     admin.links.detach(&link);
     admin.metrics.linked_executors.set(admin.links.count() as i64);
     stop_writer(writer).await;
-    // A link refused mid-message is still sending it: read (and drop) what comes until the
-    // executor, told why by the close frame, closes too, so that the frame is not lost to the
-    // reset a socket closed with unread bytes gets.
-    if inbound.refusal().is_some() {
+    // A link told why it ends may still be sending (a refused message, the pongs of a quiet
+    // executor that wakes): read (and drop) what comes until the executor, told why by the
+    // close frame, closes too, so that the frame is not lost to the reset a socket closed with
+    // unread bytes gets.
+    if said_why {
         let _ = tokio::time::timeout(DRAIN_AFTER_REFUSAL, async { while stream.next().await.is_some() {} }).await;
     }
 }
@@ -228,7 +237,7 @@ async fn serve_link(
 async fn write_link(
     mut sink: SplitSink<LinkSocket, Message>,
     mut frames: mpsc::Receiver<String>,
-    mut close_rx: oneshot::Receiver<Option<String>>,
+    mut close_rx: oneshot::Receiver<Option<CloseFrame>>,
     closed: CancellationToken,
     ping_now: Arc<Notify>,
 ) {
@@ -238,12 +247,8 @@ async fn write_link(
         tokio::select! {
             // The reason first: when the link ends with one, `closed` is cancelled too.
             biased;
-            reason = &mut close_rx => {
-                let frame = reason.ok().flatten().map(|reason| CloseFrame {
-                    code: CloseCode::from(CLOSE_POLICY),
-                    reason: reason.chars().take(120).collect::<String>().into(),
-                });
-                let _ = sink.send(Message::Close(frame)).await;
+            frame = &mut close_rx => {
+                let _ = sink.send(Message::Close(frame.ok().flatten())).await;
                 return;
             }
             frame = frames.recv() => match frame {
@@ -302,12 +307,12 @@ async fn read_link(
         };
         let message = match message {
             Err(_) if probe.is_some() => {
-                return End::Closed(format!(
+                return End::Quiet(format!(
                     "a call went unanswered and nothing came back within {} s of a ping",
                     PROBE_WAIT.as_secs()
                 ))
             }
-            Err(_) => return End::Closed(format!("nothing received for {IDLE_TIMEOUT_SECS} s")),
+            Err(_) => return End::Quiet(format!("nothing received for {IDLE_TIMEOUT_SECS} s")),
             Ok(None) => return End::Closed("connection closed".to_owned()),
             Ok(Some(Err(e))) => return read_error(e, inbound),
             Ok(Some(Ok(m))) => m,
@@ -377,19 +382,29 @@ async fn take_frame(frame: LinkFrame, up_calls: &UpCalls) -> Result<(), End> {
     Ok(())
 }
 
-/// Logs why the link ended, and returns the reason its close frame gives (for a violation).
-fn close_reason(link: &Link, peer: Option<SocketAddr>, end: End) -> Option<String> {
-    match end {
+/// Logs why the link ended, and returns the close frame that tells the executor (for a
+/// violation or a quiet executor; none when the executor itself closed or was replaced).
+fn close_reason(link: &Link, peer: Option<SocketAddr>, end: End) -> Option<CloseFrame> {
+    let (code, reason) = match end {
         End::Closed(reason) => {
             tracing::info!(app = %link.app_name, executor = %link.executor_id, %reason, "executor link closed");
-            None
+            return None;
+        }
+        End::Replaced => return None,
+        End::Quiet(reason) => {
+            tracing::info!(app = %link.app_name, executor = %link.executor_id, %reason, "executor link closed");
+            (CLOSE_GOING_AWAY, reason)
         }
         End::Violation(reason) => {
             tracing::warn!(app = %link.app_name, executor = %link.executor_id, peer = ?peer, %reason, "executor link closed: protocol violation");
-            Some(reason)
+            (CLOSE_POLICY, reason)
         }
-        End::Replaced => None,
-    }
+    };
+    // A close frame's reason is at most 123 bytes.
+    Some(CloseFrame {
+        code: CloseCode::from(code),
+        reason: reason.chars().take(120).collect::<String>().into(),
+    })
 }
 
 /// A writer stuck in a send on a dead connection (its peer gone, the send buffer full) would

@@ -471,6 +471,26 @@ impl Cluster {
     pub async fn finish(mut self, check: Check) -> Outcome {
         let kind = self.kind;
         tokio::time::sleep(Duration::from_secs(4)).await;
+        // Every job ran past the disturbance before it is stopped. Under load a partition
+        // handed back to a returning admin may fire its backlog seconds later than the sleep
+        // above; stopping the job first would cut that backlog off and look like a gap.
+        let past = check.to + 2000;
+        let deadline = Instant::now() + WAIT;
+        for id in &self.ids {
+            loop {
+                let runs = self.api.runs(*id).await;
+                let newest = runs.iter().filter_map(|r| r["scheduled_at"].as_i64()).max();
+                if newest.is_some_and(|at| at > past) {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "{kind:?} {}: job {id} ran nothing scheduled after {past} (newest: {newest:?})",
+                    check.scenario
+                );
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        }
         for id in &self.ids {
             let (status, body) = self.api.post(&format!("/v1/jobs/{id}/stop"), json!({})).await;
             assert_eq!(status, 200, "stopping job {id}: {body}");
