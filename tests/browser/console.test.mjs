@@ -169,6 +169,24 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.fill('#job-form input[name=param]', '1');
     await page.waitForSelector('#preview li');
     assert.equal(await page.$eval('#job-form input[name=param]', (el) => el.validity.valid), true);
+    // A further schedule, a line of its own in its own zone: the preview merges its times with
+    // the job's; a wrong one marks the field, and fixing it clears the mark.
+    await page.fill('#job-form textarea[name=more_schedules]', 'CRON 0 0 15 * * ? @UTC');
+    await page.waitForFunction(() => {
+      const local = [...document.querySelectorAll('#preview li')].map((li) => li.dataset.local);
+      return local.length === 5 && local.some((l) => l.includes('T03:00:00')) && local.some((l) => !l.includes('T03:00:00'));
+    }, null, LONG);
+    const merged = await page.locator('#preview li').evaluateAll((l) => l.map((x) => Date.parse(x.dataset.local)));
+    assert.deepEqual(merged, [...merged].sort((a, b) => a - b), 'merged in order');
+    // 03:00 in Berlin is 01:00 or 02:00 UTC; the further one is 15:00 UTC.
+    for (const at of merged) assert.ok([1, 2, 15].includes(new Date(at).getUTCHours()), `a time of one of the schedules: ${new Date(at).toISOString()}`);
+    await page.fill('#job-form textarea[name=more_schedules]', 'CRON 0 0 25 * * ?');
+    await page.waitForSelector('#preview-box .err');
+    assert.equal(await page.$eval('#job-form textarea[name=more_schedules]', (el) => el.validity.valid), false, 'the further schedules are marked');
+    assert.match(await page.textContent('#preview-box .err'), /more_schedules\[0\]\.schedule_expr|More schedules/);
+    await page.fill('#job-form textarea[name=more_schedules]', 'CRON 0 0 15 * * ? @UTC');
+    await page.waitForSelector('#preview li');
+    assert.equal(await page.$eval('#job-form textarea[name=more_schedules]', (el) => el.validity.valid), true);
     // The form is in sections; every select of a job enum offers exactly the admin's values,
     // each with its translated name and a line explaining the chosen one.
     assert.deepEqual(await page.locator('#job-form fieldset.sec').evaluateAll((f) => f.map((x) => x.dataset.section)), ['basics', 'schedule', 'executor', 'flow', 'alarms', 'advanced']);
@@ -226,16 +244,21 @@ test('console walk-through', { timeout: 300000 }, async () => {
     assert.deepEqual(await csrfFetch('GET', '/v1/jobs/2').then((r) => r.body.child_job_ids), [1], 'child job picked by name');
     const job1 = (await csrfFetch('GET', '/v1/jobs/1')).body;
     assert.deepEqual([job1.owner, job1.alarm_contacts, job1.misfire_strategy], ['Ops team', 'ops@example.com, dev@example.com', 'CATCH_UP']);
+    assert.deepEqual(job1.more_schedules, [{ schedule_type: 'CRON', schedule_expr: '0 0 15 * * ?', time_zone: 'UTC' }], 'the further schedule saved');
     // Editing a CATCH_UP job keeps it CATCH_UP (the form offers what the admin accepts).
     await rowAction(1, 'edit');
     await page.waitForSelector('#job-form');
     assert.equal(await page.inputValue('#job-form select[name=misfire_strategy]'), 'CATCH_UP');
+    assert.equal(await page.inputValue('#job-form textarea[name=more_schedules]'), 'CRON 0 0 15 * * ? @UTC', 'shown as written');
+    // Emptied, the field removes it (the walk below counts on the job's own 03:00).
+    await page.fill('#job-form textarea[name=more_schedules]', '');
     await page.fill('#job-form input[name=param]', '2');
     await shot('04-job-form-edit-catch-up');
     await page.click('#job-form button[type=submit]');
     await page.waitForSelector('#jobs tbody tr[data-job="1"]');
     const edited = (await csrfFetch('GET', '/v1/jobs/1')).body;
     assert.deepEqual([edited.param, edited.misfire_strategy], ['2', 'CATCH_UP'], 'the edit kept CATCH_UP');
+    assert.deepEqual(edited.more_schedules, [], 'the emptied field removed the further schedule');
     await csrfFetch('PATCH', '/v1/jobs/1', { param: '1' });
 
     // Filters: by handler and by description.

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   JOB_FIELDS, JOB_SECTIONS, GROUP_FIELDS, USER_FIELDS, WORKFLOW_FIELDS,
-  bodyOf, initialValue, shownFields, requestSchema, schemaFields,
+  bodyOf, initialValue, shownFields, requestSchema, schemaFields, moreSchedules, moreSchedulesText,
 } from '../../web/lib/fields.js';
 
 /** An OpenAPI document whose job body has the console's fields and three it does not know. */
@@ -58,6 +58,22 @@ test('the job body: numbers as numbers, an empty key and a zone without CRON lef
   const cron = bodyOf(JOB_FIELDS, { ...values, schedule_type: 'CRON', key: ' nightly-report ' });
   assert.equal(cron.time_zone, 'Europe/Berlin', 'the zone goes with CRON');
   assert.equal(cron.key, 'nightly-report', 'the key is trimmed');
+});
+
+test('further schedules: a line each, a zone after @, none for a job without a grid', () => {
+  const typed = ' CRON 0 0 18 * * ? @Europe/Berlin \n\nfix_rate 90\n';
+  const more = moreSchedules(typed);
+  assert.deepEqual(more, [
+    { schedule_type: 'CRON', schedule_expr: '0 0 18 * * ?', time_zone: 'Europe/Berlin' },
+    { schedule_type: 'FIX_RATE', schedule_expr: '90' },
+  ]);
+  assert.equal(moreSchedulesText(more), 'CRON 0 0 18 * * ? @Europe/Berlin\nFIX_RATE 90');
+  assert.deepEqual(moreSchedules(moreSchedulesText(more)), more, 'read back as written');
+  const values = { schedule_type: 'CRON', schedule_expr: '0 0 9 * * ?', more_schedules: typed };
+  assert.equal(/** @type {unknown[]} */ (bodyOf(JOB_FIELDS, values).more_schedules).length, 2);
+  assert.deepEqual(bodyOf(JOB_FIELDS, { ...values, schedule_type: 'NONE' }).more_schedules, [], 'hidden without a grid');
+  const field = JOB_FIELDS.find((f) => f.name === 'more_schedules');
+  assert.equal(field?.read?.({ more_schedules: more }), 'CRON 0 0 18 * * ? @Europe/Berlin\nFIX_RATE 90');
 });
 
 test('a field the user is not shown is not sent: the GLUE type of a non-admin', () => {

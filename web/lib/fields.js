@@ -71,6 +71,35 @@ const cronZone = (v, values) => (values.schedule_type === 'CRON' && v ? text(v) 
 /** A comma-separated list, without blanks. @param {RawValue} v */
 const list = (v) => text(v).split(',').map((a) => a.trim()).filter(Boolean);
 
+/**
+ * A job's further schedule, as its body gives it.
+ * @typedef {{schedule_type: string, schedule_expr: string, time_zone?: string}} MoreSchedule
+ */
+
+/**
+ * A job's further schedules, a line each: `CRON <expression> [@zone]` or `FIX_RATE <seconds>`,
+ * as `chime job add --also` takes them.
+ * @param {MoreSchedule[] | undefined} more
+ */
+export const moreSchedulesText = (more) => (more || []).map((m) => `${m.schedule_type} ${m.schedule_expr}${m.time_zone ? ` @${m.time_zone}` : ''}`).join('\n');
+
+/**
+ * The lines of the further schedules' field as the body's `more_schedules`. A line is sent as
+ * typed even when it is wrong: the admin's answer names the entry at fault.
+ * @param {RawValue} v
+ * @returns {MoreSchedule[]}
+ */
+export const moreSchedules = (v) => text(v).split('\n').map((l) => l.trim()).filter(Boolean).map((line) => {
+  const [kind, ...rest] = line.split(/\s+/);
+  const last = rest[rest.length - 1] || '';
+  const zone = rest.length > 1 && last.startsWith('@') ? last.slice(1) : '';
+  const expr = (zone ? rest.slice(0, -1) : rest).join(' ');
+  return { schedule_type: kind.toUpperCase(), schedule_expr: expr, ...(zone ? { time_zone: zone } : {}) };
+});
+
+/** Only a grid (CRON, FIX_RATE) has further schedules: with another type the field is hidden and sends none. @param {RawValue} v @param {RawValues} values */
+const moreOfGrid = (v, values) => (values.schedule_type === 'CRON' || values.schedule_type === 'FIX_RATE' ? moreSchedules(v) : []);
+
 /** The job form. Sections in order: basics, schedule, executor, flow control, alarms, advanced. */
 export const JOB_FIELDS = /** @type {Field[]} */ ([
   { name: 'group_id', kind: 'select', section: 'basics', options: 'groups', parse: numberOrNothing },
@@ -84,6 +113,8 @@ export const JOB_FIELDS = /** @type {Field[]} */ ([
   // A job without a schedule keeps no expression (the field is hidden, not emptied, by the form).
   { name: 'schedule_expr', kind: 'text', section: 'schedule', initial: '0 * * * * ?', parse: (v, values) => (values.schedule_type === 'NONE' ? '' : text(v)) },
   { name: 'time_zone', kind: 'text', section: 'schedule', attrs: { placeholder: 'UTC, Asia/Shanghai…' }, parse: cronZone },
+  // Further schedules, a line each; the job fires at the times of all of them.
+  { name: 'more_schedules', kind: 'textarea', section: 'schedule', help: 'more_schedules_help', attrs: { rows: '2', spellcheck: 'false', autocomplete: 'off', placeholder: 'CRON 0 0 18 * * ? @Europe/Berlin' }, read: (j) => moreSchedulesText(j.more_schedules), parse: moreOfGrid },
   { name: 'misfire_strategy', kind: 'select', section: 'schedule', options: 'misfire_strategies', prefix: 'misfire', initial: 'DO_NOTHING' },
   // Suggestions: the handlers the group's executors run and its jobs use (the page fills the list).
   { name: 'handler', kind: 'text', section: 'executor', tip: 'handler_suggest', attrs: { list: 'handler-names', autocomplete: 'off' } },

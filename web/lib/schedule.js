@@ -4,6 +4,7 @@ import { h } from './dom.js';
 import { api } from './api.js';
 import { fmtTime } from './time.js';
 import { asApiError, errorBox, optName } from './forms.js';
+import { moreSchedules } from './fields.js';
 import { t } from '../i18n.js';
 
 /**
@@ -21,8 +22,9 @@ export const scheduleText = (j) => (j.schedule_type === 'NONE' ? optName('sched'
  * @param {HTMLInputElement} tzIn
  * @param {HTMLElement} out
  * @param {HTMLInputElement | HTMLTextAreaElement} [paramIn]
+ * @param {HTMLTextAreaElement} [moreIn] a job's further schedules (their times are merged in)
  */
-export function previewer(typeSel, exprIn, tzIn, out, paramIn) {
+export function previewer(typeSel, exprIn, tzIn, out, paramIn, moreIn) {
   /** @type {ReturnType<typeof setTimeout> | undefined} */
   let timer;
   let asked = 0;
@@ -30,7 +32,7 @@ export function previewer(typeSel, exprIn, tzIn, out, paramIn) {
     clearTimeout(timer);
     // A finding is about the schedule as it is now: clear the old one at once, so a fixed
     // zone or expression never leaves an error behind that blocks saving.
-    for (const el of [exprIn, tzIn, paramIn]) el?.setCustomValidity('');
+    for (const el of [exprIn, tzIn, paramIn, moreIn]) el?.setCustomValidity('');
     const seq = ++asked;
     timer = setTimeout(async () => {
       if (typeSel.value === 'NONE') { out.replaceChildren(); return; }
@@ -39,6 +41,8 @@ export function previewer(typeSel, exprIn, tzIn, out, paramIn) {
       // Only a parameter with placeholders: any other is sent as written.
       const dated = !!paramIn && paramIn.value.includes('${');
       if (dated && paramIn) q.set('param', paramIn.value);
+      const more = moreIn && (typeSel.value === 'CRON' || typeSel.value === 'FIX_RATE') ? moreSchedules(moreIn.value) : [];
+      if (more.length) q.set('more', JSON.stringify(more));
       try {
         const p = await api('GET', `/v1/schedule/preview?${q}`);
         if (seq !== asked) return;
@@ -50,13 +54,13 @@ export function previewer(typeSel, exprIn, tzIn, out, paramIn) {
         if (seq !== asked) return;
         const e = asApiError(thrown);
         // Mark the field at fault (the zone, the parameter or the expression), never a hidden one.
-        const at = e.field === 'time_zone' ? tzIn : e.field === 'param' && paramIn ? paramIn : exprIn;
+        const at = e.field === 'time_zone' ? tzIn : e.field === 'param' && paramIn ? paramIn : e.field?.startsWith('more_schedules') && moreIn ? moreIn : exprIn;
         const label = at.closest('label');
         if (label && !label.hidden) at.setCustomValidity(e.message);
         out.replaceChildren(errorBox(e));
       }
     }, 250);
   };
-  for (const el of [typeSel, exprIn, tzIn, paramIn]) el?.addEventListener('input', update);
+  for (const el of [typeSel, exprIn, tzIn, paramIn, moreIn]) el?.addEventListener('input', update);
   update();
 }

@@ -90,7 +90,7 @@ async function jobForm(root, job, groups, jobs) {
   group.addEventListener('change', suggest);
   suggest();
   const channelList = channelNames(input('alarm_channels'), me().admin);
-  const after = { time_zone: preview, handler: handlers, alarm_contacts: smtpNote, alarm_channels: channelList };
+  const after = { more_schedules: preview, handler: handlers, alarm_contacts: smtpNote, alarm_channels: channelList };
   const form = h('form', { class: 'card job-form', id: 'job-form', onsubmit: async (/** @type {Event} */ ev) => {
     ev.preventDefault();
     const body = formBody(fields, ctl, { isNew });
@@ -105,13 +105,15 @@ async function jobForm(root, job, groups, jobs) {
   JOB_SECTIONS.map((key) => rowsOf(ctl, key, after)).map((rows, i) => (rows.length ? section(JOB_SECTIONS[i], rows) : '')),
   h('div', { class: 'form-actions' }, h('button', { type: 'submit' }, t('save')), h('button', { type: 'button', onclick: () => go('#jobs') }, t('cancel'))), msg);
   root.replaceChildren(h('h2', {}, isNew ? t('new_job') : `${t('jobs')} — #${job.id} ${job.description}`), form);
-  previewer(/** @type {HTMLSelectElement} */ (/** @type {unknown} */ (scheduleType)), expr, zone, preview, /** @type {HTMLInputElement | undefined} */ (ctl.get('param')?.input));
+  const more = /** @type {HTMLTextAreaElement} */ (/** @type {unknown} */ (input('more_schedules')));
+  previewer(/** @type {HTMLSelectElement} */ (/** @type {unknown} */ (scheduleType)), expr, zone, preview, /** @type {HTMLInputElement | undefined} */ (ctl.get('param')?.input), more);
   /** @param {HTMLElement} el */
   const labelOf = (el) => /** @type {HTMLElement} */ (el.closest('label'));
   // Show only the fields that apply: no expression without a schedule, no handler for GLUE.
   const toggle = () => {
     labelOf(expr).hidden = scheduleType.value === 'NONE';
     labelOf(zone).hidden = scheduleType.value !== 'CRON';
+    labelOf(more).hidden = scheduleType.value !== 'CRON' && scheduleType.value !== 'FIX_RATE';
     labelOf(handler).hidden = !!glue && glue.value !== 'BEAN';
   };
   scheduleType.addEventListener('change', toggle);

@@ -461,8 +461,11 @@ async fn main() {
         let spec = JobSpec {
             group_id: Some(group.id),
             handler: Some("noop".into()),
-            schedule_type: Some("CRON".into()),
-            schedule_expr: Some("0 0 3 * * ?".into()),
+            schedule: chime_admin::api::SchedulePatch {
+                schedule_type: Some("CRON".into()),
+                schedule_expr: Some("0 0 3 * * ?".into()),
+                ..Default::default()
+            },
             running: Some(true),
             ..Default::default()
         };
@@ -490,8 +493,11 @@ async fn main() {
     let spec = JobSpec {
         group_id: Some(group.id),
         handler: Some("noop".into()),
-        schedule_type: Some(if spread { "FIX_RATE" } else { "CRON" }.into()),
-        schedule_expr: Some(if spread { "1" } else { "* * * * * ?" }.into()),
+        schedule: chime_admin::api::SchedulePatch {
+            schedule_type: Some(if spread { "FIX_RATE" } else { "CRON" }.into()),
+            schedule_expr: Some(if spread { "1" } else { "* * * * * ?" }.into()),
+            ..Default::default()
+        },
         running: Some(!spread),
         ..Default::default()
     };

@@ -54,8 +54,11 @@ async fn main() {
     let draft = JobSpec {
         group_id: Some(group.id),
         handler: Some("noop".into()),
-        schedule_type: Some("FIX_RATE".into()),
-        schedule_expr: Some("1".into()),
+        schedule: chime_admin::api::SchedulePatch {
+            schedule_type: Some("FIX_RATE".into()),
+            schedule_expr: Some("1".into()),
+            ..Default::default()
+        },
         running: Some(true),
         ..Default::default()
     }

@@ -409,6 +409,7 @@ pub(crate) mod tests {
             schedule_expr: String::new(),
             time_zone: "UTC".into(),
             misfire_strategy: MisfireStrategy::DoNothing,
+            more_schedules: Vec::new(),
             route_strategy: RouteStrategy::First,
             handler: format!("handler{id}"),
             param: format!("param{id}"),

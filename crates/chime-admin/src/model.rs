@@ -187,19 +187,6 @@ pub fn validate_manual_address(address: &str, networks: &ExecutorNetworks) -> Re
 /// Longest job key.
 pub const MAX_JOB_KEY_CHARS: usize = 64;
 
-/// The schedule expression a job of `schedule_type` keeps: none for NONE. An expression sent
-/// with NONE is dropped rather than refused, as a form may send its schedule field whatever
-/// the type (the console did), and refusing would fail a request whose meaning is plain. A job
-/// switched from CRON to NONE would otherwise keep its old cron: shown as a schedule that never
-/// fires, and brought back unseen by a later switch to CRON.
-fn unscheduled_without_expr(schedule_type: ScheduleType, expr: String) -> String {
-    if schedule_type == ScheduleType::None {
-        String::new()
-    } else {
-        expr
-    }
-}
-
 /// Checks a job key: 1–64 of `A-Z a-z 0-9 . _ -` (so it can name a file and stand in a path).
 pub fn validate_job_key(key: &str) -> Result<String, String> {
     let ok = crate::api::is_plain_name(key, MAX_JOB_KEY_CHARS) && key != "." && key != "..";
@@ -248,6 +235,8 @@ pub struct JobDraft {
     pub time_zone: String,
     /// Misfire strategy.
     pub misfire_strategy: MisfireStrategy,
+    /// Further schedules, checked.
+    pub more_schedules: Vec<crate::api::MoreSchedule>,
     /// Route strategy.
     pub route_strategy: RouteStrategy,
     /// Handler.
@@ -307,14 +296,20 @@ impl JobSpec {
     /// on update, `group_id` the one group the body named, already resolved and authorised.
     /// The schedule is parsed with `chime-cron` so a bad cron names its field.
     pub fn validate(&self, base: Option<&Job>, default_zone: &str, group_id: i64) -> Result<JobDraft, Invalid> {
-        let (schedule_type, schedule_expr, time_zone) = self.schedule(base, default_zone)?;
+        let schedule = self.schedule.apply_to(base.map(Job::schedule).as_ref(), default_zone)?;
+        let more_schedules = match (&self.more_schedules, base) {
+            (Some(list), _) => list.as_slice(),
+            (None, Some(job)) => job.more_schedules.as_slice(),
+            (None, None) => &[],
+        };
+        let more_schedules = crate::api::check_more_schedules(more_schedules, &schedule)?;
         let (glue_type, handler, glue_source) = self.code(base)?;
         let description = self.description(base, glue_type, &handler)?;
         let info = self.info.apply_to(base.map(|j| &j.info))?;
         let flow = self.flow.apply_to(base.map(|j| &j.flow))?;
         let (timeout_secs, retry_count) = self.limits(base)?;
         let child_job_ids = self.child_job_ids(base)?;
-        let running = self.running(base, schedule_type)?;
+        let running = self.running(base, schedule.schedule_type)?;
         let param = pick(&self.param, base.map(|j| &j.param), String::new());
         if param.len() > 65_535 {
             return Err(Invalid::new("param", "must be at most 64 KiB"));
@@ -334,15 +329,11 @@ impl JobSpec {
             description,
             info,
             flow,
-            schedule_type,
-            schedule_expr,
-            time_zone,
-            misfire_strategy: parse_enum(
-                "misfire_strategy",
-                &self.misfire_strategy,
-                base.map(|j| j.misfire_strategy),
-                MisfireStrategy::DoNothing,
-            )?,
+            schedule_type: schedule.schedule_type,
+            schedule_expr: schedule.schedule_expr,
+            time_zone: schedule.time_zone,
+            more_schedules,
+            misfire_strategy: schedule.misfire_strategy,
             route_strategy: parse_enum(
                 "route_strategy",
                 &self.route_strategy,
@@ -364,28 +355,6 @@ impl JobSpec {
             glue_source,
             running,
         })
-    }
-
-    /// The schedule type, expression and zone, as given or kept from `base` (the zone
-    /// defaulting to `default_zone`), checked by [`check_schedule`].
-    fn schedule(&self, base: Option<&Job>, default_zone: &str) -> Result<(ScheduleType, String, String), Invalid> {
-        let schedule_type = parse_enum(
-            "schedule_type",
-            &self.schedule_type,
-            base.map(|j| j.schedule_type),
-            ScheduleType::None,
-        )?;
-        let schedule_expr = unscheduled_without_expr(
-            schedule_type,
-            pick(&self.schedule_expr, base.map(|j| &j.schedule_expr), String::new())
-                .trim()
-                .to_owned(),
-        );
-        let time_zone = pick(&self.time_zone, base.map(|j| &j.time_zone), default_zone.to_owned())
-            .trim()
-            .to_owned();
-        check_schedule(schedule_type, &schedule_expr, &time_zone)?;
-        Ok((schedule_type, schedule_expr, time_zone))
     }
 
     /// The glue type, handler and script source: a BEAN job needs a handler, a script job its
@@ -472,28 +441,6 @@ impl JobSpec {
         }
         Ok(running)
     }
-}
-
-/// Checks a schedule (a job's or a workflow's): the zone must be an IANA zone, and a schedule
-/// other than NONE needs an expression that parses in it.
-pub fn check_schedule(schedule_type: ScheduleType, schedule_expr: &str, time_zone: &str) -> Result<(), Invalid> {
-    if time_zone.parse::<chrono_tz::Tz>().is_err() {
-        return Err(Invalid::new(
-            "time_zone",
-            format!("unknown time zone '{time_zone}' (use an IANA name such as Europe/Berlin or UTC)"),
-        ));
-    }
-    if schedule_type != ScheduleType::None {
-        if schedule_expr.is_empty() {
-            return Err(Invalid::new(
-                "schedule_expr",
-                format!("is required for schedule type {schedule_type}"),
-            ));
-        }
-        crate::calendar::Calendar::parse(schedule_type, schedule_expr, time_zone, 0)
-            .map_err(|e| Invalid::new("schedule_expr", e))?;
-    }
-    Ok(())
 }
 
 /// The state of a run, derived from its trigger and handle codes.
@@ -915,14 +862,20 @@ mod tests {
             ..Default::default()
         };
         let spec = JobSpec {
-            schedule_type: Some("CRONN".into()),
+            schedule: crate::api::SchedulePatch {
+                schedule_type: Some("CRONN".into()),
+                ..Default::default()
+            },
             ..handled()
         };
         assert_eq!(refused(spec).field, "schedule_type");
         let spec = JobSpec {
-            schedule_type: Some("CRON".into()),
-            schedule_expr: Some("0 0 0 * * ?".into()),
-            time_zone: Some("Mars/Olympus".into()),
+            schedule: crate::api::SchedulePatch {
+                schedule_type: Some("CRON".into()),
+                schedule_expr: Some("0 0 0 * * ?".into()),
+                time_zone: Some("Mars/Olympus".into()),
+                ..Default::default()
+            },
             ..handled()
         };
         assert_eq!(refused(spec).field, "time_zone");

@@ -52,7 +52,10 @@ async fn streaks(kind: Db) {
     let spec = JobSpec {
         group_id: Some(group.id),
         handler: Some("h".into()),
-        schedule_type: Some("NONE".into()),
+        schedule: chime_admin::api::SchedulePatch {
+            schedule_type: Some("NONE".into()),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let job = store

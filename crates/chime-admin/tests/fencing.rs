@@ -41,7 +41,10 @@ async fn job_with_runs(store: &Store, group_id: i64, handler: &str, n: usize) ->
     let spec = JobSpec {
         group_id: Some(group_id),
         handler: Some(handler.into()),
-        schedule_type: Some("NONE".into()),
+        schedule: chime_admin::api::SchedulePatch {
+            schedule_type: Some("NONE".into()),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let job = store

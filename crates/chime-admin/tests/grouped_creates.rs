@@ -20,8 +20,11 @@ async fn racing_creates(kind: Db) {
     let spec = |key: Option<String>| JobSpec {
         group_id: Some(group.id),
         handler: Some("h".into()),
-        schedule_type: Some("CRON".into()),
-        schedule_expr: Some("* * * * * ?".into()),
+        schedule: chime_admin::api::SchedulePatch {
+            schedule_type: Some("CRON".into()),
+            schedule_expr: Some("* * * * * ?".into()),
+            ..Default::default()
+        },
         running: Some(true),
         key,
         ..Default::default()

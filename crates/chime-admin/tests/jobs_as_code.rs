@@ -109,6 +109,7 @@ async fn jobs_as_code(kind: Db) {
         .job(
             json!({"group_id": orders, "key": "nightly", "handler": "nightlyHandler", "param": "full",
                     "schedule_type": "CRON", "schedule_expr": "0 0 2 * * ?", "time_zone": "Europe/Berlin",
+                    "more_schedules": [{"schedule_type": "CRON", "schedule_expr": "0 0 14 * * ?", "time_zone": "Asia/Shanghai"}],
                     "retry_count": 2, "timeout_secs": 60, "owner": "ops", "running": true}),
         )
         .await;
@@ -212,6 +213,7 @@ async fn jobs_as_code(kind: Db) {
     let mut edited = doc.clone();
     edited["groups"][0]["jobs"][0]["schedule_expr"] = json!("0 30 3 * * ?");
     edited["groups"][0]["jobs"][0]["param"] = json!("incremental");
+    edited["groups"][0]["jobs"][0]["more_schedules"] = json!([{"schedule_type": "FIX_RATE", "schedule_expr": "600"}]);
     edited["groups"][0]["title"] = json!("Orders");
     let (s, plan) = b.api.post("/v1/apply", edited.clone()).await;
     assert_eq!(s, 200, "{plan}");
@@ -219,12 +221,16 @@ async fn jobs_as_code(kind: Db) {
         plan["update"],
         json!([
             {"kind": "group", "group": "orders", "key": null, "fields": ["title"]},
-            {"kind": "job", "group": "orders", "key": "nightly", "fields": ["schedule_expr", "param"]},
+            {"kind": "job", "group": "orders", "key": "nightly", "fields": ["schedule_expr", "more_schedules", "param"]},
         ])
     );
     let after = jobs_by_name(&b).await;
     assert_eq!(after["orders/nightly"]["schedule_expr"], "0 30 3 * * ?");
     assert_eq!(after["orders/nightly"]["param"], "incremental");
+    assert_eq!(
+        after["orders/nightly"]["more_schedules"],
+        json!([{"schedule_type": "FIX_RATE", "schedule_expr": "600"}])
+    );
 
     // The audit log names it.
     let (s, audit) = b.api.get("/v1/audit?action=apply").await;

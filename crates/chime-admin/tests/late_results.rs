@@ -48,7 +48,10 @@ impl Fixture {
         let spec = |children: Option<Vec<i64>>, retries: i64| JobSpec {
             group_id: Some(group.id),
             handler: Some("h".into()),
-            schedule_type: Some("NONE".into()),
+            schedule: chime_admin::api::SchedulePatch {
+                schedule_type: Some("NONE".into()),
+                ..Default::default()
+            },
             child_job_ids: children,
             retry_count: Some(retries),
             ..Default::default()

@@ -42,7 +42,10 @@ async fn one_batch(kind: Db) {
     let spec = |children: Option<Vec<i64>>| JobSpec {
         group_id: Some(group.id),
         handler: Some("h".into()),
-        schedule_type: Some("NONE".into()),
+        schedule: chime_admin::api::SchedulePatch {
+            schedule_type: Some("NONE".into()),
+            ..Default::default()
+        },
         child_job_ids: children,
         ..Default::default()
     };

@@ -226,7 +226,10 @@ async fn batch_links(kind: Db) {
     let spec = |retries: i64, children: Option<Vec<i64>>| JobSpec {
         group_id: Some(group.id),
         handler: Some("h".into()),
-        schedule_type: Some("NONE".into()),
+        schedule: chime_admin::api::SchedulePatch {
+            schedule_type: Some("NONE".into()),
+            ..Default::default()
+        },
         retry_count: Some(retries),
         child_job_ids: children,
         ..Default::default()

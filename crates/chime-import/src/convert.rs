@@ -7,6 +7,7 @@ use crate::report::{Entry, Kind};
 use crate::source::{Omitted, GLUE_HISTORY_BUDGET, GLUE_VERSIONS_KEPT, MAX_GLUE_SOURCE_BYTES, MAX_USERS};
 use crate::source::{Source, Version, XxlGroup, XxlJob, XxlLog};
 use chime_admin::address_policy::ExecutorNetworks;
+use chime_admin::api::SchedulePatch;
 use chime_admin::model::validate_manual_address;
 use chime_admin::password::{legacy_hash, verify_password};
 use chime_admin::store::{
@@ -551,10 +552,13 @@ fn job_of(j: &XxlJob, version: Version, rules: &Rules<'_>) -> (DocJob, Vec<Strin
             },
             // XXL-JOB has no flow control: no priority, no concurrency key.
             flow: Default::default(),
-            schedule_type: Some(schedule_type),
-            schedule_expr: Some(j.schedule_conf.trim().to_owned()),
-            time_zone: Some(rules.zone.name().to_owned()),
-            misfire_strategy: Some(misfire),
+            more_schedules: None,
+            schedule: SchedulePatch {
+                schedule_type: Some(schedule_type),
+                schedule_expr: Some(j.schedule_conf.trim().to_owned()),
+                time_zone: Some(rules.zone.name().to_owned()),
+                misfire_strategy: Some(misfire),
+            },
             route_strategy: Some(route),
             handler: Some(j.executor_handler.trim().to_owned()),
             param: Some(j.executor_param.clone()),

@@ -165,8 +165,11 @@ async fn demo_group_and_job(admin: &chime_admin::Admin) -> Result<(i64, Option<i
     let spec = chime_admin::model::JobSpec {
         group_id: Some(group.id),
         description: Some("Demo: says hello every 5 seconds".into()),
-        schedule_type: Some("CRON".into()),
-        schedule_expr: Some("0/5 * * * * ?".into()),
+        schedule: chime_admin::api::SchedulePatch {
+            schedule_type: Some("CRON".into()),
+            schedule_expr: Some("0/5 * * * * ?".into()),
+            ..Default::default()
+        },
         handler: Some("demoJobHandler".into()),
         param: Some("hello from chime demo".into()),
         running: Some(false),

@@ -178,6 +178,71 @@ fn br_is_a_line_break_in_logs_and_run_details() {
 }
 
 #[test]
+fn a_job_with_several_schedules_from_the_command_line() {
+    let demo = common::demo("cli-more-schedules");
+    let job = demo.json(&[
+        "job",
+        "add",
+        "--group",
+        "chime-demo",
+        "--handler",
+        "demoJobHandler",
+        "--cron",
+        "0 30 9 * * ?",
+        "--tz",
+        "Asia/Shanghai",
+        "--also",
+        "CRON 0 0 18 * * ? @Europe/Berlin",
+        "--also",
+        "cron 0 30 9 * * ?",
+        "--start",
+    ]);
+    let id = job["id"].as_i64().unwrap().to_string();
+    assert_eq!(
+        job["more_schedules"],
+        serde_json::json!([
+            {"schedule_type": "CRON", "schedule_expr": "0 0 18 * * ?", "time_zone": "Europe/Berlin"},
+            {"schedule_type": "CRON", "schedule_expr": "0 30 9 * * ?"}
+        ])
+    );
+    let show = demo.ok(&["job", "show", &id]);
+    let row = show
+        .lines()
+        .find(|l| l.starts_with("more_schedules"))
+        .unwrap_or_else(|| panic!("more_schedules in {show}"));
+    assert!(
+        row.ends_with("CRON 0 0 18 * * ? @Europe/Berlin; CRON 0 30 9 * * ?"),
+        "{row}"
+    );
+    // The next fire times merge both zones' times; the second 09:30 (in the job's zone) meets
+    // the first and fires once.
+    let next: Vec<&str> = show
+        .lines()
+        .skip_while(|l| !l.starts_with("next fire times:"))
+        .skip(1)
+        .map(str::trim)
+        .collect();
+    assert_eq!(next.len(), 5, "{show}");
+    let morning = next.iter().filter(|t| t.ends_with(" 09:30:00 Asia/Shanghai")).count();
+    assert!((2..=3).contains(&morning), "{show}");
+    let mut sorted = next.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted, next, "in order, none twice: {show}");
+
+    // A bad one is refused by the admin, naming it; `--set more_schedules=[]` removes them.
+    let out = demo.run(&["job", "edit", &id, "--also", "FIX_RATE soon"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("more_schedules[0].schedule_expr"), "{err}");
+    let out = demo.run(&["job", "edit", &id, "--also", "WEEKLY 0 0 18 * * ?"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--also"));
+    let cleared = demo.json(&["job", "edit", &id, "--set", "more_schedules=[]"]);
+    assert_eq!(cleared["more_schedules"], serde_json::json!([]));
+}
+
+#[test]
 fn job_tables_name_groups_and_zones_and_take_alarm_emails() {
     let demo = common::demo("cli-client");
     let job = demo.json(&[

@@ -1,8 +1,10 @@
 //! Jobs on the wire: a job as the API answers it ([`Job`]) and the body that creates or
 //! changes one ([`JobSpec`]). Their descriptive fields come from [`super::JobInfo`].
 
+use super::schedule::{more_parts, MoreSchedule};
 use super::schema::{nullable_enum, schema_of_names};
-use super::{JobFlow, JobFlowPatch, JobInfo, JobInfoPatch};
+use super::{JobFlow, JobFlowPatch, JobInfo, JobInfoPatch, SchedulePatch};
+use crate::calendar::Calendar;
 use chime_protocol::{BlockStrategy, GlueType, MisfireStrategy, RouteStrategy, ScheduleType};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -38,6 +40,9 @@ pub struct Job {
     /// What to do with missed fires.
     #[schemars(schema_with = "schema_of_names::<MisfireStrategy>")]
     pub misfire_strategy: MisfireStrategy,
+    /// Further schedules: the job also fires at each of their fire times (once per instant).
+    #[serde(default)]
+    pub more_schedules: Vec<MoreSchedule>,
     /// How an executor is picked.
     #[schemars(schema_with = "schema_of_names::<RouteStrategy>")]
     pub route_strategy: RouteStrategy,
@@ -101,16 +106,13 @@ pub struct JobSpec {
     /// Priority and concurrency key (flow control).
     #[serde(flatten)]
     pub flow: JobFlowPatch,
-    /// `CRON`, `FIX_RATE`, `FIX_DELAY` or `NONE`.
-    #[schemars(schema_with = "nullable_enum_of::<ScheduleType>")]
-    pub schedule_type: Option<String>,
-    /// Cron expression or fixed-rate seconds.
-    pub schedule_expr: Option<String>,
-    /// IANA zone (defaults to the admin's).
-    pub time_zone: Option<String>,
-    /// `DO_NOTHING` (default), `FIRE_ONCE_NOW`, `CATCH_UP`.
-    #[schemars(schema_with = "nullable_enum_of::<MisfireStrategy>")]
-    pub misfire_strategy: Option<String>,
+    /// When it fires: schedule type, expression, zone and misfire strategy.
+    #[serde(flatten)]
+    pub schedule: SchedulePatch,
+    /// Further schedules, CRON or FIX_RATE, each in its own zone (default: the job's); the
+    /// whole list is replaced; `[]` removes them. At most 8.
+    #[schemars(length(max = 8))]
+    pub more_schedules: Option<Vec<MoreSchedule>>,
     /// Route strategy (default `FIRST`).
     #[schemars(schema_with = "nullable_enum_of::<RouteStrategy>")]
     pub route_strategy: Option<String>,
@@ -138,6 +140,17 @@ pub struct JobSpec {
     pub glue_source: Option<String>,
     /// Start scheduling right away (create only).
     pub running: Option<bool>,
+}
+
+super::schedule_fields!(Job);
+
+impl Job {
+    /// When the job fires: its schedule and its further ones, a fixed rate's grid starting at
+    /// `anchor_ms`.
+    pub fn calendar(&self, anchor_ms: i64) -> Result<Calendar, String> {
+        Calendar::parse(self.schedule_type, &self.schedule_expr, &self.time_zone, anchor_ms)?
+            .with_more(more_parts(&self.more_schedules, &self.time_zone), anchor_ms)
+    }
 }
 
 fn nullable_enum_of<T: super::schema::Named>(g: &mut schemars::SchemaGenerator) -> schemars::Schema {

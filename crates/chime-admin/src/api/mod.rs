@@ -17,6 +17,7 @@ pub mod job_info;
 mod jobs;
 pub mod limits;
 pub mod roles;
+pub mod schedule;
 pub mod schema;
 
 pub use alarm_channels::{
@@ -32,3 +33,5 @@ pub use job_info::{JobInfo, JobInfoPatch};
 pub use jobs::{Job, JobSpec};
 pub use limits::{Limit, LimitRule, LimitSpec, QueuedRunEntry};
 pub use roles::{GroupGrant, GroupMember, GroupRole, MemberChange};
+pub(crate) use schedule::schedule_fields;
+pub use schedule::{check_more_schedules, check_schedule, more_parts, MoreSchedule, Schedule, SchedulePatch};

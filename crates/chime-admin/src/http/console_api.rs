@@ -539,6 +539,26 @@ pub(super) async fn list_audit(
     Ok(Json(admin.store.list_audit(&filter).await?))
 }
 
+/// The preview's `more`: a job's further schedules as the job body gives them (a JSON array),
+/// checked as saving the job would check them.
+fn more_schedules_param(
+    more: Option<&String>,
+    kind: chime_protocol::ScheduleType,
+    expr: &str,
+    zone: &str,
+) -> Result<Vec<crate::api::MoreSchedule>, Invalid> {
+    let Some(json) = more.filter(|m| !m.is_empty()) else {
+        return Ok(Vec::new());
+    };
+    if json.len() > 8 * 1024 {
+        return Err(Invalid::new("more_schedules", "must be at most 8 KiB"));
+    }
+    let list: Vec<crate::api::MoreSchedule> =
+        serde_json::from_str(json).map_err(|e| Invalid::new("more_schedules", e.to_string()))?;
+    let own = crate::api::Schedule::new(kind, expr, zone, chime_protocol::MisfireStrategy::DoNothing);
+    crate::api::check_more_schedules(&list, &own)
+}
+
 /// Next fire times of a schedule that is not saved yet (the job form's live preview).
 /// Each time carries its UTC offset and `dst_shift` when that offset differs from the one
 /// before it (now, for the first).
@@ -572,7 +592,10 @@ pub(super) async fn schedule_preview(
     }
     chime_params::check(param).map_err(|e| Invalid::new("param", e.to_string()))?;
     let now = now_ms();
-    let cal = Calendar::parse(kind, &expr, &tz, now).map_err(|e| Invalid::new("schedule_expr", e))?;
+    let more = more_schedules_param(q.get("more"), kind, &expr, &tz)?;
+    let cal = Calendar::parse(kind, &expr, &tz, now)
+        .and_then(|cal| cal.with_more(crate::api::more_parts(&more, &tz), now))
+        .map_err(|e| Invalid::new("schedule_expr", e))?;
     // A fixed delay's later fires depend on when each run ends: only the first is known.
     let count = if cal.fixed_delay_ms().is_some() { 1 } else { count };
     let offset_of = |ms: i64| {

@@ -3,7 +3,6 @@
 
 use super::access::{forbidden, AuditContext, Audited, Principal};
 use super::error::ApiError;
-use crate::calendar::Calendar;
 use crate::center::{Admin, ApplyMode};
 use crate::dispatch::client::Target;
 use crate::model::{now_ms, ExecutorEntry, Group, GroupSpec, Job, JobSpec, Run, RunFilter, RunStatus};
@@ -348,7 +347,8 @@ pub(super) async fn next_fires(
     }
     let now = now_ms();
     let anchor = if job.running { job.anchor_at } else { now };
-    let cal = Calendar::parse(job.schedule_type, &job.schedule_expr, &job.time_zone, anchor)
+    let cal = job
+        .calendar(anchor)
         .map_err(|e| crate::model::Invalid::new("schedule_expr", e))?;
     let zone: chrono_tz::Tz = job.time_zone.parse().unwrap_or(chrono_tz::UTC);
     // A fixed delay knows one fire at most: the next, unless its run is still under way.

@@ -61,7 +61,7 @@ impl MisfireRules {
 /// skipped, `CATCH_UP` replays the latest `catch_up_max` of them (type MISFIRE, paced by the
 /// dispatcher). Records of skipped fires are capped at `catch_up_max` per job and round.
 pub fn plan_fires(job: &Job, now: i64, horizon: i64, rules: MisfireRules) -> FirePlan {
-    let cal = Calendar::parse(job.schedule_type, &job.schedule_expr, &job.time_zone, job.anchor_at);
+    let cal = job.calendar(job.anchor_at);
     plan_fires_with(job, &cal, now, horizon, rules)
 }
 
@@ -216,7 +216,7 @@ impl Calendars {
             if self.parsed.len() >= CALENDAR_CACHE_MAX {
                 self.parsed.clear();
             }
-            let cal = Calendar::parse(job.schedule_type, &job.schedule_expr, &job.time_zone, job.anchor_at);
+            let cal = job.calendar(job.anchor_at);
             self.parsed.insert(job.id, (job.updated_at, job.anchor_at, cal));
         }
         plan_fires_with(job, &self.parsed[&job.id].2, now, horizon, rules)
@@ -360,7 +360,7 @@ fn missed_to_be_claimed(job: &Job, late_limit: i64, catch_up_max: usize) -> usiz
     if !job.running || job.next_fire_at == 0 || job.next_fire_at >= late_limit {
         return 0;
     }
-    let Ok(cal) = Calendar::parse(job.schedule_type, &job.schedule_expr, &job.time_zone, job.anchor_at) else {
+    let Ok(cal) = job.calendar(job.anchor_at) else {
         return 0;
     };
     let mut n = 0;
@@ -555,6 +555,7 @@ mod tests {
             schedule_expr: "1".into(),
             time_zone: "UTC".into(),
             misfire_strategy: strategy,
+            more_schedules: Vec::new(),
             route_strategy: RouteStrategy::First,
             handler: "h".into(),
             param: String::new(),

@@ -92,6 +92,7 @@ fn schedule_of(w: &Workflow) -> Job {
         schedule_expr: w.schedule_expr.clone(),
         time_zone: w.time_zone.clone(),
         misfire_strategy: w.misfire_strategy,
+        more_schedules: Vec::new(),
         route_strategy: chime_protocol::RouteStrategy::First,
         handler: String::new(),
         param: String::new(),

@@ -9,7 +9,7 @@ use super::plan_fields::differing;
 use super::rows::{self, GROUP_COLUMNS};
 use super::{Store, StoreError, StoreResult};
 use crate::address_policy::ExecutorNetworks;
-use crate::api::{JobFlowPatch, JobInfoPatch};
+use crate::api::{JobFlowPatch, JobInfoPatch, MoreSchedule, SchedulePatch};
 use crate::model::{
     now_ms, validate_job_key, AddressType, Group, GroupDraft, GroupSpec, Invalid, Job, JobDraft, JobSpec,
 };
@@ -94,18 +94,12 @@ pub struct DocJob {
     /// Priority and concurrency key (flow control).
     #[serde(flatten)]
     pub flow: JobFlowPatch,
-    /// `CRON`, `FIX_RATE`, `FIX_DELAY` or `NONE`.
+    /// Schedule type, expression, zone and misfire strategy.
+    #[serde(flatten)]
+    pub schedule: SchedulePatch,
+    /// Further schedules (left out: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schedule_type: Option<String>,
-    /// Cron expression or fixed rate.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schedule_expr: Option<String>,
-    /// IANA zone.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_zone: Option<String>,
-    /// Misfire strategy.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub misfire_strategy: Option<String>,
+    pub more_schedules: Option<Vec<MoreSchedule>>,
     /// Route strategy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route_strategy: Option<String>,
@@ -304,7 +298,7 @@ fn changed_fields(
     f.extend(job.info.differing(&draft.info).into_iter().map(str::to_owned));
     f.extend(differing!(job.flow, draft.flow; priority, concurrency_key));
     f.extend(differing!(job, draft;
-        schedule_type, schedule_expr, time_zone, misfire_strategy, route_strategy, handler, param,
+        schedule_type, schedule_expr, time_zone, misfire_strategy, more_schedules, route_strategy, handler, param,
         block_strategy, timeout_secs, retry_count));
     if children_now != children {
         f.push("children".to_owned());
@@ -396,10 +390,9 @@ pub(super) fn validate_document(doc: &JobsDocument, opts: &ApplyOptions<'_>) -> 
                 description: j.description.clone(),
                 info: j.info.clone(),
                 flow: j.flow.clone(),
-                schedule_type: j.schedule_type.clone(),
-                schedule_expr: j.schedule_expr.clone(),
-                time_zone: j.time_zone.clone(),
-                misfire_strategy: j.misfire_strategy.clone(),
+                schedule: j.schedule.clone(),
+                // The document is the whole definition: none listed, none kept.
+                more_schedules: Some(j.more_schedules.clone().unwrap_or_default()),
                 route_strategy: j.route_strategy.clone(),
                 handler: j.handler.clone(),
                 param: j.param.clone(),
@@ -485,7 +478,9 @@ impl Store {
             .map(|(g, jobs)| DocGroup {
                 jobs: jobs
                     .into_iter()
-                    .map(|j| DocJob {
+                    .map(|mut j| DocJob {
+                        schedule: SchedulePatch::of(j.schedule()),
+                        more_schedules: Some(std::mem::take(&mut j.more_schedules)).filter(|m| !m.is_empty()),
                         children: Some(
                             j.child_job_ids
                                 .iter()
@@ -497,10 +492,6 @@ impl Store {
                         description: Some(j.description),
                         info: JobInfoPatch::of(&j.info),
                         flow: JobFlowPatch::of(&j.flow),
-                        schedule_type: Some(j.schedule_type.as_str().to_owned()),
-                        schedule_expr: Some(j.schedule_expr),
-                        time_zone: Some(j.time_zone),
-                        misfire_strategy: Some(j.misfire_strategy.as_str().to_owned()),
                         route_strategy: Some(j.route_strategy.as_str().to_owned()),
                         handler: Some(j.handler),
                         param: Some(j.param),

@@ -5,7 +5,7 @@
 use super::plan_fields::differing;
 use super::workflow_rows::{workflow_row, WORKFLOW_COLUMNS};
 use super::{rows, Store, StoreError, StoreResult};
-use crate::api::JobFlowPatch;
+use crate::api::{JobFlowPatch, SchedulePatch};
 use crate::model::{validate_job_key, Invalid};
 use crate::workflow::dag::{Definition, Edge, Join, Node};
 use crate::workflow::spec::{OnLimit, Workflow, WorkflowDraft, WorkflowSpec};
@@ -24,18 +24,9 @@ pub struct DocWorkflow {
     /// Description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// `CRON`, `FIX_RATE` or `NONE`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schedule_type: Option<String>,
-    /// Cron expression or fixed rate.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schedule_expr: Option<String>,
-    /// IANA zone.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_zone: Option<String>,
-    /// Misfire strategy.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub misfire_strategy: Option<String>,
+    /// Schedule type (`CRON`, `FIX_RATE` or `NONE`), expression, zone and misfire strategy.
+    #[serde(flatten)]
+    pub schedule: SchedulePatch,
     /// Most instances at once (0: no limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_instances: Option<i64>,
@@ -139,6 +130,7 @@ impl Store {
         Ok(workflows
             .into_iter()
             .map(|w| DocWorkflow {
+                schedule: SchedulePatch::of(w.schedule()),
                 nodes: w
                     .definition
                     .nodes
@@ -157,10 +149,6 @@ impl Store {
                 edges: w.definition.edges.clone(),
                 name: w.name,
                 description: Some(w.description),
-                schedule_type: Some(w.schedule_type.as_str().to_owned()),
-                schedule_expr: Some(w.schedule_expr),
-                time_zone: Some(w.time_zone),
-                misfire_strategy: Some(w.misfire_strategy.as_str().to_owned()),
                 max_instances: Some(w.max_instances),
                 on_limit: Some(w.on_limit),
                 alarm_channels: Some(w.alarm_channels),
@@ -283,10 +271,7 @@ impl DocWorkflow {
         WorkflowSpec {
             name: Some(name.to_owned()),
             description: Some(self.description.clone().unwrap_or_default()),
-            schedule_type: Some(self.schedule_type.clone().unwrap_or_else(|| "NONE".to_owned())),
-            schedule_expr: Some(self.schedule_expr.clone().unwrap_or_default()),
-            time_zone: Some(self.time_zone.clone().unwrap_or_else(|| default_zone.to_owned())),
-            misfire_strategy: Some(self.misfire_strategy.clone().unwrap_or_else(|| "DO_NOTHING".to_owned())),
+            schedule: self.schedule.or_defaults(default_zone),
             max_instances: Some(self.max_instances.unwrap_or(0)),
             on_limit: Some(self.on_limit.unwrap_or_default()),
             alarm_channels: Some(self.alarm_channels.clone().unwrap_or_default()),

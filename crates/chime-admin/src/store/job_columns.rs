@@ -43,6 +43,7 @@ pub(super) fn draft_columns(draft: &JobDraft, key: Option<&str>, group_id: i64) 
         ("schedule_expr", Text(draft.schedule_expr.clone())),
         ("time_zone", Text(draft.time_zone.clone())),
         ("misfire_strategy", Text(draft.misfire_strategy.as_str().to_owned())),
+        ("more_schedules", Text(more_schedules_json(&draft.more_schedules))),
         ("route_strategy", Text(draft.route_strategy.as_str().to_owned())),
         ("handler", Text(draft.handler.clone())),
         ("param", Text(draft.param.clone())),
@@ -55,6 +56,15 @@ pub(super) fn draft_columns(draft: &JobDraft, key: Option<&str>, group_id: i64) 
         ("running", Int(i64::from(draft.running))),
     ]);
     cells
+}
+
+/// A job's further schedules as stored: a JSON array, or empty for none (most jobs).
+fn more_schedules_json(more: &[crate::api::MoreSchedule]) -> String {
+    if more.is_empty() {
+        String::new()
+    } else {
+        serde_json::to_string(more).unwrap_or_default()
+    }
 }
 
 /// The descriptive fields' columns (named as the fields) and values.
@@ -146,7 +156,7 @@ impl fmt::Display for JobColumns {
             "id, job_key, group_id, partition_no, description, schedule_type, \
              schedule_expr, time_zone, misfire_strategy, route_strategy, handler, param, block_strategy, timeout_secs, \
              retry_count, child_job_ids, glue_type, glue_source, glue_updated_at, running, anchor_at, next_fire_at, \
-             last_fire_at, created_at, updated_at, priority, concurrency_key, paused_until",
+             last_fire_at, created_at, updated_at, priority, concurrency_key, paused_until, more_schedules",
         )?;
         JobInfo::FIELDS.iter().try_for_each(|(name, _)| write!(f, ", {name}"))
     }

@@ -5,6 +5,7 @@ use super::filter::like_pattern;
 use super::job_columns::{bind_cells, draft_columns, insert_sql, set_sql, Cell, JOB_COLUMNS};
 use super::rows;
 use super::{placeholders, Store, StoreError, StoreResult, PARTITIONS};
+use crate::api::{more_parts, MoreSchedule};
 use crate::calendar::Calendar;
 use crate::model::{now_ms, Invalid, Job, JobDraft, WAITING_FOR_RUN_END};
 use chime_protocol::ScheduleType;
@@ -100,15 +101,18 @@ pub type JobDue = Job;
 /// workflows (`Store::fire_workflows`) likewise.
 pub(super) const BUMP_UPDATED_AT: &str = "CASE WHEN updated_at >= ? THEN updated_at + 1 ELSE ? END";
 
-/// The first fire time after `now` of a job about to be (re)started.
+/// The first fire time after `now` of a job (with its further schedules, `more`) or a workflow
+/// about to be (re)started: a fixed rate's grid starts at `now`.
 pub(crate) fn first_fire(
     draft_type: ScheduleType,
     expr: &str,
     zone: &str,
-    anchor: i64,
+    more: &[MoreSchedule],
     now: i64,
 ) -> Result<i64, Invalid> {
-    let cal = Calendar::parse(draft_type, expr, zone, anchor).map_err(|e| Invalid::new("schedule_expr", e))?;
+    let cal = Calendar::parse(draft_type, expr, zone, now)
+        .and_then(|cal| cal.with_more(more_parts(more, zone), now))
+        .map_err(|e| Invalid::new("schedule_expr", e))?;
     cal.next_after(now)
         .ok_or_else(|| Invalid::new("schedule_expr", "the schedule has no fire time in the future"))
 }
@@ -266,7 +270,13 @@ impl Store {
         now: i64,
     ) -> StoreResult<i64> {
         let next = if draft.running {
-            first_fire(draft.schedule_type, &draft.schedule_expr, &draft.time_zone, now, now)?
+            first_fire(
+                draft.schedule_type,
+                &draft.schedule_expr,
+                &draft.time_zone,
+                &draft.more_schedules,
+                now,
+            )?
         } else {
             0
         };
@@ -364,7 +374,8 @@ impl Store {
         let id = old.id;
         let schedule_changed = old.schedule_type != draft.schedule_type
             || old.schedule_expr != draft.schedule_expr
-            || old.time_zone != draft.time_zone;
+            || old.time_zone != draft.time_zone
+            || old.more_schedules != draft.more_schedules;
         let (anchor, next) = if !draft.running {
             (old.anchor_at, 0)
         } else if old.running
@@ -377,7 +388,13 @@ impl Store {
         } else if schedule_changed || !old.running {
             (
                 now,
-                first_fire(draft.schedule_type, &draft.schedule_expr, &draft.time_zone, now, now)?,
+                first_fire(
+                    draft.schedule_type,
+                    &draft.schedule_expr,
+                    &draft.time_zone,
+                    &draft.more_schedules,
+                    now,
+                )?,
             )
         } else {
             (old.anchor_at, old.next_fire_at)
@@ -423,7 +440,13 @@ impl Store {
             if job.running {
                 return Ok(job);
             }
-            let next = first_fire(job.schedule_type, &job.schedule_expr, &job.time_zone, now, now)?;
+            let next = first_fire(
+                job.schedule_type,
+                &job.schedule_expr,
+                &job.time_zone,
+                &job.more_schedules,
+                now,
+            )?;
             self.set_scheduled("job", id, Some(next), now).await?;
         } else {
             self.set_scheduled("job", id, None, now).await?;
@@ -609,7 +632,7 @@ impl Store {
             let mut rows_cells = Vec::with_capacity(chunk.len());
             for d in chunk {
                 let next = if d.running {
-                    first_fire(d.schedule_type, &d.schedule_expr, &d.time_zone, now, now)?
+                    first_fire(d.schedule_type, &d.schedule_expr, &d.time_zone, &d.more_schedules, now)?
                 } else {
                     0
                 };

@@ -160,6 +160,7 @@ pub(super) fn job(row: &AnyRow) -> Result<Job, sqlx::Error> {
         schedule_expr: text(row, "schedule_expr")?,
         time_zone: text(row, "time_zone")?,
         misfire_strategy: parsed(row, "misfire_strategy")?,
+        more_schedules: more_schedules(row)?,
         route_strategy: parsed(row, "route_strategy")?,
         handler: text(row, "handler")?,
         param: text(row, "param")?,
@@ -178,6 +179,16 @@ pub(super) fn job(row: &AnyRow) -> Result<Job, sqlx::Error> {
         created_at: int(row, "created_at")?,
         updated_at: int(row, "updated_at")?,
     })
+}
+
+/// Reads a job's further schedules: JSON in `more_schedules` (NULL or empty: none).
+fn more_schedules(row: &AnyRow) -> Result<Vec<crate::api::MoreSchedule>, sqlx::Error> {
+    match opt_text(row, "more_schedules")? {
+        Some(json) if !json.is_empty() => {
+            serde_json::from_str(&json).map_err(|e| sqlx::Error::Decode(format!("job.more_schedules: {e}").into()))
+        }
+        _ => Ok(Vec::new()),
+    }
 }
 
 /// Reads the descriptive fields of a job row.

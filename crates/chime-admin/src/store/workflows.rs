@@ -242,7 +242,7 @@ impl Store {
                 )
                 .into());
             }
-            let first_fire = super::jobs::first_fire(w.schedule_type, &w.schedule_expr, &w.time_zone, now, now)?;
+            let first_fire = super::jobs::first_fire(w.schedule_type, &w.schedule_expr, &w.time_zone, &[], now)?;
             self.set_scheduled("workflow", id, Some(first_fire), now).await?;
         } else {
             self.set_scheduled("workflow", id, None, now).await?;
@@ -631,7 +631,7 @@ fn first_fire_of(d: &WorkflowDraft, now: i64) -> StoreResult<i64> {
         d.schedule_type,
         &d.schedule_expr,
         &d.time_zone,
-        now,
+        &[],
         now,
     )?)
 }

@@ -2,7 +2,7 @@
 //! policies as jobs), its concurrency limit, and its graph.
 
 use super::dag::{Definition, InstanceState, NodeJob, NodeState};
-use crate::model::{check_schedule, Invalid};
+use crate::api::{Invalid, Schedule, SchedulePatch};
 use chime_protocol::{MisfireStrategy, ScheduleType};
 use serde::{Deserialize, Serialize};
 
@@ -97,14 +97,10 @@ pub struct WorkflowSpec {
     pub name: Option<String>,
     /// Description.
     pub description: Option<String>,
-    /// `CRON`, `FIX_RATE` or `NONE` (default).
-    pub schedule_type: Option<String>,
-    /// Cron expression or fixed rate.
-    pub schedule_expr: Option<String>,
-    /// IANA zone (default: the admin's).
-    pub time_zone: Option<String>,
-    /// `DO_NOTHING` (default), `FIRE_ONCE_NOW` or `CATCH_UP`.
-    pub misfire_strategy: Option<String>,
+    /// When it fires (`CRON`, `FIX_RATE` or `NONE`, the default): schedule type, expression,
+    /// zone and misfire strategy.
+    #[serde(flatten)]
+    pub schedule: SchedulePatch,
     /// Most instances at once, 0–10,000 (0, the default: no limit).
     pub max_instances: Option<i64>,
     /// `skip` (default) or `queue`.
@@ -145,6 +141,8 @@ pub struct WorkflowDraft {
     pub running: bool,
 }
 
+crate::api::schedule_fields!(Workflow);
+
 impl WorkflowSpec {
     /// The name and description, as given or kept from `base`, checked.
     fn name_and_description(&self, base: Option<&Workflow>) -> Result<(String, String), Invalid> {
@@ -170,37 +168,19 @@ impl WorkflowSpec {
         Ok((name, description))
     }
 
-    /// The schedule type, expression and zone, as given or kept from `base` (the zone
-    /// defaulting to `default_zone`), checked by [`check_schedule`].
-    fn schedule(&self, base: Option<&Workflow>, default_zone: &str) -> Result<(ScheduleType, String, String), Invalid> {
-        let schedule_type = match &self.schedule_type {
-            Some(s) => s
-                .parse()
-                .map_err(|e: chime_protocol::UnknownVariant| Invalid::new("schedule_type", e.to_string()))?,
-            None => base.map_or(ScheduleType::None, |b| b.schedule_type),
-        };
-        if schedule_type == ScheduleType::FixDelay {
+    /// The schedule as given or kept from `base` (the zone defaulting to `default_zone`): any
+    /// but FIX_DELAY, which follows one run's end and so is for jobs.
+    fn schedule(&self, base: Option<&Workflow>, default_zone: &str) -> Result<Schedule, Invalid> {
+        let schedule = self
+            .schedule
+            .apply_to(base.map(Workflow::schedule).as_ref(), default_zone)?;
+        if schedule.schedule_type == ScheduleType::FixDelay {
             return Err(Invalid::new(
                 "schedule_type",
                 "FIX_DELAY is for jobs; a workflow fires by CRON or FIX_RATE (limit its instances with max_instances)",
             ));
         }
-        let schedule_expr = self
-            .schedule_expr
-            .clone()
-            .or_else(|| base.map(|b| b.schedule_expr.clone()))
-            .unwrap_or_default()
-            .trim()
-            .to_owned();
-        let time_zone = self
-            .time_zone
-            .clone()
-            .or_else(|| base.map(|b| b.time_zone.clone()))
-            .unwrap_or_else(|| default_zone.to_owned())
-            .trim()
-            .to_owned();
-        check_schedule(schedule_type, &schedule_expr, &time_zone)?;
-        Ok((schedule_type, schedule_expr, time_zone))
+        Ok(schedule)
     }
 
     /// Checks every field; `base` is the workflow on update, `job` says which job ids exist
@@ -212,13 +192,12 @@ impl WorkflowSpec {
         job: impl Fn(i64) -> Option<NodeJob>,
     ) -> Result<WorkflowDraft, Invalid> {
         let (name, description) = self.name_and_description(base)?;
-        let (schedule_type, schedule_expr, time_zone) = self.schedule(base, default_zone)?;
-        let misfire_strategy = match &self.misfire_strategy {
-            Some(s) => s
-                .parse()
-                .map_err(|e: chime_protocol::UnknownVariant| Invalid::new("misfire_strategy", e.to_string()))?,
-            None => base.map_or(MisfireStrategy::DoNothing, |b| b.misfire_strategy),
-        };
+        let Schedule {
+            schedule_type,
+            schedule_expr,
+            time_zone,
+            misfire_strategy,
+        } = self.schedule(base, default_zone)?;
         let max_instances = self.max_instances.or(base.map(|b| b.max_instances)).unwrap_or(0);
         if !(0..=10_000).contains(&max_instances) {
             return Err(Invalid::new("max_instances", "must be between 0 (no limit) and 10000"));

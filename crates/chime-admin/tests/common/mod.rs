@@ -49,8 +49,11 @@ pub async fn leased_jobs(store: &chime_admin::store::Store, group_name: &str, ow
     let draft = chime_admin::model::JobSpec {
         group_id: Some(group.id),
         handler: Some("h".into()),
-        schedule_type: Some("FIX_RATE".into()),
-        schedule_expr: Some("1".into()),
+        schedule: chime_admin::api::SchedulePatch {
+            schedule_type: Some("FIX_RATE".into()),
+            schedule_expr: Some("1".into()),
+            ..Default::default()
+        },
         running: Some(true),
         ..Default::default()
     }

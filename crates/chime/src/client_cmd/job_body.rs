@@ -4,7 +4,7 @@
 //! body's type before anything is sent.
 
 use super::{alarm_contacts, Failure, GroupFields, JobFields};
-use chime_admin::api::{GroupSpec, JobSpec};
+use chime_admin::api::{GroupSpec, JobSpec, MoreSchedule, SchedulePatch};
 use serde_json::{Map, Value};
 
 /// The job body of `job add` (`creating`) or `job update` from the flags given.
@@ -29,14 +29,16 @@ pub(super) fn job_spec(f: &JobFields, creating: bool) -> Result<JobSpec, Failure
     let mut spec = JobSpec {
         group: f.group.clone(),
         handler: f.handler.clone(),
-        schedule_type: schedule_type.map(str::to_owned),
-        schedule_expr,
-        time_zone: f.tz.clone(),
+        schedule: SchedulePatch {
+            schedule_type: schedule_type.map(str::to_owned),
+            schedule_expr,
+            time_zone: f.tz.clone(),
+            misfire_strategy: f.misfire.clone(),
+        },
         description: f.desc.clone(),
         param: f.param.clone(),
         route_strategy: f.route.clone(),
         block_strategy: f.block.clone(),
-        misfire_strategy: f.misfire.clone(),
         timeout_secs: f.timeout,
         retry_count: f.retries,
         child_job_ids: f.child.clone(),
@@ -45,6 +47,10 @@ pub(super) fn job_spec(f: &JobFields, creating: bool) -> Result<JobSpec, Failure
         running: f.start.then_some(true),
         ..JobSpec::default()
     };
+    if !f.also.is_empty() {
+        let more = f.also.iter().map(|s| more_schedule(s)).collect::<Result<Vec<_>, _>>()?;
+        spec.more_schedules = Some(more);
+    }
     spec.info.owner = f.owner.clone();
     spec.flow.priority = f.priority;
     spec.flow.concurrency_key = f.concurrency_key.clone();
@@ -52,6 +58,42 @@ pub(super) fn job_spec(f: &JobFields, creating: bool) -> Result<JobSpec, Failure
         spec.info.alarm_contacts = Some(alarm_contacts(emails)?);
     }
     with_settings(spec, &f.set)
+}
+
+/// A further schedule from `--also`: `CRON <expression> [@zone]` or `FIX_RATE <seconds>`.
+/// The admin checks the expression and the zone.
+pub(super) fn more_schedule(text: &str) -> Result<MoreSchedule, Failure> {
+    let usage = || {
+        Failure(format!(
+            "--also '{text}': write CRON <expression> [@zone] or FIX_RATE <seconds>"
+        ))
+    };
+    let (kind, rest) = text.trim().split_once(char::is_whitespace).ok_or_else(usage)?;
+    let schedule_type = kind.to_ascii_uppercase().parse().map_err(|_| usage())?;
+    let rest = rest.trim();
+    // A zone is the last word, after `@` (no cron field holds one).
+    let (expr, last) = rest.rsplit_once(char::is_whitespace).unwrap_or(("", rest));
+    let (expr, zone) = match last.strip_prefix('@') {
+        Some(zone) => (expr.trim(), zone),
+        None => (rest, ""),
+    };
+    if expr.is_empty() {
+        return Err(usage());
+    }
+    Ok(MoreSchedule {
+        schedule_type,
+        schedule_expr: expr.to_owned(),
+        time_zone: zone.to_owned(),
+    })
+}
+
+/// How a further schedule is written in `--also` and shown by `job show`.
+pub(super) fn more_schedule_text(m: &MoreSchedule) -> String {
+    if m.time_zone.is_empty() {
+        format!("{} {}", m.schedule_type, m.schedule_expr)
+    } else {
+        format!("{} {} @{}", m.schedule_type, m.schedule_expr, m.time_zone)
+    }
 }
 
 /// `spec` with each `FIELD=VALUE` of `--set` put in. A value is text for a text field and
@@ -122,6 +164,21 @@ mod tests {
     }
 
     #[test]
+    fn further_schedules_are_written_as_a_type_an_expression_and_a_zone() {
+        let m = more_schedule("CRON 0 0 18 * * ? @Europe/Berlin").unwrap();
+        assert_eq!(m.schedule_type, chime_protocol::ScheduleType::Cron);
+        assert_eq!(m.schedule_expr, "0 0 18 * * ?");
+        assert_eq!(m.time_zone, "Europe/Berlin");
+        assert_eq!(more_schedule_text(&m), "CRON 0 0 18 * * ? @Europe/Berlin");
+        let rate = more_schedule("fix_rate 90").unwrap();
+        assert_eq!((rate.schedule_expr.as_str(), rate.time_zone.as_str()), ("90", ""));
+        assert_eq!(more_schedule_text(&rate), "FIX_RATE 90");
+        for bad in ["", "CRON", "WEEKLY 0 0 18 * * ?", "CRON @UTC"] {
+            assert!(more_schedule(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn any_field_is_set_by_its_name_and_type() {
         let spec = set(&[
             "owner=ann",
@@ -133,7 +190,7 @@ mod tests {
         assert_eq!(spec.info.owner.as_deref(), Some("ann"));
         assert_eq!(spec.retry_count, Some(3));
         assert_eq!(spec.child_job_ids, Some(vec![4, 5]));
-        assert_eq!(spec.schedule_expr.as_deref(), Some("0 * * * * ?"));
+        assert_eq!(spec.schedule.schedule_expr.as_deref(), Some("0 * * * * ?"));
         // Text that looks like a number stays text for a text field.
         assert_eq!(set(&["param=42"]).unwrap().param.as_deref(), Some("42"));
         let Failure(msg) = set(&["colour=red"]).unwrap_err();

@@ -153,6 +153,11 @@ struct JobFields {
     /// No schedule: runs only when triggered.
     #[arg(long)]
     manual: bool,
+    /// A further schedule, as `CRON <expression> [@zone]` or `FIX_RATE <seconds>`; the job
+    /// fires at the times of all of them, once per instant. Repeat for more (at most 8); given
+    /// on update, the list replaces the job's (`--set more_schedules=[]` removes them).
+    #[arg(long, value_name = "SCHEDULE")]
+    also: Vec<String>,
     /// Description.
     #[arg(long)]
     desc: Option<String>,

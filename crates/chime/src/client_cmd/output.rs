@@ -281,6 +281,13 @@ pub(super) fn print_job_detail(job: &Job, groups: &GroupNames, next: Option<&Val
         .map(|(k, x)| {
             let value = if k == "group_id" {
                 format!("{} ({})", groups.name(job.group_id), job.group_id)
+            } else if k == "more_schedules" {
+                let texts: Vec<String> = job
+                    .more_schedules
+                    .iter()
+                    .map(super::job_body::more_schedule_text)
+                    .collect();
+                texts.join("; ")
             } else if k.ends_with("_at") || k == "paused_until" {
                 zoned(x.as_i64().unwrap_or_default(), tz)
             } else {

@@ -16,7 +16,7 @@
 
 use super::{count_refusal, token_matches, Admin, Body, Bytes, HeaderMap, Response, SocketAddr, ACCESS_TOKEN_HEADER};
 use super::{APPNAME_HEADER, JOB_API_BODY_LIMIT};
-use crate::api::JobInfoPatch;
+use crate::api::{JobInfoPatch, SchedulePatch};
 use crate::center::OpError;
 use crate::model::{Group, Invalid, Job, JobSpec};
 use axum::body::to_bytes;
@@ -271,9 +271,12 @@ fn spec_of(fields: &JobFields, on_add: bool) -> Result<JobSpec, Failure> {
             alarm_contacts: fields.alarm_email.clone(),
             ..Default::default()
         },
-        schedule_type: upper(&fields.schedule_type),
-        schedule_expr: fields.schedule_conf.clone(),
-        misfire_strategy: upper(&fields.misfire_strategy),
+        schedule: SchedulePatch {
+            schedule_type: upper(&fields.schedule_type),
+            schedule_expr: fields.schedule_conf.clone(),
+            misfire_strategy: upper(&fields.misfire_strategy),
+            ..SchedulePatch::default()
+        },
         route_strategy: upper(&fields.executor_route_strategy),
         handler: fields.executor_handler.clone(),
         param: fields.executor_param.clone(),
