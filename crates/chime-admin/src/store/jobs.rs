@@ -117,6 +117,17 @@ pub(crate) fn first_fire(
         .ok_or_else(|| Invalid::new("schedule_expr", "the schedule has no fire time in the future"))
 }
 
+/// The first fire time after `now` of the job `draft` defines, started now.
+fn draft_first_fire(draft: &JobDraft, now: i64) -> Result<i64, Invalid> {
+    first_fire(
+        draft.schedule_type,
+        &draft.schedule_expr,
+        &draft.time_zone,
+        &draft.more_schedules,
+        now,
+    )
+}
+
 /// The columns of a new job: its definition, and a schedule starting at `now` with its first
 /// fire at `next` (0: not running). Its partition is set once its id is known.
 fn new_job_columns(
@@ -270,13 +281,7 @@ impl Store {
         now: i64,
     ) -> StoreResult<i64> {
         let next = if draft.running {
-            first_fire(
-                draft.schedule_type,
-                &draft.schedule_expr,
-                &draft.time_zone,
-                &draft.more_schedules,
-                now,
-            )?
+            draft_first_fire(draft, now)?
         } else {
             0
         };
@@ -386,16 +391,7 @@ impl Store {
             // applies from its end.
             (now, WAITING_FOR_RUN_END)
         } else if schedule_changed || !old.running {
-            (
-                now,
-                first_fire(
-                    draft.schedule_type,
-                    &draft.schedule_expr,
-                    &draft.time_zone,
-                    &draft.more_schedules,
-                    now,
-                )?,
-            )
+            (now, draft_first_fire(draft, now)?)
         } else {
             (old.anchor_at, old.next_fire_at)
         };
@@ -631,11 +627,7 @@ impl Store {
             let mut tx = self.write.begin().await?;
             let mut rows_cells = Vec::with_capacity(chunk.len());
             for d in chunk {
-                let next = if d.running {
-                    first_fire(d.schedule_type, &d.schedule_expr, &d.time_zone, &d.more_schedules, now)?
-                } else {
-                    0
-                };
+                let next = if d.running { draft_first_fire(d, now)? } else { 0 };
                 rows_cells.push(new_job_columns(d, None, group_id, now, next));
             }
             let Some(first) = rows_cells.first() else { continue };
