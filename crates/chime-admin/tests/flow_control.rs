@@ -161,12 +161,16 @@ async fn a_full_limit_queues_runs_and_frees_them_by_priority_postgres() {
     a_full_limit_queues_runs_and_frees_them_by_priority(Db::Postgres).await;
 }
 
-/// A group's limit of 3 with 60 runs of 40 ms triggered at once: every run succeeds, each
-/// reached the executor once, and the executor never ran more than 3 at a time.
+/// A group's limit of 3 with 60 runs of 300 ms triggered at once: every run succeeds, each
+/// reached the executor once, and the executor never ran more than 3 at a time. (Runs long
+/// enough that, on a loaded machine too, a slot is taken again before the others end: with
+/// runs of 40 ms the admin sometimes had only 2 under way.)
 async fn the_executor_never_runs_more_than_the_limit(kind: Db) {
     let (env, ex, group) = env_with_executor(kind, "capped").await;
     set_limit(&env, "group:capped", 3).await;
-    let slow = job(&env, group, "slow", "", 0).await;
+    let slow = env
+        .job(json!({"group_id": group, "handler": "sleep", "param": "300"}))
+        .await;
     let mut runs = Vec::new();
     for _ in 0..60 {
         runs.push(env.trigger(slow, json!({})).await);
