@@ -127,7 +127,8 @@ pub async fn start(mut config: AdminConfig) -> Result<AdminHandle, StartError> {
         source,
     })?;
 
-    let (admin, loops) = wire(config, store, local_addr, secrets.cluster, client_tls);
+    let lease_store = store.lease_store(&config.db_url).await?;
+    let (admin, loops) = wire(config, store, lease_store, local_addr, secrets.cluster, client_tls);
     admin.directory.refresh().await?;
     warn_of_tokenless_groups(&admin.store).await?;
     if secrets.new_access_token.is_some() {
@@ -426,13 +427,14 @@ fn shared_parts(
 fn wire(
     config: AdminConfig,
     store: Store,
+    lease_store: Store,
     local_addr: SocketAddr,
     cluster_secret: String,
     client_tls: rustls::ClientConfig,
 ) -> (Arc<Admin>, Loops) {
     let (s, inboxes, alarms) = shared_parts(config, store, &cluster_secret, client_tls);
     let (possibly_sent_tx, possibly_sent) = possibly_sent_check(&s);
-    let (holder, recovery) = lease_parts(&s, local_addr, possibly_sent_tx);
+    let (holder, recovery) = lease_parts(&s, lease_store, local_addr, possibly_sent_tx);
     let loops = Loops {
         writer: writer_loop(&s, alarms),
         writer_inbox: inboxes.results,
@@ -561,11 +563,13 @@ fn queue_loop(s: &Shared) -> QueueLoop {
 
 fn lease_parts(
     s: &Shared,
+    lease_store: Store,
     local_addr: SocketAddr,
     possibly_sent: Option<mpsc::UnboundedSender<PossiblySent>>,
 ) -> (LeaseHolder, Recovery) {
     let holder = LeaseHolder {
-        store: s.store.clone(),
+        // Its own pool: a renewal never waits behind the partitions' work.
+        store: lease_store,
         node_id: s.config.node_id.clone(),
         ttl: s.config.lease_ttl,
         partitions: s.partitions.clone(),

@@ -63,17 +63,14 @@ async fn scenario(kind: Db) {
                {"schedule_type": "CRON", "schedule_expr": "0 0 1 * * ?", "time_zone": "UTC"}]),
         "stored trimmed, in order"
     );
+    let slots = [
+        (9, chrono_tz::Asia::Shanghai),
+        (18, chrono_tz::Europe::Berlin),
+        (1, chrono_tz::UTC),
+    ];
     let asked_at = chime_admin::model::now_ms();
     let (_, next) = env.api.get(&format!("/v1/jobs/{job}/next?count=6")).await;
-    let want = daily_times_in_zones(
-        asked_at,
-        &[
-            (9, chrono_tz::Asia::Shanghai),
-            (18, chrono_tz::Europe::Berlin),
-            (1, chrono_tz::UTC),
-        ],
-        6,
-    );
+    let want = daily_times_in_zones(asked_at, &slots, 6);
     assert_eq!(next_times(&next), want, "merged, one per instant: {next}");
     // The first fire claimed is the earliest of them all.
     assert_eq!(stored["next_fire_at"].as_i64(), want.first().copied(), "{stored}");
@@ -81,22 +78,20 @@ async fn scenario(kind: Db) {
     // The console's preview of a form not saved yet merges them the same way.
     let more = json!([{"schedule_type": "CRON", "schedule_expr": "0 0 18 * * ?", "time_zone": "Europe/Berlin"},
                       {"schedule_type": "CRON", "schedule_expr": "0 0 1 * * ?", "time_zone": "UTC"}]);
-    let q = format!(
-        "/v1/schedule/preview?type=CRON&expr=0%200%209%20*%20*%20%3F&tz=Asia/Shanghai&count=6&more={}",
-        urlencode(&more.to_string())
-    );
-    let (s, preview) = env.api.get(&q).await;
-    assert_eq!(s, 200, "{preview}");
-    let asked_again = chime_admin::model::now_ms();
-    let again = daily_times_in_zones(
-        asked_again,
-        &[
-            (9, chrono_tz::Asia::Shanghai),
-            (18, chrono_tz::Europe::Berlin),
-            (1, chrono_tz::UTC),
+    let url = reqwest::Url::parse_with_params(
+        "http://admin/v1/schedule/preview",
+        [
+            ("type", "CRON"),
+            ("expr", "0 0 9 * * ?"),
+            ("tz", "Asia/Shanghai"),
+            ("count", "6"),
+            ("more", &more.to_string()),
         ],
-        6,
-    );
+    )
+    .unwrap();
+    let (s, preview) = env.api.get(&format!("{}?{}", url.path(), url.query().unwrap())).await;
+    assert_eq!(s, 200, "{preview}");
+    let again = daily_times_in_zones(chime_admin::model::now_ms(), &slots, 6);
     assert_eq!(next_times(&preview), again, "{preview}");
 
     // 2. Refused, naming the entry: a bad expression, a bad zone, a type that is no grid, too
@@ -202,16 +197,6 @@ async fn scenario(kind: Db) {
 
 async fn put(env: &Env, path: &str, body: Value) -> (u16, Value) {
     env.api.call(reqwest::Method::PUT, path, Some(body)).await
-}
-
-/// `text` as a URL query value.
-fn urlencode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

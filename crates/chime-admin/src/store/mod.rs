@@ -196,6 +196,12 @@ async fn is_mariadb(conn: &mut sqlx::AnyConnection) -> Result<bool, sqlx::Error>
 /// the partitions it held have been taken over by then (see `Store::connect`).
 pub const HELD_TRANSACTION_LIMIT: Duration = Duration::from_secs(2);
 
+/// Connections of an admin's pool on a server database.
+const SERVER_CONNECTIONS: u32 = 16;
+
+/// Connections of the partition leases' own pool (see [`Store::lease_store`]).
+const LEASE_CONNECTIONS: u32 = 2;
+
 static MIGRATE_SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 static MIGRATE_MYSQL: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/mysql");
 static MIGRATE_POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
@@ -263,10 +269,28 @@ impl Store {
         Ok(Store::with_pools(Backend::Sqlite, read, write))
     }
 
+    /// The same database through a pool of its own, for the partition leases: a lease round
+    /// must not wait for a connection behind the work its partitions make (a takeover's
+    /// recovery of hundreds of queued runs took every connection of the shared pool, the
+    /// renewal waited past the lease time, the leases lapsed and were taken again, and the
+    /// recovery began anew). Two connections on a server database; SQLite's single writer is
+    /// shared, as a second one would only wait for the same file lock.
+    pub async fn lease_store(&self, url: &str) -> StoreResult<Store> {
+        match self.backend {
+            Backend::Sqlite => Ok(self.clone()),
+            backend => Store::connect_server_sized(url, backend, LEASE_CONNECTIONS).await,
+        }
+    }
+
     /// MySQL, MariaDB or PostgreSQL: one pool for reads and writes.
     async fn connect_server(url: &str, backend: Backend) -> StoreResult<Store> {
+        Store::connect_server_sized(url, backend, SERVER_CONNECTIONS).await
+    }
+
+    /// [`Store::connect_server`] with a pool of at most `max` connections.
+    async fn connect_server_sized(url: &str, backend: Backend, max: u32) -> StoreResult<Store> {
         let pool = AnyPoolOptions::new()
-            .max_connections(16)
+            .max_connections(max)
             .acquire_timeout(Duration::from_secs(30))
             .after_connect(move |conn, _meta| {
                 Box::pin(async move {
