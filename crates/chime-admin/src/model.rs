@@ -302,7 +302,8 @@ impl JobSpec {
             (None, Some(job)) => job.more_schedules.as_slice(),
             (None, None) => &[],
         };
-        let more_schedules = crate::api::check_more_schedules(more_schedules, &schedule)?;
+        let more_schedules =
+            crate::api::check_more_schedules(more_schedules, schedule.schedule_type, &schedule.time_zone)?;
         let (glue_type, handler, glue_source) = self.code(base)?;
         let description = self.description(base, glue_type, &handler)?;
         let info = self.info.apply_to(base.map(|j| &j.info))?;

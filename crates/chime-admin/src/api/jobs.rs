@@ -1,7 +1,7 @@
 //! Jobs on the wire: a job as the API answers it ([`Job`]) and the body that creates or
 //! changes one ([`JobSpec`]). Their descriptive fields come from [`super::JobInfo`].
 
-use super::schedule::{more_parts, MoreSchedule};
+use super::schedule::{calendar_with_more, MoreSchedule};
 use super::schema::{nullable_enum, schema_of_names};
 use super::{JobFlow, JobFlowPatch, JobInfo, JobInfoPatch, SchedulePatch};
 use crate::calendar::Calendar;
@@ -148,8 +148,13 @@ impl Job {
     /// When the job fires: its schedule and its further ones, a fixed rate's grid starting at
     /// `anchor_ms`.
     pub fn calendar(&self, anchor_ms: i64) -> Result<Calendar, String> {
-        Calendar::parse(self.schedule_type, &self.schedule_expr, &self.time_zone, anchor_ms)?
-            .with_more(more_parts(&self.more_schedules, &self.time_zone), anchor_ms)
+        calendar_with_more(
+            self.schedule_type,
+            &self.schedule_expr,
+            &self.time_zone,
+            &self.more_schedules,
+            anchor_ms,
+        )
     }
 }
 

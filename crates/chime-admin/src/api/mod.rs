@@ -34,4 +34,4 @@ pub use jobs::{Job, JobSpec};
 pub use limits::{Limit, LimitRule, LimitSpec, QueuedRunEntry};
 pub use roles::{GroupGrant, GroupMember, GroupRole, MemberChange};
 pub(crate) use schedule::schedule_fields;
-pub use schedule::{check_more_schedules, check_schedule, more_parts, MoreSchedule, Schedule, SchedulePatch};
+pub use schedule::{calendar_with_more, check_more_schedules, check_schedule, MoreSchedule, Schedule, SchedulePatch};

@@ -3,6 +3,7 @@
 
 use super::schema::{nullable_enum, schema_of_names, Named};
 use super::Invalid;
+use crate::calendar::Calendar;
 use chime_protocol::{MisfireStrategy, ScheduleType};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -57,10 +58,14 @@ pub struct MoreSchedule {
     pub time_zone: String,
 }
 
-/// Checks a job's further schedules against its own `schedule` (which must be CRON or
-/// FIX_RATE to have any) and returns them trimmed. Errors name the entry:
-/// `more_schedules[1].schedule_expr`.
-pub fn check_more_schedules(more: &[MoreSchedule], schedule: &Schedule) -> Result<Vec<MoreSchedule>, Invalid> {
+/// Checks a job's further schedules against its own schedule's type (which must be CRON or
+/// FIX_RATE to have any) and zone (theirs where they name none), and returns them trimmed.
+/// Errors name the entry: `more_schedules[1].schedule_expr`.
+pub fn check_more_schedules(
+    more: &[MoreSchedule],
+    own_type: ScheduleType,
+    own_zone: &str,
+) -> Result<Vec<MoreSchedule>, Invalid> {
     if more.is_empty() {
         return Ok(Vec::new());
     }
@@ -70,13 +75,10 @@ pub fn check_more_schedules(more: &[MoreSchedule], schedule: &Schedule) -> Resul
             format!("at most {MAX_MORE_SCHEDULES} further schedules"),
         ));
     }
-    if !matches!(schedule.schedule_type, ScheduleType::Cron | ScheduleType::FixRate) {
+    if !matches!(own_type, ScheduleType::Cron | ScheduleType::FixRate) {
         return Err(Invalid::new(
             "more_schedules",
-            format!(
-                "further schedules need the job's own schedule to be CRON or FIX_RATE, not {}",
-                schedule.schedule_type
-            ),
+            format!("further schedules need the job's own schedule to be CRON or FIX_RATE, not {own_type}"),
         ));
     }
     more.iter()
@@ -95,7 +97,7 @@ pub fn check_more_schedules(more: &[MoreSchedule], schedule: &Schedule) -> Resul
                 return Err(Invalid::new(field("schedule_expr"), "must be at most 255 bytes"));
             }
             let zone = if checked.time_zone.is_empty() {
-                &schedule.time_zone
+                own_zone
             } else {
                 &checked.time_zone
             };
@@ -106,9 +108,22 @@ pub fn check_more_schedules(more: &[MoreSchedule], schedule: &Schedule) -> Resul
         .collect()
 }
 
+/// When a schedule of `kind`, `expr` and `zone` fires together with its further schedules
+/// `more` (each in its own zone, else `zone`), a fixed rate's grid starting at `anchor_ms`: the
+/// one calendar a job's next fire, its first fire on start and the preview are read from.
+pub fn calendar_with_more(
+    kind: ScheduleType,
+    expr: &str,
+    zone: &str,
+    more: &[MoreSchedule],
+    anchor_ms: i64,
+) -> Result<Calendar, String> {
+    Calendar::parse(kind, expr, zone, anchor_ms)?.with_more(more_parts(more, zone), anchor_ms)
+}
+
 /// The `(type, expression, zone)` of each further schedule, the job's zone where one names
-/// none: what [`crate::calendar::Calendar::with_more`] takes.
-pub fn more_parts<'a>(
+/// none: what [`Calendar::with_more`] takes.
+fn more_parts<'a>(
     more: &'a [MoreSchedule],
     job_zone: &'a str,
 ) -> impl Iterator<Item = (ScheduleType, &'a str, &'a str)> + 'a {
@@ -252,8 +267,7 @@ pub fn check_schedule(schedule_type: ScheduleType, schedule_expr: &str, time_zon
                 format!("is required for schedule type {schedule_type}"),
             ));
         }
-        crate::calendar::Calendar::parse(schedule_type, schedule_expr, time_zone, 0)
-            .map_err(|e| Invalid::new("schedule_expr", e))?;
+        Calendar::parse(schedule_type, schedule_expr, time_zone, 0).map_err(|e| Invalid::new("schedule_expr", e))?;
     }
     Ok(())
 }
@@ -316,9 +330,18 @@ mod tests {
             schedule_expr: expr.to_owned(),
             time_zone: zone.to_owned(),
         };
-        let ok = check_more_schedules(&[more(ScheduleType::Cron, " 0 0 18 * * ? ", "Europe/Berlin")], &own).unwrap();
+        let ok = check_more_schedules(
+            &[more(ScheduleType::Cron, " 0 0 18 * * ? ", "Europe/Berlin")],
+            own.schedule_type,
+            &own.time_zone,
+        )
+        .unwrap();
         assert_eq!(ok[0].schedule_expr, "0 0 18 * * ?");
-        let field = |list: &[MoreSchedule], own: &Schedule| check_more_schedules(list, own).unwrap_err().field;
+        let field = |list: &[MoreSchedule], own: &Schedule| {
+            check_more_schedules(list, own.schedule_type, &own.time_zone)
+                .unwrap_err()
+                .field
+        };
         let good = more(ScheduleType::Cron, "0 0 18 * * ?", "");
         let bad_expr = more(ScheduleType::Cron, "0 0 25 * * ?", "");
         assert_eq!(

@@ -8,7 +8,6 @@ use super::directory_login::directory_login;
 use super::error::ApiError;
 use super::rest::int_param;
 use super::rest::{parse_optional_body, path_id};
-use crate::calendar::Calendar;
 use crate::center::{Admin, UserFields};
 use crate::config::LocalLogin;
 use crate::model::{now_ms, Invalid};
@@ -544,7 +543,6 @@ pub(super) async fn list_audit(
 fn more_schedules_param(
     more: Option<&String>,
     kind: chime_protocol::ScheduleType,
-    expr: &str,
     zone: &str,
 ) -> Result<Vec<crate::api::MoreSchedule>, Invalid> {
     let Some(json) = more.filter(|m| !m.is_empty()) else {
@@ -555,8 +553,7 @@ fn more_schedules_param(
     }
     let list: Vec<crate::api::MoreSchedule> =
         serde_json::from_str(json).map_err(|e| Invalid::new("more_schedules", e.to_string()))?;
-    let own = crate::api::Schedule::new(kind, expr, zone, chime_protocol::MisfireStrategy::DoNothing);
-    crate::api::check_more_schedules(&list, &own)
+    crate::api::check_more_schedules(&list, kind, zone)
 }
 
 /// Next fire times of a schedule that is not saved yet (the job form's live preview).
@@ -592,10 +589,9 @@ pub(super) async fn schedule_preview(
     }
     chime_params::check(param).map_err(|e| Invalid::new("param", e.to_string()))?;
     let now = now_ms();
-    let more = more_schedules_param(q.get("more"), kind, &expr, &tz)?;
-    let cal = Calendar::parse(kind, &expr, &tz, now)
-        .and_then(|cal| cal.with_more(crate::api::more_parts(&more, &tz), now))
-        .map_err(|e| Invalid::new("schedule_expr", e))?;
+    let more = more_schedules_param(q.get("more"), kind, &tz)?;
+    let cal =
+        crate::api::calendar_with_more(kind, &expr, &tz, &more, now).map_err(|e| Invalid::new("schedule_expr", e))?;
     // A fixed delay's later fires depend on when each run ends: only the first is known.
     let count = if cal.fixed_delay_ms().is_some() { 1 } else { count };
     let offset_of = |ms: i64| {

@@ -5,8 +5,7 @@ use super::filter::like_pattern;
 use super::job_columns::{bind_cells, draft_columns, insert_sql, set_sql, Cell, JOB_COLUMNS};
 use super::rows;
 use super::{placeholders, Store, StoreError, StoreResult, PARTITIONS};
-use crate::api::{more_parts, MoreSchedule};
-use crate::calendar::Calendar;
+use crate::api::{calendar_with_more, MoreSchedule};
 use crate::model::{now_ms, Invalid, Job, JobDraft, WAITING_FOR_RUN_END};
 use chime_protocol::ScheduleType;
 use sqlx::any::Any;
@@ -110,9 +109,7 @@ pub(crate) fn first_fire(
     more: &[MoreSchedule],
     now: i64,
 ) -> Result<i64, Invalid> {
-    let cal = Calendar::parse(draft_type, expr, zone, now)
-        .and_then(|cal| cal.with_more(more_parts(more, zone), now))
-        .map_err(|e| Invalid::new("schedule_expr", e))?;
+    let cal = calendar_with_more(draft_type, expr, zone, more, now).map_err(|e| Invalid::new("schedule_expr", e))?;
     cal.next_after(now)
         .ok_or_else(|| Invalid::new("schedule_expr", "the schedule has no fire time in the future"))
 }
