@@ -24,6 +24,7 @@ import { workflowFormPage } from './pages/workflow-form.js';
 import { instanceList } from './pages/instances.js';
 import { instanceView } from './pages/instance.js';
 import { queue } from './pages/queue.js';
+import { backfills } from './pages/backfills.js';
 
 /** A page: draws itself into `root` from the hash's arguments. @typedef {(root: HTMLElement, args: string[]) => Promise<unknown>} Page */
 
@@ -33,6 +34,7 @@ const routes = {
   executors: () => executors,
   jobs: (args) => (['new', 'edit', 'copy'].includes(args[0]) ? jobFormPage : jobList),
   script: () => script,
+  backfills: () => backfills,
   // `#runs/ID` is one run; `#runs` and `#runs/job/ID` are lists.
   runs: (args) => (args[0] && args[0] !== 'job' ? runDetail : runList),
   queue: () => queue,

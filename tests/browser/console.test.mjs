@@ -554,6 +554,23 @@ test('console walk-through', { timeout: 300000 }, async () => {
     await page.waitForFunction(() => [...document.querySelectorAll('#runs td.job')].every((x) => x.textContent === '#2 hello job'));
     assert.ok((await page.locator('#runs td.job').allTextContents()).every((x) => x === '#2 hello job'), 'only job 2');
 
+    await page.goto(`${base}/console/#jobs`);
+    await page.waitForSelector('#jobs tr[data-job="1"]');
+    // Backfill two past days of the (stopped) daily job from its menu: the list shows it done
+    // with both runs; a finished backfill offers no cancel.
+    await rowAction(1, 'backfill');
+    await page.waitForSelector('#backfill-form');
+    await page.fill('#backfill-form input[name=from]', '2026-10-01T00:00');
+    await page.fill('#backfill-form input[name=to]', '2026-10-02T23:59:59');
+    await page.fill('#backfill-form input[name=at_once]', '2');
+    await page.click('#backfill-form button[type=submit]');
+    await page.waitForSelector('#backfills tbody tr');
+    await page.waitForFunction(() => /^2 \/ 2 run/.test(document.querySelector('#backfills tbody tr td.progress')?.textContent || ''), null, { timeout: 60_000 });
+    await page.waitForFunction(() => !document.querySelector('#backfills tbody tr .cancel-backfill'), null, { timeout: 30_000 });
+    const [backfill] = (await csrfFetch('GET', '/v1/jobs/1/backfills')).body;
+    assert.equal(backfill.fires, 2, 'one run per day of the range');
+    await shot('05-jobs-backfill');
+
     // The failing job is not part of what follows.
     assert.equal((await csrfFetch('DELETE', `/v1/jobs/${failing.body.id}`)).status, 204);
 

@@ -110,6 +110,8 @@ export async function jobList(root) {
       j.running ? ['stop', act(() => api('POST', `/v1/jobs/${j.id}/stop`))] : j.schedule_type === 'NONE' ? null : ['start', act(() => api('POST', `/v1/jobs/${j.id}/start`))],
       paused(j) ? ['resume', act(() => api('POST', `/v1/jobs/${j.id}/resume`))] : j.running ? ['pause', act(() => pause(j))] : null,
       ['run_once', act(async () => { const b = await runOnceDialog(j); if (b) { const r = await api('POST', `/v1/jobs/${j.id}/trigger`, b); go(`#runs/${r.run_id}`); } })],
+      // Only a schedule with fire times has past ones to run again.
+      j.schedule_type === 'CRON' || j.schedule_type === 'FIX_RATE' ? ['backfill', () => go(`#backfills/${j.id}`)] : null,
       // Operators run jobs; editing them is for editors.
       mayEdit(j.group_id) ? ['edit', () => go(`#jobs/edit/${j.id}`)] : null,
       mayEdit(j.group_id) ? ['copy', () => go(`#jobs/copy/${j.id}`)] : null,

@@ -25,16 +25,17 @@ use crate::pipeline::workflow_wake::WorkflowWake;
 use crate::registry::Directory;
 use crate::results::WriterLoop;
 use crate::retention::Retention;
+use crate::schedule::backfill::BackfillLoop;
 use crate::schedule::lease::{LeaseHolder, LeaseLoop};
 use crate::schedule::queue::QueueLoop;
 use crate::schedule::wheel::{WheelEntry, WheelLoop};
 use crate::schedule::workflows::WorkflowLoop;
-use crate::schedule::{ClaimLoop, MisfireRules, PossiblySent, Recovery};
+use crate::schedule::{ClaimLoop, MisfireRules, PossiblySent, Recovery, ToRecover};
 use crate::store::{Backend, Store, StoreError, CLUSTER_SECRET, EXECUTOR_ACCESS_TOKEN};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 /// Why the admin could not start.
@@ -182,6 +183,7 @@ struct Loops {
     retention: Retention,
     workflows: WorkflowLoop,
     queue: QueueLoop,
+    backfills: BackfillLoop,
 }
 
 /// Refuses settings that cannot work before anything is opened.
@@ -242,6 +244,7 @@ async fn spawn_loops(
         retention,
         workflows,
         queue,
+        backfills,
     } = loops;
     let shutdown = admin.shutdown.clone();
     tasks.spawn(crate::results::run(writer, writer_inbox));
@@ -249,16 +252,33 @@ async fn spawn_loops(
     if let Some((check, inbox)) = possibly_sent {
         tasks.spawn(crate::monitor::possibly_sent::run(check, inbox));
     }
-    let acquired = crate::schedule::lease::balance(&holder, true).await?;
-    crate::schedule::recover(&recovery, &acquired).await?;
+    let first = crate::schedule::lease::balance(&holder, true).await?;
+    // The first takeover is recovered before the admin is ready, as every later one is:
+    // beside the lease rounds, which renew the leases however long it takes.
+    let (to_recover, recover_inbox) = mpsc::unbounded_channel();
+    tasks.spawn(crate::schedule::recover_takeovers(
+        recovery,
+        recover_inbox,
+        shutdown.clone(),
+    ));
     tasks.spawn(crate::schedule::lease::run(LeaseLoop {
         holder,
-        recovery,
+        to_recover: to_recover.clone(),
         shutdown: shutdown.clone(),
     }));
+    let (done, recovered) = oneshot::channel();
+    let _ = to_recover.send(ToRecover {
+        takeover: first,
+        done: Some(done),
+    });
+    drop(to_recover);
+    if let Ok(result) = recovered.await {
+        result?;
+    }
     tasks.spawn(crate::schedule::run_claims(claims));
     tasks.spawn(crate::schedule::workflows::run(workflows));
     tasks.spawn(crate::schedule::queue::run(queue));
+    tasks.spawn(crate::schedule::backfill::run(backfills));
     tasks.spawn(crate::monitor::run_registry_refresh(
         admin.directory.clone(),
         registry_refresh,
@@ -448,6 +468,12 @@ fn wire(
         recovery,
         workflows: workflow_loop(&s),
         queue: queue_loop(&s),
+        backfills: BackfillLoop {
+            store: s.store.clone(),
+            partitions: s.partitions.clone(),
+            wheel: s.wheel.clone(),
+            shutdown: s.shutdown.clone(),
+        },
         claims: claim_loop(&s),
         registry_refresh: s.config.registry_refresh,
         sweeper: sweeper(&s),

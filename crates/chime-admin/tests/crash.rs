@@ -81,6 +81,17 @@ fn start(bin: &Path, db: &str, port: u16, node_id: Option<&str>, log: &Path) -> 
     OwnedProcess::spawn(&format!("chime admin :{port}"), &mut command, Some(log))
 }
 
+/// The lines of an admin's log that tell how its partitions went (taken over, recovered, lost,
+/// rounds abandoned) and its warnings: what explains a fire skipped or sent late.
+fn partition_lines(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("WARN") || l.contains("partition") || l.contains("recovered"))
+        .collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
+}
+
 /// Waits until no run is pending or running: everything claimed was sent and answered.
 async fn wait_all_runs_finished(api: &Api, secs: u64) {
     let deadline = Instant::now() + Duration::from_secs(secs);
@@ -254,11 +265,13 @@ async fn kill_9_under_load(kind: Db) {
     }
     assert!(
         problems.is_empty(),
-        "{} problems (times relative to the kill; admin started again at +{} ms, ready at +{} ms):\n{}",
+        "{} problems (times relative to the kill; admin started again at +{} ms, ready at +{} ms):\n{}\n\
+         what the restarted admin said of its partitions:\n{}",
         problems.len(),
         restart_at - killed_at,
         restarted_at - killed_at,
-        problems.iter().take(25).cloned().collect::<Vec<_>>().join("\n")
+        problems.iter().take(25).cloned().collect::<Vec<_>>().join("\n"),
+        partition_lines(&dir.path().join("admin-2.log"))
     );
     assert!(
         totals["CATCH_UP"].replayed > 0,

@@ -14,6 +14,17 @@ async fn register(base: &str, app: &str, address: &str) {
     assert_eq!(v["code"], 200, "{v}");
 }
 
+/// Registers the executors on `ports` for `app` again, spelt as its executors spell them
+/// (Java with a trailing slash, pyxxl without). Registrations last the test admin's dead
+/// timeout of a few seconds, which a loaded machine may spend on a few sends: each send is
+/// preceded by a renewal, so every route sees all three.
+async fn renew(base: &str, app: &str, ports: [u16; 3]) {
+    for p in ports {
+        let slash = if app == "java" { "/" } else { "" };
+        register(base, app, &format!("http://127.0.0.1:{p}{slash}")).await;
+    }
+}
+
 /// Where a run of `job` is sent (nothing listens there: the send fails, the address is recorded).
 async fn routed_to(api: &Api, job: i64) -> String {
     sent_to(api, job, json!({})).await
@@ -84,11 +95,7 @@ async fn consistent_hash_lands_where_xxl_job_would() {
         assert_eq!(job["id"], id, "a fresh database numbers jobs from 1");
     }
     for (id, group, port) in expected {
-        // Registrations last the dead timeout; renew them while the runs go out.
-        for p in ports {
-            let slash = if group == "java" { "/" } else { "" };
-            register(&base, group, &format!("http://127.0.0.1:{p}{slash}")).await;
-        }
+        renew(&base, group, ports).await;
         assert_eq!(
             routed_to(&api, id).await,
             format!("http://127.0.0.1:{port}"),
@@ -106,8 +113,10 @@ async fn consistent_hash_lands_where_xxl_job_would() {
         .await["id"]
         .as_i64()
         .unwrap();
+    renew(&base, "java", ports).await;
     assert_eq!(routed_to(&api, first).await, "http://127.0.0.1:1");
     for address in ["http://127.0.0.1:3/", "http://127.0.0.1:3"] {
+        renew(&base, "java", ports).await;
         assert_eq!(
             sent_to(&api, first, json!({ "address": address })).await,
             "http://127.0.0.1:3"

@@ -173,6 +173,8 @@ wire_enum! {
         Misfire => "MISFIRE", "Misfire compensation trigger";
         /// Started as a node of a workflow instance (Chime's addition).
         Workflow => "WORKFLOW", "Workflow node trigger";
+        /// Started by a backfill, for a past fire time of the job's schedule (Chime's addition).
+        Backfill => "BACKFILL", "Backfill trigger";
     }
 }
 

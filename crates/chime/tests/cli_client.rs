@@ -243,6 +243,65 @@ fn a_job_with_several_schedules_from_the_command_line() {
 }
 
 #[test]
+fn a_backfill_from_the_command_line_runs_each_day_once_and_waits_for_it() {
+    let demo = common::demo("cli-backfill");
+    let job = demo.json(&[
+        "job",
+        "add",
+        "--group",
+        "chime-demo",
+        "--handler",
+        "demoJobHandler",
+        "--cron",
+        "0 0 2 * * ?",
+        "--tz",
+        "UTC",
+        "--param",
+        "${fire_time:yyyy-MM-dd}",
+    ]);
+    let id = job["id"].as_i64().unwrap().to_string();
+    let range = ["--from", "2026-10-01T00:00:00Z", "--to", "2026-10-05T23:59:59+00:00"];
+    let waited = demo.ok(&[&["job", "backfill", &id][..], &range, &["--at-once", "2", "--wait"]].concat());
+    let last = waited.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(": done — 5 fire times: 5 succeeded, 0 failed"),
+        "{waited}"
+    );
+    let runs = demo.json(&["run", "list", "--job", &id]);
+    let mut params: Vec<&str> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            assert_eq!(r["trigger_type"], "BACKFILL", "{r}");
+            r["param"].as_str().unwrap()
+        })
+        .collect();
+    params.sort_unstable();
+    assert_eq!(
+        params,
+        ["2026-10-01", "2026-10-02", "2026-10-03", "2026-10-04", "2026-10-05"]
+    );
+    // Asked again: every day was backfilled before, nothing runs.
+    let again = demo.json(&[&["job", "backfill", &id][..], &range].concat());
+    assert_eq!(
+        (again["fires"].as_i64(), again["already"].as_i64()),
+        (Some(0), Some(5)),
+        "{again}"
+    );
+    let listed = demo.ok(&["job", "backfills", &id]);
+    assert!(listed.lines().next().unwrap_or_default().starts_with("ID"), "{listed}");
+    assert_eq!(listed.lines().filter(|l| l.contains(" done ")).count(), 2, "{listed}");
+    // A bad time names its flag; a cancel of a finished backfill is refused.
+    let out = demo.run(&["job", "backfill", &id, "--from", "yesterday", "--to", "1"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--from"));
+    let out = demo.run(&["job", "backfill-cancel", &id, &again["id"].to_string()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not running"));
+}
+
+#[test]
 fn job_tables_name_groups_and_zones_and_take_alarm_emails() {
     let demo = common::demo("cli-client");
     let job = demo.json(&[

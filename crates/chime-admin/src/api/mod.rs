@@ -10,6 +10,7 @@ pub mod alarm_events;
 pub mod alarm_policy;
 pub mod alarm_silences;
 pub mod api_keys;
+mod backfills;
 mod groups;
 mod invalid;
 pub mod job_flow;
@@ -26,6 +27,7 @@ pub use alarm_channels::{
 pub use alarm_events::{AlarmEventEntry, AlarmFact};
 pub use alarm_silences::{AlarmSilence, AlarmSilenceSpec, SilenceDraft};
 pub use api_keys::{ApiKey, ApiKeySpec, KeyDraft, KeyRole, KeyState, NewApiKey, TOKEN_PREFIX};
+pub use backfills::{Backfill, BackfillSpec, BackfillState};
 pub use groups::{AddressType, Group, GroupSpec};
 pub use invalid::{is_plain_name, Invalid};
 pub use job_flow::{JobFlow, JobFlowPatch};

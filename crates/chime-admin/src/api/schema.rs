@@ -96,10 +96,10 @@ pub fn components() -> Map<String, Value> {
     use super::*;
     let mut all = definitions!(Contract::Serialize;
         Job, Group, AlarmChannel, AlarmDelivery, AlarmSilence, AlarmEventEntry, ApiKey, NewApiKey, GroupMember,
-        GroupGrant, Limit, QueuedRunEntry,
+        GroupGrant, Limit, QueuedRunEntry, Backfill,
     );
     all.extend(definitions!(Contract::Deserialize;
-        JobSpec, GroupSpec, AlarmChannelSpec, AlarmSilenceSpec, ApiKeySpec, MemberChange, LimitSpec,
+        JobSpec, GroupSpec, AlarmChannelSpec, AlarmSilenceSpec, ApiKeySpec, MemberChange, LimitSpec, BackfillSpec,
     ));
     all
 }

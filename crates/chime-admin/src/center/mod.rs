@@ -10,6 +10,7 @@ mod run_logs;
 
 pub use error::OpError;
 pub use ops::api_keys::KeyManager;
+pub use ops::backfills::BackfillRequest;
 pub use ops::jobs::ApplyMode;
 pub use ops::users::UserFields;
 

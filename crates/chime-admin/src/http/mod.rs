@@ -7,6 +7,7 @@ mod alarm_channels;
 mod alarm_silences;
 mod api_keys;
 pub mod auth;
+mod backfills;
 pub mod console_api;
 pub mod console_assets;
 mod directory_login;

@@ -192,6 +192,11 @@ pub(super) fn id() -> Value {
     path("id", int(), "id")
 }
 
+/// The `{backfill}` path parameter: a backfill's id.
+pub(super) fn backfill_id() -> Value {
+    path("backfill", int(), "backfill id")
+}
+
 /// The `{key}` path parameter of a group.
 pub(super) fn key() -> Value {
     path("key", string(), "group id or app name")

@@ -4,13 +4,14 @@
 //! restarted with the same `--node-id` — so every such partition goes through recovery first,
 //! and is scheduled only after it (see [`super::recover`]).
 
-use super::Recovery;
+use super::ToRecover;
 use crate::link::LinkHub;
-use crate::pipeline::partitions::Partitions;
+use crate::pipeline::partitions::{Partitions, Takeover};
 use crate::store::{Backend, Lease, LeaseTable, Store, PARTITIONS};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// This admin as a holder of partition leases: what a lease round works with. Cheap to clone.
@@ -35,8 +36,9 @@ pub struct LeaseHolder {
 pub struct LeaseLoop {
     /// Who holds the leases.
     pub(crate) holder: LeaseHolder,
-    /// Recovery of the partitions taken over.
-    pub(crate) recovery: Recovery,
+    /// Where the partitions taken over go to be recovered ([`super::recover_takeovers`]),
+    /// beside the rounds: a long recovery must not hold back the renewals.
+    pub(crate) to_recover: mpsc::UnboundedSender<ToRecover>,
     /// Cancelled to stop (and give the leases back).
     pub(crate) shutdown: CancellationToken,
 }
@@ -50,13 +52,13 @@ fn safety_margin(ttl: Duration) -> Duration {
 }
 
 /// One round: renew, rebalance, take over. Returns the partitions this process holds now and
-/// did not schedule before the round: they are left out of the scheduling set until
-/// [`super::recover`] has read their pending runs and puts them in.
+/// neither scheduled nor was recovering before the round: they are left out of the scheduling
+/// set until [`super::recover`] has read their pending runs and puts them in.
 ///
 /// Every time in the lease table is the database's clock (read with the leases), so admins
 /// with skewed clocks agree on expiry; this process's own deadline is its monotonic clock from
 /// the start of the round, which neither a frozen process nor a wall-clock jump can stretch.
-pub async fn balance(holder: &LeaseHolder, first: bool) -> crate::store::StoreResult<Vec<i64>> {
+pub async fn balance(holder: &LeaseHolder, first: bool) -> crate::store::StoreResult<Takeover> {
     let started = Instant::now();
     let ttl = holder.ttl.as_millis() as i64;
     let me = holder.node_id.as_str();
@@ -131,18 +133,18 @@ pub async fn balance(holder: &LeaseHolder, first: bool) -> crate::store::StoreRe
     // Compared with what this process schedules, not with who owned the lease: a lease still
     // in this node's name may come from a predecessor killed a moment ago, whose claimed runs
     // nobody has sent yet.
-    let (acquired, lost) = holder.partitions.keep_leased(&held, valid_until);
+    let (taken, lost) = holder.partitions.keep_leased(&held, valid_until);
     if !lost.is_empty() {
         tracing::info!(partitions = ?lost, "partition leases lost, given back or lapsed");
     }
-    Ok(acquired)
+    Ok(taken)
 }
 
 /// Keeps leases until shutdown, then releases them.
 pub async fn run(lease: LeaseLoop) {
     let LeaseLoop {
         holder,
-        recovery,
+        to_recover,
         shutdown,
     } = lease;
     // Rounds start at a fixed rate, not a fixed pause after the previous round: a slow round
@@ -166,12 +168,12 @@ pub async fn run(lease: LeaseLoop) {
             }
         };
         match round {
-            Ok(acquired) if !acquired.is_empty() => {
-                tracing::info!(partitions = ?acquired, "took over partitions");
-                if let Err(e) = super::recover(&recovery, &acquired).await {
-                    tracing::warn!(error = %e, "recovering pending runs failed");
-                }
-                holder.partitions.wake_claims();
+            Ok(taken) if !taken.is_empty() => {
+                tracing::info!(partitions = ?taken.partitions, "took over partitions");
+                let _ = to_recover.send(ToRecover {
+                    takeover: taken,
+                    done: None,
+                });
             }
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "lease renewal failed"),

@@ -6,6 +6,7 @@
 //! A crash after the commit loses nothing: at start (and when a partition is taken over)
 //! [`recover`] loads the pending run rows and applies the misfire policy to the late ones.
 
+pub mod backfill;
 pub mod lease;
 pub mod queue;
 pub mod wheel;
@@ -14,7 +15,7 @@ pub mod workflows;
 use crate::calendar::Calendar;
 use crate::metrics::Metrics;
 use crate::model::{now_ms, Job, SKIPPED_CODE, WAITING_FOR_RUN_END};
-use crate::pipeline::partitions::Partitions;
+use crate::pipeline::partitions::{Partitions, Takeover};
 use crate::pipeline::results_queue::ResultsQueue;
 use crate::pipeline::run_ids::RunIds;
 use crate::pipeline::wheel_queue::WheelQueue;
@@ -23,7 +24,7 @@ use chime_protocol::{MisfireStrategy, TriggerType};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 /// At most this many fires of one job are claimed per round (a `100ms` fixed rate would
@@ -415,7 +416,12 @@ pub struct PossiblySent {
 /// `catch_up_max` in all, the newest. That is why the partitions are scheduled only once their
 /// pending runs and job rows are read: a claim round in between would move `next_fire_at` on,
 /// and recovery would then run a second fire for the same outage.
-pub async fn recover(recovery: &Recovery, partitions: &[i64]) -> StoreResult<()> {
+///
+/// Nothing is scheduled (and nothing resumed or skipped) when the takeover was overtaken while
+/// its rows were read: a partition of it lost, or the leases lapsed (see
+/// [`Partitions::start_scheduling`]). A later takeover recovers those partitions again.
+pub async fn recover(recovery: &Recovery, takeover: &Takeover) -> StoreResult<()> {
+    let partitions = takeover.partitions.as_slice();
     if partitions.is_empty() {
         return Ok(());
     }
@@ -439,17 +445,21 @@ pub async fn recover(recovery: &Recovery, partitions: &[i64]) -> StoreResult<()>
     // What the claim loop will do with these jobs is now fixed by the rows just read. Runs
     // still in flight here (on the timer, or a send waiting for the database) are left to
     // their send, which goes on now that the partitions are scheduled.
-    let (pending, marked): (Vec<RunTicket>, Vec<MarkedRun>) = recovery.partitions.start_scheduling(partitions, || {
-        let pending = pending
+    let picked = recovery.partitions.start_scheduling(takeover, || {
+        let pending: Vec<RunTicket> = pending
             .into_iter()
             .filter(|t| !recovery.inflight.contains(t.id))
             .collect();
-        let marked = marked
+        let marked: Vec<MarkedRun> = marked
             .into_iter()
             .filter(|m| !recovery.inflight.contains(m.ticket.id))
             .collect();
         (pending, marked)
     });
+    let Some((pending, marked)) = picked else {
+        tracing::info!(partitions = ?partitions, "partitions lost or lapsed while being recovered; recovered again when taken over again");
+        return Ok(());
+    };
     if let Some(inbox) = recovery.possibly_sent.as_ref().filter(|_| !marked.is_empty()) {
         let _ = inbox.send(PossiblySent {
             runs: marked,
@@ -463,46 +473,91 @@ pub async fn recover(recovery: &Recovery, partitions: &[i64]) -> StoreResult<()>
     for t in pending {
         by_job.entry(t.job_id).or_default().push(t);
     }
-    let (mut resumed, mut skipped_total) = (0usize, 0usize);
+    // Every job's runs go on the timer first, then the skipped ones are recorded, one
+    // statement per policy: a recovery of hundreds of jobs neither holds back the runs of the
+    // last ones behind a write per job, nor spends its time on commits.
+    let mut resumed = 0usize;
+    let mut skipped: HashMap<MisfireStrategy, Vec<i64>> = HashMap::new();
     for (job_id, tickets) in by_job {
         let Some(job) = jobs.get(&job_id) else { continue };
-        let (r, s) = resume_job(recovery, job, tickets, late_limit).await?;
+        let (r, skip) = resume_job(recovery, job, tickets, late_limit);
         resumed += r;
-        skipped_total += s;
+        if !skip.is_empty() {
+            skipped.entry(job.misfire_strategy).or_default().extend(skip);
+        }
+    }
+    let mut skipped_total = 0;
+    for (strategy, ids) in skipped {
+        let why = format!("Misfire: skipped by {strategy} after the admin restarted");
+        recovery.store.mark_skipped(&ids, &why).await?;
+        recovery.metrics.misfires_skipped.inc_by(ids.len() as u64);
+        skipped_total += ids.len();
     }
     tracing::info!(resumed, skipped = skipped_total, "recovered pending runs");
     Ok(())
 }
 
 /// Puts a job's pending runs back on the timer: those on time as they are, the late scheduled
-/// ones as its misfire policy says (the rest marked skipped). Returns how many were resumed and
-/// skipped.
-async fn resume_job(
-    recovery: &Recovery,
-    job: &Arc<Job>,
-    tickets: Vec<RunTicket>,
-    late_limit: i64,
-) -> StoreResult<(usize, usize)> {
+/// ones as its misfire policy says. Returns how many were resumed, and the ids of the runs the
+/// policy skips (to be marked so).
+fn resume_job(recovery: &Recovery, job: &Arc<Job>, tickets: Vec<RunTicket>, late_limit: i64) -> (usize, Vec<i64>) {
     let (late, on_time): (Vec<RunTicket>, Vec<RunTicket>) = tickets.into_iter().partition(|t| {
         matches!(t.trigger_type, TriggerType::Cron | TriggerType::Misfire) && t.scheduled_at < late_limit
     });
     let mut resumed = on_time.len();
     recovery.wheel.enqueue(job.clone(), on_time, None);
     if late.is_empty() {
-        return Ok((resumed, 0));
+        return (resumed, Vec::new());
     }
     // Fires the planner will replay are newer than every pending row.
     let planned = missed_to_be_claimed(job, late_limit, recovery.rules.catch_up_max);
     let (run, skip) = split_late(job.misfire_strategy, late, planned, recovery.rules.catch_up_max);
     resumed += run.len();
     recovery.wheel.enqueue(job.clone(), run, None);
-    if !skip.is_empty() {
-        let ids: Vec<i64> = skip.iter().map(|t| t.id).collect();
-        let why = format!("Misfire: skipped by {} after the admin restarted", job.misfire_strategy);
-        recovery.store.mark_skipped(&ids, &why).await?;
-        recovery.metrics.misfires_skipped.inc_by(skip.len() as u64);
+    (resumed, skip.iter().map(|t| t.id).collect())
+}
+
+/// Partitions taken over, on their way to recovery, and who waits for it (the admin's start,
+/// which is ready once its first takeover is recovered).
+#[derive(Debug)]
+pub struct ToRecover {
+    /// The partitions.
+    pub takeover: Takeover,
+    /// Told how the recovery went.
+    pub done: Option<oneshot::Sender<StoreResult<()>>>,
+}
+
+/// Recovers the partitions the lease rounds take over, one takeover after the other, beside
+/// the rounds: a recovery of a long outage's runs on a loaded database may take longer than
+/// the lease time, and the renewals must go on meanwhile, or the leases would lapse, be taken
+/// again, and the recovery begin anew with every fire it had resumed now late. A takeover that
+/// fails is given up, and taken over again by the next round.
+pub async fn recover_takeovers(
+    recovery: Recovery,
+    mut inbox: mpsc::UnboundedReceiver<ToRecover>,
+    shutdown: CancellationToken,
+) {
+    loop {
+        let next = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            next = inbox.recv() => next,
+        };
+        let Some(ToRecover { takeover, done }) = next else {
+            return;
+        };
+        let result = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            result = recover(&recovery, &takeover) => result,
+        };
+        if let Err(e) = &result {
+            tracing::warn!(error = %e, partitions = ?takeover.partitions, "recovering pending runs failed; recovered again at the next lease round");
+            recovery.partitions.give_up_recovery(&takeover);
+        }
+        recovery.partitions.wake_claims();
+        if let Some(done) = done {
+            let _ = done.send(result);
+        }
     }
-    Ok((resumed, skip.len()))
 }
 
 /// A job's late pending runs (oldest first), split by its misfire policy into those to run

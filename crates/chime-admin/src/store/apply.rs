@@ -828,7 +828,7 @@ impl Store {
                 )));
             }
         }
-        for table in ["run", "glue_version"] {
+        for table in ["run", "glue_version", "backfill", "backfill_fire"] {
             let sql = format!("DELETE FROM {table} WHERE job_id IN ({{in}})");
             self.execute_in(tx, &sql, &doomed_ids, &[]).await?;
         }

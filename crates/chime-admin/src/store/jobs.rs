@@ -475,7 +475,7 @@ impl Store {
         Ok(())
     }
 
-    /// Deletes a job with its runs and script versions. Refused while another job names it
+    /// Deletes a job with its runs, script versions and backfills. Refused while another job names it
     /// as a child.
     pub async fn delete_job(&self, id: i64) -> StoreResult<()> {
         let mut tx = self.write.begin().await?;
@@ -494,7 +494,7 @@ impl Store {
         if sqlx::query(&q).bind(id).execute(&mut *tx).await?.rows_affected() == 0 {
             return Err(StoreError::NotFound(format!("job {id}")));
         }
-        for table in ["run", "glue_version"] {
+        for table in ["run", "glue_version", "backfill", "backfill_fire"] {
             let q = self.sql_text(format!("DELETE FROM {table} WHERE job_id = ?"));
             sqlx::query(&q).bind(id).execute(&mut *tx).await?;
         }

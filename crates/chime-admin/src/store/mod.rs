@@ -24,6 +24,8 @@ mod apply;
 mod apply_channels;
 mod apply_workflows;
 mod audit;
+mod backfills;
+pub use backfills::{ActiveBackfill, NewBackfill};
 mod backup;
 mod plan_fields;
 pub use backup::dump_advice;

@@ -3,6 +3,7 @@
 //! Every command prints an aligned table for people, or the API's JSON with `--json`.
 
 mod api_key;
+mod backfill;
 mod flow;
 mod job_body;
 mod jobs_doc;
@@ -278,6 +279,26 @@ enum JobCmd {
         /// Executor address (one of the group's).
         #[arg(long)]
         address: Option<String>,
+    },
+    /// Backfill a job: run it once for every fire time its schedule had in a past range, each
+    /// run at its fire time's date parameters; a fire time backfilled before is left out.
+    Backfill {
+        /// Job id.
+        id: i64,
+        #[command(flatten)]
+        args: backfill::BackfillArgs,
+    },
+    /// List a job's backfills, newest first, with how far each got.
+    Backfills {
+        /// Job id.
+        id: i64,
+    },
+    /// Cancel a running backfill: its fire times not started are let go; runs under way go on.
+    BackfillCancel {
+        /// Job id.
+        id: i64,
+        /// Backfill id.
+        backfill: i64,
     },
     /// Next fire times.
     Next {
@@ -729,7 +750,12 @@ async fn group_cmd(c: &Client, cmd: GroupCmd) -> Result<(), Failure> {
 async fn job_cmd(c: &Client, cmd: JobCmd) -> Result<(), Failure> {
     // Job tables name groups; the listing is fetched only for people, not for --json.
     let groups = match &cmd {
-        JobCmd::Rm { .. } | JobCmd::Trigger { .. } | JobCmd::Next { .. } => GroupNames::default(),
+        JobCmd::Rm { .. }
+        | JobCmd::Trigger { .. }
+        | JobCmd::Next { .. }
+        | JobCmd::Backfill { .. }
+        | JobCmd::Backfills { .. }
+        | JobCmd::BackfillCancel { .. } => GroupNames::default(),
         _ if !c.opts.json => c.group_names().await,
         _ => GroupNames::default(),
     };
@@ -797,6 +823,9 @@ async fn job_cmd(c: &Client, cmd: JobCmd) -> Result<(), Failure> {
             c.call(Method::DELETE, &format!("/v1/jobs/{id}"), None).await?;
             c.print(json!({ "deleted": id }), |_: Value| outln!("deleted job {id}"))
         }
+        JobCmd::Backfill { id, args } => backfill::start(c, id, args).await,
+        JobCmd::Backfills { id } => backfill::list(c, id).await,
+        JobCmd::BackfillCancel { id, backfill } => backfill::cancel(c, id, backfill).await,
         JobCmd::Trigger { id, param, address } => {
             let body = TriggerBody {
                 param,

@@ -1,5 +1,5 @@
 //! When a pause given on the command line ends: `--until TIME` or `--for DURATION`, for
-//! `chime job|group|workflow pause`.
+//! `chime job|group|workflow pause`; and instants given on the command line.
 
 use super::Failure;
 use serde_json::{json, Value};
@@ -28,18 +28,24 @@ impl PauseEnd {
             let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
             return i64::try_from((now + d).as_millis()).map_err(|_| Failure("--for is too long".into()));
         }
-        let text = self.until.as_deref().unwrap_or_default().trim();
-        if let Ok(ms) = text.parse::<i64>() {
-            return Ok(ms);
-        }
-        chrono::DateTime::parse_from_rfc3339(text)
-            .map(|t| t.timestamp_millis())
-            .map_err(|e| {
-                Failure(format!(
-                    "--until {text:?}: {e} (give RFC 3339, such as 2026-12-24T08:00:00+08:00, or epoch milliseconds)"
-                ))
-            })
+        instant("--until", self.until.as_deref().unwrap_or_default())
     }
+}
+
+/// The instant `text` given to `flag` names: RFC 3339 (`2026-12-24T08:00:00+08:00`) or epoch
+/// milliseconds, as epoch ms.
+pub(super) fn instant(flag: &str, text: &str) -> Result<i64, Failure> {
+    let text = text.trim();
+    if let Ok(ms) = text.parse::<i64>() {
+        return Ok(ms);
+    }
+    chrono::DateTime::parse_from_rfc3339(text)
+        .map(|t| t.timestamp_millis())
+        .map_err(|e| {
+            Failure(format!(
+                "{flag} {text:?}: {e} (give RFC 3339, such as 2026-12-24T08:00:00+08:00, or epoch milliseconds)"
+            ))
+        })
 }
 
 #[cfg(test)]

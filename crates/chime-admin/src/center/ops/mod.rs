@@ -7,6 +7,7 @@
 pub(super) mod alarm_channels;
 pub(super) mod alarm_silences;
 pub(super) mod api_keys;
+pub(super) mod backfills;
 pub(super) mod flow;
 pub(super) mod groups;
 pub(super) mod jobs;

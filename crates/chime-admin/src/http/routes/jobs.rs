@@ -3,10 +3,10 @@
 use super::Route;
 use crate::http::access::{Rule, Target};
 use crate::http::openapi::{
-    apply_plan, apply_request, arr, body, change, exact, filter_text, id, input, int, int_range, job_spec,
+    apply_plan, apply_request, arr, backfill_id, body, change, exact, filter_text, id, input, int, int_range, job_spec,
     jobs_document, limit, nullable, op, pause_body, query, r, string, string_enum, times,
 };
-use crate::http::{console_api as console, pause, rest};
+use crate::http::{backfills, console_api as console, pause, rest};
 use serde_json::json;
 
 /// The routes of jobs, and jobs as code: the desired state of groups and jobs, and applying one.
@@ -75,6 +75,22 @@ pub(super) const ROUTES: &[Route] = &[
         Some(body(input(json!({ "param": nullable(string()), "address": nullable(string()), "trigger_type": nullable(string_enum(&["API", "MANUAL"])) })), false)),
         (202, Some(exact(json!({ "run_id": int(), "job_id": int() })))),
         &[400, 403, 404, 409, 413, 422],
+    )),
+    api!("POST" "/v1/jobs/{id}/backfills", Rule::Operate(Target::Job), backfills::create, op(
+        "Backfill a job: run it once for every fire time its schedule had in a past range (both ends included), each run scheduled at its fire time, at most `at_once` under way; a fire time backfilled before is left out",
+        "jobs", json!([id()]), Some(body(r("BackfillSpec"), true)), (201, Some(r("Backfill"))), &[400, 403, 404, 413, 422],
+    )),
+    api!("GET" "/v1/jobs/{id}/backfills", Rule::Read(Target::Job), backfills::list, op(
+        "A job's 50 newest backfills, newest first, each with how far it got",
+        "jobs", json!([id()]), None, (200, Some(arr(r("Backfill")))), &[400, 403, 404],
+    )),
+    api!("GET" "/v1/jobs/{id}/backfills/{backfill}", Rule::Read(Target::Job), backfills::show, op(
+        "Show a backfill of a job, with how far it got",
+        "jobs", json!([id(), backfill_id()]), None, (200, Some(r("Backfill"))), &[400, 403, 404],
+    )),
+    api!("POST" "/v1/jobs/{id}/backfills/{backfill}/cancel", Rule::Operate(Target::Job), backfills::cancel, op(
+        "Cancel a running backfill: its fire times not started are let go (a later backfill may take them on); its runs under way go on",
+        "jobs", json!([id(), backfill_id()]), None, (200, Some(r("Backfill"))), &[400, 403, 404, 409, 413],
     )),
     api!("GET" "/v1/jobs/{id}/next", Rule::Read(Target::Job), rest::next_fires, op(
         "Next fire times, each with the parameter a run of it would be sent with",

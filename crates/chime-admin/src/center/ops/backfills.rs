@@ -1,0 +1,194 @@
+//! Backfills: a job run once for every fire time its schedule had in a past range, each run
+//! scheduled at its fire time (so its parameter's dates resolve to it), at most `at_once` under
+//! way (see `schedule::backfill`).
+
+use crate::api::Backfill;
+use crate::center::{Admin, OpError};
+use crate::model::{now_ms, Invalid, Job};
+use crate::store::NewBackfill;
+use chime_protocol::ScheduleType;
+
+/// The longest range a backfill covers: a year and a day.
+pub const MAX_BACKFILL_RANGE_MS: i64 = 366 * 24 * 3600 * 1000;
+/// The most fire times one backfill takes on (a range with more is split by the caller).
+pub const MAX_BACKFILL_FIRES: usize = 10_000;
+/// The most runs of one backfill under way at once.
+pub const MAX_BACKFILL_AT_ONCE: i64 = 100;
+
+/// What a backfill is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackfillRequest {
+    /// The range's first instant, epoch ms (included).
+    pub from: i64,
+    /// The range's last instant, epoch ms (included); not in the future.
+    pub to: i64,
+    /// At most this many runs under way at once.
+    pub at_once: i64,
+    /// Newest fire times first.
+    pub newest_first: bool,
+}
+
+impl BackfillRequest {
+    /// Refuses a range that is empty, reversed, in the future or longer than a year and a day,
+    /// and a parallelism out of `1..=MAX_BACKFILL_AT_ONCE`.
+    fn check(&self, now: i64) -> Result<(), Invalid> {
+        if self.from < 0 {
+            return Err(Invalid::new("from", "must be an instant (epoch ms) after 1970"));
+        }
+        if self.to <= self.from {
+            return Err(Invalid::new("to", "must be after from"));
+        }
+        if self.to > now {
+            return Err(Invalid::new(
+                "to",
+                format!("must not be in the future (now is {now}, epoch ms)"),
+            ));
+        }
+        if self.to - self.from > MAX_BACKFILL_RANGE_MS {
+            return Err(Invalid::new(
+                "to",
+                "the range must be at most 366 days; backfill a longer one in parts",
+            ));
+        }
+        if !(1..=MAX_BACKFILL_AT_ONCE).contains(&self.at_once) {
+            return Err(Invalid::new(
+                "at_once",
+                format!("must be between 1 and {MAX_BACKFILL_AT_ONCE}"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Every fire time of `job`'s schedule (with its further schedules) in `from..=to`; a fixed
+/// rate's grid starts at `from`. Refused for a schedule without past fire times to replay
+/// (FIX_DELAY, NONE), and for a range with more than [`MAX_BACKFILL_FIRES`].
+pub fn backfill_fire_times(job: &Job, from: i64, to: i64) -> Result<Vec<i64>, Invalid> {
+    if !matches!(job.schedule_type, ScheduleType::Cron | ScheduleType::FixRate) {
+        return Err(Invalid::new(
+            "schedule_type",
+            format!(
+                "job {} has a {} schedule: only CRON and FIX_RATE schedules have fire times to backfill",
+                job.id, job.schedule_type
+            ),
+        ));
+    }
+    let calendar = job.calendar(from).map_err(|e| Invalid::new("schedule_expr", e))?;
+    let mut times = Vec::new();
+    let mut after = from - 1;
+    while let Some(at) = calendar.next_after(after).filter(|at| *at <= to) {
+        if times.len() == MAX_BACKFILL_FIRES {
+            return Err(Invalid::new(
+                "to",
+                format!("the range holds more than {MAX_BACKFILL_FIRES} fire times; backfill it in parts"),
+            ));
+        }
+        times.push(at);
+        after = at;
+    }
+    Ok(times)
+}
+
+impl Admin {
+    /// Starts a backfill of job `job_id` asked for by `by`; answers it (done at once when the
+    /// range holds no fire time that was not backfilled before).
+    pub async fn create_backfill(&self, job_id: i64, req: BackfillRequest, by: &str) -> Result<Backfill, OpError> {
+        let now = now_ms();
+        req.check(now)?;
+        let job = self.store.job(job_id).await?;
+        let fire_times = backfill_fire_times(&job, req.from, req.to)?;
+        let new = NewBackfill {
+            job_id,
+            from: req.from,
+            to: req.to,
+            at_once: req.at_once,
+            newest_first: req.newest_first,
+            fire_times,
+            created_by: by.to_owned(),
+        };
+        Ok(self.store.insert_backfill(&new, now).await?)
+    }
+
+    /// Backfill `id` of job `job_id` (404 when it belongs to another job).
+    pub async fn job_backfill(&self, job_id: i64, id: i64) -> Result<Backfill, OpError> {
+        let backfill = self.store.backfill(id).await?;
+        if backfill.job_id != job_id {
+            return Err(crate::store::StoreError::NotFound(format!("backfill {id} of job {job_id}")).into());
+        }
+        Ok(backfill)
+    }
+
+    /// Cancels backfill `id` of job `job_id`: its waiting fire times are let go, its runs under
+    /// way go on. Answers it.
+    pub async fn cancel_backfill(&self, job_id: i64, id: i64) -> Result<Backfill, OpError> {
+        self.job_backfill(job_id, id).await?;
+        self.store.cancel_backfill(id, now_ms()).await?;
+        self.job_backfill(job_id, id).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DAY: i64 = 24 * 3600 * 1000;
+
+    fn job(kind: ScheduleType, expr: &str) -> Job {
+        let mut job = crate::follow_up::tests::job(1, Vec::new());
+        job.schedule_type = kind;
+        job.schedule_expr = expr.to_owned();
+        job.time_zone = "UTC".to_owned();
+        job
+    }
+
+    #[test]
+    fn a_daily_schedule_has_one_fire_time_per_day_of_the_range_ends_included() {
+        // 2026-01-01T02:00Z .. 2026-01-31T02:00Z: both ends are fire times.
+        let from = 1_767_232_800_000;
+        let times = backfill_fire_times(&job(ScheduleType::Cron, "0 0 2 * * ?"), from, from + 30 * DAY).unwrap();
+        assert_eq!(times.len(), 31);
+        assert_eq!(times[0], from);
+        assert!(times.windows(2).all(|w| w[1] - w[0] == DAY));
+    }
+
+    #[test]
+    fn schedules_without_past_fire_times_and_huge_ranges_are_refused() {
+        let err = backfill_fire_times(&job(ScheduleType::None, ""), 0, DAY).unwrap_err();
+        assert_eq!(err.field, "schedule_type");
+        let every_second = job(ScheduleType::Cron, "* * * * * ?");
+        let err = backfill_fire_times(&every_second, 0, DAY).unwrap_err();
+        assert!(err.message.contains("10000 fire times"), "{}", err.message);
+    }
+
+    #[test]
+    fn requests_are_checked() {
+        let now = 100 * DAY;
+        let ok = BackfillRequest {
+            from: DAY,
+            to: 2 * DAY,
+            at_once: 3,
+            newest_first: false,
+        };
+        assert!(ok.check(now).is_ok());
+        let field = |r: BackfillRequest| r.check(now).unwrap_err().field;
+        assert_eq!(field(BackfillRequest { to: DAY, ..ok }), "to");
+        assert_eq!(field(BackfillRequest { to: now + 1, ..ok }), "to");
+        assert_eq!(field(BackfillRequest { from: -5, ..ok }), "from");
+        assert_eq!(field(BackfillRequest { at_once: 0, ..ok }), "at_once");
+        assert_eq!(
+            field(BackfillRequest {
+                at_once: MAX_BACKFILL_AT_ONCE + 1,
+                ..ok
+            }),
+            "at_once"
+        );
+        assert_eq!(
+            field(BackfillRequest {
+                from: 0,
+                to: MAX_BACKFILL_RANGE_MS + 1,
+                ..ok
+            }),
+            "to"
+        );
+    }
+}
