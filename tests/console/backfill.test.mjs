@@ -8,7 +8,7 @@ import { setLang } from '../../web/i18n.js';
 
 /** @type {import('../../web/lib/backfill.js').Backfill} */
 const RUNNING = {
-  id: 4, job_id: 7, from: 0, to: 1, at_once: 3, newest_first: false, state: 'running', fires: 30, already: 2,
+  id: 4, job_id: 7, workflow_id: null, from: 0, to: 1, at_once: 3, newest_first: false, state: 'running', fires: 30, already: 2,
   waiting: 20, running: 3, succeeded: 6, failed: 1, created_by: 'ops', created_at: 0, ended_at: null,
 };
 

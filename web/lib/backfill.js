@@ -4,7 +4,7 @@ import { t } from '../i18n.js';
 
 /**
  * A backfill as the admin shows it.
- * @typedef {{ id: number, job_id: number, from: number, to: number, at_once: number, newest_first: boolean,
+ * @typedef {{ id: number, job_id: number | null, workflow_id: number | null, from: number, to: number, at_once: number, newest_first: boolean,
  *   state: 'running' | 'done' | 'cancelled', fires: number, already: number, waiting: number, running: number,
  *   succeeded: number, failed: number, created_by: string, created_at: number, ended_at: number | null }} Backfill
  */

@@ -34,6 +34,7 @@ export async function workflowList(root) {
       // A workflow without a schedule only runs when triggered: the admin refuses to start it.
       !operates ? null : w.running ? ['stop', act(() => api('POST', `/v1/workflows/${w.id}/stop`))] : (w.schedule_type !== 'NONE' ? ['start', act(() => api('POST', `/v1/workflows/${w.id}/start`))] : null),
       operates ? ['trigger_now', () => trigger(w)] : null,
+      w.schedule_type === 'CRON' || w.schedule_type === 'FIX_RATE' ? ['backfill', () => go(`#backfills/workflow/${w.id}`)] : null,
       edits ? ['edit', () => go(`#workflows/edit/${w.id}`)] : null,
       edits ? ['copy', () => go(`#workflows/copy/${w.id}`)] : null,
       ['instances', () => go(`#workflows/instances/${w.id}`)],

@@ -472,6 +472,7 @@ fn wire(
             store: s.store.clone(),
             partitions: s.partitions.clone(),
             wheel: s.wheel.clone(),
+            workflows: s.workflow_wake.clone(),
             shutdown: s.shutdown.clone(),
         },
         claims: claim_loop(&s),

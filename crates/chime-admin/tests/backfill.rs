@@ -3,7 +3,8 @@
 //! its date parameter resolved to that day, never more than 3 at once; a second backfill over
 //! an overlapping range runs only the days not backfilled before, newest first; a cancelled one
 //! starts nothing more and lets its fire times not started go; bad requests are refused with
-//! the field that is wrong.
+//! the field that is wrong. A daily workflow backfilled over 6 days, 2 at once, makes one
+//! instance per day whose nodes run with that day's parameters, never more than 2 at once.
 
 mod common;
 
@@ -245,8 +246,92 @@ async fn scenario(kind: Db) {
         .await;
     assert_eq!(s, 404, "{v}");
 
+    workflow_backfill(&env, &ex).await;
     ex.kill();
     env.close().await;
+}
+
+/// A workflow of two nodes backfilled over six days, two at once.
+async fn workflow_backfill(env: &Env, ex: &TestExecutor) {
+    let node = |param: &str| json!({"group": APP, "handler": "slow", "param": param});
+    let a = env.job(node("${fire_time:yyyy-MM-dd}")).await;
+    let b = env.job(node("b-${fire_time:yyyyMMdd}")).await;
+    let body = json!({"name": "daily-load", "schedule_type": "CRON", "schedule_expr": "0 0 3 * * ?", "time_zone": "UTC",
+        "definition": {"nodes": [{"key": "a", "job_id": a}, {"key": "b", "job_id": b}], "edges": [{"from": "a", "to": "b"}]}});
+    let (s, w) = env.api.post("/v1/workflows", body).await;
+    assert_eq!(s, 201, "{w}");
+    let wf = w["id"].as_i64().unwrap();
+    let from = utc(2026, 10, 1, 3);
+    let (s, started) = env
+        .api
+        .post(
+            &format!("/v1/workflows/{wf}/backfills"),
+            json!({"from": from, "to": from + 5 * DAY, "at_once": 2}),
+        )
+        .await;
+    assert_eq!(s, 201, "{started}");
+    assert_eq!(
+        (started["workflow_id"].as_i64(), started["job_id"].as_i64()),
+        (Some(wf), None),
+        "{started}"
+    );
+    assert_eq!(started["fires"], 6, "{started}");
+    let id = started["id"].as_i64().unwrap();
+    let done = eventually(120, "the workflow backfill done", || async {
+        let (s, v) = env.api.get(&format!("/v1/workflows/{wf}/backfills/{id}")).await;
+        assert_eq!(s, 200, "{v}");
+        if v["state"] != "running" {
+            Ok(v)
+        } else {
+            Err(v.to_string())
+        }
+    })
+    .await;
+    assert_eq!(
+        (done["state"].as_str(), done["succeeded"].as_i64()),
+        (Some("done"), Some(6)),
+        "{done}"
+    );
+    let (_, list) = env
+        .api
+        .get(&format!("/v1/workflow-instances?workflow_id={wf}&limit=100"))
+        .await;
+    let instances = list.as_array().unwrap();
+    let scheduled: BTreeSet<i64> = instances.iter().map(|i| i["scheduled_at"].as_i64().unwrap()).collect();
+    assert_eq!(
+        scheduled,
+        (0..6).map(|k| from + k * DAY).collect(),
+        "one instance per day: {list}"
+    );
+    assert!(
+        instances
+            .iter()
+            .all(|i| i["trigger_type"] == "BACKFILL" && i["state"] == "succeeded"),
+        "{list}"
+    );
+    // Never more than two at once: at each instance's start, fewer than two others were open.
+    for i in instances {
+        let start = i["created_at"].as_i64().unwrap();
+        let open = instances
+            .iter()
+            .filter(|o| o["created_at"].as_i64().unwrap() < start && o["finished_at"].as_i64().unwrap() > start)
+            .count();
+        assert!(open < 2, "{open} instances open when one started: {list}");
+    }
+    let days = days(from, 6);
+    let mut got_a = received(ex, a);
+    got_a.sort();
+    assert_eq!(got_a, days, "node a once per day, at that day");
+    let mut got_b = received(ex, b);
+    got_b.sort();
+    let want_b: Vec<String> = days.iter().map(|d| format!("b-{}", d.replace('-', ""))).collect();
+    assert_eq!(got_b, want_b, "node b once per day, after a");
+    // Another workflow's path does not reach this backfill.
+    let (s, v) = env
+        .api
+        .get(&format!("/v1/workflows/{}/backfills/{id}", wf + 1000))
+        .await;
+    assert_eq!(s, 404, "{v}");
 }
 
 #[tokio::test]

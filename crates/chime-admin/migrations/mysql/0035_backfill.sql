@@ -1,16 +1,19 @@
--- Backfills: a job run once for every fire time its schedule had in a past range.
+-- Backfills: a job or a workflow run once for every fire time its schedule had in a past range.
 --
--- backfill: one request (range, at most at_once runs under way, oldest or newest first),
--- running until every fire time has run, or cancelled. fires: the fire times it took on;
--- already: those of the range another backfill took on before it (never run twice).
--- backfill_fire: each fire time a backfill took on, one row per (job, fire time) ever, made
--- when the backfill is created; run_id is set in the transaction that creates its run, and a
--- cancelled backfill's fire times without a run are deleted (free for a later backfill).
--- Keep in step with the other dialects.
+-- backfill: one request for a target (target 'job' or 'workflow', target_id its id): the
+-- range, at most at_once runs (or instances) under way, oldest or newest first; running until
+-- every fire time has run, or cancelled. fires: the fire times it took on; already: those of
+-- the range another backfill of the same target took on before it (never run twice).
+-- backfill_fire: each fire time a backfill took on, one row per (target, fire time) ever, made
+-- when the backfill is created; started_id is the run (of a job) or the instance (of a
+-- workflow) made for it, set in the transaction that makes it; a cancelled backfill's fire
+-- times not started are deleted (free for a later backfill). Keep in step with the other
+-- dialects.
 
 CREATE TABLE backfill (
     id           BIGINT      NOT NULL AUTO_INCREMENT PRIMARY KEY,
-    job_id       BIGINT      NOT NULL,
+    target       VARCHAR(8)  NOT NULL,
+    target_id    BIGINT      NOT NULL,
     range_from   BIGINT      NOT NULL,
     range_to     BIGINT      NOT NULL,
     at_once      BIGINT      NOT NULL,
@@ -21,15 +24,16 @@ CREATE TABLE backfill (
     created_by   VARCHAR(64) NOT NULL DEFAULT '',
     created_at   BIGINT      NOT NULL,
     ended_at     BIGINT      NOT NULL DEFAULT 0,
-    INDEX backfill_job (job_id, id),
+    INDEX backfill_target (target, target_id, id),
     INDEX backfill_state (state)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
 
 CREATE TABLE backfill_fire (
-    job_id      BIGINT NOT NULL,
-    fire_at     BIGINT NOT NULL,
-    backfill_id BIGINT NOT NULL,
-    run_id      BIGINT NOT NULL DEFAULT 0,
-    PRIMARY KEY (job_id, fire_at),
-    INDEX backfill_fire_backfill (backfill_id, run_id)
+    target      VARCHAR(8) NOT NULL,
+    target_id   BIGINT     NOT NULL,
+    fire_at     BIGINT     NOT NULL,
+    backfill_id BIGINT     NOT NULL,
+    started_id  BIGINT     NOT NULL DEFAULT 0,
+    PRIMARY KEY (target, target_id, fire_at),
+    INDEX backfill_fire_backfill (backfill_id, started_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;

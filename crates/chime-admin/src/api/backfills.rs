@@ -1,10 +1,10 @@
-//! Backfills on the wire: a job run once for every fire time its schedule had in a past range
-//! ([`BackfillSpec`] asks for one, [`Backfill`] shows it and how far it got).
+//! Backfills on the wire: a job or a workflow run once for every fire time its schedule had in
+//! a past range ([`BackfillSpec`] asks for one, [`Backfill`] shows it and how far it got).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// What `POST /v1/jobs/{id}/backfills` takes.
+/// What `POST /v1/jobs/{id}/backfills` and `POST /v1/workflows/{id}/backfills` take.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BackfillSpec {
@@ -13,7 +13,8 @@ pub struct BackfillSpec {
     /// The range's last instant, epoch ms: a fire time at it is included; not in the future,
     /// at most 366 days after `from`.
     pub to: i64,
-    /// At most this many of its runs under way at once, 1..100 (default 1: one after the other).
+    /// At most this many of its runs (a workflow's: instances) under way at once, 1..100
+    /// (default 1: one after the other).
     #[serde(default)]
     pub at_once: Option<i64>,
     /// Newest fire times first (default: oldest first).
@@ -58,13 +59,15 @@ impl BackfillState {
 pub struct Backfill {
     /// Backfill id.
     pub id: i64,
-    /// The job it runs.
-    pub job_id: i64,
+    /// The job it runs (`null` for a workflow's).
+    pub job_id: Option<i64>,
+    /// The workflow it fires (`null` for a job's).
+    pub workflow_id: Option<i64>,
     /// The range's first instant, epoch ms (a fire at it is included).
     pub from: i64,
     /// The range's last instant, epoch ms (a fire at it is included).
     pub to: i64,
-    /// At most this many of its runs under way at once.
+    /// At most this many of its runs (a workflow's: instances) under way at once.
     pub at_once: i64,
     /// Whether the newest fire times go first.
     pub newest_first: bool,
@@ -76,11 +79,12 @@ pub struct Backfill {
     pub already: i64,
     /// Fire times not started yet.
     pub waiting: i64,
-    /// Runs started and not ended (pending, queued or running).
+    /// Runs (instances) started and not ended: pending, queued or running.
     pub running: i64,
-    /// Runs that succeeded.
+    /// Runs (instances) that succeeded.
     pub succeeded: i64,
-    /// Runs that ended otherwise (failed, killed, skipped, or removed by retention).
+    /// Runs (instances) that ended otherwise: failed, killed, stopped, skipped, or removed by
+    /// retention.
     pub failed: i64,
     /// Who asked for it.
     pub created_by: String,

@@ -372,12 +372,16 @@ pub async fn method_not_allowed(method: Method, pattern: Option<MatchedPath>) ->
     }
 }
 
-/// The value of the single `{…}` parameter of `pattern` in `path`.
+/// The value of the first `{…}` parameter of `pattern` in `path`: the object the route's rule
+/// names (`/v1/jobs/{id}/backfills/{backfill}`: the job). A later one names something of that
+/// object, which its handler checks belongs to it. Matched from the end, as `path` may carry
+/// the context path in front.
 fn path_param(pattern: &str, path: &str) -> Option<String> {
     pattern
         .rsplit('/')
         .zip(path.rsplit('/'))
-        .find(|(p, _)| p.starts_with('{'))
+        .filter(|(p, _)| p.starts_with('{'))
+        .last()
         .map(|(_, v)| percent_decode(v))
 }
 
@@ -725,6 +729,11 @@ mod tests {
             Some("a b")
         );
         assert_eq!(path_param("/v1/jobs", "/v1/jobs"), None);
+        // The object the rule names is the first parameter, not the one of it named after.
+        assert_eq!(
+            path_param("/v1/jobs/{id}/backfills/{backfill}", "/ctx/v1/jobs/7/backfills/9").as_deref(),
+            Some("7")
+        );
         let mut h = HeaderMap::new();
         h.insert(header::COOKIE, "a=1; chime_session=xyz; b=2".parse().unwrap());
         assert_eq!(cookie(&h, SESSION_COOKIE).as_deref(), Some("xyz"));

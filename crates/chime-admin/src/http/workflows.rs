@@ -76,7 +76,7 @@ async fn check_definition(admin: &Admin, p: &Principal, definition: &Definition,
 }
 
 /// Workflow `id`, once `p` holds `needed` for every node.
-async fn workflow_for(admin: &Admin, p: &Principal, id: &str, needed: GroupRole) -> ApiResult<Workflow> {
+pub(super) async fn workflow_for(admin: &Admin, p: &Principal, id: &str, needed: GroupRole) -> ApiResult<Workflow> {
     let workflow = admin.store.workflow(path_id(id, "workflow")?).await?;
     check_definition(admin, p, &workflow.definition, needed).await?;
     Ok(workflow)

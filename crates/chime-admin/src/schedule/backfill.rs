@@ -1,13 +1,14 @@
-//! The backfill driver: starts the waiting fire times of running backfills, at most `at_once`
-//! of each backfill under way, oldest (or newest) first, and marks a backfill done once every
-//! fire time has run. Each admin drives the backfills of the jobs whose partition it holds, so
-//! a backfill goes on after its admin dies, from what the database holds: the fire times
-//! waiting, and the runs under way.
+//! The backfill driver: starts the waiting fire times of running backfills — a job's as runs, a
+//! workflow's as instances —, at most `at_once` of each backfill under way, oldest (or newest)
+//! first, and marks a backfill done once every fire time has run. Each admin drives the
+//! backfills of the jobs and workflows whose partition it holds, so a backfill goes on after
+//! its admin dies, from what the database holds: the fire times waiting, and what is under way.
 
 use crate::model::now_ms;
 use crate::pipeline::partitions::Partitions;
 use crate::pipeline::wheel_queue::WheelQueue;
-use crate::store::{ActiveBackfill, NewRun, Store, StoreError, StoreResult};
+use crate::pipeline::workflow_wake::WorkflowWake;
+use crate::store::{ActiveBackfill, BackfillTarget, NewRun, Store, StoreError, StoreResult};
 use chime_protocol::TriggerType;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,10 +23,12 @@ pub const BACKFILL_ROUND: Duration = Duration::from_millis(500);
 pub struct BackfillLoop {
     /// Where backfills, their fire times and runs are kept.
     pub(crate) store: Store,
-    /// Only the backfills of jobs in partitions held here are driven from here.
+    /// Only the backfills of jobs and workflows in partitions held here are driven from here.
     pub(crate) partitions: Arc<Partitions>,
     /// Where the runs started go to be sent.
     pub(crate) wheel: WheelQueue,
+    /// Told of the node runs a workflow backfill's instances started, which move them on.
+    pub(crate) workflows: Arc<WorkflowWake>,
     /// Cancelled to stop.
     pub(crate) shutdown: CancellationToken,
 }
@@ -43,7 +46,7 @@ pub async fn run(b: BackfillLoop) {
     }
 }
 
-/// One round over every running backfill whose job's partition this admin holds.
+/// One round over every running backfill whose target's partition this admin holds.
 async fn round(b: &BackfillLoop) -> StoreResult<()> {
     for backfill in b.store.active_backfills().await? {
         if b.partitions.holds(backfill.partition) {
@@ -55,36 +58,50 @@ async fn round(b: &BackfillLoop) -> StoreResult<()> {
 
 /// Starts as many waiting fire times of `backfill` as it has room for, or marks it done.
 async fn drive(b: &BackfillLoop, backfill: &ActiveBackfill) -> StoreResult<()> {
-    let (running, waiting) = b
-        .store
-        .backfill_next(backfill.id, backfill.newest_first, backfill.at_once)
-        .await?;
+    let (running, waiting) = b.store.backfill_next(backfill, backfill.at_once).await?;
     if waiting.is_empty() {
-        if running == 0 && b.store.finish_backfill_if_done(backfill.id, now_ms()).await? {
-            tracing::info!(backfill = backfill.id, job = backfill.job_id, "backfill done");
+        if running == 0 && b.store.finish_backfill_if_done(backfill, now_ms()).await? {
+            tracing::info!(backfill = backfill.id, target = ?backfill.target, "backfill done");
         }
         return Ok(());
     }
     let room = usize::try_from(backfill.at_once - running).unwrap_or(0);
-    if room == 0 {
+    let next = &waiting[..room.min(waiting.len())];
+    if next.is_empty() {
         return Ok(());
     }
-    let job = match b.store.job(backfill.job_id).await {
-        Ok(job) => job,
-        // Deleted a moment ago: its backfills go with it.
-        Err(StoreError::NotFound(_)) => return Ok(()),
-        Err(e) => return Err(e),
+    let started = match backfill.target {
+        BackfillTarget::Job(job) => start_runs(b, backfill.id, job, next).await,
+        BackfillTarget::Workflow(workflow) => {
+            let tickets = b
+                .store
+                .start_backfill_instances(backfill.id, workflow, next, now_ms())
+                .await;
+            tickets.map(|tickets| {
+                b.workflows.sent_by_api(tickets.iter().map(|(_, t)| t.id));
+                super::workflows::enqueue(&b.wheel, tickets);
+            })
+        }
     };
+    match started {
+        // Deleted a moment ago: its backfills go with it.
+        Err(StoreError::NotFound(_)) => Ok(()),
+        other => other,
+    }
+}
+
+/// Starts job `job`'s runs of backfill `id` for the fire times `at`.
+async fn start_runs(b: &BackfillLoop, id: i64, job: i64, at: &[i64]) -> StoreResult<()> {
+    let job = b.store.job(job).await?;
     // Each run is scheduled at its own fire time: its parameter's dates resolve to that time,
     // and the run lists show which fire it stands for. Being in the past, it is sent at once.
-    let runs: Vec<NewRun> = waiting
+    let runs: Vec<NewRun> = at
         .iter()
-        .take(room)
         .map(|at| NewRun::of_job(&job, TriggerType::Backfill, *at, None))
         .collect();
-    let tickets = b.store.start_backfill_runs(backfill.id, &runs).await?;
+    let tickets = b.store.start_backfill_runs(id, &runs).await?;
     if !tickets.is_empty() {
-        tracing::debug!(backfill = backfill.id, started = tickets.len(), "backfill runs started");
+        tracing::debug!(backfill = id, started = tickets.len(), "backfill runs started");
         b.wheel.enqueue(Arc::new(job), tickets, None);
     }
     Ok(())

@@ -829,7 +829,12 @@ impl Store {
             }
         }
         for table in ["run", "glue_version", "backfill", "backfill_fire"] {
-            let sql = format!("DELETE FROM {table} WHERE job_id IN ({{in}})");
+            let target = if table.starts_with("backfill") {
+                "target = 'job' AND target_id"
+            } else {
+                "job_id"
+            };
+            let sql = format!("DELETE FROM {table} WHERE {target} IN ({{in}})");
             self.execute_in(tx, &sql, &doomed_ids, &[]).await?;
         }
         self.execute_in(tx, "DELETE FROM job WHERE id IN ({in})", &doomed_ids, &[])

@@ -494,8 +494,13 @@ impl Store {
         if sqlx::query(&q).bind(id).execute(&mut *tx).await?.rows_affected() == 0 {
             return Err(StoreError::NotFound(format!("job {id}")));
         }
-        for table in ["run", "glue_version", "backfill", "backfill_fire"] {
-            let q = self.sql_text(format!("DELETE FROM {table} WHERE job_id = ?"));
+        for table in [
+            "run WHERE job_id = ?",
+            "glue_version WHERE job_id = ?",
+            "backfill WHERE target = 'job' AND target_id = ?",
+            "backfill_fire WHERE target = 'job' AND target_id = ?",
+        ] {
+            let q = self.sql_text(format!("DELETE FROM {table}"));
             sqlx::query(&q).bind(id).execute(&mut *tx).await?;
         }
         tx.commit().await?;

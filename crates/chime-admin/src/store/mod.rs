@@ -25,7 +25,7 @@ mod apply_channels;
 mod apply_workflows;
 mod audit;
 mod backfills;
-pub use backfills::{ActiveBackfill, NewBackfill};
+pub use backfills::{ActiveBackfill, BackfillTarget, NewBackfill};
 mod backup;
 mod plan_fields;
 pub use backup::dump_advice;

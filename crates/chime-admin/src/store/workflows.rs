@@ -195,6 +195,8 @@ impl Store {
         for table in [
             "workflow_instance WHERE workflow_id = ?",
             "workflow_version WHERE workflow_id = ?",
+            "backfill WHERE target = 'workflow' AND target_id = ?",
+            "backfill_fire WHERE target = 'workflow' AND target_id = ?",
             "workflow WHERE id = ?",
         ] {
             let q = self.sql_text(format!("DELETE FROM {table}"));

@@ -133,7 +133,8 @@ impl Caller {
 }
 
 /// The targets a route's path parameter is filled with: `{key}` the group, `{id}` the job of a
-/// `/v1/jobs/…` route, the run of a `/v1/runs/…` one, else `other` (a user, a key).
+/// `/v1/jobs/…` route, the run of a `/v1/runs/…` one, else `other` (a user, a key); a second
+/// parameter (`{backfill}`) some id, as the access check comes before it is looked up.
 pub struct Targets {
     pub group: i64,
     pub job: i64,
@@ -153,6 +154,7 @@ impl Targets {
         };
         path.replace("{key}", &self.group.to_string())
             .replace("{id}", &id.to_string())
+            .replace("{backfill}", "1")
     }
 }
 

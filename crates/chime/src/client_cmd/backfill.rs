@@ -1,6 +1,6 @@
-//! `chime job backfill ID --from TIME --to TIME`: run a job once for every fire time its
-//! schedule had in a past range; `chime job backfills ID` lists them, `chime job
-//! backfill-cancel ID BACKFILL` cancels one.
+//! `chime job|workflow backfill ID --from TIME --to TIME`: run a job (a workflow) once for
+//! every fire time its schedule had in a past range; `backfills ID` lists them,
+//! `backfill-cancel ID BACKFILL` cancels one.
 
 use super::output::{table, time};
 use super::pause::instant;
@@ -13,7 +13,7 @@ use std::time::Duration;
 /// How often `--wait` asks how far a backfill got.
 const WAIT_POLL: Duration = Duration::from_secs(1);
 
-/// What `chime job backfill` takes besides the job.
+/// What `chime job|workflow backfill` takes besides the job or workflow.
 #[derive(Debug, clap::Args)]
 pub(super) struct BackfillArgs {
     /// The range's first instant (a fire time at it is included): RFC 3339
@@ -34,18 +34,16 @@ pub(super) struct BackfillArgs {
     wait: bool,
 }
 
-/// Starts a backfill of job `id`, and with `--wait` follows it to its end: a failure when it
-/// was cancelled or a run of it failed.
-pub(super) async fn start(c: &Client, id: i64, args: BackfillArgs) -> Result<(), Failure> {
+/// Starts a backfill of the job or workflow at `of` (`/v1/jobs/7`), and with `--wait` follows it
+/// to its end: a failure when it was cancelled or a run of it failed.
+pub(super) async fn start(c: &Client, of: &str, args: BackfillArgs) -> Result<(), Failure> {
     let body = json!({
         "from": instant("--from", &args.from)?,
         "to": instant("--to", &args.to)?,
         "at_once": args.at_once,
         "newest_first": args.newest_first,
     });
-    let answer = c
-        .call(Method::POST, &format!("/v1/jobs/{id}/backfills"), Some(body))
-        .await?;
+    let answer = c.call(Method::POST, &format!("{of}/backfills"), Some(body)).await?;
     if !args.wait {
         return c.print(answer, |b: Backfill| print_backfills(&[b]));
     }
@@ -61,7 +59,7 @@ pub(super) async fn start(c: &Client, id: i64, args: BackfillArgs) -> Result<(),
             break;
         }
         tokio::time::sleep(WAIT_POLL).await;
-        backfill = c.get(&format!("/v1/jobs/{id}/backfills/{}", backfill.id)).await?;
+        backfill = c.get(&format!("{of}/backfills/{}", backfill.id)).await?;
     }
     if c.opts.json {
         outln!("{}", serde_json::to_string_pretty(&backfill).unwrap_or_default());
@@ -73,15 +71,15 @@ pub(super) async fn start(c: &Client, id: i64, args: BackfillArgs) -> Result<(),
     }
 }
 
-/// Lists job `id`'s backfills, newest first.
-pub(super) async fn list(c: &Client, id: i64) -> Result<(), Failure> {
-    let answer = c.call(Method::GET, &format!("/v1/jobs/{id}/backfills"), None).await?;
+/// Lists the backfills of the job or workflow at `of`, newest first.
+pub(super) async fn list(c: &Client, of: &str) -> Result<(), Failure> {
+    let answer = c.call(Method::GET, &format!("{of}/backfills"), None).await?;
     c.print(answer, |all: Vec<Backfill>| print_backfills(&all))
 }
 
-/// Cancels backfill `backfill` of job `id`.
-pub(super) async fn cancel(c: &Client, id: i64, backfill: i64) -> Result<(), Failure> {
-    let path = format!("/v1/jobs/{id}/backfills/{backfill}/cancel");
+/// Cancels backfill `backfill` of the job or workflow at `of`.
+pub(super) async fn cancel(c: &Client, of: &str, backfill: i64) -> Result<(), Failure> {
+    let path = format!("{of}/backfills/{backfill}/cancel");
     let answer = c.call(Method::POST, &path, None).await?;
     c.print(answer, |b: Backfill| print_backfills(&[b]))
 }
@@ -89,9 +87,9 @@ pub(super) async fn cancel(c: &Client, id: i64, backfill: i64) -> Result<(), Fai
 /// One line of `--wait`'s progress.
 fn progress_line(b: &Backfill) -> String {
     format!(
-        "backfill {} of job {}: {} — {} fire times: {} succeeded, {} failed, {} running, {} waiting",
+        "backfill {} of {}: {} — {} fire times: {} succeeded, {} failed, {} running, {} waiting",
         b.id,
-        b.job_id,
+        target(b),
         state_name(b.state),
         b.fires,
         b.succeeded,
@@ -99,6 +97,15 @@ fn progress_line(b: &Backfill) -> String {
         b.running,
         b.waiting
     )
+}
+
+/// `job 7` or `workflow 3`.
+fn target(b: &Backfill) -> String {
+    match (b.job_id, b.workflow_id) {
+        (Some(job), _) => format!("job {job}"),
+        (_, Some(workflow)) => format!("workflow {workflow}"),
+        _ => String::new(),
+    }
 }
 
 fn state_name(state: BackfillState) -> &'static str {
@@ -115,7 +122,7 @@ fn print_backfills(all: &[Backfill]) {
         .map(|b| {
             vec![
                 b.id.to_string(),
-                b.job_id.to_string(),
+                target(b),
                 state_name(b.state).to_owned(),
                 time(b.from),
                 time(b.to),

@@ -823,9 +823,9 @@ async fn job_cmd(c: &Client, cmd: JobCmd) -> Result<(), Failure> {
             c.call(Method::DELETE, &format!("/v1/jobs/{id}"), None).await?;
             c.print(json!({ "deleted": id }), |_: Value| outln!("deleted job {id}"))
         }
-        JobCmd::Backfill { id, args } => backfill::start(c, id, args).await,
-        JobCmd::Backfills { id } => backfill::list(c, id).await,
-        JobCmd::BackfillCancel { id, backfill } => backfill::cancel(c, id, backfill).await,
+        JobCmd::Backfill { id, args } => backfill::start(c, &format!("/v1/jobs/{id}"), args).await,
+        JobCmd::Backfills { id } => backfill::list(c, &format!("/v1/jobs/{id}")).await,
+        JobCmd::BackfillCancel { id, backfill } => backfill::cancel(c, &format!("/v1/jobs/{id}"), backfill).await,
         JobCmd::Trigger { id, param, address } => {
             let body = TriggerBody {
                 param,

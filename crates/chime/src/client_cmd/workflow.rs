@@ -51,6 +51,26 @@ pub(super) enum WorkflowCmd {
     },
     /// End a workflow's pause now.
     Resume { id: i64 },
+    /// Backfill a workflow: one instance for every fire time its schedule had in a past range,
+    /// its nodes' date parameters at that fire time; a fire time backfilled before is left out.
+    Backfill {
+        /// Workflow id.
+        id: i64,
+        #[command(flatten)]
+        args: super::backfill::BackfillArgs,
+    },
+    /// List a workflow's backfills, newest first, with how far each got.
+    Backfills {
+        /// Workflow id.
+        id: i64,
+    },
+    /// Cancel a running backfill: its fire times not started are let go; instances go on.
+    BackfillCancel {
+        /// Workflow id.
+        id: i64,
+        /// Backfill id.
+        backfill: i64,
+    },
     /// Delete a workflow and its finished instances.
     Rm { id: i64 },
     /// Fire a workflow now; with --wait, follow the instance to its end (exit 1 unless it
@@ -265,6 +285,11 @@ pub(super) async fn dispatch(c: &Client, cmd: WorkflowCmd) -> Result<(), Failure
             print_workflow,
         ),
         WorkflowCmd::Resume { id } => c.print(action(c, &format!("/v1/workflows/{id}/resume")).await?, print_workflow),
+        WorkflowCmd::Backfill { id, args } => super::backfill::start(c, &format!("/v1/workflows/{id}"), args).await,
+        WorkflowCmd::Backfills { id } => super::backfill::list(c, &format!("/v1/workflows/{id}")).await,
+        WorkflowCmd::BackfillCancel { id, backfill } => {
+            super::backfill::cancel(c, &format!("/v1/workflows/{id}"), backfill).await
+        }
         WorkflowCmd::Rm { id } => {
             c.call(Method::DELETE, &format!("/v1/workflows/{id}"), None).await?;
             if !c.opts.json {

@@ -1,11 +1,11 @@
-//! Backfills: a job run once for every fire time its schedule had in a past range, each run
-//! scheduled at its fire time (so its parameter's dates resolve to it), at most `at_once` under
-//! way (see `schedule::backfill`).
+//! Backfills: a job or a workflow run once for every fire time its schedule had in a past
+//! range, each run (instance) scheduled at its fire time (so its parameters' dates resolve to
+//! it), at most `at_once` under way (see `schedule::backfill`).
 
-use crate::api::Backfill;
+use crate::api::{calendar_with_more, Backfill, MoreSchedule};
 use crate::center::{Admin, OpError};
-use crate::model::{now_ms, Invalid, Job};
-use crate::store::NewBackfill;
+use crate::model::{now_ms, Invalid};
+use crate::store::{BackfillTarget, NewBackfill, StoreError};
 use chime_protocol::ScheduleType;
 
 /// The longest range a backfill covers: a year and a day.
@@ -60,20 +60,34 @@ impl BackfillRequest {
     }
 }
 
-/// Every fire time of `job`'s schedule (with its further schedules) in `from..=to`; a fixed
-/// rate's grid starts at `from`. Refused for a schedule without past fire times to replay
+/// A schedule to walk over a past range: its type, expression, zone and further schedules.
+#[derive(Debug, Clone, Copy)]
+pub struct PastSchedule<'a> {
+    /// `CRON` or `FIX_RATE` (the others are refused).
+    pub kind: ScheduleType,
+    /// Its expression.
+    pub expr: &'a str,
+    /// Its zone.
+    pub zone: &'a str,
+    /// Its further schedules (a job's).
+    pub more: &'a [MoreSchedule],
+}
+
+/// Every fire time of `schedule` (`what`'s, for the messages) in `from..=to`; a fixed rate's
+/// grid starts at `from`. Refused for a schedule without past fire times to replay
 /// (FIX_DELAY, NONE), and for a range with more than [`MAX_BACKFILL_FIRES`].
-pub fn backfill_fire_times(job: &Job, from: i64, to: i64) -> Result<Vec<i64>, Invalid> {
-    if !matches!(job.schedule_type, ScheduleType::Cron | ScheduleType::FixRate) {
+pub fn backfill_fire_times(what: &str, schedule: PastSchedule<'_>, from: i64, to: i64) -> Result<Vec<i64>, Invalid> {
+    if !matches!(schedule.kind, ScheduleType::Cron | ScheduleType::FixRate) {
         return Err(Invalid::new(
             "schedule_type",
             format!(
-                "job {} has a {} schedule: only CRON and FIX_RATE schedules have fire times to backfill",
-                job.id, job.schedule_type
+                "{what} has a {} schedule: only CRON and FIX_RATE schedules have fire times to backfill",
+                schedule.kind
             ),
         ));
     }
-    let calendar = job.calendar(from).map_err(|e| Invalid::new("schedule_expr", e))?;
+    let calendar = calendar_with_more(schedule.kind, schedule.expr, schedule.zone, schedule.more, from)
+        .map_err(|e| Invalid::new("schedule_expr", e))?;
     let mut times = Vec::new();
     let mut after = from - 1;
     while let Some(at) = calendar.next_after(after).filter(|at| *at <= to) {
@@ -90,15 +104,40 @@ pub fn backfill_fire_times(job: &Job, from: i64, to: i64) -> Result<Vec<i64>, In
 }
 
 impl Admin {
-    /// Starts a backfill of job `job_id` asked for by `by`; answers it (done at once when the
+    /// Starts a backfill of `target` asked for by `by`; answers it (done at once when the
     /// range holds no fire time that was not backfilled before).
-    pub async fn create_backfill(&self, job_id: i64, req: BackfillRequest, by: &str) -> Result<Backfill, OpError> {
+    pub async fn create_backfill(
+        &self,
+        target: BackfillTarget,
+        req: BackfillRequest,
+        by: &str,
+    ) -> Result<Backfill, OpError> {
         let now = now_ms();
         req.check(now)?;
-        let job = self.store.job(job_id).await?;
-        let fire_times = backfill_fire_times(&job, req.from, req.to)?;
+        let fire_times = match target {
+            BackfillTarget::Job(id) => {
+                let job = self.store.job(id).await?;
+                let schedule = PastSchedule {
+                    kind: job.schedule_type,
+                    expr: &job.schedule_expr,
+                    zone: &job.time_zone,
+                    more: &job.more_schedules,
+                };
+                backfill_fire_times(&format!("job {id}"), schedule, req.from, req.to)?
+            }
+            BackfillTarget::Workflow(id) => {
+                let w = self.store.workflow(id).await?;
+                let schedule = PastSchedule {
+                    kind: w.schedule_type,
+                    expr: &w.schedule_expr,
+                    zone: &w.time_zone,
+                    more: &[],
+                };
+                backfill_fire_times(&format!("workflow {id}"), schedule, req.from, req.to)?
+            }
+        };
         let new = NewBackfill {
-            job_id,
+            target,
             from: req.from,
             to: req.to,
             at_once: req.at_once,
@@ -109,21 +148,25 @@ impl Admin {
         Ok(self.store.insert_backfill(&new, now).await?)
     }
 
-    /// Backfill `id` of job `job_id` (404 when it belongs to another job).
-    pub async fn job_backfill(&self, job_id: i64, id: i64) -> Result<Backfill, OpError> {
+    /// Backfill `id` of `target` (404 when it is another's).
+    pub async fn backfill_of(&self, target: BackfillTarget, id: i64) -> Result<Backfill, OpError> {
         let backfill = self.store.backfill(id).await?;
-        if backfill.job_id != job_id {
-            return Err(crate::store::StoreError::NotFound(format!("backfill {id} of job {job_id}")).into());
+        let of = match target {
+            BackfillTarget::Job(job) => backfill.job_id == Some(job),
+            BackfillTarget::Workflow(workflow) => backfill.workflow_id == Some(workflow),
+        };
+        if !of {
+            return Err(StoreError::NotFound(format!("backfill {id} of {target:?}").to_lowercase()).into());
         }
         Ok(backfill)
     }
 
-    /// Cancels backfill `id` of job `job_id`: its waiting fire times are let go, its runs under
-    /// way go on. Answers it.
-    pub async fn cancel_backfill(&self, job_id: i64, id: i64) -> Result<Backfill, OpError> {
-        self.job_backfill(job_id, id).await?;
+    /// Cancels backfill `id` of `target`: its waiting fire times are let go, what is under
+    /// way goes on. Answers it.
+    pub async fn cancel_backfill(&self, target: BackfillTarget, id: i64) -> Result<Backfill, OpError> {
+        self.backfill_of(target, id).await?;
         self.store.cancel_backfill(id, now_ms()).await?;
-        self.job_backfill(job_id, id).await
+        self.backfill_of(target, id).await
     }
 }
 
@@ -133,19 +176,21 @@ mod tests {
 
     const DAY: i64 = 24 * 3600 * 1000;
 
-    fn job(kind: ScheduleType, expr: &str) -> Job {
-        let mut job = crate::follow_up::tests::job(1, Vec::new());
-        job.schedule_type = kind;
-        job.schedule_expr = expr.to_owned();
-        job.time_zone = "UTC".to_owned();
-        job
+    fn daily(kind: ScheduleType, expr: &str) -> PastSchedule<'_> {
+        PastSchedule {
+            kind,
+            expr,
+            zone: "UTC",
+            more: &[],
+        }
     }
 
     #[test]
     fn a_daily_schedule_has_one_fire_time_per_day_of_the_range_ends_included() {
         // 2026-01-01T02:00Z .. 2026-01-31T02:00Z: both ends are fire times.
         let from = 1_767_232_800_000;
-        let times = backfill_fire_times(&job(ScheduleType::Cron, "0 0 2 * * ?"), from, from + 30 * DAY).unwrap();
+        let times =
+            backfill_fire_times("job 1", daily(ScheduleType::Cron, "0 0 2 * * ?"), from, from + 30 * DAY).unwrap();
         assert_eq!(times.len(), 31);
         assert_eq!(times[0], from);
         assert!(times.windows(2).all(|w| w[1] - w[0] == DAY));
@@ -153,10 +198,11 @@ mod tests {
 
     #[test]
     fn schedules_without_past_fire_times_and_huge_ranges_are_refused() {
-        let err = backfill_fire_times(&job(ScheduleType::None, ""), 0, DAY).unwrap_err();
+        let err = backfill_fire_times("job 1", daily(ScheduleType::None, ""), 0, DAY).unwrap_err();
         assert_eq!(err.field, "schedule_type");
-        let every_second = job(ScheduleType::Cron, "* * * * * ?");
-        let err = backfill_fire_times(&every_second, 0, DAY).unwrap_err();
+        assert!(err.message.starts_with("job 1 has a NONE schedule"), "{}", err.message);
+        let every_second = daily(ScheduleType::Cron, "* * * * * ?");
+        let err = backfill_fire_times("job 1", every_second, 0, DAY).unwrap_err();
         assert!(err.message.contains("10000 fire times"), "{}", err.message);
     }
 

@@ -76,19 +76,19 @@ pub(super) const ROUTES: &[Route] = &[
         (202, Some(exact(json!({ "run_id": int(), "job_id": int() })))),
         &[400, 403, 404, 409, 413, 422],
     )),
-    api!("POST" "/v1/jobs/{id}/backfills", Rule::Operate(Target::Job), backfills::create, op(
+    api!("POST" "/v1/jobs/{id}/backfills", Rule::Operate(Target::Job), backfills::create_for_job, op(
         "Backfill a job: run it once for every fire time its schedule had in a past range (both ends included), each run scheduled at its fire time, at most `at_once` under way; a fire time backfilled before is left out",
         "jobs", json!([id()]), Some(body(r("BackfillSpec"), true)), (201, Some(r("Backfill"))), &[400, 403, 404, 413, 422],
     )),
-    api!("GET" "/v1/jobs/{id}/backfills", Rule::Read(Target::Job), backfills::list, op(
+    api!("GET" "/v1/jobs/{id}/backfills", Rule::Read(Target::Job), backfills::list_for_job, op(
         "A job's 50 newest backfills, newest first, each with how far it got",
         "jobs", json!([id()]), None, (200, Some(arr(r("Backfill")))), &[400, 403, 404],
     )),
-    api!("GET" "/v1/jobs/{id}/backfills/{backfill}", Rule::Read(Target::Job), backfills::show, op(
+    api!("GET" "/v1/jobs/{id}/backfills/{backfill}", Rule::Read(Target::Job), backfills::show_for_job, op(
         "Show a backfill of a job, with how far it got",
         "jobs", json!([id(), backfill_id()]), None, (200, Some(r("Backfill"))), &[400, 403, 404],
     )),
-    api!("POST" "/v1/jobs/{id}/backfills/{backfill}/cancel", Rule::Operate(Target::Job), backfills::cancel, op(
+    api!("POST" "/v1/jobs/{id}/backfills/{backfill}/cancel", Rule::Operate(Target::Job), backfills::cancel_for_job, op(
         "Cancel a running backfill: its fire times not started are let go (a later backfill may take them on); its runs under way go on",
         "jobs", json!([id(), backfill_id()]), None, (200, Some(r("Backfill"))), &[400, 403, 404, 409, 413],
     )),

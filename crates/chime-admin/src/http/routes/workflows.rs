@@ -5,9 +5,10 @@
 use super::Route;
 use crate::api::GroupRole;
 use crate::http::access::Rule;
+use crate::http::backfills;
 use crate::http::openapi::{
-    arr, body, change, exact, id, input, instance_states, int, job_key, limit, nullable, op, path, pause_body, query,
-    r, string_enum, workflow_spec,
+    arr, backfill_id, body, change, exact, id, input, instance_states, int, job_key, limit, nullable, op, path,
+    pause_body, query, r, string_enum, workflow_spec,
 };
 use crate::http::workflows as wf;
 use serde_json::json;
@@ -53,6 +54,22 @@ pub(super) const ROUTES: &[Route] = &[
     api!("POST" "/v1/workflows/{id}/resume", Rule::Needs(GroupRole::Operator), wf::resume_workflow, op(
         "End a workflow's pause now",
         "workflows", json!([id()]), None, (200, Some(r("Workflow"))), &[400, 403, 404, 413],
+    )),
+    api!("POST" "/v1/workflows/{id}/backfills", Rule::Needs(GroupRole::Operator), backfills::create_for_workflow, op(
+        "Backfill a workflow: one instance for every fire time its schedule had in a past range (both ends included), each scheduled at its fire time, at most `at_once` running; its `max_instances` applies; a fire time backfilled before is left out",
+        "workflows", json!([id()]), Some(body(r("BackfillSpec"), true)), (201, Some(r("Backfill"))), &[400, 403, 404, 413, 422],
+    )),
+    api!("GET" "/v1/workflows/{id}/backfills", Rule::Needs(GroupRole::Viewer), backfills::list_for_workflow, op(
+        "A workflow's 50 newest backfills, newest first, each with how far it got",
+        "workflows", json!([id()]), None, (200, Some(arr(r("Backfill")))), &[400, 403, 404],
+    )),
+    api!("GET" "/v1/workflows/{id}/backfills/{backfill}", Rule::Needs(GroupRole::Viewer), backfills::show_for_workflow, op(
+        "Show a backfill of a workflow, with how far it got",
+        "workflows", json!([id(), backfill_id()]), None, (200, Some(r("Backfill"))), &[400, 403, 404],
+    )),
+    api!("POST" "/v1/workflows/{id}/backfills/{backfill}/cancel", Rule::Needs(GroupRole::Operator), backfills::cancel_for_workflow, op(
+        "Cancel a running backfill of a workflow: its fire times not started are let go; its instances under way go on",
+        "workflows", json!([id(), backfill_id()]), None, (200, Some(r("Backfill"))), &[400, 403, 404, 409, 413],
     )),
     api!("POST" "/v1/workflows/{id}/trigger", Rule::Needs(GroupRole::Operator), wf::trigger_workflow, op(
         "Fire a workflow now: a new instance",
