@@ -180,23 +180,20 @@ fn br_is_a_line_break_in_logs_and_run_details() {
 #[test]
 fn a_job_with_several_schedules_from_the_command_line() {
     let demo = common::demo("cli-more-schedules");
-    let job = demo.json(&[
-        "job",
-        "add",
-        "--group",
-        "chime-demo",
-        "--handler",
+    let job = demo.add_job(
         "demoJobHandler",
-        "--cron",
-        "0 30 9 * * ?",
-        "--tz",
-        "Asia/Shanghai",
-        "--also",
-        "CRON 0 0 18 * * ? @Europe/Berlin",
-        "--also",
-        "cron 0 30 9 * * ?",
-        "--start",
-    ]);
+        &[
+            "--cron",
+            "0 30 9 * * ?",
+            "--tz",
+            "Asia/Shanghai",
+            "--also",
+            "CRON 0 0 18 * * ? @Europe/Berlin",
+            "--also",
+            "cron 0 30 9 * * ?",
+            "--start",
+        ],
+    );
     let id = job["id"].as_i64().unwrap().to_string();
     assert_eq!(
         job["more_schedules"],
@@ -245,20 +242,17 @@ fn a_job_with_several_schedules_from_the_command_line() {
 #[test]
 fn a_backfill_from_the_command_line_runs_each_day_once_and_waits_for_it() {
     let demo = common::demo("cli-backfill");
-    let job = demo.json(&[
-        "job",
-        "add",
-        "--group",
-        "chime-demo",
-        "--handler",
+    let job = demo.add_job(
         "demoJobHandler",
-        "--cron",
-        "0 0 2 * * ?",
-        "--tz",
-        "UTC",
-        "--param",
-        "${fire_time:yyyy-MM-dd}",
-    ]);
+        &[
+            "--cron",
+            "0 0 2 * * ?",
+            "--tz",
+            "UTC",
+            "--param",
+            "${fire_time:yyyy-MM-dd}",
+        ],
+    );
     let id = job["id"].as_i64().unwrap().to_string();
     let range = ["--from", "2026-10-01T00:00:00Z", "--to", "2026-10-05T23:59:59+00:00"];
     let waited = demo.ok(&[&["job", "backfill", &id][..], &range, &["--at-once", "2", "--wait"]].concat());
@@ -304,21 +298,18 @@ fn a_backfill_from_the_command_line_runs_each_day_once_and_waits_for_it() {
 #[test]
 fn job_tables_name_groups_and_zones_and_take_alarm_emails() {
     let demo = common::demo("cli-client");
-    let job = demo.json(&[
-        "job",
-        "add",
-        "--group",
-        "chime-demo",
-        "--handler",
+    let job = demo.add_job(
         "demoJobHandler",
-        "--cron",
-        "0 30 9 * * ?",
-        "--tz",
-        "Asia/Shanghai",
-        "--start",
-        "--alarm-email",
-        "ops@example.com, dev@example.com",
-    ]);
+        &[
+            "--cron",
+            "0 30 9 * * ?",
+            "--tz",
+            "Asia/Shanghai",
+            "--start",
+            "--alarm-email",
+            "ops@example.com, dev@example.com",
+        ],
+    );
     let id = job["id"].as_i64().unwrap().to_string();
     assert_eq!(job["alarm_contacts"], "ops@example.com,dev@example.com");
 

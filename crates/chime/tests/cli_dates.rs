@@ -17,21 +17,18 @@ fn id_of(job: &Value) -> String {
 #[test]
 fn next_fires_and_runs_show_their_dates() {
     let demo = common::demo("cli-dates");
-    let job = demo.json(&[
-        "job",
-        "add",
-        "--group",
-        "chime-demo",
-        "--handler",
+    let job = demo.add_job(
         "demoJobHandler",
-        "--cron",
-        "0 30 0 * * ?",
-        "--tz",
-        "Asia/Shanghai",
-        "--param",
-        "day=${bizdate:yyyy-MM-dd} at=${fire_time:HH:mm} literal=$${x}",
-        "--start",
-    ]);
+        &[
+            "--cron",
+            "0 30 0 * * ?",
+            "--tz",
+            "Asia/Shanghai",
+            "--param",
+            "day=${bizdate:yyyy-MM-dd} at=${fire_time:HH:mm} literal=$${x}",
+            "--start",
+        ],
+    );
     let id = id_of(&job);
 
     // Each next fire with its own dates: the day before the fire, in the job's zone.
@@ -54,17 +51,7 @@ fn next_fires_and_runs_show_their_dates() {
     );
 
     // A manual trigger's parameter, resolved from when it was triggered, as the run shows it.
-    let manual = id_of(&demo.json(&[
-        "job",
-        "add",
-        "--group",
-        "chime-demo",
-        "--handler",
-        "demoJobHandler",
-        "--manual",
-        "--tz",
-        "UTC",
-    ]));
+    let manual = id_of(&demo.add_job("demoJobHandler", &["--manual", "--tz", "UTC"]));
     let answer = demo.json(&[
         "job",
         "trigger",
@@ -101,17 +88,7 @@ fn next_fires_and_runs_show_their_dates() {
 #[test]
 fn jobs_groups_and_workflows_pause_and_resume() {
     let demo = common::demo("cli-pause");
-    let job = id_of(&demo.json(&[
-        "job",
-        "add",
-        "--group",
-        "chime-demo",
-        "--handler",
-        "demoJobHandler",
-        "--cron",
-        "0 0 3 * * ?",
-        "--start",
-    ]));
+    let job = id_of(&demo.add_job("demoJobHandler", &["--cron", "0 0 3 * * ?", "--start"]));
     // --until in RFC 3339; the table shows the state.
     let until = chrono::Utc::now() + chrono::Duration::hours(2);
     let paused = demo.json(&["job", "pause", &job, "--until", &until.to_rfc3339()]);

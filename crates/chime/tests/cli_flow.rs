@@ -111,21 +111,18 @@ fn a_run_over_its_limit_waits_in_the_queue_until_sent_on_or_cancelled() {
     assert_eq!(demo.json(&["queue"]), Value::Array(vec![]));
     assert_eq!(demo.json(&["queue", "list"]), Value::Array(vec![]));
     demo.ok(&["limit", "set", "k", "1"]);
-    let job = demo.json(&[
-        "job",
-        "add",
-        "--group",
-        "chime-demo",
-        "--handler",
+    let job = demo.add_job(
         "sleepJobHandler",
-        "--manual",
-        "--param",
-        "120",
-        "--concurrency-key",
-        "k",
-        "--priority",
-        "-5",
-    ]);
+        &[
+            "--manual",
+            "--param",
+            "120",
+            "--concurrency-key",
+            "k",
+            "--priority",
+            "-5",
+        ],
+    );
     assert_eq!(
         (job["concurrency_key"].as_str(), job["priority"].as_i64()),
         (Some("k"), Some(-5))

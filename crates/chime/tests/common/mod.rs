@@ -88,6 +88,14 @@ impl Demo {
         serde_json::from_str(&self.ok(&all)).unwrap()
     }
 
+    /// Adds a job of the demo's group running `handler`, with the further `job add` flags
+    /// `flags`; the job as the admin answered it.
+    pub fn add_job(&self, handler: &str, flags: &[&str]) -> serde_json::Value {
+        let mut all = vec!["job", "add", "--group", "chime-demo", "--handler", handler];
+        all.extend_from_slice(flags);
+        self.json(&all)
+    }
+
     /// Runs a command that must fail; its standard error.
     pub fn fails(&self, args: &[&str]) -> String {
         let out = self.run(args);
