@@ -36,7 +36,7 @@ pub enum BackfillState {
 
 impl BackfillState {
     /// As stored.
-    pub(crate) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             BackfillState::Running => "running",
             BackfillState::Done => "done",

@@ -12,6 +12,7 @@ use crate::store::NodeTickets;
 use chime_protocol::TriggerType;
 use sqlx::any::{Any, AnyRow};
 use sqlx::Transaction;
+use std::sync::LazyLock;
 
 /// Fire times written per statement.
 const FIRE_ROWS: usize = 400;
@@ -25,12 +26,24 @@ pub enum BackfillTarget {
     Workflow(i64),
 }
 
+impl std::fmt::Display for BackfillTarget {
+    /// `job 7`, `workflow 3`: as messages name it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.kind(), self.id())
+    }
+}
+
+/// `target` of a job's backfill.
+const JOB: &str = "job";
+/// `target` of a workflow's backfill.
+const WORKFLOW: &str = "workflow";
+
 impl BackfillTarget {
     /// As stored in `target`.
     fn kind(self) -> &'static str {
         match self {
-            BackfillTarget::Job(_) => "job",
-            BackfillTarget::Workflow(_) => "workflow",
+            BackfillTarget::Job(_) => JOB,
+            BackfillTarget::Workflow(_) => WORKFLOW,
         }
     }
 
@@ -43,7 +56,7 @@ impl BackfillTarget {
 
     fn of(kind: &str, id: i64) -> BackfillTarget {
         match kind {
-            "workflow" => BackfillTarget::Workflow(id),
+            WORKFLOW => BackfillTarget::Workflow(id),
             _ => BackfillTarget::Job(id),
         }
     }
@@ -88,35 +101,56 @@ const BACKFILL_COLUMNS: &str =
      b.at_once AS at_once, b.newest_first AS newest_first, b.state AS state, b.fires AS fires, b.already AS already, \
      b.created_by AS created_by, b.created_at AS created_at, b.ended_at AS ended_at";
 
-/// Counts of a backfill `b`'s fire times by where they stand: a job's runs, a workflow's
-/// instances.
-const PROGRESS: &str =
-    "(SELECT COUNT(*) FROM backfill_fire f WHERE f.backfill_id = b.id AND f.started_id = 0) AS waiting, \
-     (SELECT COUNT(*) FROM backfill_fire f WHERE f.backfill_id = b.id AND f.started_id <> 0) AS started, \
-     CASE WHEN b.target = 'job' THEN \
-        (SELECT COUNT(*) FROM backfill_fire f JOIN run r ON r.id = f.started_id WHERE f.backfill_id = b.id \
-         AND r.handle_code = 0 AND r.trigger_code IN (0, 200)) \
-     ELSE (SELECT COUNT(*) FROM backfill_fire f JOIN workflow_instance i ON i.id = f.started_id \
-         WHERE f.backfill_id = b.id AND i.state IN ('running', 'queued')) END AS running_now, \
-     CASE WHEN b.target = 'job' THEN \
-        (SELECT COUNT(*) FROM backfill_fire f JOIN run r ON r.id = f.started_id WHERE f.backfill_id = b.id \
-         AND r.handle_code = 200) \
-     ELSE (SELECT COUNT(*) FROM backfill_fire f JOIN workflow_instance i ON i.id = f.started_id \
-         WHERE f.backfill_id = b.id AND i.state = 'succeeded') END AS succeeded";
-
-/// How many of backfill `?`'s runs (or instances) are under way, by its target `kind`.
-fn under_way(kind: &str) -> &'static str {
-    match kind {
-        "workflow" => {
-            "SELECT COUNT(*) AS n FROM backfill_fire f JOIN workflow_instance i ON i.id = f.started_id \
-             WHERE f.backfill_id = ? AND i.state IN ('running', 'queued')"
-        }
-        _ => {
-            "SELECT COUNT(*) AS n FROM backfill_fire f JOIN run r ON r.id = f.started_id \
-             WHERE f.backfill_id = ? AND r.handle_code = 0 AND r.trigger_code IN (0, 200)"
-        }
-    }
+/// What the runs (a job's) or instances (a workflow's) started for a backfill are counted by.
+#[derive(Debug, Clone, Copy)]
+enum Started {
+    /// Not ended: a run pending, queued or running; an instance running or queued.
+    UnderWay,
+    /// Succeeded.
+    Succeeded,
 }
+
+/// `SELECT COUNT(*)` of the runs or instances started for backfill `of` (`?`, or `b.id` in a
+/// query of `backfill b`) of target `kind` that `started` counts: the one definition the
+/// progress shown, the driver's room and the end of a backfill all read.
+fn count_started(kind: &str, of: &str, started: Started) -> String {
+    let (join, condition) = match (kind, started) {
+        (WORKFLOW, Started::UnderWay) => ("workflow_instance i ON i.id", "i.state IN ('running', 'queued')"),
+        (WORKFLOW, Started::Succeeded) => ("workflow_instance i ON i.id", "i.state = 'succeeded'"),
+        (_, Started::UnderWay) => ("run r ON r.id", "r.handle_code = 0 AND r.trigger_code IN (0, 200)"),
+        (_, Started::Succeeded) => ("run r ON r.id", "r.handle_code = 200"),
+    };
+    format!(
+        "SELECT COUNT(*) FROM backfill_fire f JOIN {join} = f.started_id WHERE f.backfill_id = {of} AND {condition}"
+    )
+}
+
+/// Counts of a backfill `b`'s fire times by where they stand: waiting, started, and of those
+/// started the runs (instances) under way and succeeded.
+static PROGRESS: LazyLock<String> = LazyLock::new(|| {
+    let by_target = |started, name: &str| {
+        format!(
+            "CASE WHEN b.target = '{JOB}' THEN ({}) ELSE ({}) END AS {name}",
+            count_started(JOB, "b.id", started),
+            count_started(WORKFLOW, "b.id", started)
+        )
+    };
+    format!(
+        "(SELECT COUNT(*) FROM backfill_fire f WHERE f.backfill_id = b.id AND f.started_id = 0) AS waiting, \
+         (SELECT COUNT(*) FROM backfill_fire f WHERE f.backfill_id = b.id AND f.started_id <> 0) AS started, \
+         {}, {}",
+        by_target(Started::UnderWay, "running_now"),
+        by_target(Started::Succeeded, "succeeded")
+    )
+});
+
+/// One backfill with its progress, by id.
+static BACKFILL_BY_ID: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {BACKFILL_COLUMNS}, {} FROM backfill b WHERE b.id = ?",
+        *PROGRESS
+    )
+});
 
 fn backfill(row: &AnyRow) -> Result<Backfill, sqlx::Error> {
     let running = rows::int(row, "running_now")?;
@@ -196,21 +230,22 @@ impl Store {
             .await?;
         tx.commit().await?;
         let mut conn = self.write.acquire().await?;
-        let select = format!("SELECT {BACKFILL_COLUMNS}, {PROGRESS} FROM backfill b WHERE b.id = ?");
-        self.row_by_id(&mut conn, &select, id, "backfill", backfill).await
+        let select = &*BACKFILL_BY_ID;
+        self.row_by_id(&mut conn, select, id, "backfill", backfill).await
     }
 
     /// Backfill `id` with its progress.
     pub async fn backfill(&self, id: i64) -> StoreResult<Backfill> {
-        let select = format!("SELECT {BACKFILL_COLUMNS}, {PROGRESS} FROM backfill b WHERE b.id = ?");
-        self.read_by_id(&select, id, "backfill", backfill).await
+        let select = &*BACKFILL_BY_ID;
+        self.read_by_id(select, id, "backfill", backfill).await
     }
 
     /// The newest `limit` backfills of `target`, newest first, with their progress.
     pub async fn backfills_of(&self, target: BackfillTarget, limit: i64) -> StoreResult<Vec<Backfill>> {
         let q = self.sql_text(format!(
-            "SELECT {BACKFILL_COLUMNS}, {PROGRESS} FROM backfill b WHERE b.target = ? AND b.target_id = ? \
-             ORDER BY b.id DESC LIMIT ?"
+            "SELECT {BACKFILL_COLUMNS}, {} FROM backfill b WHERE b.target = ? AND b.target_id = ? \
+             ORDER BY b.id DESC LIMIT ?",
+            *PROGRESS
         ));
         let all = sqlx::query(&q)
             .bind(target.kind())
@@ -269,8 +304,8 @@ impl Store {
     pub async fn backfill_next(&self, b: &ActiveBackfill, room: i64) -> StoreResult<(i64, Vec<i64>)> {
         let (id, newest_first) = (b.id, b.newest_first);
         let mut conn = self.write.acquire().await?;
-        let q = self.sql(under_way(b.target.kind()));
-        let running = rows::int(&sqlx::query(&q).bind(id).fetch_one(&mut *conn).await?, "n")?;
+        let q = self.sql_text(count_started(b.target.kind(), "?", Started::UnderWay));
+        let running = rows::int(&sqlx::query(&q).bind(id).fetch_one(&mut *conn).await?, 0)?;
         let order = if newest_first { "DESC" } else { "ASC" };
         let q = self.sql_text(format!(
             "SELECT fire_at FROM backfill_fire WHERE backfill_id = ? AND started_id = 0 ORDER BY fire_at {order} LIMIT ?"
@@ -391,7 +426,7 @@ impl Store {
             "UPDATE backfill SET state = 'done', ended_at = ? WHERE id = ? AND state = 'running' \
              AND NOT EXISTS (SELECT 1 FROM backfill_fire f WHERE f.backfill_id = ? AND f.started_id = 0) \
              AND ({}) = 0",
-            under_way(b.target.kind()).replace("COUNT(*) AS n", "COUNT(*)")
+            count_started(b.target.kind(), "?", Started::UnderWay)
         ));
         let done = sqlx::query(&q)
             .bind(now)

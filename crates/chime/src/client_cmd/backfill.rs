@@ -90,7 +90,7 @@ fn progress_line(b: &Backfill) -> String {
         "backfill {} of {}: {} — {} fire times: {} succeeded, {} failed, {} running, {} waiting",
         b.id,
         target(b),
-        state_name(b.state),
+        b.state.as_str(),
         b.fires,
         b.succeeded,
         b.failed,
@@ -108,14 +108,6 @@ fn target(b: &Backfill) -> String {
     }
 }
 
-fn state_name(state: BackfillState) -> &'static str {
-    match state {
-        BackfillState::Running => "running",
-        BackfillState::Done => "done",
-        BackfillState::Cancelled => "cancelled",
-    }
-}
-
 fn print_backfills(all: &[Backfill]) {
     let rows = all
         .iter()
@@ -123,7 +115,7 @@ fn print_backfills(all: &[Backfill]) {
             vec![
                 b.id.to_string(),
                 target(b),
-                state_name(b.state).to_owned(),
+                b.state.as_str().to_owned(),
                 time(b.from),
                 time(b.to),
                 format!("{}{}", b.at_once, if b.newest_first { " newest first" } else { "" }),

@@ -123,7 +123,7 @@ impl Admin {
                     zone: &job.time_zone,
                     more: &job.more_schedules,
                 };
-                backfill_fire_times(&format!("job {id}"), schedule, req.from, req.to)?
+                backfill_fire_times(&target.to_string(), schedule, req.from, req.to)?
             }
             BackfillTarget::Workflow(id) => {
                 let w = self.store.workflow(id).await?;
@@ -133,7 +133,7 @@ impl Admin {
                     zone: &w.time_zone,
                     more: &[],
                 };
-                backfill_fire_times(&format!("workflow {id}"), schedule, req.from, req.to)?
+                backfill_fire_times(&target.to_string(), schedule, req.from, req.to)?
             }
         };
         let new = NewBackfill {
@@ -156,7 +156,7 @@ impl Admin {
             BackfillTarget::Workflow(workflow) => backfill.workflow_id == Some(workflow),
         };
         if !of {
-            return Err(StoreError::NotFound(format!("backfill {id} of {target:?}").to_lowercase()).into());
+            return Err(StoreError::NotFound(format!("backfill {id} of {target}")).into());
         }
         Ok(backfill)
     }
