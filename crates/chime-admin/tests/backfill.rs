@@ -11,7 +11,7 @@ mod common;
 use chime_protocol::TriggerParam;
 use chrono::{TimeZone, Utc};
 use common::executor::TestExecutor;
-use common::{eventually, Db, Env, ACCESS_TOKEN};
+use common::{eventually, Db, Env};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -68,10 +68,7 @@ async fn ended(env: &Env, job: i64, id: i64) -> Value {
 }
 
 async fn scenario(kind: Db) {
-    let env = Env::start(kind, Duration::from_secs(5)).await;
-    env.group(APP).await;
-    let ex = TestExecutor::start(&env.prefix, APP, ACCESS_TOKEN).await;
-    env.api.wait_executors(APP, 1).await;
+    let (env, ex, _) = Env::with_executor(kind, Duration::from_secs(5), APP).await;
     // Daily at 02:00 UTC, not started: a backfill needs no running schedule. `sleep` runs 1 s
     // (its parameter is no number) and counts how many run at once.
     let job = env

@@ -17,7 +17,7 @@ mod common;
 use chrono::TimeZone;
 use chrono_tz::Tz;
 use common::executor::TestExecutor;
-use common::{Db, Env, ACCESS_TOKEN};
+use common::{Db, Env};
 use reqwest::Method;
 use serde_json::{json, Value};
 use sqlx::Connection;
@@ -56,10 +56,7 @@ async fn delivered(env: &Env, ex: &TestExecutor, id: i64) -> String {
 }
 
 async fn scenario(kind: Db) {
-    let env = Env::start(kind, Duration::from_secs(5)).await;
-    env.group(APP).await;
-    let ex = TestExecutor::start(&env.prefix, APP, ACCESS_TOKEN).await;
-    env.api.wait_executors(APP, 1).await;
+    let (env, ex, _) = Env::with_executor(kind, Duration::from_secs(5), APP).await;
 
     // 1. A cron job, every second, in Shanghai.
     let template = "day=${fire_time:yyyy-MM-dd HH:mm:ss} biz=${bizdate} hour_before=${fire_time-1h:HH} \

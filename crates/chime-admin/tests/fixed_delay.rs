@@ -6,8 +6,7 @@
 
 mod common;
 
-use common::executor::TestExecutor;
-use common::{Db, Env, ACCESS_TOKEN};
+use common::{Db, Env};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -43,10 +42,7 @@ fn assert_spaced(runs: &[&Value], end: impl Fn(&Value) -> i64) {
 }
 
 async fn scenario(kind: Db) {
-    let env = Env::start(kind, Duration::from_secs(5)).await;
-    env.group(APP).await;
-    let ex = TestExecutor::start(&env.prefix, APP, ACCESS_TOKEN).await;
-    env.api.wait_executors(APP, 1).await;
+    let (env, ex, _) = Env::with_executor(kind, Duration::from_secs(5), APP).await;
 
     // 1. Runs of 1.5 s, a delay of 1 s: one at a time, each fire 1 s after the last result.
     let job = env

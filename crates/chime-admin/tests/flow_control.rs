@@ -10,11 +10,7 @@ use serde_json::{json, Value};
 use std::time::Duration;
 
 async fn env_with_executor(kind: Db, app: &str) -> (Env, TestExecutor, i64) {
-    let env = Env::start(kind, Duration::from_secs(30)).await;
-    let group = env.group(app).await;
-    let ex = TestExecutor::start(&env.prefix, app, ACCESS_TOKEN).await;
-    env.api.wait_executors(app, 1).await;
-    (env, ex, group)
+    Env::with_executor(kind, Duration::from_secs(30), app).await
 }
 
 async fn set_limit(env: &Env, name: &str, max: i64) -> Value {

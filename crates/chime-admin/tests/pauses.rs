@@ -14,8 +14,7 @@
 mod common;
 
 use common::cluster::now_ms;
-use common::executor::TestExecutor;
-use common::{Db, Env, ACCESS_TOKEN};
+use common::{Db, Env};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::time::Duration;
@@ -45,10 +44,7 @@ async fn sleep_until(at: i64) {
 }
 
 async fn scenario(kind: Db) {
-    let env = Env::start(kind, Duration::from_secs(5)).await;
-    let group = env.group(APP).await;
-    let ex = TestExecutor::start(&env.prefix, APP, ACCESS_TOKEN).await;
-    env.api.wait_executors(APP, 1).await;
+    let (env, ex, group) = Env::with_executor(kind, Duration::from_secs(5), APP).await;
     let every_second = |misfire: &str| {
         json!({"group": APP, "handler": "ok", "schedule_type": "CRON", "schedule_expr": "* * * * * ?",
                "misfire_strategy": misfire, "running": true})

@@ -490,6 +490,16 @@ impl Env {
         Env { db, admin, api, prefix }
     }
 
+    /// [`Env::start`], with a group registering under `app` and a test executor in it that the
+    /// admin lists; the env, the executor and the group's id.
+    pub async fn with_executor(kind: Db, dead_timeout: Duration, app: &str) -> (Env, executor::TestExecutor, i64) {
+        let env = Env::start(kind, dead_timeout).await;
+        let group = env.group(app).await;
+        let ex = executor::TestExecutor::start(&env.prefix, app, ACCESS_TOKEN).await;
+        env.api.wait_executors(app, 1).await;
+        (env, ex, group)
+    }
+
     /// Stops the admin and drops the database.
     pub async fn close(self) {
         self.admin.shutdown().await;
