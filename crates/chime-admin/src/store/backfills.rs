@@ -277,8 +277,10 @@ impl Store {
         Ok(())
     }
 
-    /// Every running backfill with its target's partition, on the writing pool (a backfill
-    /// created or cancelled a moment ago counts).
+    /// Every running backfill with its target's partition. Read on the reading pool: the
+    /// driver asks twice a second whether or not there are any, and on SQLite the writing
+    /// pool is the one connection every fire is written through; a backfill committed a moment
+    /// ago is seen at the next round.
     pub async fn active_backfills(&self) -> StoreResult<Vec<ActiveBackfill>> {
         let q = "SELECT b.id AS id, b.target AS target, b.target_id AS target_id, \
                  COALESCE(j.partition_no, w.partition_no, 0) AS partition_no, b.at_once AS at_once, \
@@ -286,7 +288,7 @@ impl Store {
                  LEFT JOIN job j ON b.target = 'job' AND j.id = b.target_id \
                  LEFT JOIN workflow w ON b.target = 'workflow' AND w.id = b.target_id \
                  WHERE b.state = 'running' ORDER BY b.id";
-        let all = sqlx::query(q).fetch_all(&self.write).await?;
+        let all = sqlx::query(q).fetch_all(&self.read).await?;
         let decode = |row: &AnyRow| -> Result<ActiveBackfill, sqlx::Error> {
             Ok(ActiveBackfill {
                 id: rows::int(row, "id")?,
