@@ -1,7 +1,9 @@
 //! A job's schedule as the scheduler uses it: the `chime-cron` engine behind one small type.
 
+use crate::business_days::{BusinessDays, MAX_DAYS_WALKED};
 use chime_cron as cron;
 use chime_protocol::ScheduleType;
+use std::sync::Arc;
 
 /// When a job fires: a parsed cron, fixed-rate or fixed-delay schedule, or none; and the
 /// job's further schedules (`more_schedules`), whose fires merge with the first one's.
@@ -14,6 +16,9 @@ pub struct Calendar {
     /// `FIX_DELAY`'s delay, ms: the schedule is then only its first fire (the anchor plus the
     /// delay); each later one follows the end of the run before it (`schedule::fixed_delay`).
     fixed_delay_ms: Option<i64>,
+    /// The business calendar the fires keep to: a fire on a day it does not count as a
+    /// business day is left out (the schedule goes on with the next business day).
+    business: Option<Arc<BusinessDays>>,
 }
 
 impl Calendar {
@@ -26,6 +31,7 @@ impl Calendar {
                     schedule: None,
                     more: Vec::new(),
                     fixed_delay_ms: None,
+                    business: None,
                 })
             }
             ScheduleType::Cron => (cron::ScheduleKind::Cron, false),
@@ -44,6 +50,7 @@ impl Calendar {
             schedule: Some(schedule),
             more: Vec::new(),
             fixed_delay_ms,
+            business: None,
         })
     }
 
@@ -74,13 +81,78 @@ impl Calendar {
         Ok(self)
     }
 
+    /// This calendar keeping to the business days of `business` (none: every day). Only a grid
+    /// (CRON, FIX_RATE) keeps to one: a fixed delay follows its runs' ends.
+    pub fn with_business_days(mut self, business: Option<Arc<BusinessDays>>) -> Result<Calendar, String> {
+        if business.is_some() && self.fixed_delay_ms.is_some() {
+            return Err("a business calendar applies to CRON and FIX_RATE schedules, not FIX_DELAY".to_owned());
+        }
+        self.business = business;
+        Ok(self)
+    }
+
+    /// The business calendar the fires keep to, if any.
+    pub fn business_days(&self) -> Option<&Arc<BusinessDays>> {
+        self.business.as_ref()
+    }
+
     /// `FIX_DELAY`'s delay in ms; `None` for other schedules.
     pub fn fixed_delay_ms(&self) -> Option<i64> {
         self.fixed_delay_ms
     }
 
-    /// The first fire time strictly after `after_ms`, epoch ms; `None` when it never fires again.
+    /// The first fire time strictly after `after_ms`, epoch ms; `None` when it never fires again
+    /// (or its business calendar has no business day in the ten years after).
     pub fn next_after(&self, after_ms: i64) -> Option<i64> {
+        let Some(business) = &self.business else {
+            return self.next_of_any(after_ms);
+        };
+        let mut after = after_ms;
+        for _ in 0..MAX_DAYS_WALKED {
+            let fire = self.next_of_any(after)?;
+            if business.allows(fire) {
+                return Some(fire);
+            }
+            // Not a business day: nothing else that day is either.
+            after = business.start_of_next_day(fire)?.max(fire + 1) - 1;
+        }
+        None
+    }
+
+    /// The days between `after_ms` and `until_ms` (included) on which the business calendar
+    /// leaves fires out, at most `limit`: each day's first left-out fire time and why (the
+    /// holiday's name, or the weekday). What a preview shows as skipped.
+    pub fn skipped_between(&self, after_ms: i64, until_ms: i64, limit: usize) -> Vec<(i64, String)> {
+        let Some(business) = &self.business else {
+            return Vec::new();
+        };
+        let mut skipped = Vec::new();
+        let mut after = after_ms;
+        for _ in 0..MAX_DAYS_WALKED {
+            if skipped.len() >= limit {
+                break;
+            }
+            let Some(fire) = self.next_of_any(after).filter(|f| *f <= until_ms) else {
+                break;
+            };
+            let Some(day) = business.date_of(fire) else { break };
+            match business.why_not(day) {
+                Some(why) => {
+                    skipped.push((fire, why));
+                    let Some(next_day) = business.start_of_next_day(fire) else {
+                        break;
+                    };
+                    after = next_day.max(fire + 1) - 1;
+                }
+                // A business day: on to its last fire's day after.
+                None => after = business.start_of_next_day(fire).map_or(fire, |n| n.max(fire + 1) - 1),
+            }
+        }
+        skipped
+    }
+
+    /// The first fire time after `after_ms` of any of the schedules, business days aside.
+    fn next_of_any(&self, after_ms: i64) -> Option<i64> {
         let first = self.schedule.as_ref()?.next_after(after_ms);
         self.more
             .iter()
@@ -156,6 +228,68 @@ mod tests {
         assert!(cron
             .with_more([(ScheduleType::Cron, "* * * * * ?", "Mars/Olympus")], 0)
             .is_err());
+    }
+
+    /// A daily 09:00 in Shanghai on the business days of China's National Day week of 2025:
+    /// 1–8 October off, Sunday 28 September and Saturday 11 October worked.
+    #[test]
+    fn a_business_calendar_skips_holidays_and_fires_on_make_up_days() {
+        let cn = Arc::new(crate::business_days::tests::china_2025());
+        let cal = Calendar::parse(ScheduleType::Cron, "0 0 9 * * ?", "Asia/Shanghai", 0)
+            .unwrap()
+            .with_business_days(Some(cn))
+            .unwrap();
+        let sep_26 = 1_758_848_400_000; // 2025-09-26T01:00Z, Friday 09:00 in Shanghai
+        let mut fires = vec![sep_26];
+        while fires.len() < 6 {
+            fires.push(cal.next_after(*fires.last().unwrap()).unwrap());
+        }
+        let day = 86_400_000;
+        let days_after: Vec<i64> = fires.iter().map(|f| (f - sep_26) / day).collect();
+        // Fri 26, Sun 28 (make-up), Mon 29, Tue 30, Thu 9 Oct, Fri 10 Oct.
+        assert_eq!(days_after, [0, 2, 3, 4, 13, 14]);
+        assert_eq!(
+            cal.next_after(fires[5]),
+            Some(sep_26 + 15 * day),
+            "Sat 11 Oct, the make-up day"
+        );
+        assert!(fires.iter().all(|f| (f - sep_26) % day == 0), "all at 09:00");
+        let skipped = cal.skipped_between(sep_26, sep_26 + 16 * day, 20);
+        let skipped_days: Vec<i64> = skipped.iter().map(|(f, _)| (f - sep_26) / day).collect();
+        // Sat 27, 1–8 Oct, Sun 12.
+        assert_eq!(skipped_days, [1, 5, 6, 7, 8, 9, 10, 11, 12, 16]);
+        assert_eq!(skipped[1].1, "国庆节");
+        assert_eq!(skipped[0].1, "SAT: not a workday");
+        // A fixed delay takes no calendar.
+        let delay = Calendar::parse(ScheduleType::FixDelay, "30", "UTC", 0).unwrap();
+        assert!(delay
+            .with_business_days(Some(Arc::new(crate::business_days::tests::china_2025())))
+            .is_err());
+    }
+
+    /// Hourly in New York with 8 March 2026 excluded, the 23-hour day summer time begins: the
+    /// last fire before is 23:00 EST on the 7th, the next 00:00 EDT on the 9th, 25 hours on.
+    #[test]
+    fn a_skipped_day_across_a_daylight_saving_change() {
+        use chrono::NaiveDate;
+        let excluded = [(NaiveDate::from_ymd_opt(2026, 3, 8).unwrap(), "closed".to_owned())];
+        let ny = crate::business_days::BusinessDays::new(
+            chrono_tz::America::New_York,
+            [true; 7],
+            excluded.into_iter().collect(),
+            Default::default(),
+        );
+        let cal = Calendar::parse(ScheduleType::Cron, "0 0 * * * ?", "America/New_York", 0)
+            .unwrap()
+            .with_business_days(Some(Arc::new(ny)))
+            .unwrap();
+        let mar_7_23h = 1_772_942_400_000; // 2026-03-08T04:00Z
+        let h = 3_600_000;
+        assert_eq!(cal.next_after(mar_7_23h - h), Some(mar_7_23h));
+        assert_eq!(cal.next_after(mar_7_23h), Some(mar_7_23h + 24 * h), "2026-03-09T04:00Z");
+        assert_eq!(cal.next_after(mar_7_23h + 24 * h), Some(mar_7_23h + 25 * h));
+        let skipped = cal.skipped_between(mar_7_23h, mar_7_23h + 48 * h, 5);
+        assert_eq!(skipped, [(mar_7_23h + h, "closed".to_owned())]);
     }
 
     #[test]

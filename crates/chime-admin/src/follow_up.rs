@@ -410,6 +410,8 @@ pub(crate) mod tests {
             time_zone: "UTC".into(),
             misfire_strategy: MisfireStrategy::DoNothing,
             more_schedules: Vec::new(),
+            calendar: String::new(),
+            business_days: None,
             route_strategy: RouteStrategy::First,
             handler: format!("handler{id}"),
             param: format!("param{id}"),

@@ -14,6 +14,7 @@ pub mod address_policy;
 pub mod alarm;
 pub mod api;
 mod audit_diff;
+pub mod business_days;
 pub mod calendar;
 mod center;
 pub mod config;

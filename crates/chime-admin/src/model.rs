@@ -237,6 +237,8 @@ pub struct JobDraft {
     pub misfire_strategy: MisfireStrategy,
     /// Further schedules, checked.
     pub more_schedules: Vec<crate::api::MoreSchedule>,
+    /// Business calendar's name ('' for none); whether it exists is checked where it is written.
+    pub calendar: String,
     /// Route strategy.
     pub route_strategy: RouteStrategy,
     /// Handler.
@@ -335,6 +337,7 @@ impl JobSpec {
             time_zone: schedule.time_zone,
             more_schedules,
             misfire_strategy: schedule.misfire_strategy,
+            calendar: schedule.calendar,
             route_strategy: parse_enum(
                 "route_strategy",
                 &self.route_strategy,

@@ -5,6 +5,7 @@
 //! (`follow_up`) reason about them without a database. `crate::store` re-exports them.
 
 use crate::api::JobFlowPatch;
+use crate::business_days::BusinessDays;
 use crate::model::Job;
 use chime_protocol::TriggerType;
 use std::sync::Arc;
@@ -113,6 +114,18 @@ pub struct NewRun {
     pub trigger_msg: String,
 }
 
+/// `param` with its date placeholders filled in for a fire at `fire_ms` in `zone`; `${bizdate}`
+/// is the last business day of `business` before the fire's date when the schedule keeps to a
+/// business calendar. A parameter that cannot be resolved is sent as written (see
+/// `chime_params::resolve_or_keep`).
+pub fn resolve_param(param: &str, fire_ms: i64, zone: &str, business: Option<&BusinessDays>) -> String {
+    let previous = business.map(|b| move |d| b.previous_business_day(d));
+    let previous = previous
+        .as_ref()
+        .map(|f| f as &dyn Fn(chrono::NaiveDate) -> Option<chrono::NaiveDate>);
+    chime_params::resolve_or_keep_with(param, fire_ms, zone, previous).into_owned()
+}
+
 impl NewRun {
     /// The ticket of this run once stored with `id`.
     pub fn ticket(&self, id: i64) -> RunTicket {
@@ -136,7 +149,7 @@ impl NewRun {
             trigger_type,
             payload: RunPayload {
                 handler: job.handler.clone(),
-                param: chime_params::resolve_or_keep(&job.param, scheduled_at, &job.time_zone).into_owned(),
+                param: resolve_param(&job.param, scheduled_at, &job.time_zone, job.business_days.as_deref()),
                 upstream: String::new(),
                 shard_index: 0,
                 shard_total: 1,

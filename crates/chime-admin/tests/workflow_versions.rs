@@ -30,6 +30,7 @@ fn draft(definition: Definition) -> WorkflowDraft {
         schedule_expr: String::new(),
         time_zone: "UTC".into(),
         misfire_strategy: MisfireStrategy::DoNothing,
+        calendar: String::new(),
         max_instances: 0,
         on_limit: OnLimit::Skip,
         alarm_channels: String::new(),

@@ -558,6 +558,8 @@ fn job_of(j: &XxlJob, version: Version, rules: &Rules<'_>) -> (DocJob, Vec<Strin
                 schedule_expr: Some(j.schedule_conf.trim().to_owned()),
                 time_zone: Some(rules.zone.name().to_owned()),
                 misfire_strategy: Some(misfire),
+                // XXL-JOB has no business calendars: every day.
+                calendar: None,
             },
             route_strategy: Some(route),
             handler: Some(j.executor_handler.trim().to_owned()),

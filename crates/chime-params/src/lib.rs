@@ -23,7 +23,7 @@
 
 pub mod pattern;
 
-use chrono::{DateTime, Duration, LocalResult, Months, NaiveDateTime, TimeZone};
+use chrono::{DateTime, Duration, LocalResult, Months, NaiveDate, NaiveDateTime, TimeZone};
 use chrono_tz::Tz;
 use pattern::Pattern;
 use std::borrow::Cow;
@@ -197,6 +197,18 @@ impl<'a> Template<'a> {
     /// The text with every placeholder replaced from `fire_ms` (epoch ms) in `zone`. `Err` only
     /// when an offset leaves the dates chrono can hold.
     pub fn resolve(&self, fire_ms: i64, zone: Tz) -> Result<String, ParamError> {
+        self.resolve_with(fire_ms, zone, None)
+    }
+
+    /// [`Template::resolve`] for a schedule that keeps to a business calendar: `${bizdate}` is
+    /// then the last business day before the fire's date, as `previous_business_day` finds it
+    /// (the fire date minus one day when it finds none).
+    pub fn resolve_with(
+        &self,
+        fire_ms: i64,
+        zone: Tz,
+        previous_business_day: Option<&dyn Fn(NaiveDate) -> Option<NaiveDate>>,
+    ) -> Result<String, ParamError> {
         let fire = zone
             .timestamp_millis_opt(fire_ms)
             .single()
@@ -206,7 +218,9 @@ impl<'a> Template<'a> {
             match piece {
                 Piece::Text(t) => out.push_str(t),
                 Piece::Placeholder(p) => {
-                    let at = p.moment(fire).ok_or_else(|| out_of_range(p.at))?;
+                    let at = p
+                        .moment(fire, previous_business_day)
+                        .ok_or_else(|| out_of_range(p.at))?;
                     p.pattern.write(&at, &mut out);
                 }
             }
@@ -224,13 +238,21 @@ fn out_of_range(at: usize) -> ParamError {
 
 impl Placeholder {
     /// The moment it prints: the base, then each offset in the order written.
-    fn moment(&self, fire: DateTime<Tz>) -> Option<DateTime<Tz>> {
+    fn moment(
+        &self,
+        fire: DateTime<Tz>,
+        previous_business_day: Option<&dyn Fn(NaiveDate) -> Option<NaiveDate>>,
+    ) -> Option<DateTime<Tz>> {
+        let fire_date = fire.date_naive();
+        let days_back = previous_business_day
+            .and_then(|previous| previous(fire_date))
+            .map_or(1, |d| (fire_date - d).num_days());
         let mut at = match self.base {
             Base::FireTime => fire,
             Base::BizDate => shift(
                 fire,
                 Offset {
-                    amount: -1,
+                    amount: -days_back,
                     unit: Unit::Days,
                 },
             )?,
@@ -366,10 +388,21 @@ pub fn zone_or_utc(zone: &str) -> Tz {
 /// cannot be resolved (a parameter stored before it was checked): making a run never fails
 /// because of its parameter.
 pub fn resolve_or_keep<'t>(text: &'t str, fire_ms: i64, zone: &str) -> Cow<'t, str> {
+    resolve_or_keep_with(text, fire_ms, zone, None)
+}
+
+/// [`resolve_or_keep`] for a schedule that keeps to a business calendar (see
+/// [`Template::resolve_with`]).
+pub fn resolve_or_keep_with<'t>(
+    text: &'t str,
+    fire_ms: i64,
+    zone: &str,
+    previous_business_day: Option<&dyn Fn(NaiveDate) -> Option<NaiveDate>>,
+) -> Cow<'t, str> {
     if !may_have_placeholders(text) {
         return Cow::Borrowed(text);
     }
-    match Template::parse(text).and_then(|t| t.resolve(fire_ms, zone_or_utc(zone))) {
+    match Template::parse(text).and_then(|t| t.resolve_with(fire_ms, zone_or_utc(zone), previous_business_day)) {
         Ok(resolved) => Cow::Owned(resolved),
         Err(_) => Cow::Borrowed(text),
     }
@@ -404,6 +437,32 @@ mod tests {
 
     fn resolve(text: &str, fire: i64, zone: &str) -> String {
         Template::parse(text).unwrap().resolve(fire, zone_or_utc(zone)).unwrap()
+    }
+
+    /// With a business calendar, `${bizdate}` is the last business day before the fire's date:
+    /// on a Monday, the Friday before; offsets apply after.
+    #[test]
+    fn bizdate_follows_a_business_calendar() {
+        use chrono::Datelike;
+        let weekdays_only = |d: NaiveDate| {
+            let mut d = d.pred_opt()?;
+            while d.weekday().number_from_monday() > 5 {
+                d = d.pred_opt()?;
+            }
+            Some(d)
+        };
+        let monday = at("Asia/Shanghai", 2026, 3, 2, 9, 0);
+        let template = Template::parse("${bizdate:yyyy-MM-dd} ${bizdate-1d:dd} ${fire_time:dd}").unwrap();
+        let zone: Tz = "Asia/Shanghai".parse().unwrap();
+        assert_eq!(
+            template.resolve_with(monday, zone, Some(&weekdays_only)).unwrap(),
+            "2026-02-27 26 02"
+        );
+        assert_eq!(template.resolve(monday, zone).unwrap(), "2026-03-01 28 02");
+        assert_eq!(
+            resolve_or_keep_with("${bizdate}", monday, "Asia/Shanghai", Some(&weekdays_only)),
+            "20260227"
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Jobs on the wire: a job as the API answers it ([`Job`]) and the body that creates or
 //! changes one ([`JobSpec`]). Their descriptive fields come from [`super::JobInfo`].
 
-use super::schedule::{calendar_with_more, MoreSchedule};
+use super::schedule::{calendar_with_more, keeping_to, MoreSchedule};
 use super::schema::{nullable_enum, schema_of_names};
 use super::{JobFlow, JobFlowPatch, JobInfo, JobInfoPatch, SchedulePatch};
 use crate::calendar::Calendar;
@@ -43,6 +43,14 @@ pub struct Job {
     /// Further schedules: the job also fires at each of their fire times (once per instant).
     #[serde(default)]
     pub more_schedules: Vec<MoreSchedule>,
+    /// The business calendar (`/v1/calendars`) whose business days it fires on; empty: every
+    /// day.
+    #[serde(default)]
+    pub calendar: String,
+    /// That calendar's days, read with the row (not on the wire).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub business_days: Option<std::sync::Arc<crate::business_days::BusinessDays>>,
     /// How an executor is picked.
     #[schemars(schema_with = "schema_of_names::<RouteStrategy>")]
     pub route_strategy: RouteStrategy,
@@ -148,13 +156,14 @@ impl Job {
     /// When the job fires: its schedule and its further ones, a fixed rate's grid starting at
     /// `anchor_ms`.
     pub fn calendar(&self, anchor_ms: i64) -> Result<Calendar, String> {
-        calendar_with_more(
+        let cal = calendar_with_more(
             self.schedule_type,
             &self.schedule_expr,
             &self.time_zone,
             &self.more_schedules,
             anchor_ms,
-        )
+        )?;
+        keeping_to(cal, &self.calendar, self.business_days.as_ref())
     }
 }
 

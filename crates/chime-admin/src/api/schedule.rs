@@ -20,16 +20,19 @@ pub struct Schedule {
     pub time_zone: String,
     /// What missed fires do.
     pub misfire_strategy: MisfireStrategy,
+    /// The business calendar whose business days it fires on; empty: every day.
+    pub calendar: String,
 }
 
 impl Schedule {
-    /// A schedule of these four fields (copied from a stored job or workflow).
-    pub fn new(kind: ScheduleType, expr: &str, zone: &str, misfire: MisfireStrategy) -> Schedule {
+    /// A schedule of these fields (copied from a stored job or workflow).
+    pub fn new(kind: ScheduleType, expr: &str, zone: &str, misfire: MisfireStrategy, calendar: &str) -> Schedule {
         Schedule {
             schedule_type: kind,
             schedule_expr: expr.to_owned(),
             time_zone: zone.to_owned(),
             misfire_strategy: misfire,
+            calendar: calendar.to_owned(),
         }
     }
 }
@@ -121,6 +124,20 @@ pub fn calendar_with_more(
     Calendar::parse(kind, expr, zone, anchor_ms)?.with_more(more_parts(more, zone), anchor_ms)
 }
 
+/// `cal` keeping to the business calendar `name` whose days are `days` (read with the job or
+/// workflow row); a name whose calendar was not found is an error, as a schedule that no longer
+/// parses is.
+pub fn keeping_to(
+    cal: Calendar,
+    name: &str,
+    days: Option<&std::sync::Arc<crate::business_days::BusinessDays>>,
+) -> Result<Calendar, String> {
+    if !name.is_empty() && days.is_none() {
+        return Err(format!("business calendar '{name}' does not exist"));
+    }
+    cal.with_business_days(days.cloned())
+}
+
 /// The `(type, expression, zone)` of each further schedule, the job's zone where one names
 /// none: what [`Calendar::with_more`] takes.
 fn more_parts<'a>(
@@ -133,7 +150,7 @@ fn more_parts<'a>(
     })
 }
 
-/// Gives a stored record with the four schedule fields (a job, a workflow) its
+/// Gives a stored record with the schedule fields (a job, a workflow) its
 /// `schedule()`: those fields together, as [`SchedulePatch::apply_to`] takes them for a base.
 macro_rules! schedule_fields {
     ($record:ty) => {
@@ -145,6 +162,7 @@ macro_rules! schedule_fields {
                     &self.schedule_expr,
                     &self.time_zone,
                     self.misfire_strategy,
+                    &self.calendar,
                 )
             }
         }
@@ -171,6 +189,11 @@ pub struct SchedulePatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "nullable_enum_of::<MisfireStrategy>")]
     pub misfire_strategy: Option<String>,
+    /// The business calendar (`/v1/calendars`) whose business days a CRON or FIX_RATE schedule
+    /// fires on, by name; empty: every day.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub calendar: Option<String>,
 }
 
 fn nullable_enum_of<T: Named>(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -220,11 +243,37 @@ impl SchedulePatch {
             &self.misfire_strategy,
             base.map_or(MisfireStrategy::DoNothing, |b| b.misfire_strategy),
         )?;
+        let calendar = match (&self.calendar, base) {
+            (Some(c), _) => c.trim().to_owned(),
+            (None, Some(b)) => b.calendar.clone(),
+            (None, None) => String::new(),
+        };
+        // A name given is checked even where it is then dropped: a body is valid or not
+        // whatever the schedule type it comes with.
+        if self.calendar.is_some() && !calendar.is_empty() {
+            super::calendars::check_calendar_name(&calendar).map_err(|e| Invalid::new("calendar", e.message))?;
+        }
+        // As the expression: a form that kept the calendar picked before does not keep it on
+        // a schedule that has no fire times of its own.
+        let calendar = if schedule_type == ScheduleType::None {
+            String::new()
+        } else {
+            calendar
+        };
+        if !calendar.is_empty() {
+            if schedule_type == ScheduleType::FixDelay {
+                return Err(Invalid::new(
+                    "calendar",
+                    "a business calendar applies to CRON and FIX_RATE schedules, not FIX_DELAY",
+                ));
+            }
+        }
         Ok(Schedule {
             schedule_type,
             schedule_expr,
             time_zone,
             misfire_strategy,
+            calendar,
         })
     }
 
@@ -235,6 +284,7 @@ impl SchedulePatch {
             schedule_expr: Some(schedule.schedule_expr),
             time_zone: Some(schedule.time_zone),
             misfire_strategy: Some(schedule.misfire_strategy.as_str().to_owned()),
+            calendar: Some(schedule.calendar),
         }
     }
 
@@ -247,6 +297,7 @@ impl SchedulePatch {
             schedule_expr: given(&self.schedule_expr, ""),
             time_zone: given(&self.time_zone, default_zone),
             misfire_strategy: given(&self.misfire_strategy, MisfireStrategy::DoNothing.as_str()),
+            calendar: given(&self.calendar, ""),
         }
     }
 }
@@ -320,6 +371,18 @@ mod tests {
             ..patch("CRON", "* * * * * ?")
         };
         assert_eq!(field(misfire), "misfire_strategy");
+        let calendar = |kind: &str, name: &str| SchedulePatch {
+            calendar: Some(name.into()),
+            ..patch(kind, "30")
+        };
+        assert_eq!(field(calendar("FIX_DELAY", "CN")), "calendar");
+        assert_eq!(field(calendar("FIX_RATE", "no spaces")), "calendar");
+        assert_eq!(
+            calendar("FIX_RATE", " CN ").apply_to(None, "UTC").unwrap().calendar,
+            "CN"
+        );
+        assert_eq!(calendar("NONE", "CN").apply_to(None, "UTC").unwrap().calendar, "");
+        assert_eq!(field(calendar("NONE", &"C".repeat(65))), "calendar");
     }
 
     #[test]

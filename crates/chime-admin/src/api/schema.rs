@@ -96,10 +96,11 @@ pub fn components() -> Map<String, Value> {
     use super::*;
     let mut all = definitions!(Contract::Serialize;
         Job, Group, AlarmChannel, AlarmDelivery, AlarmSilence, AlarmEventEntry, ApiKey, NewApiKey, GroupMember,
-        GroupGrant, Limit, QueuedRunEntry, Backfill,
+        GroupGrant, Limit, QueuedRunEntry, Backfill, BusinessCalendar,
     );
     all.extend(definitions!(Contract::Deserialize;
         JobSpec, GroupSpec, AlarmChannelSpec, AlarmSilenceSpec, ApiKeySpec, MemberChange, LimitSpec, BackfillSpec,
+        BusinessCalendarSpec,
     ));
     all
 }

@@ -592,6 +592,29 @@ pub(super) async fn schedule_preview(
     let more = more_schedules_param(q.get("more"), kind, &tz)?;
     let cal =
         crate::api::calendar_with_more(kind, &expr, &tz, &more, now).map_err(|e| Invalid::new("schedule_expr", e))?;
+    // A business calendar, by name: its days leave fires out, and the preview says which.
+    let business = match q.get("calendar").map(|c| c.trim()).filter(|c| !c.is_empty()) {
+        None => None,
+        Some(name) => {
+            crate::api::calendars::check_calendar_name(name).map_err(|e| Invalid::new("calendar", e.message))?;
+            let c = admin.store.business_calendar(name).await.map_err(|e| match e {
+                crate::store::StoreError::NotFound(_) => {
+                    ApiError::from(Invalid::new("calendar", format!("'{name}' is not a business calendar")))
+                }
+                other => other.into(),
+            })?;
+            let days = crate::api::CalendarDays {
+                time_zone: c.time_zone,
+                workdays: c.workdays,
+                excluded: c.excluded,
+                included: c.included,
+            };
+            Some(Arc::new(days.business_days()?))
+        }
+    };
+    let cal = cal
+        .with_business_days(business.clone())
+        .map_err(|e| Invalid::new("calendar", e))?;
     // A fixed delay's later fires depend on when each run ends: only the first is known.
     let count = if cal.fixed_delay_ms().is_some() { 1 } else { count };
     let offset_of = |ms: i64| {
@@ -609,12 +632,27 @@ pub(super) async fn schedule_preview(
         let local = chrono::DateTime::from_timestamp_millis(n)
             .map(|d| d.with_timezone(&zone).to_rfc3339())
             .unwrap_or_default();
-        let param = chime_params::resolve_or_keep(param, n, &tz);
+        let param = crate::run::resolve_param(param, n, &tz, business.as_deref());
         out.push(json!({ "at": n, "local": local, "utc_offset_secs": off, "dst_shift": off != prev, "param": param }));
         prev = off;
         t = n;
     }
-    Ok(Json(json!({ "time_zone": tz, "next": out })))
+    // Days the calendar left out, up to the last fire listed (or a month on, when none is).
+    let until = out
+        .last()
+        .and_then(|f| f["at"].as_i64())
+        .unwrap_or(now + 31 * 86_400_000);
+    let skipped: Vec<Value> = cal
+        .skipped_between(now, until, 31)
+        .into_iter()
+        .map(|(at, why)| {
+            let local = chrono::DateTime::from_timestamp_millis(at)
+                .map(|d| d.with_timezone(&zone).to_rfc3339())
+                .unwrap_or_default();
+            json!({ "at": at, "local": local, "why": why })
+        })
+        .collect();
+    Ok(Json(json!({ "time_zone": tz, "next": out, "skipped": skipped })))
 }
 
 /// Dashboard numbers for the caller's groups: counts, runs per day, dispatch lateness.

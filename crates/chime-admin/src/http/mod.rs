@@ -8,6 +8,7 @@ mod alarm_silences;
 mod api_keys;
 pub mod auth;
 mod backfills;
+mod calendars;
 pub mod console_api;
 pub mod console_assets;
 mod directory_login;

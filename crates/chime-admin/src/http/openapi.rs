@@ -21,6 +21,26 @@ pub(super) const LATEST: i64 = 253_402_300_799_999;
 /// from the access middleware, and 503 when the database was momentarily busy.
 const ALWAYS: &[u16] = &[401, 503];
 
+/// The path parameter naming a business calendar.
+pub(super) fn calendar_name() -> Value {
+    path(
+        "name",
+        json!({ "type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$" }),
+        "the calendar's name",
+    )
+}
+
+/// An iCalendar (`.ics`) file as a request body.
+pub(super) fn ics_body() -> Value {
+    json!({ "required": true, "content": { "text/calendar": { "schema": { "type": "string", "maxLength": crate::api::calendar_ics::MAX_ICS_BYTES } } } })
+}
+
+/// `operation` answering 200 with an iCalendar (`.ics`) file.
+pub(super) fn ics_answer(mut operation: Value) -> Value {
+    operation["responses"]["200"] = json!({ "description": "the calendar as an iCalendar file", "content": { "text/calendar": { "schema": string() } } });
+    operation
+}
+
 /// A JSON request body: `required` is false where the API takes an empty body as `{}`.
 pub(super) fn body(schema: Value, required: bool) -> Value {
     json!({ "required": required, "content": { "application/json": { "schema": schema } } })
@@ -326,6 +346,7 @@ fn with_schedule(mut props: Value, opt: impl Fn(Value) -> Value) -> Value {
         ("schedule_expr", opt(string())),
         ("time_zone", opt(string())),
         ("misfire_strategy", opt(misfire_strategies())),
+        ("calendar", opt(business_calendar_ref())),
         ("max_instances", opt(int_range(0, 10_000))),
         ("on_limit", opt(string_enum(&["skip", "queue"]))),
     ];
@@ -333,6 +354,11 @@ fn with_schedule(mut props: Value, opt: impl Fn(Value) -> Value) -> Value {
         map.extend(schedule.map(|(k, v)| (k.to_owned(), v)));
     }
     props
+}
+
+/// A schedule's business calendar, by name ('' for none).
+fn business_calendar_ref() -> Value {
+    json!({ "type": "string", "maxLength": 64, "description": "the business calendar (/v1/calendars) whose business days it fires on; empty: every day" })
 }
 
 /// The states of a workflow instance.
@@ -369,6 +395,7 @@ fn doc_job(out: bool) -> Value {
         "schedule_expr": opt(string()),
         "time_zone": opt(string()),
         "misfire_strategy": opt(misfire_strategies()),
+        "calendar": opt(business_calendar_ref()),
         "route_strategy": opt(route_strategies()),
         "handler": opt(string()),
         "param": opt(json!({ "type": "string", "maxLength": 65535 })),
@@ -439,7 +466,7 @@ fn doc_workflow(out: bool) -> Value {
 
 pub(super) fn jobs_document() -> Value {
     let mut doc = exact(
-        json!({ "groups": arr(doc_group(true)), "workflows": arr(doc_workflow(true)), "alarm_channels": arr(r("AlarmChannelSpec")) }),
+        json!({ "groups": arr(doc_group(true)), "workflows": arr(doc_workflow(true)), "alarm_channels": arr(r("AlarmChannelSpec")), "calendars": arr(r("BusinessCalendarSpec")) }),
     );
     // Exported only when there are any (and for admins).
     doc["required"] = json!(["groups"]);
@@ -452,6 +479,7 @@ pub(super) fn apply_request() -> Value {
         "groups": arr(doc_group(false)),
         "workflows": arr(doc_workflow(false)),
         "alarm_channels": arr(r("AlarmChannelSpec")),
+        "calendars": arr(r("BusinessCalendarSpec")),
         "dry_run": nullable(json!({ "type": "boolean", "description": "work out the plan, change nothing" })),
         "prune": nullable(json!({ "type": "boolean", "description": "delete the jobs of the named groups that the document does not list" })),
     }))
@@ -609,7 +637,7 @@ fn component_schemas() -> serde_json::Map<String, Value> {
                 "Workflow": exact(json!({
                     "id": int(), "name": string(), "description": string(), "partition": int(),
                     "schedule_type": schedule_types(), "schedule_expr": string(), "time_zone": string(),
-                    "misfire_strategy": misfire_strategies(), "max_instances": int(), "on_limit": string_enum(&["skip", "queue"]),
+                    "misfire_strategy": misfire_strategies(), "calendar": business_calendar_ref(), "max_instances": int(), "on_limit": string_enum(&["skip", "queue"]),
                     "alarm_channels": alarm_channel_list(),
                     "definition": workflow_definition(),
                     "version": { "type": "integer", "format": "int64", "description": "the graph's version: a new one each time a changed graph is saved" },

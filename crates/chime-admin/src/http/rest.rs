@@ -367,12 +367,24 @@ pub(super) async fn next_fires(
             .map(|d| d.with_timezone(&zone).to_rfc3339())
             .unwrap_or_default();
         // The parameter a run of this fire would be sent with (its date placeholders filled).
-        let param = chime_params::resolve_or_keep(&job.param, n, &job.time_zone);
+        let param = crate::run::resolve_param(&job.param, n, &job.time_zone, job.business_days.as_deref());
         out.push(json!({ "at": n, "local": local, "param": param }));
         t = n;
     }
+    // Days the job's business calendar leaves out, up to the last fire listed.
+    let until = out.last().and_then(|f| f["at"].as_i64()).unwrap_or(now);
+    let skipped: Vec<Value> = cal
+        .skipped_between(now, until, 31)
+        .into_iter()
+        .map(|(at, why)| {
+            let local = chrono::DateTime::from_timestamp_millis(at)
+                .map(|d| d.with_timezone(&zone).to_rfc3339())
+                .unwrap_or_default();
+            json!({ "at": at, "local": local, "why": why })
+        })
+        .collect();
     Ok(Json(
-        json!({ "job_id": job.id, "time_zone": job.time_zone, "next": out }),
+        json!({ "job_id": job.id, "time_zone": job.time_zone, "calendar": job.calendar, "next": out, "skipped": skipped }),
     ))
 }
 
@@ -512,6 +524,8 @@ struct ApplyRequest {
     #[serde(default)]
     alarm_channels: Vec<crate::model::AlarmChannelSpec>,
     #[serde(default)]
+    calendars: Vec<crate::api::BusinessCalendarSpec>,
+    #[serde(default)]
     dry_run: Option<bool>,
     #[serde(default)]
     prune: Option<bool>,
@@ -530,6 +544,7 @@ pub(super) async fn apply_jobs(
         groups: req.groups,
         workflows: req.workflows,
         alarm_channels: req.alarm_channels,
+        calendars: req.calendars,
     };
     let mode = ApplyMode {
         dry_run: req.dry_run.unwrap_or(false),
@@ -542,7 +557,8 @@ pub(super) async fn apply_jobs(
 }
 
 /// What a caller below administrator may apply: the jobs of existing groups they edit, BEAN
-/// jobs only, children within those groups; no group settings, workflows or alarm channels,
+/// jobs only, children within those groups; no group settings, workflows, alarm channels or
+/// calendars,
 /// and no `prune` (a document applied by a service never deletes what it did not declare).
 async fn check_apply_rights(admin: &Admin, p: &Principal, doc: &JobsDocument, mode: ApplyMode) -> ApiResult<()> {
     if p.admin {
@@ -551,9 +567,9 @@ async fn check_apply_rights(admin: &Admin, p: &Principal, doc: &JobsDocument, mo
     if !p.roles.iter().any(|g| g.role >= crate::api::GroupRole::Editor) {
         return Err(forbidden("applying jobs needs the role editor in their group"));
     }
-    if !doc.workflows.is_empty() || !doc.alarm_channels.is_empty() {
+    if !doc.workflows.is_empty() || !doc.alarm_channels.is_empty() || !doc.calendars.is_empty() {
         return Err(forbidden(
-            "workflows and alarm channels are applied by administrators only",
+            "workflows, alarm channels and business calendars are applied by administrators only",
         ));
     }
     if mode.prune {

@@ -611,6 +611,8 @@ mod tests {
             time_zone: "UTC".into(),
             misfire_strategy: strategy,
             more_schedules: Vec::new(),
+            calendar: String::new(),
+            business_days: None,
             route_strategy: RouteStrategy::First,
             handler: "h".into(),
             param: String::new(),

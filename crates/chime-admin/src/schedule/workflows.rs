@@ -93,6 +93,8 @@ fn schedule_of(w: &Workflow) -> Job {
         time_zone: w.time_zone.clone(),
         misfire_strategy: w.misfire_strategy,
         more_schedules: Vec::new(),
+        calendar: w.calendar.clone(),
+        business_days: w.business_days.clone(),
         route_strategy: chime_protocol::RouteStrategy::First,
         handler: String::new(),
         param: String::new(),

@@ -38,6 +38,9 @@ pub struct JobsDocument {
     /// `apply_channels`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alarm_channels: Vec<crate::model::AlarmChannelSpec>,
+    /// Business calendars the jobs and workflows keep to (exported for admins only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calendars: Vec<crate::api::BusinessCalendarSpec>,
 }
 
 /// A group of a [`JobsDocument`]. Fields left out keep their value (or take the default when
@@ -516,15 +519,20 @@ impl Store {
             .collect();
         // Workflows span groups, and channels are an administrator's: in the whole document
         // of an admin only.
-        let (workflows, alarm_channels) = if only.is_none() && scope.is_none() {
-            (self.export_workflows().await?, self.export_channels().await?)
+        let (workflows, alarm_channels, calendars) = if only.is_none() && scope.is_none() {
+            (
+                self.export_workflows().await?,
+                self.export_channels().await?,
+                self.export_calendars().await?,
+            )
         } else {
-            (Vec::new(), Vec::new())
+            (Vec::new(), Vec::new(), Vec::new())
         };
         Ok(JobsDocument {
             groups,
             workflows,
             alarm_channels,
+            calendars,
         })
     }
 
@@ -538,6 +546,9 @@ impl Store {
         let mut channels_plan = ApplyPlan::default();
         // Channels first: the groups and jobs that follow may name them.
         self.apply_channels(&mut tx, &doc.alarm_channels, now, &mut channels_plan)
+            .await?;
+        // Calendars too: the jobs and workflows that follow may keep to them.
+        self.apply_calendars(&mut tx, &doc.calendars, (opts.author, now), &mut channels_plan)
             .await?;
         let Applied { mut plan, .. } = self.apply_in(&mut tx, checked, &doc.workflows, &opts, now).await?;
         plan.create.splice(0..0, channels_plan.create);

@@ -44,6 +44,7 @@ pub(super) fn draft_columns(draft: &JobDraft, key: Option<&str>, group_id: i64) 
         ("time_zone", Text(draft.time_zone.clone())),
         ("misfire_strategy", Text(draft.misfire_strategy.as_str().to_owned())),
         ("more_schedules", Text(more_schedules_json(&draft.more_schedules))),
+        ("calendar", Text(draft.calendar.clone())),
         ("route_strategy", Text(draft.route_strategy.as_str().to_owned())),
         ("handler", Text(draft.handler.clone())),
         ("param", Text(draft.param.clone())),
@@ -156,7 +157,8 @@ impl fmt::Display for JobColumns {
             "id, job_key, group_id, partition_no, description, schedule_type, \
              schedule_expr, time_zone, misfire_strategy, route_strategy, handler, param, block_strategy, timeout_secs, \
              retry_count, child_job_ids, glue_type, glue_source, glue_updated_at, running, anchor_at, next_fire_at, \
-             last_fire_at, created_at, updated_at, priority, concurrency_key, paused_until, more_schedules",
+             last_fire_at, created_at, updated_at, priority, concurrency_key, paused_until, more_schedules, calendar, \
+             (SELECT spec FROM business_calendar WHERE business_calendar.name = job.calendar) AS calendar_spec",
         )?;
         JobInfo::FIELDS.iter().try_for_each(|(name, _)| write!(f, ", {name}"))
     }

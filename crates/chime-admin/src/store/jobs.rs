@@ -5,12 +5,15 @@ use super::filter::like_pattern;
 use super::job_columns::{bind_cells, draft_columns, insert_sql, set_sql, Cell, JOB_COLUMNS};
 use super::rows;
 use super::{placeholders, Store, StoreError, StoreResult, PARTITIONS};
-use crate::api::{calendar_with_more, MoreSchedule};
+use crate::api::calendar_with_more;
+use crate::business_days::BusinessDays;
+use crate::calendar::Calendar;
 use crate::model::{now_ms, Invalid, Job, JobDraft, WAITING_FOR_RUN_END};
 use chime_protocol::ScheduleType;
 use sqlx::any::Any;
 use sqlx::Transaction;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// How a job list is ordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -102,27 +105,29 @@ pub(super) const BUMP_UPDATED_AT: &str = "CASE WHEN updated_at >= ? THEN updated
 
 /// The first fire time after `now` of a job (with its further schedules, `more`) or a workflow
 /// about to be (re)started: a fixed rate's grid starts at `now`.
-pub(crate) fn first_fire(
-    draft_type: ScheduleType,
-    expr: &str,
-    zone: &str,
-    more: &[MoreSchedule],
-    now: i64,
-) -> Result<i64, Invalid> {
-    let cal = calendar_with_more(draft_type, expr, zone, more, now).map_err(|e| Invalid::new("schedule_expr", e))?;
-    cal.next_after(now)
-        .ok_or_else(|| Invalid::new("schedule_expr", "the schedule has no fire time in the future"))
+pub(crate) fn first_fire(cal: Result<Calendar, String>, now: i64) -> Result<i64, Invalid> {
+    let cal = cal.map_err(|e| Invalid::new("schedule_expr", e))?;
+    cal.next_after(now).ok_or_else(|| match cal.business_days() {
+        Some(_) => Invalid::new(
+            "calendar",
+            "the calendar has no business day on which the schedule fires",
+        ),
+        None => Invalid::new("schedule_expr", "the schedule has no fire time in the future"),
+    })
 }
 
-/// The first fire time after `now` of the job `draft` defines, started now.
-fn draft_first_fire(draft: &JobDraft, now: i64) -> Result<i64, Invalid> {
-    first_fire(
+/// The first fire time after `now` of the job `draft` defines, started now, on the business
+/// days of `business` (its calendar's, read in the writing transaction).
+fn draft_first_fire(draft: &JobDraft, business: Option<Arc<BusinessDays>>, now: i64) -> Result<i64, Invalid> {
+    let cal = calendar_with_more(
         draft.schedule_type,
         &draft.schedule_expr,
         &draft.time_zone,
         &draft.more_schedules,
         now,
     )
+    .and_then(|c| c.with_business_days(business));
+    first_fire(cal, now)
 }
 
 /// The columns of a new job: its definition, and a schedule starting at `now` with its first
@@ -277,8 +282,9 @@ impl Store {
         draft: &JobDraft,
         now: i64,
     ) -> StoreResult<i64> {
+        let business = self.business_days_tx(tx, &draft.calendar).await?;
         let next = if draft.running {
-            draft_first_fire(draft, now)?
+            draft_first_fire(draft, business, now)?
         } else {
             0
         };
@@ -377,7 +383,9 @@ impl Store {
         let schedule_changed = old.schedule_type != draft.schedule_type
             || old.schedule_expr != draft.schedule_expr
             || old.time_zone != draft.time_zone
-            || old.more_schedules != draft.more_schedules;
+            || old.more_schedules != draft.more_schedules
+            || old.calendar != draft.calendar;
+        let business = self.business_days_tx(tx, &draft.calendar).await?;
         let (anchor, next) = if !draft.running {
             (old.anchor_at, 0)
         } else if old.running
@@ -388,7 +396,7 @@ impl Store {
             // applies from its end.
             (now, WAITING_FOR_RUN_END)
         } else if schedule_changed || !old.running {
-            (now, draft_first_fire(draft, now)?)
+            (now, draft_first_fire(draft, business, now)?)
         } else {
             (old.anchor_at, old.next_fire_at)
         };
@@ -433,13 +441,7 @@ impl Store {
             if job.running {
                 return Ok(job);
             }
-            let next = first_fire(
-                job.schedule_type,
-                &job.schedule_expr,
-                &job.time_zone,
-                &job.more_schedules,
-                now,
-            )?;
+            let next = first_fire(job.calendar(now), now)?;
             self.set_scheduled("job", id, Some(next), now).await?;
         } else {
             self.set_scheduled("job", id, None, now).await?;
@@ -629,7 +631,12 @@ impl Store {
             let mut tx = self.write.begin().await?;
             let mut rows_cells = Vec::with_capacity(chunk.len());
             for d in chunk {
-                let next = if d.running { draft_first_fire(d, now)? } else { 0 };
+                let business = self.business_days_tx(&mut tx, &d.calendar).await?;
+                let next = if d.running {
+                    draft_first_fire(d, business, now)?
+                } else {
+                    0
+                };
                 rows_cells.push(new_job_columns(d, None, group_id, now, next));
             }
             let Some(first) = rows_cells.first() else { continue };

@@ -161,6 +161,8 @@ pub(super) fn job(row: &AnyRow) -> Result<Job, sqlx::Error> {
         time_zone: text(row, "time_zone")?,
         misfire_strategy: parsed(row, "misfire_strategy")?,
         more_schedules: more_schedules(row)?,
+        calendar: text(row, "calendar")?,
+        business_days: business_days(opt_text(row, "calendar_spec")?),
         route_strategy: parsed(row, "route_strategy")?,
         handler: text(row, "handler")?,
         param: text(row, "param")?,
@@ -179,6 +181,37 @@ pub(super) fn job(row: &AnyRow) -> Result<Job, sqlx::Error> {
         created_at: int(row, "created_at")?,
         updated_at: int(row, "updated_at")?,
     })
+}
+
+/// Most parsed business calendars [`business_days`] keeps; cleared when full.
+const PARSED_CALENDARS_MAX: usize = 256;
+
+/// Parsed business calendars by their stored definition: each job and workflow row that names
+/// a calendar carries its definition (`calendar_spec`), and parsing it once per definition,
+/// not once per row, keeps reading many such rows cheap. Keyed by the text itself, so an
+/// edited calendar is a new entry and never read stale.
+static PARSED_CALENDARS: std::sync::LazyLock<
+    std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<crate::business_days::BusinessDays>>>,
+> = std::sync::LazyLock::new(Default::default);
+
+/// The business days of a stored calendar definition (`None` for none, or for one that no
+/// longer parses: the schedule that names it then stops, as one whose calendar is gone).
+pub(super) fn business_days(spec: Option<String>) -> Option<std::sync::Arc<crate::business_days::BusinessDays>> {
+    let spec = spec?;
+    let mut parsed = PARSED_CALENDARS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(days) = parsed.get(&spec) {
+        return Some(days.clone());
+    }
+    let days = serde_json::from_str::<crate::api::CalendarDays>(&spec)
+        .ok()?
+        .business_days()
+        .ok()
+        .map(std::sync::Arc::new)?;
+    if parsed.len() >= PARSED_CALENDARS_MAX {
+        parsed.clear();
+    }
+    parsed.insert(spec, days.clone());
+    Some(days)
 }
 
 /// Reads a job's further schedules: JSON in `more_schedules` (NULL or empty: none).

@@ -12,7 +12,8 @@ macro_rules! workflow_fields {
     () => {
         "id, name, description, partition_no, schedule_type, schedule_expr, time_zone, \
          misfire_strategy, max_instances, on_limit, alarm_channels, version_id, running, anchor_at, \
-         next_fire_at, last_fire_at, created_at, updated_at, paused_until"
+         next_fire_at, last_fire_at, created_at, updated_at, paused_until, calendar, \
+         (SELECT spec FROM business_calendar WHERE business_calendar.name = workflow.calendar) AS calendar_spec"
     };
 }
 
@@ -67,6 +68,8 @@ pub(super) fn workflow_row_with(row: &AnyRow, definition: Definition) -> Result<
         misfire_strategy: rows::text(row, "misfire_strategy")?
             .parse()
             .map_err(|e| decode_err("misfire_strategy", e))?,
+        calendar: rows::text(row, "calendar")?,
+        business_days: rows::business_days(rows::opt_text(row, "calendar_spec")?),
         max_instances: rows::int(row, "max_instances")?,
         on_limit: OnLimit::parse(&rows::text(row, "on_limit")?),
         alarm_channels: rows::text(row, "alarm_channels")?,

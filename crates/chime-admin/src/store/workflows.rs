@@ -9,6 +9,7 @@ use super::rows;
 use super::workflow_rows::{instance_row, node_row, workflow_row, INSTANCE_COLUMNS, INSTANCE_FROM, WORKFLOW_COLUMNS};
 use super::workflow_steps::NodeTickets;
 use super::{Store, StoreError, StoreResult, PARTITIONS};
+use crate::business_days::BusinessDays;
 use crate::model::{now_ms, Job};
 use crate::run::RunTicket;
 use crate::workflow::dag::{self, InstanceState, NodeState};
@@ -63,12 +64,13 @@ impl Store {
         d: &WorkflowDraft,
         now: i64,
     ) -> StoreResult<i64> {
-        let first_fire = first_fire_of(d, now)?;
+        let business = self.business_days_tx(tx, &d.calendar).await?;
+        let first_fire = first_fire_of(d, business, now)?;
         let json = serde_json::to_string(&d.definition).unwrap_or_default();
         let q = self.sql(
             "INSERT INTO workflow (name, description, partition_no, schedule_type, schedule_expr, time_zone, \
-             misfire_strategy, max_instances, on_limit, alarm_channels, definition, running, anchor_at, next_fire_at, \
-             last_fire_at, created_at, updated_at) VALUES (?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?) RETURNING id",
+             misfire_strategy, max_instances, on_limit, alarm_channels, calendar, definition, running, anchor_at, next_fire_at, \
+             last_fire_at, created_at, updated_at) VALUES (?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?) RETURNING id",
         );
         let row = bind_settings(sqlx::query(&q), d)
             .bind(&json)
@@ -110,7 +112,8 @@ impl Store {
         d: &WorkflowDraft,
         now: i64,
     ) -> StoreResult<()> {
-        let first_fire = first_fire_of(d, now)?;
+        let business = self.business_days_tx(tx, &d.calendar).await?;
+        let first_fire = first_fire_of(d, business, now)?;
         let json = serde_json::to_string(&d.definition).unwrap_or_default();
         // A changed graph is a new version; running instances keep theirs.
         let version = if json == serde_json::to_string(&old.definition).unwrap_or_default() && old.version > 0 {
@@ -120,7 +123,8 @@ impl Store {
         };
         let schedule_changed = old.schedule_type != d.schedule_type
             || old.schedule_expr != d.schedule_expr
-            || old.time_zone != d.time_zone;
+            || old.time_zone != d.time_zone
+            || old.calendar != d.calendar;
         let (anchor, next) = if !d.running {
             (old.anchor_at, 0)
         } else if schedule_changed || !old.running {
@@ -130,7 +134,7 @@ impl Store {
         };
         let q = self.sql_text(format!(
             "UPDATE workflow SET name = ?, description = ?, schedule_type = ?, schedule_expr = ?, time_zone = ?, \
-                 misfire_strategy = ?, max_instances = ?, on_limit = ?, alarm_channels = ?, definition = ?, version_id = ?, running = ?, \
+                 misfire_strategy = ?, max_instances = ?, on_limit = ?, alarm_channels = ?, calendar = ?, definition = ?, version_id = ?, running = ?, \
                  anchor_at = ?, next_fire_at = ?, updated_at = {BUMP_UPDATED_AT} WHERE id = ?"
         ));
         bind_settings(sqlx::query(&q), d)
@@ -244,7 +248,7 @@ impl Store {
                 )
                 .into());
             }
-            let first_fire = super::jobs::first_fire(w.schedule_type, &w.schedule_expr, &w.time_zone, &[], now)?;
+            let first_fire = super::jobs::first_fire(w.calendar(now), now)?;
             self.set_scheduled("workflow", id, Some(first_fire), now).await?;
         } else {
             self.set_scheduled("workflow", id, None, now).await?;
@@ -624,18 +628,15 @@ pub struct StoppedInstance {
     pub withdrawn: Vec<i64>,
 }
 
-/// When a workflow started now fires first (0 when it is not started).
-fn first_fire_of(d: &WorkflowDraft, now: i64) -> StoreResult<i64> {
+/// When a workflow started now fires first (0 when it is not started), on the business days
+/// of `business` (its calendar's, read in the writing transaction).
+fn first_fire_of(d: &WorkflowDraft, business: Option<Arc<BusinessDays>>, now: i64) -> StoreResult<i64> {
     if !d.running {
         return Ok(0);
     }
-    Ok(super::jobs::first_fire(
-        d.schedule_type,
-        &d.schedule_expr,
-        &d.time_zone,
-        &[],
-        now,
-    )?)
+    let cal = crate::calendar::Calendar::parse(d.schedule_type, &d.schedule_expr, &d.time_zone, now)
+        .and_then(|c| c.with_business_days(business));
+    Ok(super::jobs::first_fire(cal, now)?)
 }
 
 /// A unique-name violation as a 422 on `name`.
@@ -647,7 +648,7 @@ fn name_taken(e: sqlx::Error, name: &str) -> StoreError {
 
 /// Binds a workflow's settings in the order its insert and update name them: name,
 /// description, schedule type, expression and zone, misfire strategy, `max_instances`,
-/// `on_limit`, `alarm_channels`.
+/// `on_limit`, `alarm_channels`, `calendar`.
 fn bind_settings<'q>(
     query: Query<'q, Any, AnyArguments<'q>>,
     d: &'q WorkflowDraft,
@@ -662,4 +663,5 @@ fn bind_settings<'q>(
         .bind(d.max_instances)
         .bind(d.on_limit.as_str())
         .bind(&d.alarm_channels)
+        .bind(&d.calendar)
 }

@@ -58,6 +58,13 @@ pub struct Workflow {
     pub time_zone: String,
     /// What missed fires do.
     pub misfire_strategy: MisfireStrategy,
+    /// The business calendar (`/v1/calendars`) whose business days it fires on; empty: every
+    /// day.
+    #[serde(default)]
+    pub calendar: String,
+    /// That calendar's days, read with the row (not on the wire).
+    #[serde(skip)]
+    pub business_days: Option<std::sync::Arc<crate::business_days::BusinessDays>>,
     /// Most instances running at once (0: no limit).
     pub max_instances: i64,
     /// What a fire over the limit does.
@@ -129,6 +136,8 @@ pub struct WorkflowDraft {
     pub time_zone: String,
     /// Misfire strategy.
     pub misfire_strategy: MisfireStrategy,
+    /// Business calendar's name ('' for none).
+    pub calendar: String,
     /// Concurrency limit.
     pub max_instances: i64,
     /// Over the limit.
@@ -142,6 +151,15 @@ pub struct WorkflowDraft {
 }
 
 crate::api::schedule_fields!(Workflow);
+
+impl Workflow {
+    /// When the workflow fires, a fixed rate's grid starting at `anchor_ms`.
+    pub fn calendar(&self, anchor_ms: i64) -> Result<crate::calendar::Calendar, String> {
+        let cal =
+            crate::calendar::Calendar::parse(self.schedule_type, &self.schedule_expr, &self.time_zone, anchor_ms)?;
+        crate::api::schedule::keeping_to(cal, &self.calendar, self.business_days.as_ref())
+    }
+}
 
 impl WorkflowSpec {
     /// The name and description, as given or kept from `base`, checked.
@@ -197,6 +215,7 @@ impl WorkflowSpec {
             schedule_expr,
             time_zone,
             misfire_strategy,
+            calendar,
         } = self.schedule(base, default_zone)?;
         let max_instances = self.max_instances.or(base.map(|b| b.max_instances)).unwrap_or(0);
         if !(0..=10_000).contains(&max_instances) {
@@ -233,6 +252,7 @@ impl WorkflowSpec {
             schedule_expr,
             time_zone,
             misfire_strategy,
+            calendar,
             max_instances,
             on_limit,
             alarm_channels,

@@ -8,6 +8,7 @@ pub(super) mod alarm_channels;
 pub(super) mod alarm_silences;
 pub(super) mod api_keys;
 pub(super) mod backfills;
+pub(super) mod calendars;
 pub(super) mod flow;
 pub(super) mod groups;
 pub(super) mod jobs;

@@ -29,9 +29,9 @@ pub(super) const ROUTES: &[Route] = &[
     api!("GET" "/v1/schedule/preview", Rule::Authenticated, console::schedule_preview, op(
         "Next fire times of a schedule not saved yet, with UTC offsets",
         "console",
-        json!([query("type", schedule_types(), "schedule type, default CRON"), query("expr", string(), "cron expression or fixed-rate seconds"), query("tz", string(), "IANA zone, default the admin's"), query("count", int_range(1, 100), "how many, 1..100, default 5"), query("param", string(), "a job parameter: each fire time then shows it with its date placeholders filled in"), query("more", string(), "a job's further schedules, as the job body's more_schedules (a JSON array): the times of all of them, merged")]),
+        json!([query("type", schedule_types(), "schedule type, default CRON"), query("expr", string(), "cron expression or fixed-rate seconds"), query("tz", string(), "IANA zone, default the admin's"), query("count", int_range(1, 100), "how many, 1..100, default 5"), query("param", string(), "a job parameter: each fire time then shows it with its date placeholders filled in"), query("more", string(), "a job's further schedules, as the job body's more_schedules (a JSON array): the times of all of them, merged"), query("calendar", string(), "a business calendar's name: fires on days it does not count as business days are left out, and listed in skipped")]),
         None,
-        (200, Some(exact(json!({ "time_zone": string(), "next": times(json!({ "utc_offset_secs": int(), "dst_shift": boolean(), "param": string() })) })))),
+        (200, Some(exact(json!({ "time_zone": string(), "next": times(json!({ "utc_offset_secs": int(), "dst_shift": boolean(), "param": string() })), "skipped": times(json!({ "why": string() })) })))),
         &[400, 422],
     )),
     api!("GET" "/v1/options", Rule::Authenticated, console::options, {

@@ -93,11 +93,11 @@ pub(super) const ROUTES: &[Route] = &[
         "jobs", json!([id(), backfill_id()]), None, (200, Some(r("Backfill"))), &[400, 403, 404, 409, 413],
     )),
     api!("GET" "/v1/jobs/{id}/next", Rule::Read(Target::Job), rest::next_fires, op(
-        "Next fire times, each with the parameter a run of it would be sent with",
+        "Next fire times, each with the parameter a run of it would be sent with, and the days its business calendar leaves out",
         "jobs",
         json!([id(), query("count", int_range(1, 1000), "how many, 1..1000, default 5")]),
         None,
-        (200, Some(exact(json!({ "job_id": int(), "time_zone": string(), "next": times(json!({ "param": string() })) })))),
+        (200, Some(exact(json!({ "job_id": int(), "time_zone": string(), "calendar": string(), "next": times(json!({ "param": string() })), "skipped": times(json!({ "why": string() })) })))),
         &[400, 403, 404, 422],
     )),
     api!("GET" "/v1/jobs/{id}/glue", Rule::Admin, console::glue_history, op(

@@ -24,6 +24,7 @@ macro_rules! api {
 mod alarm_channels;
 mod alarm_silences;
 mod api_keys;
+mod calendars;
 mod executors;
 mod flow;
 mod groups;
@@ -120,6 +121,7 @@ const BY_RESOURCE: &[&[Route]] = &[
     executors::ROUTES,
     alarm_channels::ROUTES,
     alarm_silences::ROUTES,
+    calendars::ROUTES,
     flow::ROUTES,
     users::ROUTES,
     api_keys::ROUTES,
