@@ -92,6 +92,8 @@ enum Command {
     Workflow(client_cmd::WorkflowArgs),
     /// Make, list and revoke API keys through the admin's REST API.
     ApiKey(client_cmd::ApiKeyArgs),
+    /// Manage business calendars (holidays and make-up workdays) through the admin's REST API.
+    Calendar(client_cmd::CalendarArgs),
     /// Set, list and delete limits on running runs (flow control) through the admin's REST API.
     Limit(client_cmd::LimitArgs),
     /// Show the runs waiting for a slot of a full limit; send one now or cancel it.
@@ -138,6 +140,7 @@ fn main() -> ExitCode {
         Command::Import(args) => import_cmd::run(args, cli.client.json),
         Command::Workflow(args) => client_cmd::run_workflow(cli.client, args),
         Command::ApiKey(args) => client_cmd::run_api_key(cli.client, args),
+        Command::Calendar(args) => client_cmd::run_calendar(cli.client, args),
         Command::Limit(args) => client_cmd::run_limit(cli.client, args),
         Command::Queue(args) => client_cmd::run_queue(cli.client, args),
     }

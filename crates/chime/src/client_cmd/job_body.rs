@@ -34,6 +34,7 @@ pub(super) fn job_spec(f: &JobFields, creating: bool) -> Result<JobSpec, Failure
             schedule_expr,
             time_zone: f.tz.clone(),
             misfire_strategy: f.misfire.clone(),
+            calendar: f.calendar.clone(),
         },
         description: f.desc.clone(),
         param: f.param.clone(),

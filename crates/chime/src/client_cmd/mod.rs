@@ -1,9 +1,10 @@
-//! The command-line client of the REST API: `chime group|job|run|executors|export|apply …`.
+//! The command-line client of the REST API: `chime group|job|run|calendar|executors|export|apply …`.
 //!
 //! Every command prints an aligned table for people, or the API's JSON with `--json`.
 
 mod api_key;
 mod backfill;
+mod calendar;
 mod flow;
 mod job_body;
 mod jobs_doc;
@@ -12,6 +13,7 @@ mod pause;
 mod workflow;
 
 pub use api_key::ApiKeyArgs;
+pub use calendar::CalendarArgs;
 pub use flow::{LimitArgs, QueueArgs};
 pub use workflow::WorkflowArgs;
 
@@ -159,6 +161,10 @@ struct JobFields {
     /// on update, the list replaces the job's (`--set more_schedules=[]` removes them).
     #[arg(long, value_name = "SCHEDULE")]
     also: Vec<String>,
+    /// Business calendar (`chime calendar`) whose business days a CRON or FIX_RATE schedule
+    /// fires on: its fires on other days are left out. An empty value removes it.
+    #[arg(long, value_name = "NAME")]
+    calendar: Option<String>,
     /// Description.
     #[arg(long)]
     desc: Option<String>,
@@ -442,6 +448,18 @@ impl Client {
     }
 
     async fn call(&self, method: Method, path: &str, body: Option<Value>) -> Result<Value, Failure> {
+        let text = self.call_text(method, path, body.map(Body::Json)).await?;
+        Ok(if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        })
+    }
+
+    /// Sends a request, again while the admin answers 503; the answer's text as it came on
+    /// success (also for a body or an answer that is a file rather than JSON, an `.ics`
+    /// calendar), the admin's error with the field it names otherwise.
+    async fn call_text(&self, method: Method, path: &str, body: Option<Body>) -> Result<String, Failure> {
         let url = format!("{}{}", self.opts.admin.trim_end_matches('/'), path);
         let mut attempt = 1;
         let resp = loop {
@@ -449,9 +467,13 @@ impl Client {
             if let Some(t) = &self.opts.api_token {
                 req = req.bearer_auth(t);
             }
-            if let Some(b) = &body {
-                req = req.json(b);
-            }
+            req = match &body {
+                Some(Body::Json(b)) => req.json(b),
+                Some(Body::Text { content_type, text }) => req
+                    .header(reqwest::header::CONTENT_TYPE, *content_type)
+                    .body(text.clone()),
+                None => req,
+            };
             let resp = req
                 .send()
                 .await
@@ -473,24 +495,36 @@ impl Client {
         };
         let status = resp.status();
         let text = resp.text().await.unwrap_or_default();
+        if status.is_success() {
+            return Ok(text);
+        }
         let value: Value = if text.is_empty() {
             Value::Null
         } else {
             serde_json::from_str(&text).unwrap_or(Value::String(text))
         };
-        if status.is_success() {
-            Ok(value)
-        } else {
-            let msg = value["error"]
-                .as_str()
-                .map(str::to_owned)
-                .unwrap_or_else(|| value.to_string());
-            Err(Failure(match value["field"].as_str() {
-                Some(f) => format!("{msg} (field: {f}; HTTP {})", status.as_u16()),
-                None => format!("{msg} (HTTP {})", status.as_u16()),
-            }))
-        }
+        let msg = value["error"]
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_else(|| value.to_string());
+        Err(Failure(match value["field"].as_str() {
+            Some(f) => format!("{msg} (field: {f}; HTTP {})", status.as_u16()),
+            None => format!("{msg} (HTTP {})", status.as_u16()),
+        }))
     }
+}
+
+/// The body of a request: JSON, or a file's text with its media type.
+enum Body {
+    /// One of the admin's wire types, as JSON.
+    Json(Value),
+    /// A file as it is (`text/calendar` for an `.ics`).
+    Text {
+        /// Its media type.
+        content_type: &'static str,
+        /// Its text.
+        text: String,
+    },
 }
 
 /// First and longest wait between two reads of `run log --follow`: short while lines arrive,
@@ -676,6 +710,7 @@ async fn dispatch(c: &Client, cmd: Cmd) -> Result<(), Failure> {
     match cmd {
         Cmd::Workflow(cmd) => workflow::dispatch(c, cmd).await,
         Cmd::ApiKey(cmd) => api_key::dispatch(c, cmd).await,
+        Cmd::Calendar(cmd) => calendar::dispatch(c, cmd).await,
         Cmd::Limit(cmd) => flow::limit_cmd(c, cmd).await,
         Cmd::Queue(cmd) => flow::queue_cmd(c, cmd).await,
         Cmd::Group(cmd) => group_cmd(c, cmd).await,
@@ -1040,6 +1075,7 @@ enum Cmd {
     Apply(ApplyArgs),
     Workflow(workflow::WorkflowCmd),
     ApiKey(api_key::ApiKeyCmd),
+    Calendar(calendar::CalendarCmd),
     Limit(flow::LimitCmd),
     Queue(flow::QueueCmd),
 }
@@ -1098,6 +1134,11 @@ pub fn run_workflow(opts: ClientOpts, args: WorkflowArgs) -> ExitCode {
 /// Runs `chime api-key …`.
 pub fn run_api_key(opts: ClientOpts, args: ApiKeyArgs) -> ExitCode {
     execute(opts, Cmd::ApiKey(args.cmd))
+}
+
+/// Runs `chime calendar …`.
+pub fn run_calendar(opts: ClientOpts, args: CalendarArgs) -> ExitCode {
+    execute(opts, Cmd::Calendar(args.cmd))
 }
 
 /// Runs `chime limit …`.

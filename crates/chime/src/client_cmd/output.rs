@@ -179,7 +179,9 @@ pub(super) fn print_jobs(jobs: &[Job], groups: &GroupNames) {
         .map(|j| {
             let schedule = match j.schedule_type {
                 ScheduleType::None => "manual".to_owned(),
-                t => format!("{t} {}", j.schedule_expr),
+                t if j.calendar.is_empty() => format!("{t} {}", j.schedule_expr),
+                // Said here, as a schedule on a calendar does not fire on every day it names.
+                t => format!("{t} {} (calendar {})", j.schedule_expr, j.calendar),
             };
             vec![
                 j.id.to_string(),

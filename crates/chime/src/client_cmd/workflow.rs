@@ -128,7 +128,8 @@ fn read_spec(file: &PathBuf) -> Result<WorkflowSpec, Failure> {
 fn schedule(w: &Workflow) -> String {
     match w.schedule_type {
         ScheduleType::None => "-".to_owned(),
-        t => format!("{t} {} ({})", w.schedule_expr, w.time_zone),
+        t if w.calendar.is_empty() => format!("{t} {} ({})", w.schedule_expr, w.time_zone),
+        t => format!("{t} {} ({}, calendar {})", w.schedule_expr, w.time_zone, w.calendar),
     }
 }
 
