@@ -25,6 +25,7 @@ import { instanceList } from './pages/instances.js';
 import { instanceView } from './pages/instance.js';
 import { queue } from './pages/queue.js';
 import { backfills } from './pages/backfills.js';
+import { calendars } from './pages/calendars.js';
 
 /** A page: draws itself into `root` from the hash's arguments. @typedef {(root: HTMLElement, args: string[]) => Promise<unknown>} Page */
 
@@ -41,6 +42,7 @@ const routes = {
   users: () => users,
   audit: () => audit,
   channels: () => channels,
+  calendars: () => calendars,
   password: () => password,
   'api-keys': () => apiKeys,
   workflows: (args) => {
@@ -50,9 +52,9 @@ const routes = {
   },
 };
 
-/** The menu: each page, and whether it is the admins' only. */
+/** The menu: each page, and whether it is the admins' only (calendars are read by all, written by admins). */
 const nav = [
-  ['dashboard', false], ['executors', false], ['jobs', false], ['runs', false], ['queue', false], ['workflows', false], ['channels', true], ['api-keys', false], ['users', true], ['audit', true],
+  ['dashboard', false], ['executors', false], ['jobs', false], ['runs', false], ['queue', false], ['workflows', false], ['channels', true], ['calendars', false], ['api-keys', false], ['users', true], ['audit', true],
 ];
 
 const main = () => /** @type {HTMLElement} */ (document.getElementById('main'));

@@ -10,6 +10,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { cleanUp, freePort, launchBrowser, pageCall, shots, startAdmin, startBinary, tempDir, waitFor } from './lib/harness.mjs';
 
 const PASSWORD = 'browser-test-pw';
@@ -574,6 +575,142 @@ test('console walk-through', { timeout: 300000 }, async () => {
     // The failing job is not part of what follows.
     assert.equal((await csrfFetch('DELETE', `/v1/jobs/${failing.body.id}`)).status, 204);
 
+    // Business calendars: CN made in the form, its holidays and make-up workday typed a line
+    // each (a range for National Day); a mistake is named by its line before anything is sent.
+    // 2025's holidays are past, so one more on the first weekday after today (in Shanghai)
+    // gives the preview a holiday to skip.
+    const shanghaiToday = new Intl.DateTimeFormat('en-CA', { timeZone: 'Asia/Shanghai', year: 'numeric', month: '2-digit', day: '2-digit' }).format(new Date());
+    let soon = '';
+    for (let k = 1; !soon; k++) {
+      const d = new Date(Date.parse(`${shanghaiToday}T00:00:00Z`) + k * 86_400_000);
+      if (d.getUTCDay() >= 1 && d.getUTCDay() <= 5) soon = d.toISOString().slice(0, 10);
+    }
+    await page.click('a[href="#calendars"]');
+    await page.waitForSelector('#no-calendars');
+    await page.click('#add-calendar');
+    await page.fill('#calendar-form input[name=name]', 'CN');
+    await page.fill('#calendar-form input[name=description]', 'China');
+    await page.fill('#calendar-form input[name=time_zone]', 'Asia/Shanghai');
+    assert.deepEqual(await page.locator('#calendar-form input[name=workdays]:checked').evaluateAll((b) => b.map((x) => x.value)), ['MON', 'TUE', 'WED', 'THU', 'FRI'], 'Monday to Friday to start with');
+    await page.fill('#calendar-form textarea[name=excluded]', '2025-10-01..2025-10-03 National Day\n2025-10-32 National Day');
+    await page.fill('#calendar-form textarea[name=included]', '2025-10-11 make-up workday');
+    let calendarPosts = 0;
+    const countPosts = (r) => { if (r.method() === 'POST' && new URL(r.url()).pathname === '/v1/calendars') calendarPosts++; };
+    page.on('request', countPosts);
+    await page.click('#calendar-form button[type=submit]');
+    await page.waitForSelector('#calendar-form label:has(textarea[name=excluded]) .field-err');
+    assert.equal(await page.textContent('#calendar-form .field-err'), 'line 2: "2025-10-32" is not a date (YYYY-MM-DD)');
+    assert.equal(await page.getAttribute('#calendar-form textarea[name=excluded]', 'aria-invalid'), 'true');
+    assert.equal(calendarPosts, 0, 'nothing was sent');
+    // What only the admin checks (a name over 100 characters) comes back naming the entry
+    // (excluded[3], the fourth date): the form names the line that entry was typed on.
+    await page.fill('#calendar-form textarea[name=excluded]', `2025-10-01..2025-10-03 National Day\n${soon} ${'x'.repeat(101)}`);
+    assert.equal(await page.locator('#calendar-form .field-err').count(), 0, 'editing the field clears its error');
+    await page.click('#calendar-form button[type=submit]');
+    await page.waitForSelector('#calendar-form label:has(textarea[name=excluded]) .field-err');
+    assert.match(await page.textContent('#calendar-form .field-err'), /^line 2: .*100/);
+    assert.equal(calendarPosts, 1, 'sent once');
+    page.off('request', countPosts);
+    await page.fill('#calendar-form textarea[name=excluded]', `2025-10-01..2025-10-03 National Day\n${soon} Test holiday`);
+    await shot('05-calendar-form');
+    await page.click('#calendar-form button[type=submit]');
+    await page.waitForSelector('#calendars tr[data-calendar=CN]');
+    assert.deepEqual(await page.locator('#calendars tr[data-calendar=CN] td').evaluateAll((c) => c.slice(0, 7).map((x) => x.textContent)),
+      ['CN', 'China', 'Asia/Shanghai', 'Mon–Fri', '4', '1', 'unused']);
+    const cn = (await csrfFetch('GET', '/v1/calendars/CN')).body;
+    assert.deepEqual(cn.excluded.map((d) => [d.date, d.name]), [['2025-10-01', 'National Day'], ['2025-10-02', 'National Day'], ['2025-10-03', 'National Day'], [soon, 'Test holiday']]);
+    assert.deepEqual([cn.time_zone, cn.workdays, cn.included.map((d) => d.date)], ['Asia/Shanghai', ['MON', 'TUE', 'WED', 'THU', 'FRI'], ['2025-10-11']]);
+    await shot('05-calendars');
+    // Edited, the form shows the dates a line each (the range as its days); a save replaces it.
+    await page.click('#calendars tr[data-calendar=CN] button.edit');
+    await page.waitForSelector('#calendar-form');
+    assert.equal(await page.isDisabled('#calendar-form input[name=name]'), true, 'a calendar keeps its name');
+    assert.equal(await page.inputValue('#calendar-form textarea[name=excluded]'),
+      `2025-10-01 National Day\n2025-10-02 National Day\n2025-10-03 National Day\n${soon} Test holiday`);
+    assert.equal(await page.inputValue('#calendar-form textarea[name=included]'), '2025-10-11 make-up workday');
+    await page.fill('#calendar-form input[name=description]', 'China (mainland)');
+    await page.click('#calendar-form button[type=submit]');
+    await page.waitForSelector('#calendars tr[data-calendar=CN] td.desc:text-is("China (mainland)")');
+    assert.equal(await page.locator('#calendar-form').count(), 0, 'the form closes');
+    assert.equal((await csrfFetch('GET', '/v1/calendars/CN')).body.excluded.length, 4, 'the dates kept');
+
+    // A job that keeps to CN: the preview leaves out the holiday and the weekend, and says why.
+    await page.goto(`${base}/console/#jobs/new`);
+    await page.waitForSelector('#job-form select[name=calendar]');
+    assert.deepEqual(await page.locator('#job-form select[name=calendar] option').evaluateAll((o) => o.map((x) => x.value)), ['', 'CN'], 'none first, then the calendars');
+    await page.selectOption('#job-form select[name=group_id]', { label: 'browser-demo' });
+    await page.fill('#job-form input[name=description]', 'business days');
+    await page.fill('#job-form input[name=handler]', 'demoJobHandler');
+    await page.fill('#job-form input[name=time_zone]', 'Asia/Shanghai');
+    await page.fill('#job-form input[name=schedule_expr]', '0 0 9 * * ?');
+    await page.waitForFunction(() => [...document.querySelectorAll('#preview li')].length === 5 && [...document.querySelectorAll('#preview li')].every((li) => li.dataset.local.includes('T09:00:00+08:00')), null, LONG);
+    assert.equal(await page.locator('#preview-skipped li').count(), 0, 'no calendar, nothing skipped');
+    const everyDay = await page.locator('#preview li').evaluateAll((l) => l.map((x) => x.dataset.local.slice(0, 10)));
+    await page.selectOption('#job-form select[name=calendar]', 'CN');
+    await page.waitForSelector('#preview-skipped li[data-why="Test holiday"]', LONG);
+    const fireDays = await page.locator('#preview li').evaluateAll((l) => l.map((x) => x.dataset.local.slice(0, 10)));
+    assert.notDeepEqual(fireDays, everyDay, 'the calendar changed the fire times');
+    assert.equal(fireDays.length, 5);
+    for (const day of fireDays) {
+      assert.notEqual(day, soon, 'no fire on the holiday');
+      assert.ok([1, 2, 3, 4, 5].includes(new Date(`${day}T00:00:00Z`).getUTCDay()), `a fire on a weekday only: ${day}`);
+    }
+    const skippedFires = await page.locator('#preview-skipped li').evaluateAll((l) => l.map((x) => ({ day: x.dataset.local.slice(0, 10), why: x.dataset.why, text: x.textContent })));
+    assert.deepEqual(skippedFires.find((x) => x.why === 'Test holiday'), { day: soon, why: 'Test holiday', text: `${soon} 09:00:00 Asia/Shanghai — Test holiday` });
+    // Six weekdays' fires (five and the holiday) cross a weekend.
+    const weekend = skippedFires.find((x) => /^(SAT|SUN): not a workday$/.test(x.why));
+    assert.ok(weekend, `a weekend day skipped: ${JSON.stringify(skippedFires)}`);
+    assert.match(weekend.text, / — (Sat|Sun): not a workday$/);
+    await shot('05-job-form-calendar');
+    // Without a grid of fire times the calendar does not apply: hidden, and none is saved.
+    await page.selectOption('#job-form select[name=schedule_type]', 'NONE');
+    assert.equal(await page.isVisible('#job-form select[name=calendar]'), false);
+    await page.selectOption('#job-form select[name=schedule_type]', 'CRON');
+    assert.equal(await page.inputValue('#job-form select[name=calendar]'), 'CN');
+    await page.click('#job-form button[type=submit]');
+    const calRow = '#jobs tbody tr:has(td.desc:text-is("business days"))';
+    await page.waitForSelector(`${calRow} a.calendar-tag[data-calendar=CN]`);
+    const calJob = Number(await page.getAttribute(calRow, 'data-job'));
+    assert.equal((await csrfFetch('GET', `/v1/jobs/${calJob}`)).body.calendar, 'CN', 'saved with the job');
+    // The edit form shows it chosen.
+    await page.goto(`${base}/console/#jobs/edit/${calJob}`);
+    await page.waitForSelector('#job-form select[name=calendar]');
+    assert.equal(await page.inputValue('#job-form select[name=calendar]'), 'CN');
+
+    // The list counts who uses CN, and it cannot go while a job does (the admin says why).
+    await page.goto(`${base}/console/#calendars`);
+    await page.waitForSelector('#calendars tr[data-calendar=CN] td.used:text-is("1 jobs, 0 workflows")');
+    dialogs.length = 0;
+    await page.click('#calendars tr[data-calendar=CN] button.remove');
+    await page.waitForSelector('#calendars-msg .err');
+    assert.deepEqual(dialogs, ['Delete this?']);
+    assert.equal(await page.locator('#calendars tr[data-calendar=CN]').count(), 1);
+    assert.equal((await csrfFetch('DELETE', `/v1/jobs/${calJob}`)).status, 204);
+    // Export CN as an .ics file, then import that file as a second calendar (its name suggested
+    // by the file's, its zone the file's), and remove that one.
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#calendars tr[data-calendar=CN] a.export')]);
+    assert.equal(download.suggestedFilename(), 'CN.ics');
+    const ics = await readFile(await download.path(), 'utf8');
+    assert.match(ics, /^BEGIN:VCALENDAR/);
+    assert.match(ics, /X-WR-TIMEZONE:Asia\/Shanghai/);
+    assert.match(ics, /20251001/);
+    await page.setInputFiles('#calendar-import input[name=ics]', { name: 'cn copy.ics', mimeType: 'text/calendar', buffer: Buffer.from(ics) });
+    assert.equal(await page.inputValue('#calendar-import input[name=name]'), 'cn-copy');
+    await page.click('#calendar-import button[type=submit]');
+    await page.waitForSelector('#calendars tr[data-calendar=cn-copy]');
+    assert.equal(await page.textContent('#calendars-msg'), 'Imported cn-copy: 4 holidays, 1 make-up workdays.');
+    assert.deepEqual(await page.locator('#calendars tr[data-calendar=cn-copy] td').evaluateAll((c) => c.slice(2, 6).map((x) => x.textContent)), ['Asia/Shanghai', 'Mon–Fri', '4', '1']);
+    await page.click('#calendars tr[data-calendar=cn-copy] button.remove');
+    await page.waitForFunction(() => !document.querySelector('#calendars tr[data-calendar=cn-copy]'));
+    assert.equal((await csrfFetch('GET', '/v1/calendars/cn-copy')).status, 404);
+    // In Chinese.
+    await page.selectOption('#lang', 'zh');
+    await page.waitForSelector('#calendars tr[data-calendar=CN] td.workdays:text-is("周一–周五")');
+    assert.equal(await page.textContent('h2'), '工作日历');
+    await shot('05-calendars-zh');
+    await page.selectOption('#lang', 'en');
+    await page.waitForSelector('h2:text-is("Calendars")');
+
     // Dashboard: counts and the chart for a chosen range.
     await page.click('a[href="#dashboard"]');
     await page.waitForSelector('[data-stat=jobs]');
@@ -710,6 +847,12 @@ test('console walk-through', { timeout: 300000 }, async () => {
     assert.equal(await page.locator('a[href="#workflows"]').count(), 1, 'workflows for users too');
     assert.deepEqual(await page.evaluate(async () => { const r = await fetch('/v1/workflows'); return [r.status, await r.json()]; }), [200, []]);
     assert.equal((await csrfFetch('POST', '/v1/workflows', { name: 'x' })).status, 403, 'a viewer makes no workflow');
+    // Calendars: she reads them (a job's form lists them), exports them, and changes none.
+    await page.goto(`${base}/console/#calendars`);
+    await page.waitForSelector('#calendars tr[data-calendar=CN]');
+    assert.equal(await page.locator('#add-calendar, #calendar-import, #calendars button').count(), 0, 'no writing for users');
+    assert.equal(await page.locator('#calendars tr[data-calendar=CN] a.export').count(), 1);
+    assert.equal((await csrfFetch('DELETE', '/v1/calendars/CN')).status, 403, 'a user removes no calendar');
     const secretId = other.body.id;
     const peek = await page.evaluate(async (id) => (await fetch(`/v1/jobs/${id}`)).status, secretId);
     assert.equal(peek, 403);

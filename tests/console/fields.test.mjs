@@ -184,3 +184,21 @@ test("the job's flow control: a bounded priority, and a concurrency key that an 
   const schema = { type: 'object', properties: { priority: { type: 'integer' }, concurrency_key: { type: 'string' } } };
   assert.deepEqual(schemaFields(schema, JOB_FIELDS), []);
 });
+
+test('the business calendar of jobs and workflows: in the schedule, sent for CRON and FIX_RATE only', () => {
+  for (const table of [JOB_FIELDS, WORKFLOW_FIELDS]) {
+    const calendar = /** @type {import('../../web/lib/fields.js').Field} */ (table.find((f) => f.name === 'calendar'));
+    assert.deepEqual([calendar.kind, calendar.section, calendar.options], ['select', 'schedule', 'calendars']);
+    assert.equal(initialValue(calendar, null), '', 'a new one names none');
+    assert.equal(initialValue(calendar, { calendar: 'CN' }), 'CN');
+    const base = { schedule_expr: '0 0 9 * * ?', calendar: ' CN ' };
+    assert.equal(bodyOf(table, { ...base, schedule_type: 'CRON' }).calendar, 'CN');
+    assert.equal(bodyOf(table, { ...base, schedule_type: 'FIX_RATE' }).calendar, 'CN');
+    // The admin refuses a calendar on FIX_DELAY and drops it without a schedule: '' says none.
+    assert.equal(bodyOf(table, { ...base, schedule_type: 'FIX_DELAY' }).calendar, '');
+    assert.equal(bodyOf(table, { ...base, schedule_type: 'NONE' }).calendar, '');
+    assert.equal(bodyOf(table, { ...base, schedule_type: 'CRON', calendar: '' }).calendar, '', 'emptied: the calendar is taken away');
+  }
+  // The admin's schema lists it: no second input in "other".
+  assert.deepEqual(schemaFields({ type: 'object', properties: { calendar: { type: 'string', maxLength: 64 } } }, JOB_FIELDS), []);
+});

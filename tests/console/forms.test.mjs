@@ -13,6 +13,7 @@ for (const name of /** @type {const} */ (['window', 'document', 'Node', 'HTMLEle
 }
 const { controls, formBody, rowsOf, control } = await import('../../web/lib/forms.js');
 const { JOB_FIELDS, JOB_SECTIONS, schemaFields, shownFields } = await import('../../web/lib/fields.js');
+const { calendarChoices } = await import('../../web/lib/calendars.js');
 
 /** What `/v1/options` lists, enough for the job form's selects. */
 const OPTIONS = {
@@ -25,6 +26,7 @@ const OPTIONS = {
 const CHOICES = {
   groups: [{ value: '1', label: 'demo' }, { value: '2', label: 'other' }],
   child_jobs: [{ value: '5', label: '5 report' }, { value: '6', label: '6 cleanup' }],
+  calendars: calendarChoices([{ name: 'CN', time_zone: 'Asia/Shanghai' }, { name: 'DE', time_zone: 'Europe/Berlin' }]),
 };
 /** A job body schema with two properties the console's table does not know. */
 const SCHEMA = {
@@ -91,4 +93,31 @@ test('data reaches the form as text: a job description with markup stays text', 
   const { form } = jobForm({ description: xss, child_job_ids: [] });
   assert.equal(named(form, 'description').value, xss);
   assert.equal(form.querySelectorAll('img').length, 0);
+});
+
+test("the business calendar: none first, then the admin's calendars; sent with a grid of fire times only", () => {
+  const { fields, ctl, form } = jobForm(null);
+  const calendar = /** @type {HTMLSelectElement} */ (/** @type {unknown} */ (named(form, 'calendar')));
+  assert.ok(rowsOf(ctl, 'schedule').some(([row]) => row === calendar.closest('label')), 'in the schedule section');
+  assert.deepEqual([...calendar.options].map((o) => [o.value, o.textContent]), [['', '(none: every day)'], ['CN', 'CN (Asia/Shanghai)'], ['DE', 'DE (Europe/Berlin)']]);
+  assert.equal(calendar.value, '', 'a new job names none');
+  assert.equal(formBody(fields, ctl, { isNew: true }).calendar, '');
+  calendar.value = 'CN';
+  assert.equal(formBody(fields, ctl, { isNew: true }).calendar, 'CN', 'CRON, the initial type');
+  const type = /** @type {HTMLSelectElement} */ (/** @type {unknown} */ (named(form, 'schedule_type')));
+  type.value = 'FIX_RATE';
+  assert.equal(formBody(fields, ctl, { isNew: true }).calendar, 'CN');
+  type.value = 'NONE';
+  assert.equal(formBody(fields, ctl, { isNew: true }).calendar, '', 'no schedule: the calendar picked goes');
+});
+
+test("a job's calendar that the list does not hold stays chosen, so saving keeps it", () => {
+  const job = { id: 3, group_id: 1, description: 'd', schedule_type: 'CRON', schedule_expr: '0 0 9 * * ?', calendar: 'JP', child_job_ids: [] };
+  const fields = [...JOB_FIELDS];
+  const choices = { ...CHOICES, calendars: calendarChoices([{ name: 'CN' }], job.calendar) };
+  const ctl = controls(shownFields(fields, true), job, { isNew: false, options: OPTIONS, choices });
+  const calendar = /** @type {HTMLSelectElement} */ (control(ctl, 'calendar').input);
+  assert.deepEqual([...calendar.options].map((o) => o.value), ['', 'CN', 'JP']);
+  assert.equal(calendar.value, 'JP');
+  assert.equal(formBody(fields, ctl, { isNew: false }).calendar, 'JP');
 });

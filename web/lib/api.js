@@ -26,12 +26,33 @@ export function whenSignedOut(fn) { signedOut = fn; }
  * @returns {Promise<any>}
  */
 export async function api(method, path, body) {
+  return call(method, path, body === undefined ? undefined : { type: 'application/json', text: JSON.stringify(body) });
+}
+
+/**
+ * Sends `text` as it is, of media type `type` (an `.ics` file for an import), as `api` sends
+ * JSON: with the CSRF token, the answer read as JSON. Throws an {@link ApiError}.
+ * @param {string} method
+ * @param {string} path
+ * @param {string} text
+ * @param {string} type
+ * @returns {Promise<any>}
+ */
+export const apiText = (method, path, text, type) => call(method, path, { type, text });
+
+/**
+ * @param {string} method
+ * @param {string} path
+ * @param {{type: string, text: string}} [body]
+ * @returns {Promise<any>}
+ */
+async function call(method, path, body) {
   /** @type {Record<string, string>} */
   const headers = { 'Accept': 'application/json' };
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (body !== undefined) headers['Content-Type'] = body.type;
   const user = currentUser();
   if (method !== 'GET' && user && user.csrf_token) headers['X-CSRF-Token'] = user.csrf_token;
-  const r = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin' });
+  const r = await fetch(path, { method, headers, body: body === undefined ? undefined : body.text, credentials: 'same-origin' });
   if (r.status === 401 && path !== '/console/api/login') { setUser(null); signedOut(); }
   const text = await r.text();
   const data = text ? JSON.parse(text) : null;
@@ -62,3 +83,10 @@ export const jobBodySchema = () => oncePerLogin('job-body-schema', async () => {
 
 /** Every executor group the user may see. @returns {Promise<any[]>} */
 export const groupsList = () => api('GET', '/v1/groups');
+
+/**
+ * The business calendars, for the job and workflow forms' calendar select; none when they
+ * cannot be read (the select still offers "none" and the calendar the object names).
+ * @returns {Promise<any[]>}
+ */
+export const calendarsList = () => api('GET', '/v1/calendars').catch(() => []);

@@ -97,8 +97,16 @@ export const moreSchedules = (v) => text(v).split('\n').map((l) => l.trim()).fil
   return { schedule_type: kind.toUpperCase(), schedule_expr: expr, ...(zone ? { time_zone: zone } : {}) };
 });
 
+/** Whether a schedule type has a grid of fire times (CRON, FIX_RATE). @param {RawValues} values */
+const onGrid = (values) => values.schedule_type === 'CRON' || values.schedule_type === 'FIX_RATE';
 /** Only a grid (CRON, FIX_RATE) has further schedules: with another type the field is hidden and sends none. @param {RawValue} v @param {RawValues} values */
-const moreOfGrid = (v, values) => (values.schedule_type === 'CRON' || values.schedule_type === 'FIX_RATE' ? moreSchedules(v) : []);
+const moreOfGrid = (v, values) => (onGrid(values) ? moreSchedules(v) : []);
+/**
+ * A business calendar keeps a grid to its business days; another type has none (the admin
+ * refuses one on FIX_DELAY), so the hidden field sends '' and a calendar picked earlier goes.
+ * @param {RawValue} v @param {RawValues} values
+ */
+const calendarOfGrid = (v, values) => (onGrid(values) ? text(v).trim() : '');
 
 /** The job form. Sections in order: basics, schedule, executor, flow control, alarms, advanced. */
 export const JOB_FIELDS = /** @type {Field[]} */ ([
@@ -115,6 +123,9 @@ export const JOB_FIELDS = /** @type {Field[]} */ ([
   { name: 'time_zone', kind: 'text', section: 'schedule', attrs: { placeholder: 'UTC, Asia/Shanghai…' }, parse: cronZone },
   // Further schedules, a line each; the job fires at the times of all of them.
   { name: 'more_schedules', kind: 'textarea', section: 'schedule', help: 'more_schedules_help', attrs: { rows: '2', spellcheck: 'false', autocomplete: 'off', placeholder: 'CRON 0 0 18 * * ? @Europe/Berlin' }, read: (j) => moreSchedulesText(j.more_schedules), parse: moreOfGrid },
+  // The business calendar (by name; '' none) whose business days the job fires on. The page
+  // lists the admin's calendars.
+  { name: 'calendar', kind: 'select', section: 'schedule', options: 'calendars', help: 'calendar_help', initial: '', parse: calendarOfGrid },
   { name: 'misfire_strategy', kind: 'select', section: 'schedule', options: 'misfire_strategies', prefix: 'misfire', initial: 'DO_NOTHING' },
   // Suggestions: the handlers the group's executors run and its jobs use (the page fills the list).
   { name: 'handler', kind: 'text', section: 'executor', tip: 'handler_suggest', attrs: { list: 'handler-names', autocomplete: 'off' } },
@@ -176,6 +187,7 @@ export const WORKFLOW_FIELDS = /** @type {Field[]} */ ([
   { name: 'schedule_type', kind: 'select', section: 'schedule', options: 'schedule_types', prefix: 'sched', initial: 'NONE' },
   { name: 'schedule_expr', kind: 'text', section: 'schedule' },
   { name: 'time_zone', kind: 'text', section: 'schedule', attrs: { placeholder: 'UTC, Asia/Shanghai…' }, parse: cronZone },
+  { name: 'calendar', kind: 'select', section: 'schedule', options: 'calendars', help: 'calendar_help', initial: '', parse: calendarOfGrid },
   { name: 'misfire_strategy', kind: 'select', section: 'schedule', options: 'misfire_strategies', prefix: 'misfire', initial: 'DO_NOTHING' },
   { name: 'max_instances', kind: 'number', section: 'concurrency', help: 'max_instances_help', initial: '0', attrs: { min: '0', max: '10000' }, parse: numberOrNothing },
   { name: 'on_limit', kind: 'select', section: 'concurrency', choices: [{ value: 'skip', key: 'on_limit_skip' }, { value: 'queue', key: 'on_limit_queue' }], initial: 'skip' },

@@ -2,13 +2,14 @@
 // The job form (new, edit, copy), built from the job field table (`JOB_FIELDS`) and, for the
 // fields the table does not know, from the admin's schema of the job body.
 import { h } from '../lib/dom.js';
-import { api, options, groupsList, jobBodySchema } from '../lib/api.js';
+import { api, options, groupsList, jobBodySchema, calendarsList } from '../lib/api.js';
 import { me, mayEdit } from '../lib/session.js';
 import { go } from '../lib/nav.js';
 import { JOB_FIELDS, JOB_SECTIONS, schemaFields, shownFields } from '../lib/fields.js';
 import { controls, control, formBody, rowsOf, section, clearErrors, showError } from '../lib/forms.js';
 import { previewer } from '../lib/schedule.js';
 import { channelNames } from '../lib/widgets.js';
+import { calendarChoices } from '../lib/calendars.js';
 import { t } from '../i18n.js';
 
 /** Starting points for new GLUE jobs. @type {Record<string, string>} */
@@ -59,7 +60,7 @@ export async function jobFormPage(root, args) {
  * @param {any[]} jobs the jobs offered as child jobs
  */
 async function jobForm(root, job, groups, jobs) {
-  const [o, { doc, schema }] = await Promise.all([options(), jobBodySchema()]);
+  const [o, { doc, schema }, calendars] = await Promise.all([options(), jobBodySchema(), calendarsList()]);
   const isNew = !(job && job.id);
   // Child jobs run in their own group, so only jobs of groups the user edits are offered. A child
   // an admin linked from another group stays chosen (by id: its name is not ours to see).
@@ -69,12 +70,13 @@ async function jobForm(root, job, groups, jobs) {
   const choices = {
     groups: groups.filter((g) => mayEdit(g.id)).map((g) => ({ value: String(g.id), label: g.app_name })),
     child_jobs: [...offered.map((x) => ({ value: String(x.id), label: `${x.id} ${x.description}` })), ...foreign.map((cid) => ({ value: String(cid), label: `#${cid}` }))],
+    calendars: calendarChoices(calendars, job ? job.calendar : ''),
   };
   // What a newer admin accepts that this console has no field for: typed from its schema.
   const fields = [...JOB_FIELDS, ...schemaFields(schema, JOB_FIELDS, doc)];
   const ctl = controls(shownFields(fields, me().admin), job, { isNew, options: o, choices });
   const input = (/** @type {string} */ name) => /** @type {HTMLInputElement} */ (control(ctl, name).input);
-  const [group, scheduleType, expr, zone, handler, alarms] = ['group_id', 'schedule_type', 'schedule_expr', 'time_zone', 'handler', 'alarm_contacts'].map(input);
+  const [group, scheduleType, expr, zone, handler, alarms, calendar] = ['group_id', 'schedule_type', 'schedule_expr', 'time_zone', 'handler', 'alarm_contacts', 'calendar'].map(input);
   const glue = /** @type {HTMLSelectElement | undefined} */ (ctl.get('glue_type')?.input);
   const handlers = h('datalist', { id: 'handler-names' });
   const preview = h('div', { id: 'preview-box' });
@@ -90,7 +92,8 @@ async function jobForm(root, job, groups, jobs) {
   group.addEventListener('change', suggest);
   suggest();
   const channelList = channelNames(input('alarm_channels'), me().admin);
-  const after = { more_schedules: preview, handler: handlers, alarm_contacts: smtpNote, alarm_channels: channelList };
+  // The preview goes under the last field it reads: the calendar, whose skipped days it lists.
+  const after = { calendar: preview, handler: handlers, alarm_contacts: smtpNote, alarm_channels: channelList };
   const form = h('form', { class: 'card job-form', id: 'job-form', onsubmit: async (/** @type {Event} */ ev) => {
     ev.preventDefault();
     const body = formBody(fields, ctl, { isNew });
@@ -106,14 +109,21 @@ async function jobForm(root, job, groups, jobs) {
   h('div', { class: 'form-actions' }, h('button', { type: 'submit' }, t('save')), h('button', { type: 'button', onclick: () => go('#jobs') }, t('cancel'))), msg);
   root.replaceChildren(h('h2', {}, isNew ? t('new_job') : `${t('jobs')} — #${job.id} ${job.description}`), form);
   const more = /** @type {HTMLTextAreaElement} */ (/** @type {unknown} */ (input('more_schedules')));
-  previewer(/** @type {HTMLSelectElement} */ (/** @type {unknown} */ (scheduleType)), expr, zone, preview, /** @type {HTMLInputElement | undefined} */ (ctl.get('param')?.input), more);
+  previewer(/** @type {HTMLSelectElement} */ (/** @type {unknown} */ (scheduleType)), expr, zone, preview, {
+    param: /** @type {HTMLInputElement | undefined} */ (ctl.get('param')?.input),
+    more,
+    calendar: /** @type {HTMLSelectElement} */ (/** @type {unknown} */ (calendar)),
+  });
   /** @param {HTMLElement} el */
   const labelOf = (el) => /** @type {HTMLElement} */ (el.closest('label'));
-  // Show only the fields that apply: no expression without a schedule, no handler for GLUE.
+  // Show only the fields that apply: no expression without a schedule, no handler for GLUE,
+  // further schedules and a business calendar on a grid of fire times only.
   const toggle = () => {
+    const grid = scheduleType.value === 'CRON' || scheduleType.value === 'FIX_RATE';
     labelOf(expr).hidden = scheduleType.value === 'NONE';
     labelOf(zone).hidden = scheduleType.value !== 'CRON';
-    labelOf(more).hidden = scheduleType.value !== 'CRON' && scheduleType.value !== 'FIX_RATE';
+    labelOf(more).hidden = !grid;
+    labelOf(calendar).hidden = !grid;
     labelOf(handler).hidden = !!glue && glue.value !== 'BEAN';
   };
   scheduleType.addEventListener('change', toggle);

@@ -6,7 +6,7 @@ import { me, mayOperate, mayEdit } from '../lib/session.js';
 import { go } from '../lib/nav.js';
 import { fmtTime } from '../lib/time.js';
 import { field, sel, errorBox, optName } from '../lib/forms.js';
-import { scheduleText } from '../lib/schedule.js';
+import { scheduleText, calendarTag } from '../lib/schedule.js';
 import { actionMenu, autoRefresh } from '../lib/widgets.js';
 import { t } from '../i18n.js';
 
@@ -102,7 +102,7 @@ export async function jobList(root) {
   /** @param {any} j */
   const row = (j) => h('tr', { 'data-job': j.id },
     h('td', {}, j.id), h('td', {}, gname(j.group_id)), h('td', { class: 'desc' }, j.description), h('td', { class: 'owner' }, j.owner),
-    h('td', { class: 'schedule' }, scheduleText(j)),
+    h('td', { class: 'schedule' }, scheduleText(j), calendarTag(j)),
     h('td', {}, j.glue_type === 'BEAN' ? j.handler : optName('glue', j.glue_type)), status(j),
     h('td', { class: 'next-fire' }, !j.running || !(j.next_fire_at > 0) ? '' : j.next_fire_at >= WAITING_FOR_RUN_END ? t('after_run_ends') : fmtTime(j.next_fire_at, j.time_zone)),
     h('td', { class: 'row-actions' }, h('a', { href: `#runs/job/${j.id}`, class: 'job-runs', title: t('job_runs') }, t('runs')), ' ', mayOperate(j.group_id) ? actionMenu([

@@ -3,13 +3,14 @@
 // table of nodes and a table of edges beside a drawing that follows every edit. The server's
 // complaints about the graph go next to the row at fault.
 import { h } from '../lib/dom.js';
-import { api, options } from '../lib/api.js';
+import { api, options, calendarsList } from '../lib/api.js';
 import { go } from '../lib/nav.js';
 import { WORKFLOW_FIELDS } from '../lib/fields.js';
 import { controls, control, formBody, rowsOf, section, sel, asApiError, clearErrors, showError } from '../lib/forms.js';
 import { previewer } from '../lib/schedule.js';
 import { drawGraph, edgeLegend, WHEN } from '../lib/graph.js';
 import { channelNames } from '../lib/widgets.js';
+import { calendarChoices } from '../lib/calendars.js';
 import { nodeFlow, shownKey } from '../lib/flow.js';
 import { me, mayEdit } from '../lib/session.js';
 import { t } from '../i18n.js';
@@ -48,8 +49,8 @@ export async function workflowFormPage(root, args) {
  * @param {any} wf the workflow edited or copied, or null for a new one
  */
 async function workflowForm(root, wf) {
-  /** @type {[Record<string, any>, any[]]} */
-  const [o, jobs] = await Promise.all([options(), api('GET', '/v1/jobs?limit=10000')]);
+  /** @type {[Record<string, any>, any[], any[]]} */
+  const [o, jobs, calendars] = await Promise.all([options(), api('GET', '/v1/jobs?limit=10000'), calendarsList()]);
   const isNew = !(wf && wf.id);
   /** @type {{nodes: GraphNode[], edges: GraphEdge[]}} */
   const definition = wf ? wf.definition : { nodes: [{ key: 'a', job_id: 0, join: 'all' }], edges: [] };
@@ -58,9 +59,9 @@ async function workflowForm(root, wf) {
   // child jobs are, by id and description.
   /** @param {number} id */
   const jobName = (id) => { const j = byId.get(id); return j ? `#${id} ${j.description}` : (id ? `#${id}` : ''); };
-  const ctl = controls(WORKFLOW_FIELDS, wf, { isNew, options: o });
+  const ctl = controls(WORKFLOW_FIELDS, wf, { isNew, options: o, choices: { calendars: calendarChoices(calendars, wf ? wf.calendar : '') } });
   const input = (/** @type {string} */ name) => /** @type {HTMLInputElement} */ (control(ctl, name).input);
-  const [scheduleType, expr, zone] = ['schedule_type', 'schedule_expr', 'time_zone'].map(input);
+  const [scheduleType, expr, zone, calendar] = ['schedule_type', 'schedule_expr', 'time_zone', 'calendar'].map(input);
   const preview = h('div', { id: 'preview-box' });
   const msg = h('div');
   const nodeBody = h('tbody');
@@ -219,7 +220,7 @@ async function workflowForm(root, wf) {
     } catch (e) { if (!showGraphError(e, sent)) showError(form, msg, e); }
   } },
   section('workflow', rowsOf(ctl, 'workflow')),
-  section('schedule', rowsOf(ctl, 'schedule', { time_zone: preview })),
+  section('schedule', rowsOf(ctl, 'schedule', { calendar: preview })),
   section('concurrency', rowsOf(ctl, 'concurrency')),
   // Channel names are suggested to administrators, who see the channels.
   section('alarms', rowsOf(ctl, 'alarms', { alarm_channels: channelNames(input('alarm_channels'), me().admin) })),
@@ -235,13 +236,15 @@ async function workflowForm(root, wf) {
     h('div', { class: 'wf-side' }, drawing, edgeLegend()))),
   h('div', { class: 'form-actions' }, h('button', { type: 'submit' }, t('save')), h('button', { type: 'button', onclick: () => go('#workflows') }, t('cancel'))), msg);
   root.replaceChildren(h('h2', {}, isNew ? t('new_workflow') : `${t('workflows')} — #${wf.id} ${wf.name}`), form);
-  previewer(/** @type {HTMLSelectElement} */ (/** @type {unknown} */ (scheduleType)), expr, zone, preview);
+  previewer(/** @type {HTMLSelectElement} */ (/** @type {unknown} */ (scheduleType)), expr, zone, preview, { calendar: /** @type {HTMLSelectElement} */ (/** @type {unknown} */ (calendar)) });
   /** @param {HTMLElement} el */
   const labelOf = (el) => /** @type {HTMLElement} */ (el.closest('label'));
-  // Show only the fields that apply: no expression without a schedule, no zone but for CRON.
+  // Show only the fields that apply: no expression without a schedule, no zone but for CRON,
+  // a business calendar on a grid of fire times only.
   const toggle = () => {
     labelOf(expr).hidden = scheduleType.value === 'NONE';
     labelOf(zone).hidden = scheduleType.value !== 'CRON';
+    labelOf(calendar).hidden = scheduleType.value !== 'CRON' && scheduleType.value !== 'FIX_RATE';
   };
   scheduleType.addEventListener('change', toggle);
   toggle();

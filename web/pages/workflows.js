@@ -6,7 +6,7 @@ import { api } from '../lib/api.js';
 import { go } from '../lib/nav.js';
 import { fmtTime } from '../lib/time.js';
 import { errorBox } from '../lib/forms.js';
-import { scheduleText } from '../lib/schedule.js';
+import { scheduleText, calendarTag } from '../lib/schedule.js';
 import { actionMenu, autoRefresh } from '../lib/widgets.js';
 import { holdsSomewhere } from '../lib/session.js';
 import { t } from '../i18n.js';
@@ -26,7 +26,7 @@ export async function workflowList(root) {
   /** @param {any} w */
   const row = (w) => h('tr', { 'data-workflow': w.id },
     h('td', {}, w.id), h('td', { class: 'name' }, w.name), h('td', { class: 'desc' }, w.description),
-    h('td', { class: 'schedule' }, scheduleText(w)), h('td', { class: 'nodes' }, w.definition.nodes.length),
+    h('td', { class: 'schedule' }, scheduleText(w), calendarTag(w)), h('td', { class: 'nodes' }, w.definition.nodes.length),
     h('td', { class: w.running ? 'status ok' : 'status' }, w.running ? `▶ ${t('started')}` : `■ ${t('stopped')}`),
     h('td', { class: 'next-fire' }, w.running && w.next_fire_at > 0 ? fmtTime(w.next_fire_at, w.time_zone) : ''),
     h('td', { class: 'last-fire' }, fmtTime(w.last_fire_at, w.time_zone)),
