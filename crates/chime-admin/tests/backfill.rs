@@ -8,7 +8,6 @@
 
 mod common;
 
-use chime_protocol::TriggerParam;
 use chrono::{TimeZone, Utc};
 use common::executor::TestExecutor;
 use common::{eventually, Db, Env};
@@ -33,16 +32,6 @@ fn days(first: i64, n: i64) -> Vec<String> {
                 .format("%Y-%m-%d")
                 .to_string()
         })
-        .collect()
-}
-
-/// The parameters of `job`'s runs as the executor received them, in arrival order.
-fn received(ex: &TestExecutor, job: i64) -> Vec<String> {
-    let seen = ex.seen.lock().unwrap();
-    seen.runs
-        .iter()
-        .filter(|t: &&TriggerParam| t.job_id == job)
-        .map(|t| t.executor_params.clone())
         .collect()
 }
 
@@ -95,7 +84,7 @@ async fn scenario(kind: Db) {
         (Some(30), Some(0)),
         "{done}"
     );
-    let got = received(&ex, job);
+    let got = ex.params_of(job);
     let want = days(from, 30);
     assert_eq!(got.len(), 30, "each fire time once: {got:?}");
     assert_eq!(
@@ -128,7 +117,7 @@ async fn scenario(kind: Db) {
         "{second}"
     );
     ended(&env, job, second["id"].as_i64().unwrap()).await;
-    let got = received(&ex, job);
+    let got = ex.params_of(job);
     assert_eq!(
         got[30..],
         ["2026-09-30", "2026-09-29", "2026-09-28"],
@@ -153,7 +142,7 @@ async fn scenario(kind: Db) {
     let third = backfill(&env, job, august.clone()).await;
     let third_id = third["id"].as_i64().unwrap();
     eventually(30, "the first August run started", || async {
-        let n = received(&ex, job).len();
+        let n = ex.params_of(job).len();
         if n > 33 {
             Ok(())
         } else {
@@ -183,7 +172,7 @@ async fn scenario(kind: Db) {
     // Those started are delivered; nothing more arrives.
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(
-        received(&ex, job).len() - 33,
+        ex.params_of(job).len() - 33,
         started_then,
         "nothing starts after the cancel"
     );
@@ -316,10 +305,10 @@ async fn workflow_backfill(env: &Env, ex: &TestExecutor) {
         assert!(open < 2, "{open} instances open when one started: {list}");
     }
     let days = days(from, 6);
-    let mut got_a = received(ex, a);
+    let mut got_a = ex.params_of(a);
     got_a.sort();
     assert_eq!(got_a, days, "node a once per day, at that day");
-    let mut got_b = received(ex, b);
+    let mut got_b = ex.params_of(b);
     got_b.sort();
     let want_b: Vec<String> = days.iter().map(|d| format!("b-{}", d.replace('-', ""))).collect();
     assert_eq!(got_b, want_b, "node b once per day, after a");

@@ -8,9 +8,7 @@
 
 mod common;
 
-use chime_protocol::TriggerParam;
 use chrono::{Days, Utc};
-use common::executor::TestExecutor;
 use common::{eventually, Db, Env};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -25,16 +23,6 @@ const CN_FEED: &str = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//holidays//CN\
     SUMMARY:国庆节 补班\r\nEND:VEVENT\r\n\
     BEGIN:VEVENT\r\nUID:c\r\nDTSTAMP:20250101T000000Z\r\nDTSTART;VALUE=DATE:20251011\r\n\
     CATEGORIES:WORKDAY\r\nSUMMARY:make-up\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
-
-/// The parameters of `job`'s runs as the executor received them.
-fn received(ex: &TestExecutor, job: i64) -> Vec<String> {
-    let seen = ex.seen.lock().unwrap();
-    seen.runs
-        .iter()
-        .filter(|t: &&TriggerParam| t.job_id == job)
-        .map(|t| t.executor_params.clone())
-        .collect()
-}
 
 /// A calendar body of every day but `excluded` (UTC).
 fn every_day_but(excluded: &[&str]) -> Value {
@@ -137,7 +125,7 @@ async fn scenario(kind: Db) {
         "{preview}"
     );
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(received(&ex, job).len(), 0, "nothing on an excluded day");
+    assert_eq!(ex.params_of(job).len(), 0, "nothing on an excluded day");
 
     // Today freed, yesterday excluded: the job fires within seconds, its business date the
     // day before yesterday.
@@ -145,7 +133,7 @@ async fn scenario(kind: Db) {
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["jobs"], 1, "{v}");
     let params = eventually(20, "runs once today is a business day", || async {
-        let got = received(&ex, job);
+        let got = ex.params_of(job);
         if got.len() >= 2 {
             Ok(got)
         } else {
@@ -162,10 +150,10 @@ async fn scenario(kind: Db) {
     let (s, _) = put(&env, "/v1/calendars/ops", every_day_but(&[&today])).await;
     assert_eq!(s, 200);
     tokio::time::sleep(Duration::from_secs(4)).await;
-    let settled = received(&ex, job).len();
+    let settled = ex.params_of(job).len();
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(
-        received(&ex, job).len(),
+        ex.params_of(job).len(),
         settled,
         "no run after today was excluded again"
     );

@@ -98,6 +98,18 @@ pub struct BusinessCalendar {
     pub updated_by: String,
 }
 
+impl BusinessCalendar {
+    /// Its definition, as stored.
+    pub fn days(self) -> CalendarDays {
+        CalendarDays {
+            time_zone: self.time_zone,
+            workdays: self.workdays,
+            excluded: self.excluded,
+            included: self.included,
+        }
+    }
+}
+
 /// Checks a calendar name: 1–64 of `A-Z a-z 0-9 . _ -`.
 pub fn check_calendar_name(name: &str) -> Result<(), Invalid> {
     if super::is_plain_name(name, MAX_CALENDAR_NAME_CHARS) {

@@ -260,13 +260,11 @@ impl SchedulePatch {
         } else {
             calendar
         };
-        if !calendar.is_empty() {
-            if schedule_type == ScheduleType::FixDelay {
-                return Err(Invalid::new(
-                    "calendar",
-                    "a business calendar applies to CRON and FIX_RATE schedules, not FIX_DELAY",
-                ));
-            }
+        if !calendar.is_empty() && schedule_type == ScheduleType::FixDelay {
+            return Err(Invalid::new(
+                "calendar",
+                "a business calendar applies to CRON and FIX_RATE schedules, not FIX_DELAY",
+            ));
         }
         Ok(Schedule {
             schedule_type,

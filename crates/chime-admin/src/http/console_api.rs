@@ -603,13 +603,7 @@ pub(super) async fn schedule_preview(
                 }
                 other => other.into(),
             })?;
-            let days = crate::api::CalendarDays {
-                time_zone: c.time_zone,
-                workdays: c.workdays,
-                excluded: c.excluded,
-                included: c.included,
-            };
-            Some(Arc::new(days.business_days()?))
+            Some(Arc::new(c.days().business_days()?))
         }
     };
     let cal = cal
@@ -642,16 +636,7 @@ pub(super) async fn schedule_preview(
         .last()
         .and_then(|f| f["at"].as_i64())
         .unwrap_or(now + 31 * 86_400_000);
-    let skipped: Vec<Value> = cal
-        .skipped_between(now, until, 31)
-        .into_iter()
-        .map(|(at, why)| {
-            let local = chrono::DateTime::from_timestamp_millis(at)
-                .map(|d| d.with_timezone(&zone).to_rfc3339())
-                .unwrap_or_default();
-            json!({ "at": at, "local": local, "why": why })
-        })
-        .collect();
+    let skipped = super::rest::skipped_days(&cal, now, until, zone);
     Ok(Json(json!({ "time_zone": tz, "next": out, "skipped": skipped })))
 }
 

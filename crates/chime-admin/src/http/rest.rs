@@ -373,8 +373,17 @@ pub(super) async fn next_fires(
     }
     // Days the job's business calendar leaves out, up to the last fire listed.
     let until = out.last().and_then(|f| f["at"].as_i64()).unwrap_or(now);
-    let skipped: Vec<Value> = cal
-        .skipped_between(now, until, 31)
+    let skipped = skipped_days(&cal, now, until, zone);
+    Ok(Json(
+        json!({ "job_id": job.id, "time_zone": job.time_zone, "calendar": job.calendar, "next": out, "skipped": skipped }),
+    ))
+}
+
+/// The days between `after` and `until` on which `cal`'s business calendar leaves fires out
+/// (at most a month of them), each with its first left-out fire, that time in `zone` and why:
+/// the `skipped` of a preview.
+pub(super) fn skipped_days(cal: &crate::calendar::Calendar, after: i64, until: i64, zone: chrono_tz::Tz) -> Vec<Value> {
+    cal.skipped_between(after, until, 31)
         .into_iter()
         .map(|(at, why)| {
             let local = chrono::DateTime::from_timestamp_millis(at)
@@ -382,10 +391,7 @@ pub(super) async fn next_fires(
                 .unwrap_or_default();
             json!({ "at": at, "local": local, "why": why })
         })
-        .collect();
-    Ok(Json(
-        json!({ "job_id": job.id, "time_zone": job.time_zone, "calendar": job.calendar, "next": out, "skipped": skipped }),
-    ))
+        .collect()
 }
 
 /// Runs, newest first, of the caller's groups (see [`list_jobs`]), optionally scheduled within

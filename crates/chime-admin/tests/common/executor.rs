@@ -54,6 +54,16 @@ pub struct TestExecutor {
 }
 
 impl TestExecutor {
+    /// The parameters of `job`'s runs as this executor received them, in arrival order.
+    pub fn params_of(&self, job: i64) -> Vec<String> {
+        let seen = self.seen.lock().unwrap();
+        seen.runs
+            .iter()
+            .filter(|t| t.job_id == job)
+            .map(|t| t.executor_params.clone())
+            .collect()
+    }
+
     /// Starts listening and heart-beating to `admin_base` (e.g. `http://127.0.0.1:8080/xxl-job-admin`).
     pub async fn start(admin_base: &str, app_name: &str, token: &str) -> TestExecutor {
         let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);

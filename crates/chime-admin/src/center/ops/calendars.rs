@@ -62,13 +62,8 @@ impl Admin {
     /// Calendar `name` as an iCalendar file.
     pub async fn export_business_calendar(&self, name: &str) -> Result<String, OpError> {
         let c = self.store.business_calendar(name).await?;
-        let days = CalendarDays {
-            time_zone: c.time_zone,
-            workdays: c.workdays,
-            excluded: c.excluded,
-            included: c.included,
-        };
-        Ok(to_ics(&c.name, &c.description, &days))
+        let (name, description) = (c.name.clone(), c.description.clone());
+        Ok(to_ics(&name, &description, &c.days()))
     }
 
     /// Creates calendar `name` from an iCalendar file, or replaces its days (keeping its
