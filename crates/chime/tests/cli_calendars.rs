@@ -228,6 +228,16 @@ fn calendars_are_made_changed_imported_exported_and_used_by_jobs_from_the_comman
         .collect();
     assert_eq!(days.len(), 3, "{next}");
     assert!(!days.contains(&tomorrow), "{tomorrow} is excluded: {days:?}");
+    // And both `job next` and `job show` say which day was left out, and why.
+    let next_table = demo.ok(&["job", "next", &daily_id, "--count", "3"]);
+    assert!(next_table.contains("skipped by calendar CN"), "{next_table}");
+    let skipped_line = next_table.lines().find(|l| l.contains("Day off")).unwrap_or_default();
+    assert!(skipped_line.contains(&tomorrow), "{next_table}");
+    let shown = demo.ok(&["job", "show", &daily_id]);
+    assert!(
+        shown.contains("skipped by calendar CN") && shown.contains("Day off"),
+        "{shown}"
+    );
 
     // Listed with the jobs that use each.
     let list = demo.json(&["calendar", "list"]);

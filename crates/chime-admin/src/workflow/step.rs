@@ -283,7 +283,7 @@ pub fn succeeded_results(nodes: &[(i64, NodeRun)]) -> dag::Results<'_> {
 
 /// The run of node `k` of `graph`, due at `at`: its job's, with the node's parameter (or the
 /// job's) filled in — first its date placeholders, from the instance's fire time `fired_for` in
-/// the job's zone, then the upstream results it names, each as one shell-quoted word when the
+/// the job's zone (`${bizdate}` on the job's business calendar when it keeps to one), then the upstream results it names, each as one shell-quoted word when the
 /// job runs code (`dag::runs_code`): a job may have become one since its workflow was checked
 /// — and its sources' results beside it as data. A result is pasted after the dates, so text
 /// in a result is never read as a placeholder. `Err`: why the node fails instead.
@@ -303,7 +303,7 @@ pub fn node_run(
     };
     let mut run = NewRun::of_job(job, TriggerType::Workflow, at, None);
     let template = node.param.as_deref().unwrap_or(&job.param);
-    let template = chime_params::resolve_or_keep(template, fired_for, &job.time_zone);
+    let template = crate::run::resolve_param(template, fired_for, &job.time_zone, job.business_days.as_deref());
     run.payload.param = dag::resolve(&template, results, paste).map_err(|_| {
         format!(
             "its parameter with the upstream results quoted in is over {} bytes: job {} runs code, \

@@ -21,8 +21,8 @@ use chime_admin::api::{GroupSpec, Job};
 use chime_admin::model::{Run, RunStatus};
 use chime_admin::store::{ApplyPlan, JobsDocument};
 use output::{
-    br_lines, cell, next_fire_times, print_groups, print_job_detail, print_jobs, print_run_detail, print_runs, table,
-    time, wire_name, zoned, GroupAnswer, GroupNames,
+    br_lines, cell, next_fire_times, print_groups, print_job_detail, print_jobs, print_run_detail, print_runs,
+    skipped_days, table, time, wire_name, zoned, GroupAnswer, GroupNames,
 };
 use reqwest::Method;
 use serde::de::DeserializeOwned;
@@ -888,6 +888,14 @@ async fn job_cmd(c: &Client, cmd: JobCmd) -> Result<(), Failure> {
                     .map(|(at, param)| vec![at.to_string(), zoned(at, tz), param])
                     .collect();
                 table(&["EPOCH MS", "TIME", "PARAM"], rows);
+                let skipped: Vec<Vec<String>> = skipped_days(Some(&v))
+                    .into_iter()
+                    .map(|(at, why)| vec![zoned(at, tz), why])
+                    .collect();
+                if !skipped.is_empty() {
+                    outln!("\nskipped by calendar {}:", v["calendar"].as_str().unwrap_or(""));
+                    table(&["FIRST FIRE LEFT OUT", "WHY"], skipped);
+                }
             })
         }
     }

@@ -311,6 +311,26 @@ pub(super) fn print_job_detail(job: &Job, groups: &GroupNames, next: Option<&Val
             }
         }
     }
+    let skipped = skipped_days(next);
+    if !skipped.is_empty() {
+        outln!("\nskipped by calendar {}:", job.calendar);
+        for (at, why) in skipped {
+            outln!("  {}  {why}", zoned(at, tz));
+        }
+    }
+}
+
+/// The days a `/v1/jobs/{id}/next` answer says the job's business calendar leaves out, each
+/// with its first left-out fire time and why (a holiday's name, or `SAT: not a workday`).
+pub(super) fn skipped_days(next: Option<&Value>) -> Vec<(i64, String)> {
+    next.and_then(|n| n["skipped"].as_array())
+        .into_iter()
+        .flatten()
+        .map(|s| {
+            let why = s["why"].as_str().unwrap_or_default().to_owned();
+            (s["at"].as_i64().unwrap_or_default(), why)
+        })
+        .collect()
 }
 
 /// The times (epoch ms) of a `/v1/jobs/{id}/next` answer, each with the parameter a run of it
