@@ -114,7 +114,7 @@ impl Calendar {
                 return Some(fire);
             }
             // Not a business day: nothing else that day is either.
-            after = business.start_of_next_day(fire)?.max(fire + 1) - 1;
+            after = end_of_day(business, fire)?;
         }
         None
     }
@@ -135,18 +135,12 @@ impl Calendar {
             let Some(fire) = self.next_of_any(after).filter(|f| *f <= until_ms) else {
                 break;
             };
-            let Some(day) = business.date_of(fire) else { break };
-            match business.why_not(day) {
-                Some(why) => {
-                    skipped.push((fire, why));
-                    let Some(next_day) = business.start_of_next_day(fire) else {
-                        break;
-                    };
-                    after = next_day.max(fire + 1) - 1;
-                }
-                // A business day: on to its last fire's day after.
-                None => after = business.start_of_next_day(fire).map_or(fire, |n| n.max(fire + 1) - 1),
+            if let Some(why) = business.date_of(fire).and_then(|d| business.why_not(d)) {
+                skipped.push((fire, why));
             }
+            // One entry a day, skipped or not: on to the next day.
+            let Some(end) = end_of_day(business, fire) else { break };
+            after = end;
         }
         skipped
     }
@@ -160,6 +154,12 @@ impl Calendar {
             .chain(first)
             .min()
     }
+}
+
+/// The last instant (epoch ms) of the day `at_ms` falls on in `business`'s zone: a search for
+/// fires from it starts with the next day.
+fn end_of_day(business: &BusinessDays, at_ms: i64) -> Option<i64> {
+    Some(business.start_of_next_day(at_ms)?.max(at_ms + 1) - 1)
 }
 
 /// The admin machine's IANA zone name (the default zone of new jobs).

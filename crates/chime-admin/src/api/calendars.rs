@@ -149,30 +149,65 @@ impl BusinessCalendarSpec {
     }
 }
 
+/// A definition read into the calendar's parts: what [`CalendarDays::checked`] writes back in
+/// order and [`CalendarDays::business_days`] builds the scheduler's calendar from.
+struct Parts {
+    zone: chrono_tz::Tz,
+    /// Indexed by `Weekday::num_days_from_monday`.
+    week: [bool; 7],
+    excluded: BTreeMap<NaiveDate, String>,
+    included: BTreeMap<NaiveDate, String>,
+}
+
 impl CalendarDays {
     /// This definition checked and put in order: a known zone, weekday names (once each), valid
     /// dates (once each, none both excluded and included), at most [`MAX_CALENDAR_DATES`].
-    pub fn checked(mut self) -> Result<CalendarDays, Invalid> {
-        if self.time_zone.parse::<chrono_tz::Tz>().is_err() {
-            return Err(Invalid::new(
+    pub fn checked(self) -> Result<CalendarDays, Invalid> {
+        let parts = self.parts()?;
+        let listed = |m: BTreeMap<NaiveDate, String>| {
+            m.into_iter()
+                .map(|(d, name)| CalendarDate {
+                    date: d.to_string(),
+                    name,
+                })
+                .collect()
+        };
+        Ok(CalendarDays {
+            time_zone: self.time_zone,
+            workdays: WEEKDAYS
+                .iter()
+                .filter(|(d, _)| parts.week[d.num_days_from_monday() as usize])
+                .map(|(_, n)| (*n).to_owned())
+                .collect(),
+            excluded: listed(parts.excluded),
+            included: listed(parts.included),
+        })
+    }
+
+    /// The calendar the scheduler reads; `Err` only for a stored definition that no longer
+    /// checks (written by hand into the database).
+    pub fn business_days(&self) -> Result<BusinessDays, Invalid> {
+        let p = self.parts()?;
+        Ok(BusinessDays::new(p.zone, p.week, p.excluded, p.included))
+    }
+
+    /// The parts of this definition, each checked; errors name the field.
+    fn parts(&self) -> Result<Parts, Invalid> {
+        let zone = self.time_zone.parse::<chrono_tz::Tz>().map_err(|_| {
+            Invalid::new(
                 "time_zone",
                 format!(
                     "unknown time zone '{}' (use an IANA name such as Asia/Shanghai or UTC)",
                     self.time_zone
                 ),
-            ));
-        }
+            )
+        })?;
         let mut week = [false; 7];
         for (i, name) in self.workdays.iter().enumerate() {
             let day = weekday_named(name)
                 .ok_or_else(|| Invalid::new(format!("workdays[{i}]"), format!("'{name}' is not MON … SUN")))?;
             week[day.num_days_from_monday() as usize] = true;
         }
-        self.workdays = WEEKDAYS
-            .iter()
-            .filter(|(d, _)| week[d.num_days_from_monday() as usize])
-            .map(|(_, n)| (*n).to_owned())
-            .collect();
         if self.excluded.len() + self.included.len() > MAX_CALENDAR_DATES {
             return Err(Invalid::new(
                 "excluded",
@@ -187,36 +222,12 @@ impl CalendarDays {
                 format!("{both} is both excluded and included"),
             ));
         }
-        let listed = |m: BTreeMap<NaiveDate, String>| {
-            m.into_iter()
-                .map(|(d, name)| CalendarDate {
-                    date: d.to_string(),
-                    name,
-                })
-                .collect()
-        };
-        self.excluded = listed(excluded);
-        self.included = listed(included);
-        Ok(self)
-    }
-
-    /// The calendar the scheduler reads; `Err` only for a stored definition that no longer
-    /// checks (written by hand into the database).
-    pub fn business_days(&self) -> Result<BusinessDays, Invalid> {
-        let checked = self.clone().checked()?;
-        let mut week = [false; 7];
-        for name in &checked.workdays {
-            if let Some(d) = weekday_named(name) {
-                week[d.num_days_from_monday() as usize] = true;
-            }
-        }
-        let zone = checked.time_zone.parse().unwrap_or(chrono_tz::Tz::UTC);
-        Ok(BusinessDays::new(
+        Ok(Parts {
             zone,
             week,
-            dates_by_day("excluded", &checked.excluded)?,
-            dates_by_day("included", &checked.included)?,
-        ))
+            excluded,
+            included,
+        })
     }
 }
 
