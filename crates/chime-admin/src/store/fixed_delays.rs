@@ -22,7 +22,7 @@ impl Store {
         if partitions.is_empty() {
             return Ok(0);
         }
-        let list = partitions.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+        let list = rows::join_ids(partitions);
         // `job_due (running, next_fire_at)` finds them: nearly always none.
         let q = format!(
             "SELECT id, schedule_expr FROM job WHERE running = 1 AND next_fire_at = {WAITING_FOR_RUN_END} \

@@ -33,6 +33,8 @@ pub use backup::dump_advice;
 mod bulk;
 mod calendars;
 mod console_queries;
+mod deadlocks;
+pub use deadlocks::retry_deadlocked;
 mod dialect;
 mod event_alarms;
 pub use event_alarms::{GroupIncident, NewAlarmEvent};

@@ -3,6 +3,7 @@
 
 use crate::center::{Admin, OpError};
 use crate::model::{Group, GroupSpec};
+use crate::store::retry_deadlocked;
 
 impl Admin {
     /// Creates an executor group.
@@ -24,14 +25,14 @@ impl Admin {
                 .checked_channel_names("alarm_channels", &draft.alarm_channels)
                 .await?;
         }
-        let group = self.store.update_group(current.id, &draft).await?;
+        let group = retry_deadlocked(|| self.store.update_group(current.id, &draft)).await?;
         self.refresh_directory().await;
         Ok(group)
     }
 
     /// Deletes a group (the store refuses one that still has jobs).
     pub async fn delete_group(&self, id: i64) -> Result<(), OpError> {
-        self.store.delete_group(id).await?;
+        retry_deadlocked(|| self.store.delete_group(id)).await?;
         self.refresh_directory().await;
         Ok(())
     }

@@ -3,7 +3,7 @@
 
 use crate::center::{Admin, OpError};
 use crate::model::{Invalid, Job, JobSpec, NamedGroup};
-use crate::store::{ApplyOptions, ApplyPlan, JobsDocument, NewAuditEntry};
+use crate::store::{retry_deadlocked, ApplyOptions, ApplyPlan, JobsDocument, NewAuditEntry};
 
 /// How a jobs document is applied.
 #[derive(Debug, Clone, Copy, Default)]
@@ -69,26 +69,26 @@ impl Admin {
     pub async fn update_job(&self, current: &Job, spec: &JobSpec, group_id: i64, author: &str) -> Result<Job, OpError> {
         let mut draft = spec.validate(Some(current), &self.config.default_time_zone, group_id)?;
         self.check_alarm_fields(&mut draft.info, Some(&current.info)).await?;
-        let job = self.store.update_job(current.id, &draft, author).await?;
+        let job = retry_deadlocked(|| self.store.update_job(current.id, &draft, author)).await?;
         self.wake_scheduler_for(&job);
         Ok(job)
     }
 
     /// Deletes a job.
     pub async fn delete_job(&self, id: i64) -> Result<(), OpError> {
-        Ok(self.store.delete_job(id).await?)
+        Ok(retry_deadlocked(|| self.store.delete_job(id)).await?)
     }
 
     /// Schedules a job from its next fire time on.
     pub async fn start_job(&self, id: i64) -> Result<Job, OpError> {
-        let job = self.store.set_job_running(id, true).await?;
+        let job = retry_deadlocked(|| self.store.set_job_running(id, true)).await?;
         self.wake_scheduler_for(&job);
         Ok(job)
     }
 
     /// Stops scheduling a job (runs already claimed still run).
     pub async fn stop_job(&self, id: i64) -> Result<Job, OpError> {
-        Ok(self.store.set_job_running(id, false).await?)
+        Ok(retry_deadlocked(|| self.store.set_job_running(id, false)).await?)
     }
 
     /// Applies a jobs document and answers its plan, written unless `mode.dry_run`. Prune

@@ -5,7 +5,7 @@
 
 use crate::center::{Admin, OpError};
 use crate::model::{now_ms, Invalid, Job};
-use crate::store::Paused;
+use crate::store::{retry_deadlocked, Paused};
 use crate::workflow::spec::Workflow;
 
 /// The longest pause: a year and a day. A longer one is a stop, which says so.
@@ -28,14 +28,14 @@ impl Admin {
     pub async fn pause_job(&self, id: i64, until: i64) -> Result<Job, OpError> {
         let until = pause_end(until)?;
         self.store.job(id).await?;
-        self.store.set_paused(Paused::Job(id), until).await?;
+        retry_deadlocked(|| self.store.set_paused(Paused::Job(id), until)).await?;
         Ok(self.store.job(id).await?)
     }
 
     /// Ends a job's pause now; the fires it covered follow its misfire policy at once.
     pub async fn resume_job(&self, id: i64) -> Result<Job, OpError> {
         self.store.job(id).await?;
-        self.store.end_pause(Paused::Job(id), now_ms()).await?;
+        retry_deadlocked(|| self.store.end_pause(Paused::Job(id), now_ms())).await?;
         let job = self.store.job(id).await?;
         self.wake_scheduler_for(&job);
         Ok(job)
@@ -44,12 +44,12 @@ impl Admin {
     /// Pauses every job of group `group_id` until `until`; answers how many jobs.
     pub async fn pause_group(&self, group_id: i64, until: i64) -> Result<u64, OpError> {
         let until = pause_end(until)?;
-        Ok(self.store.set_paused(Paused::GroupJobs(group_id), until).await?)
+        Ok(retry_deadlocked(|| self.store.set_paused(Paused::GroupJobs(group_id), until)).await?)
     }
 
     /// Ends the pause of every paused job of group `group_id` now; answers how many.
     pub async fn resume_group(&self, group_id: i64) -> Result<u64, OpError> {
-        let n = self.store.end_pause(Paused::GroupJobs(group_id), now_ms()).await?;
+        let n = retry_deadlocked(|| self.store.end_pause(Paused::GroupJobs(group_id), now_ms())).await?;
         self.wake_scheduler();
         Ok(n)
     }
@@ -57,13 +57,13 @@ impl Admin {
     /// Pauses a workflow until `until`: no instance is fired before then.
     pub async fn pause_workflow(&self, id: i64, until: i64) -> Result<Workflow, OpError> {
         let until = pause_end(until)?;
-        self.store.set_paused(Paused::Workflow(id), until).await?;
+        retry_deadlocked(|| self.store.set_paused(Paused::Workflow(id), until)).await?;
         Ok(self.store.workflow(id).await?)
     }
 
     /// Ends a workflow's pause now.
     pub async fn resume_workflow(&self, id: i64) -> Result<Workflow, OpError> {
-        self.store.end_pause(Paused::Workflow(id), now_ms()).await?;
+        retry_deadlocked(|| self.store.end_pause(Paused::Workflow(id), now_ms())).await?;
         self.workflows.now();
         Ok(self.store.workflow(id).await?)
     }

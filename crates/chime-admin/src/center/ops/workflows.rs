@@ -2,7 +2,7 @@
 //! loop; runs an operation starts are put on the timer here and watched by the loop.
 
 use crate::center::{Admin, OpError};
-use crate::store::{NodeChange, NodeTickets};
+use crate::store::{retry_deadlocked, NodeChange, NodeTickets};
 use crate::workflow::spec::{Workflow, WorkflowDraft, WorkflowSpec};
 use chime_protocol::TriggerType;
 
@@ -39,26 +39,26 @@ impl Admin {
     pub async fn update_workflow(&self, id: i64, spec: &WorkflowSpec) -> Result<Workflow, OpError> {
         let current = self.store.workflow(id).await?;
         let draft = self.workflow_draft(spec, Some(&current)).await?;
-        let workflow = self.store.update_workflow(id, &draft).await?;
+        let workflow = retry_deadlocked(|| self.store.update_workflow(id, &draft)).await?;
         self.workflows.now();
         Ok(workflow)
     }
 
     /// Deletes a workflow and its finished instances (refused while one is queued or running).
     pub async fn delete_workflow(&self, id: i64) -> Result<(), OpError> {
-        Ok(self.store.delete_workflow(id).await?)
+        Ok(retry_deadlocked(|| self.store.delete_workflow(id)).await?)
     }
 
     /// Schedules a workflow.
     pub async fn start_workflow(&self, id: i64) -> Result<Workflow, OpError> {
-        let workflow = self.store.set_workflow_running(id, true).await?;
+        let workflow = retry_deadlocked(|| self.store.set_workflow_running(id, true)).await?;
         self.workflows.now();
         Ok(workflow)
     }
 
     /// Stops scheduling a workflow (its instances go on).
     pub async fn stop_workflow(&self, id: i64) -> Result<Workflow, OpError> {
-        Ok(self.store.set_workflow_running(id, false).await?)
+        Ok(retry_deadlocked(|| self.store.set_workflow_running(id, false)).await?)
     }
 
     /// Starts an instance of a workflow now; returns the instance's id.

@@ -261,13 +261,8 @@ impl Store {
     /// admin in the last [`ADMITTED_EXPIRY_MS`]: those sent on by an operator first, then by
     /// priority, a run gaining one point for each minute it has waited, then the oldest.
     pub async fn queued_runs(&self, partitions: Option<&[i64]>, now: i64, most: i64) -> StoreResult<Vec<QueuedRun>> {
-        let only = match partitions {
-            Some([]) => return Ok(Vec::new()),
-            Some(p) => format!(
-                " AND j.partition_no IN ({})",
-                p.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
-            ),
-            None => String::new(),
+        let Some(only) = id_filter(" AND j.partition_no", partitions) else {
+            return Ok(Vec::new());
         };
         let q = self.sql_text(format!(
             "SELECT {QUEUED_COLUMNS} FROM {QUEUED_FROM} \
@@ -359,13 +354,8 @@ impl Store {
     /// The queue as listed: runs of jobs in `groups` (`None`: all), in the order they will
     /// go, at most `most`.
     pub async fn queue_entries(&self, groups: Option<&[i64]>, most: i64) -> StoreResult<Vec<QueueEntry>> {
-        let only = match groups {
-            Some([]) => return Ok(Vec::new()),
-            Some(g) => format!(
-                " WHERE j.group_id IN ({})",
-                g.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
-            ),
-            None => String::new(),
+        let Some(only) = id_filter(" WHERE j.group_id", groups) else {
+            return Ok(Vec::new());
         };
         let q = format!(
             "SELECT {QUEUED_COLUMNS}, q.admitted_at AS admitted_at, j.group_id AS group_id, j.description AS description \
@@ -410,5 +400,15 @@ impl Store {
         }
         tx.commit().await?;
         Ok(true)
+    }
+}
+
+/// The SQL that keeps a query to `ids` of `column` (`"{clause} IN (…)"`), or `""` for `None` (no
+/// filter); `None` for an empty list, which keeps nothing, so the query need not be made.
+fn id_filter(column: &str, ids: Option<&[i64]>) -> Option<String> {
+    match ids {
+        Some([]) => None,
+        Some(ids) => Some(format!("{column} IN ({})", rows::join_ids(ids))),
+        None => Some(String::new()),
     }
 }
