@@ -43,8 +43,9 @@ const MI_OPTIONS: [(&str, libmimalloc_sys::mi_option_t, std::ffi::c_long); 2] =
 /// is unmapped on its own, and the TLB shootdowns that follow cost up to 15 points of one core
 /// at 5,000 fires a second on a virtual machine; 100 ms gathers a burst's pages into few purges
 /// and still returns them before the next burst (docs/BENCHMARKS.md). Set here they miss what
-/// mimalloc did before `main` (its first arena); either variable, when set in the environment,
-/// decides instead of this.
+/// mimalloc did before `main` (its first arena), so the workspace's `.cargo/config.toml` also
+/// compiles mimalloc with arenas committed as used; either variable, when set in the
+/// environment, decides instead of this.
 fn return_freed_memory_promptly() {
     for (variable, option, value) in MI_OPTIONS {
         if std::env::var_os(variable).is_none() {
@@ -291,5 +292,23 @@ pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
         }
         let _ = writeln!(std::io::stderr(), "chime: cannot write the output: {e}");
         std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MI_OPTIONS;
+
+    /// mimalloc was compiled with arenas committed as they are used (`.cargo/config.toml`), so
+    /// the arena it reserves before `main` is not committed up front: no option set at start
+    /// could change that one.
+    #[test]
+    fn mimalloc_is_built_to_commit_arenas_as_used() {
+        let (variable, option, _) = MI_OPTIONS[0];
+        assert_eq!(variable, "MIMALLOC_ARENA_EAGER_COMMIT");
+        if std::env::var_os(variable).is_none() {
+            // SAFETY: reads one of mimalloc's option values.
+            assert_eq!(unsafe { libmimalloc_sys::mi_option_get(option) }, 0);
+        }
     }
 }
