@@ -208,11 +208,9 @@ async fn within_limits(
         return true;
     }
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let turn = dispatcher.flow.turn(&names).await;
     let taken = (dispatcher.store)
         .take_slots(ticket.id, job.id, priority, &names, now_ms())
         .await;
-    drop(turn);
     match taken {
         Ok(Slots::Taken) => true,
         Ok(Slots::Queued { name, why }) => {

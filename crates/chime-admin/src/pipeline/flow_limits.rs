@@ -8,49 +8,21 @@
 //! set through another admin applies here within a round.
 
 use crate::api::limits::{EXECUTOR_PREFIX, GROUP_PREFIX};
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, RwLock};
-use tokio::sync::{Notify, OwnedMutexGuard};
+use std::collections::HashSet;
+use std::sync::{Arc, RwLock};
+use tokio::sync::Notify;
 
 /// The names of the limits, and the queue's wake-up.
 #[derive(Debug, Default)]
 pub struct FlowLimits {
     limits: RwLock<Arc<HashSet<String>>>,
     wake: Notify,
-    /// One turn a limit: this admin's sends take a limit's slots one at a time.
-    turns: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl FlowLimits {
     /// Replaces the known limits by their names.
     pub fn set(&self, names: impl IntoIterator<Item = String>) {
-        let names: Arc<HashSet<String>> = Arc::new(names.into_iter().collect());
-        (self.turns.lock().unwrap_or_else(|p| p.into_inner())).retain(|name, _| names.contains(name));
-        *self.limits.write().unwrap_or_else(|p| p.into_inner()) = names;
-    }
-
-    /// Waits for this admin's turn at each of the limits `names`, taken in the order of their
-    /// names (the order in which the database locks their rows, so two takers cannot wait on
-    /// each other), and holds them while the answer lives. Taking a limit's slots locks its row
-    /// until the transaction ends; without turns, a burst of sends under one limit has every
-    /// connection of the pool wait on that lock, and the queue's loop and the results writer
-    /// wait for a connection behind them. With turns, one connection of this admin waits.
-    pub async fn turn(&self, names: &[&str]) -> Vec<OwnedMutexGuard<()>> {
-        let mut names = names.to_vec();
-        names.sort_unstable();
-        names.dedup();
-        let locks: Vec<_> = {
-            let mut turns = self.turns.lock().unwrap_or_else(|p| p.into_inner());
-            let names = names
-                .iter()
-                .map(|name| turns.entry((*name).to_owned()).or_default().clone());
-            names.collect()
-        };
-        let mut held = Vec::with_capacity(locks.len());
-        for lock in locks {
-            held.push(lock.lock_owned().await);
-        }
-        held
+        *self.limits.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(names.into_iter().collect());
     }
 
     /// Whether no limit is known.
@@ -116,25 +88,5 @@ mod tests {
         );
         assert_eq!(flow.names_for("", "other", Some("http://e:2")), Vec::<String>::new());
         assert_eq!(flow.names_for("other-key", "billing", None), ["group:billing"]);
-    }
-
-    #[tokio::test]
-    async fn a_limit_is_taken_by_one_send_at_a_time() {
-        let flow = Arc::new(FlowLimits::default());
-        flow.set(["a", "b"].map(str::to_owned));
-        let first = flow.turn(&["b", "a"]).await;
-        // Another send under `a` waits; one under other limits does not.
-        let waiting = tokio::spawn({
-            let flow = flow.clone();
-            async move { flow.turn(&["a"]).await.len() }
-        });
-        assert_eq!(flow.turn(&["c"]).await.len(), 1);
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        assert!(!waiting.is_finished(), "a second taker of 'a' waits for the first");
-        drop(first);
-        assert_eq!(waiting.await.unwrap(), 1);
-        // A limit removed takes its turn with it.
-        flow.set(["a".to_owned()]);
-        assert_eq!(flow.turns.lock().unwrap().len(), 1);
     }
 }
