@@ -201,10 +201,17 @@ async fn a_limit_holds_across_admins_and_kills(kind: Db) {
     let admin_killed_at = chime_admin::model::now_ms();
     admins[0].signal(libc::SIGKILL);
     wait_started(&events, 2 * runs.len() / 3).await;
-    let newest = runs.keys().max().unwrap();
+    // The executor of the run started last and not yet ended. (The newest run's job's latest
+    // run, asked before, may still wait in the queue on a slow machine.)
     let working = eventually(20, "the executor doing the work", || async {
-        let (_, r) = b.get(&format!("/v1/runs?job_id={}&limit=1", runs[newest])).await;
-        let address = r[0]["executor_address"].as_str().unwrap_or_default().to_owned();
+        let (starts, ends) = read_events(&events);
+        let under_way = (starts.iter())
+            .filter(|(run, _)| !ends.contains_key(*run))
+            .max_by_key(|(_, at)| at[0])
+            .map(|(run, _)| *run)
+            .ok_or("no run under way")?;
+        let (_, r) = b.get(&format!("/v1/runs/{under_way}")).await;
+        let address = r["executor_address"].as_str().unwrap_or_default().to_owned();
         executors.iter().position(|e| e.address == address).ok_or(address)
     })
     .await;
