@@ -283,9 +283,10 @@ pub fn succeeded_results(nodes: &[(i64, NodeRun)]) -> dag::Results<'_> {
 
 /// The run of node `k` of `graph`, due at `at`: its job's, with the node's parameter (or the
 /// job's) filled in — first its date placeholders, from the instance's fire time `fired_for` in
-/// the job's zone (`${bizdate}` on the job's business calendar when it keeps to one), then the upstream results it names, each as one shell-quoted word when the
-/// job runs code (`dag::runs_code`): a job may have become one since its workflow was checked
-/// — and its sources' results beside it as data. A result is pasted after the dates, so text
+/// the job's zone (`${bizdate}` on the job's business calendar when it keeps to one), then the
+/// upstream results it names, each as one shell-quoted word when the job runs code
+/// (`dag::runs_code`): a job may have become one since its workflow was checked — and its
+/// sources' results beside it as data. A result is pasted after the dates, so text
 /// in a result is never read as a placeholder. `Err`: why the node fails instead.
 pub fn node_run(
     job: &Job,

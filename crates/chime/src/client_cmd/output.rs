@@ -323,25 +323,26 @@ pub(super) fn print_job_detail(job: &Job, groups: &GroupNames, next: Option<&Val
 /// The days a `/v1/jobs/{id}/next` answer says the job's business calendar leaves out, each
 /// with its first left-out fire time and why (a holiday's name, or `SAT: not a workday`).
 pub(super) fn skipped_days(next: Option<&Value>) -> Vec<(i64, String)> {
-    next.and_then(|n| n["skipped"].as_array())
-        .into_iter()
-        .flatten()
-        .map(|s| {
-            let why = s["why"].as_str().unwrap_or_default().to_owned();
-            (s["at"].as_i64().unwrap_or_default(), why)
-        })
-        .collect()
+    timed_entries(next, "skipped", "why")
 }
 
 /// The times (epoch ms) of a `/v1/jobs/{id}/next` answer, each with the parameter a run of it
 /// would be sent with.
 pub(super) fn next_fire_times(next: Option<&Value>) -> Vec<(i64, String)> {
-    next.and_then(|n| n["next"].as_array())
+    timed_entries(next, "next", "param")
+}
+
+/// The entries of the list `list` of a `/v1/jobs/{id}/next` answer, each as its `at` and its
+/// text field `text` (missing ones as 0 and "").
+fn timed_entries(next: Option<&Value>, list: &str, text: &str) -> Vec<(i64, String)> {
+    next.and_then(|n| n[list].as_array())
         .into_iter()
         .flatten()
-        .map(|n| {
-            let param = n["param"].as_str().unwrap_or_default().to_owned();
-            (n["at"].as_i64().unwrap_or_default(), param)
+        .map(|e| {
+            (
+                e["at"].as_i64().unwrap_or_default(),
+                e[text].as_str().unwrap_or_default().to_owned(),
+            )
         })
         .collect()
 }

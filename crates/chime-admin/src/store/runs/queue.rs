@@ -403,8 +403,9 @@ impl Store {
     }
 }
 
-/// The SQL that keeps a query to `ids` of `column` (`"{clause} IN (…)"`), or `""` for `None` (no
-/// filter); `None` for an empty list, which keeps nothing, so the query need not be made.
+/// The SQL that keeps a query to `ids` of `column` (`column` being its clause too, such as
+/// `" AND j.partition_no"`): `"{column} IN (…)"`, or `""` for `None` (no filter); `None` for an
+/// empty list, which keeps nothing, so the query need not be made.
 fn id_filter(column: &str, ids: Option<&[i64]>) -> Option<String> {
     match ids {
         Some([]) => None,
