@@ -460,7 +460,10 @@ async fn main() {
     if define > 0 {
         let spec = JobSpec {
             group_id: Some(group.id),
-            handler: Some("noop".into()),
+            task: chime_admin::api::JobTaskPatch {
+                handler: Some("noop".into()),
+                ..Default::default()
+            },
             schedule: chime_admin::api::SchedulePatch {
                 schedule_type: Some("CRON".into()),
                 schedule_expr: Some("0 0 3 * * ?".into()),
@@ -492,7 +495,10 @@ async fn main() {
     let spread = std::env::args().any(|a| a == "--spread");
     let spec = JobSpec {
         group_id: Some(group.id),
-        handler: Some("noop".into()),
+        task: chime_admin::api::JobTaskPatch {
+            handler: Some("noop".into()),
+            ..Default::default()
+        },
         schedule: chime_admin::api::SchedulePatch {
             schedule_type: Some(if spread { "FIX_RATE" } else { "CRON" }.into()),
             schedule_expr: Some(if spread { "1" } else { "* * * * * ?" }.into()),

@@ -83,7 +83,10 @@ async fn main() {
             .unwrap();
         let draft = JobSpec {
             group_id: Some(group.id),
-            handler: Some("noop".into()),
+            task: chime_admin::api::JobTaskPatch {
+                handler: Some("noop".into()),
+                ..Default::default()
+            },
             ..Default::default()
         }
         .validate(None, "UTC", group.id)

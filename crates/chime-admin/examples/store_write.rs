@@ -53,7 +53,10 @@ async fn main() {
         .unwrap();
     let draft = JobSpec {
         group_id: Some(group.id),
-        handler: Some("noop".into()),
+        task: chime_admin::api::JobTaskPatch {
+            handler: Some("noop".into()),
+            ..Default::default()
+        },
         schedule: chime_admin::api::SchedulePatch {
             schedule_type: Some("FIX_RATE".into()),
             schedule_expr: Some("1".into()),

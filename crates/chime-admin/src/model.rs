@@ -313,13 +313,13 @@ impl JobSpec {
         let (timeout_secs, retry_count) = self.limits(base)?;
         let child_job_ids = self.child_job_ids(base)?;
         let running = self.running(base, schedule.schedule_type)?;
-        let param = pick(&self.param, base.map(|j| &j.param), String::new());
+        let param = pick(&self.task.param, base.map(|j| &j.param), String::new());
         if param.len() > 65_535 {
             return Err(Invalid::new("param", "must be at most 64 KiB"));
         }
         // Checked when given: a parameter stored before date placeholders existed (an imported
         // `${HOME}`, say) does not stop other edits of its job; it is sent as written.
-        if let Some(Err(e)) = self.param.as_deref().map(chime_params::check) {
+        if let Some(Err(e)) = self.task.param.as_deref().map(chime_params::check) {
             return Err(Invalid::new("param", e.to_string()));
         }
         let key = match &self.key {
@@ -340,7 +340,7 @@ impl JobSpec {
             calendar: schedule.calendar,
             route_strategy: parse_enum(
                 "route_strategy",
-                &self.route_strategy,
+                &self.task.route_strategy,
                 base.map(|j| j.route_strategy),
                 RouteStrategy::First,
             )?,
@@ -348,7 +348,7 @@ impl JobSpec {
             param,
             block_strategy: parse_enum(
                 "block_strategy",
-                &self.block_strategy,
+                &self.task.block_strategy,
                 base.map(|j| j.block_strategy),
                 BlockStrategy::SerialExecution,
             )?,
@@ -364,8 +364,13 @@ impl JobSpec {
     /// The glue type, handler and script source: a BEAN job needs a handler, a script job its
     /// source.
     fn code(&self, base: Option<&Job>) -> Result<(GlueType, String, String), Invalid> {
-        let glue_type = parse_enum("glue_type", &self.glue_type, base.map(|j| j.glue_type), GlueType::Bean)?;
-        let handler = pick(&self.handler, base.map(|j| &j.handler), String::new())
+        let glue_type = parse_enum(
+            "glue_type",
+            &self.task.glue_type,
+            base.map(|j| j.glue_type),
+            GlueType::Bean,
+        )?;
+        let handler = pick(&self.task.handler, base.map(|j| &j.handler), String::new())
             .trim()
             .to_owned();
         if glue_type == GlueType::Bean && handler.is_empty() {
@@ -374,7 +379,7 @@ impl JobSpec {
         if handler.len() > 255 {
             return Err(Invalid::new("handler", "must be at most 255 characters"));
         }
-        let glue_source = pick(&self.glue_source, base.map(|j| &j.glue_source), String::new());
+        let glue_source = pick(&self.task.glue_source, base.map(|j| &j.glue_source), String::new());
         if glue_type.is_script() && glue_source.trim().is_empty() {
             return Err(Invalid::new("glue_source", format!("is required for {glue_type} jobs")));
         }
@@ -399,14 +404,14 @@ impl JobSpec {
 
     /// The timeout, in seconds, and the retries after a failure.
     fn limits(&self, base: Option<&Job>) -> Result<(i64, i64), Invalid> {
-        let timeout_secs = pick(&self.timeout_secs, base.map(|j| &j.timeout_secs), 0);
+        let timeout_secs = pick(&self.task.timeout_secs, base.map(|j| &j.timeout_secs), 0);
         if !(0..=i32::MAX as i64).contains(&timeout_secs) {
             return Err(Invalid::new(
                 "timeout_secs",
                 "must be 0 (no limit) or a positive number of seconds",
             ));
         }
-        let retry_count = pick(&self.retry_count, base.map(|j| &j.retry_count), 0);
+        let retry_count = pick(&self.task.retry_count, base.map(|j| &j.retry_count), 0);
         if !(0..=100).contains(&retry_count) {
             return Err(Invalid::new("retry_count", "must be between 0 and 100"));
         }
@@ -862,7 +867,10 @@ mod tests {
         let refused = |spec: JobSpec| spec.validate(None, "UTC", 1).unwrap_err();
         // A spec with a handler, which every job needs.
         let handled = || JobSpec {
-            handler: Some("h".into()),
+            task: crate::api::JobTaskPatch {
+                handler: Some("h".into()),
+                ..Default::default()
+            },
             ..Default::default()
         };
         let spec = JobSpec {
@@ -884,7 +892,10 @@ mod tests {
         };
         assert_eq!(refused(spec).field, "time_zone");
         let err = refused(JobSpec {
-            route_strategy: Some("ROUND_ROBIN".into()),
+            task: crate::api::JobTaskPatch {
+                route_strategy: Some("ROUND_ROBIN".into()),
+                ..handled().task
+            },
             ..handled()
         });
         assert_eq!(err.field, "route_strategy");
@@ -900,7 +911,10 @@ mod tests {
     #[test]
     fn child_job_ids_are_kept_once_in_first_seen_order() {
         let spec = JobSpec {
-            handler: Some("h".into()),
+            task: crate::api::JobTaskPatch {
+                handler: Some("h".into()),
+                ..Default::default()
+            },
             child_job_ids: Some(vec![3, 1, 1, 2, 1, 3]),
             ..Default::default()
         };

@@ -51,7 +51,10 @@ async fn streaks(kind: Db) {
     let group = common::insert_manual_group(&store, "streaks").await;
     let spec = JobSpec {
         group_id: Some(group.id),
-        handler: Some("h".into()),
+        task: chime_admin::api::JobTaskPatch {
+            handler: Some("h".into()),
+            ..Default::default()
+        },
         schedule: chime_admin::api::SchedulePatch {
             schedule_type: Some("NONE".into()),
             ..Default::default()

@@ -40,7 +40,10 @@ fn stamp() -> i64 {
 async fn job_with_runs(store: &Store, group_id: i64, handler: &str, n: usize) -> (Job, Vec<i64>) {
     let spec = JobSpec {
         group_id: Some(group_id),
-        handler: Some(handler.into()),
+        task: chime_admin::api::JobTaskPatch {
+            handler: Some(handler.into()),
+            ..Default::default()
+        },
         schedule: chime_admin::api::SchedulePatch {
             schedule_type: Some("NONE".into()),
             ..Default::default()

@@ -19,7 +19,10 @@ async fn racing_creates(kind: Db) {
     let group = common::insert_manual_group(&store, "grouped").await;
     let spec = |key: Option<String>| JobSpec {
         group_id: Some(group.id),
-        handler: Some("h".into()),
+        task: chime_admin::api::JobTaskPatch {
+            handler: Some("h".into()),
+            ..Default::default()
+        },
         schedule: chime_admin::api::SchedulePatch {
             schedule_type: Some("CRON".into()),
             schedule_expr: Some("* * * * * ?".into()),

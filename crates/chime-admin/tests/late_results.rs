@@ -47,13 +47,16 @@ impl Fixture {
         let group = common::insert_manual_group(&store, "late").await;
         let spec = |children: Option<Vec<i64>>, retries: i64| JobSpec {
             group_id: Some(group.id),
-            handler: Some("h".into()),
+            task: chime_admin::api::JobTaskPatch {
+                handler: Some("h".into()),
+                retry_count: Some(retries),
+                ..Default::default()
+            },
             schedule: chime_admin::api::SchedulePatch {
                 schedule_type: Some("NONE".into()),
                 ..Default::default()
             },
             child_job_ids: children,
-            retry_count: Some(retries),
             ..Default::default()
         };
         let insert = |spec: JobSpec| {

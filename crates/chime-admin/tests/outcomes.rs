@@ -41,7 +41,10 @@ async fn one_batch(kind: Db) {
     let group = common::insert_manual_group(&store, "outcomes").await;
     let spec = |children: Option<Vec<i64>>| JobSpec {
         group_id: Some(group.id),
-        handler: Some("h".into()),
+        task: chime_admin::api::JobTaskPatch {
+            handler: Some("h".into()),
+            ..Default::default()
+        },
         schedule: chime_admin::api::SchedulePatch {
             schedule_type: Some("NONE".into()),
             ..Default::default()

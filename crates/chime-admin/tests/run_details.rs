@@ -225,12 +225,15 @@ async fn batch_links(kind: Db) {
     let group = common::insert_manual_group(&store, "links").await;
     let spec = |retries: i64, children: Option<Vec<i64>>| JobSpec {
         group_id: Some(group.id),
-        handler: Some("h".into()),
+        task: chime_admin::api::JobTaskPatch {
+            handler: Some("h".into()),
+            retry_count: Some(retries),
+            ..Default::default()
+        },
         schedule: chime_admin::api::SchedulePatch {
             schedule_type: Some("NONE".into()),
             ..Default::default()
         },
-        retry_count: Some(retries),
         child_job_ids: children,
         ..Default::default()
     };

@@ -170,8 +170,11 @@ async fn demo_group_and_job(admin: &chime_admin::Admin) -> Result<(i64, Option<i
             schedule_expr: Some("0/5 * * * * ?".into()),
             ..Default::default()
         },
-        handler: Some("demoJobHandler".into()),
-        param: Some("hello from chime demo".into()),
+        task: chime_admin::api::JobTaskPatch {
+            handler: Some("demoJobHandler".into()),
+            param: Some("hello from chime demo".into()),
+            ..Default::default()
+        },
         running: Some(false),
         ..Default::default()
     };

@@ -23,8 +23,12 @@ const WORKDAY_CATEGORY: &str = "WORKDAY";
 /// The category written on holidays.
 const HOLIDAY_CATEGORY: &str = "HOLIDAY";
 
-/// The calendar `name` as an `.ics` file.
-pub fn to_ics(name: &str, description: &str, days: &CalendarDays) -> String {
+/// The calendar `name`, last changed at `changed_at` (epoch ms), as an `.ics` file. Each
+/// event's `DTSTAMP` is that change, not the time of the export: RFC 5545 reads it as the
+/// event's last modification when the file has no `METHOD`, and two exports of one calendar
+/// give the same file.
+pub fn to_ics(name: &str, description: &str, days: &CalendarDays, changed_at: i64) -> String {
+    let stamp = chrono::DateTime::from_timestamp_millis(changed_at).unwrap_or_default();
     let mut cal = Calendar::new();
     cal.name(name).timezone(days.time_zone.as_str());
     if !description.is_empty() {
@@ -44,6 +48,7 @@ pub fn to_ics(name: &str, description: &str, days: &CalendarDays) -> String {
             let mut event = icalendar::Event::new();
             event
                 .uid(&format!("{}-{}@chime", d.date, name))
+                .timestamp(stamp)
                 .summary(summary)
                 .starts(day)
                 .ends(day.checked_add_days(Days::new(1)).unwrap_or(day))
@@ -205,9 +210,13 @@ mod tests {
     #[test]
     fn an_export_imports_back_to_the_same_calendar() {
         let days = from_ics(CN_FEED, Some("Asia/Shanghai")).unwrap();
-        let text = to_ics("CN", "China, 2025", &days);
+        let text = to_ics("CN", "China, 2025", &days, 1_760_000_000_000);
         assert!(text.contains("X-WR-TIMEZONE:Asia/Shanghai"), "{text}");
         assert!(text.contains("CATEGORIES:WORKDAY"), "{text}");
+        // Stamped with the calendar's last change (2025-10-09T08:53:20Z), not the export's
+        // time: the same calendar exports to the same file.
+        assert!(text.contains("DTSTAMP:20251009T085320Z"), "{text}");
+        assert_eq!(to_ics("CN", "China, 2025", &days, 1_760_000_000_000), text);
         assert_eq!(from_ics(&text, None).unwrap(), days);
         // The zone a file names wins over none, the import's over the file's.
         assert_eq!(from_ics(&text, Some("UTC")).unwrap().time_zone, "UTC");

@@ -121,33 +121,68 @@ pub struct JobSpec {
     /// whole list is replaced; `[]` removes them. At most 8.
     #[schemars(length(max = 8))]
     pub more_schedules: Option<Vec<MoreSchedule>>,
-    /// Route strategy (default `FIRST`).
-    #[schemars(schema_with = "nullable_enum_of::<RouteStrategy>")]
-    pub route_strategy: Option<String>,
-    /// BEAN handler name (required for BEAN jobs).
-    pub handler: Option<String>,
-    /// Parameter.
-    #[schemars(length(max = 65535))]
-    pub param: Option<String>,
-    /// Block strategy (default `SERIAL_EXECUTION`).
-    #[schemars(schema_with = "nullable_enum_of::<BlockStrategy>")]
-    pub block_strategy: Option<String>,
-    /// Timeout in seconds (≥ 0).
-    #[schemars(range(min = 0, max = 2147483647))]
-    pub timeout_secs: Option<i64>,
-    /// Retries (0–100).
-    #[schemars(range(min = 0, max = 100))]
-    pub retry_count: Option<i64>,
+    /// What the executor is asked to do: route, handler, parameter, block strategy, timeout,
+    /// retries and script.
+    #[serde(flatten)]
+    pub task: JobTaskPatch,
     /// Child job ids.
     #[schemars(inner(range(min = 1)))]
     pub child_job_ids: Option<Vec<i64>>,
-    /// Glue type (default `BEAN`).
-    #[schemars(schema_with = "nullable_enum_of::<GlueType>")]
-    pub glue_type: Option<String>,
-    /// Script source.
-    pub glue_source: Option<String>,
     /// Start scheduling right away (create only).
     pub running: Option<bool>,
+}
+
+/// Input of what the executor is asked to do, shared by [`JobSpec`] and a jobs document's job
+/// (`store::DocJob`) so that each field is declared once: each one left out (or `null`) keeps
+/// its value on update and takes the documented default on create.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+pub struct JobTaskPatch {
+    /// Route strategy (default `FIRST`).
+    #[schemars(schema_with = "nullable_enum_of::<RouteStrategy>")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route_strategy: Option<String>,
+    /// BEAN handler name (required for BEAN jobs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handler: Option<String>,
+    /// Parameter.
+    #[schemars(length(max = 65535))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub param: Option<String>,
+    /// Block strategy (default `SERIAL_EXECUTION`).
+    #[schemars(schema_with = "nullable_enum_of::<BlockStrategy>")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_strategy: Option<String>,
+    /// Timeout in seconds (≥ 0).
+    #[schemars(range(min = 0, max = 2147483647))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<i64>,
+    /// Retries (0–100).
+    #[schemars(range(min = 0, max = 100))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_count: Option<i64>,
+    /// Glue type (default `BEAN`).
+    #[schemars(schema_with = "nullable_enum_of::<GlueType>")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glue_type: Option<String>,
+    /// Script source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glue_source: Option<String>,
+}
+
+impl JobTaskPatch {
+    /// Every field of `job`'s task, given (a jobs document's export).
+    pub fn of(job: &Job) -> Self {
+        JobTaskPatch {
+            route_strategy: Some(job.route_strategy.as_str().to_owned()),
+            handler: Some(job.handler.clone()),
+            param: Some(job.param.clone()),
+            block_strategy: Some(job.block_strategy.as_str().to_owned()),
+            timeout_secs: Some(job.timeout_secs),
+            retry_count: Some(job.retry_count),
+            glue_type: Some(job.glue_type.as_str().to_owned()),
+            glue_source: Some(job.glue_source.clone()),
+        }
+    }
 }
 
 super::schedule_fields!(Job);

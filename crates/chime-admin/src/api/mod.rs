@@ -35,7 +35,7 @@ pub use groups::{AddressType, Group, GroupSpec};
 pub use invalid::{is_plain_name, Invalid};
 pub use job_flow::{JobFlow, JobFlowPatch};
 pub use job_info::{JobInfo, JobInfoPatch};
-pub use jobs::{Job, JobSpec};
+pub use jobs::{Job, JobSpec, JobTaskPatch};
 pub use limits::{Limit, LimitRule, LimitSpec, QueuedRunEntry};
 pub use roles::{GroupGrant, GroupMember, GroupRole, MemberChange};
 pub(crate) use schedule::schedule_fields;

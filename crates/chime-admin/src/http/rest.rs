@@ -609,7 +609,7 @@ async fn check_apply_rights(admin: &Admin, p: &Principal, doc: &JobsDocument, mo
     }
     for g in &doc.groups {
         for job in &g.jobs {
-            let glue = job.glue_type.as_deref().is_some_and(|t| t != "BEAN") || job.glue_source.is_some();
+            let glue = job.task.glue_type.as_deref().is_some_and(|t| t != "BEAN") || job.task.glue_source.is_some();
             if glue {
                 return Err(forbidden(&format!(
                     "job '{}': GLUE scripts are set by administrators only",

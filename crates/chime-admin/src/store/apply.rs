@@ -9,7 +9,7 @@ use super::plan_fields::differing;
 use super::rows::{self, GROUP_COLUMNS};
 use super::{Store, StoreError, StoreResult};
 use crate::address_policy::ExecutorNetworks;
-use crate::api::{JobFlowPatch, JobInfoPatch, MoreSchedule, SchedulePatch};
+use crate::api::{JobFlowPatch, JobInfoPatch, JobTaskPatch, MoreSchedule, SchedulePatch};
 use crate::model::{
     now_ms, validate_job_key, AddressType, Group, GroupDraft, GroupSpec, Invalid, Job, JobDraft, JobSpec,
 };
@@ -103,33 +103,13 @@ pub struct DocJob {
     /// Further schedules (left out: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub more_schedules: Option<Vec<MoreSchedule>>,
-    /// Route strategy.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub route_strategy: Option<String>,
-    /// BEAN handler.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub handler: Option<String>,
-    /// Parameter.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub param: Option<String>,
-    /// Block strategy.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub block_strategy: Option<String>,
-    /// Timeout, seconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout_secs: Option<i64>,
-    /// Retries.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_count: Option<i64>,
+    /// What the executor is asked to do: route, handler, parameter, block strategy, timeout,
+    /// retries and script.
+    #[serde(flatten)]
+    pub task: JobTaskPatch,
     /// Child jobs: `key` (same group) or `app_name/key`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub children: Option<Vec<String>>,
-    /// Glue type.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub glue_type: Option<String>,
-    /// Script source.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub glue_source: Option<String>,
     /// Scheduled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub running: Option<bool>,
@@ -396,14 +376,7 @@ pub(super) fn validate_document(doc: &JobsDocument, opts: &ApplyOptions<'_>) -> 
                 schedule: j.schedule.clone(),
                 // The document is the whole definition: none listed, none kept.
                 more_schedules: Some(j.more_schedules.clone().unwrap_or_default()),
-                route_strategy: j.route_strategy.clone(),
-                handler: j.handler.clone(),
-                param: j.param.clone(),
-                block_strategy: j.block_strategy.clone(),
-                timeout_secs: j.timeout_secs,
-                retry_count: j.retry_count,
-                glue_type: j.glue_type.clone(),
-                glue_source: j.glue_source.clone(),
+                task: j.task.clone(),
                 running: j.running,
                 ..JobSpec::default()
             };
@@ -482,6 +455,8 @@ impl Store {
                 jobs: jobs
                     .into_iter()
                     .map(|mut j| DocJob {
+                        // Read before the fields below are moved out of `j`.
+                        task: JobTaskPatch::of(&j),
                         schedule: SchedulePatch::of(j.schedule()),
                         more_schedules: Some(std::mem::take(&mut j.more_schedules)).filter(|m| !m.is_empty()),
                         children: Some(
@@ -495,14 +470,6 @@ impl Store {
                         description: Some(j.description),
                         info: JobInfoPatch::of(&j.info),
                         flow: JobFlowPatch::of(&j.flow),
-                        route_strategy: Some(j.route_strategy.as_str().to_owned()),
-                        handler: Some(j.handler),
-                        param: Some(j.param),
-                        block_strategy: Some(j.block_strategy.as_str().to_owned()),
-                        timeout_secs: Some(j.timeout_secs),
-                        retry_count: Some(j.retry_count),
-                        glue_type: Some(j.glue_type.as_str().to_owned()),
-                        glue_source: Some(j.glue_source),
                         running: Some(j.running),
                     })
                     .collect(),

@@ -4,7 +4,7 @@
 //! the API does). A document never deletes a calendar.
 
 use super::apply::{ApplyPlan, PlanEntry};
-use super::{Store, StoreError, StoreResult};
+use super::{CalendarChange, CalendarWrite, Store, StoreError, StoreResult};
 use crate::api::{BusinessCalendar, BusinessCalendarSpec};
 use crate::model::Invalid;
 use sqlx::any::Any;
@@ -59,9 +59,16 @@ impl Store {
                 return Err(refused(i, Invalid::new("name", format!("'{name}' is listed twice"))));
             }
             let (description, days) = spec.check().map_err(|e| refused(i, e))?;
+            let write = |change| CalendarWrite {
+                change,
+                name,
+                description: &description,
+                days: &days,
+                by,
+            };
             match existing.iter().find(|c| c.name == name) {
                 None => {
-                    self.insert_calendar_tx(tx, name, &description, &days, by, now).await?;
+                    self.write_calendar_tx(tx, write(CalendarChange::Create), now).await?;
                     plan.create.push(calendar_entry(name, Vec::new()));
                 }
                 Some(c) => {
@@ -83,7 +90,7 @@ impl Store {
                         fields.push("included".to_owned());
                     }
                     if !fields.is_empty() {
-                        self.update_calendar_tx(tx, name, &description, &days, by, now).await?;
+                        self.write_calendar_tx(tx, write(CalendarChange::Replace), now).await?;
                         plan.update.push(calendar_entry(name, fields));
                     }
                 }

@@ -13,7 +13,8 @@ use super::{Store, StoreError, StoreResult};
 use crate::api::{BusinessCalendar, CalendarDays};
 use crate::business_days::BusinessDays;
 use crate::model::{now_ms, Invalid, WAITING_FOR_RUN_END};
-use sqlx::any::AnyRow;
+use sqlx::any::{AnyArguments, AnyRow};
+use sqlx::query::Query;
 use sqlx::{Any, Transaction};
 use std::sync::Arc;
 
@@ -21,6 +22,30 @@ use std::sync::Arc;
 const CALENDAR_COLUMNS: &str = "name, description, spec, updated_at, updated_by, \
      (SELECT COUNT(*) FROM job WHERE job.calendar = business_calendar.name) AS jobs, \
      (SELECT COUNT(*) FROM workflow WHERE workflow.calendar = business_calendar.name) AS workflows";
+
+/// Whether a calendar write creates the calendar or replaces an existing one's definition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CalendarChange {
+    /// A new calendar: its name must be new.
+    Create,
+    /// The calendar of that name, replaced.
+    Replace,
+}
+
+/// A calendar as it is written: its name, description and days, and who writes it.
+#[derive(Debug, Clone, Copy)]
+pub struct CalendarWrite<'a> {
+    /// Created or replaced.
+    pub change: CalendarChange,
+    /// The calendar's name.
+    pub name: &'a str,
+    /// Its description.
+    pub description: &'a str,
+    /// Its zone, workdays, holidays and make-up workdays.
+    pub days: &'a CalendarDays,
+    /// The user writing it.
+    pub by: &'a str,
+}
 
 /// The tables whose rows name a calendar.
 const USERS: [&str; 2] = ["job", "workflow"];
@@ -71,94 +96,64 @@ impl Store {
         }
     }
 
-    /// Creates the calendar `name`; the name must be new.
-    pub async fn insert_business_calendar(
-        &self,
-        name: &str,
-        description: &str,
-        days: &CalendarDays,
-        by: &str,
-    ) -> StoreResult<BusinessCalendar> {
+    /// Creates calendar `c.name` (the name must be new), or replaces its definition and
+    /// re-plans, in the same transaction, the next fire of every started job and workflow that
+    /// uses it.
+    pub async fn write_business_calendar(&self, c: CalendarWrite<'_>) -> StoreResult<BusinessCalendar> {
         let mut tx = self.write.begin().await?;
-        self.insert_calendar_tx(&mut tx, name, description, days, by, now_ms())
-            .await?;
+        self.write_calendar_tx(&mut tx, c, now_ms()).await?;
         tx.commit().await?;
-        self.business_calendar(name).await
+        self.business_calendar(c.name).await
     }
 
-    /// Inserts calendar `name` in `tx` (a jobs document's apply writes it with the jobs that
-    /// name it).
-    pub(super) async fn insert_calendar_tx(
+    /// [`Store::write_business_calendar`] in `tx` (a jobs document's apply writes calendars
+    /// with the jobs that name them).
+    pub(super) async fn write_calendar_tx(
         &self,
         tx: &mut Transaction<'static, Any>,
-        name: &str,
-        description: &str,
-        days: &CalendarDays,
-        by: &str,
+        c: CalendarWrite<'_>,
         now: i64,
     ) -> StoreResult<()> {
-        let q = self.sql(
-            "INSERT INTO business_calendar (name, description, spec, created_at, updated_at, updated_by) \
-             VALUES (?, ?, ?, ?, ?, ?)",
-        );
-        sqlx::query(&q)
-            .bind(name)
-            .bind(description)
-            .bind(spec_json(days))
-            .bind(now)
-            .bind(now)
-            .bind(by)
-            .execute(&mut **tx)
-            .await
-            .map_err(|e| {
-                StoreError::unique_violation_as(e, || {
-                    StoreError::Conflict(format!("a business calendar '{name}' already exists"))
-                })
-            })?;
-        Ok(())
-    }
-
-    /// Replaces calendar `name`'s definition and re-plans, in the same transaction, the next
-    /// fire of every started job and workflow that uses it.
-    pub async fn update_business_calendar(
-        &self,
-        name: &str,
-        description: &str,
-        days: &CalendarDays,
-        by: &str,
-    ) -> StoreResult<BusinessCalendar> {
-        let mut tx = self.write.begin().await?;
-        self.update_calendar_tx(&mut tx, name, description, days, by, now_ms())
-            .await?;
-        tx.commit().await?;
-        self.business_calendar(name).await
-    }
-
-    /// [`Store::update_business_calendar`] in `tx`.
-    pub(super) async fn update_calendar_tx(
-        &self,
-        tx: &mut Transaction<'static, Any>,
-        name: &str,
-        description: &str,
-        days: &CalendarDays,
-        by: &str,
-        now: i64,
-    ) -> StoreResult<()> {
-        let q = self.sql(
-            "UPDATE business_calendar SET description = ?, spec = ?, updated_at = ?, updated_by = ? WHERE name = ?",
-        );
-        let done = sqlx::query(&q)
-            .bind(description)
-            .bind(spec_json(days))
-            .bind(now)
-            .bind(by)
-            .bind(name)
-            .execute(&mut **tx)
-            .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(format!("business calendar '{name}'")));
+        match c.change {
+            CalendarChange::Create => {
+                let q = self.sql(
+                    "INSERT INTO business_calendar (description, spec, updated_at, updated_by, name, created_at) \
+                     VALUES (?, ?, ?, ?, ?, ?)",
+                );
+                self.bind_calendar(&q, c, now)
+                    .bind(now)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(|e| {
+                        StoreError::unique_violation_as(e, || {
+                            StoreError::Conflict(format!("a business calendar '{}' already exists", c.name))
+                        })
+                    })?;
+                Ok(())
+            }
+            CalendarChange::Replace => {
+                let q = self.sql(
+                    "UPDATE business_calendar SET description = ?, spec = ?, updated_at = ?, updated_by = ? \
+                     WHERE name = ?",
+                );
+                let done = self.bind_calendar(&q, c, now).execute(&mut **tx).await?;
+                if done.rows_affected() == 0 {
+                    return Err(StoreError::NotFound(format!("business calendar '{}'", c.name)));
+                }
+                self.replan_calendar_users(tx, c.name, now).await
+            }
         }
-        self.replan_calendar_users(tx, name, now).await
+    }
+
+    /// `q` with a calendar's description, spec, change time, author and name bound, in that
+    /// order (the insert and the update list them alike).
+    fn bind_calendar<'q>(&self, q: &'q str, c: CalendarWrite<'q>, now: i64) -> Query<'q, Any, AnyArguments<'q>> {
+        sqlx::query(q)
+            .bind(c.description)
+            .bind(spec_json(c.days))
+            .bind(now)
+            .bind(c.by)
+            .bind(c.name)
     }
 
     /// Every calendar as `tx` sees it, by name.

@@ -32,6 +32,7 @@ mod plan_fields;
 pub use backup::dump_advice;
 mod bulk;
 mod calendars;
+pub use calendars::{CalendarChange, CalendarWrite};
 mod console_queries;
 mod deadlocks;
 pub use deadlocks::retry_deadlocked;

@@ -48,7 +48,10 @@ pub async fn leased_jobs(store: &chime_admin::store::Store, group_name: &str, ow
     let group = insert_manual_group(store, group_name).await;
     let draft = chime_admin::model::JobSpec {
         group_id: Some(group.id),
-        handler: Some("h".into()),
+        task: chime_admin::api::JobTaskPatch {
+            handler: Some("h".into()),
+            ..Default::default()
+        },
         schedule: chime_admin::api::SchedulePatch {
             schedule_type: Some("FIX_RATE".into()),
             schedule_expr: Some("1".into()),

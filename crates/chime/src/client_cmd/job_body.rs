@@ -28,7 +28,16 @@ pub(super) fn job_spec(f: &JobFields, creating: bool) -> Result<JobSpec, Failure
     };
     let mut spec = JobSpec {
         group: f.group.clone(),
-        handler: f.handler.clone(),
+        task: chime_admin::api::JobTaskPatch {
+            handler: f.handler.clone(),
+            param: f.param.clone(),
+            route_strategy: f.route.clone(),
+            block_strategy: f.block.clone(),
+            timeout_secs: f.timeout,
+            retry_count: f.retries,
+            glue_type: f.glue_type.clone(),
+            glue_source,
+        },
         schedule: SchedulePatch {
             schedule_type: schedule_type.map(str::to_owned),
             schedule_expr,
@@ -37,14 +46,7 @@ pub(super) fn job_spec(f: &JobFields, creating: bool) -> Result<JobSpec, Failure
             calendar: f.calendar.clone(),
         },
         description: f.desc.clone(),
-        param: f.param.clone(),
-        route_strategy: f.route.clone(),
-        block_strategy: f.block.clone(),
-        timeout_secs: f.timeout,
-        retry_count: f.retries,
         child_job_ids: f.child.clone(),
-        glue_type: f.glue_type.clone(),
-        glue_source,
         running: f.start.then_some(true),
         ..JobSpec::default()
     };
@@ -189,11 +191,11 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(spec.info.owner.as_deref(), Some("ann"));
-        assert_eq!(spec.retry_count, Some(3));
+        assert_eq!(spec.task.retry_count, Some(3));
         assert_eq!(spec.child_job_ids, Some(vec![4, 5]));
         assert_eq!(spec.schedule.schedule_expr.as_deref(), Some("0 * * * * ?"));
         // Text that looks like a number stays text for a text field.
-        assert_eq!(set(&["param=42"]).unwrap().param.as_deref(), Some("42"));
+        assert_eq!(set(&["param=42"]).unwrap().task.param.as_deref(), Some("42"));
         let Failure(msg) = set(&["colour=red"]).unwrap_err();
         assert!(msg.contains("not a job field") && msg.contains("owner"), "{msg}");
         let Failure(msg) = set(&["retry_count=many"]).unwrap_err();

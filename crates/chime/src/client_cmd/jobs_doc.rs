@@ -168,8 +168,11 @@ mod tests {
                 app_name: "orders".into(),
                 jobs: vec![DocJob {
                     key: "nightly".into(),
-                    glue_type: Some("GLUE_SHELL".into()),
-                    glue_source: Some("#!/bin/sh\necho hi\n".into()),
+                    task: chime_admin::api::JobTaskPatch {
+                        glue_type: Some("GLUE_SHELL".into()),
+                        glue_source: Some("#!/bin/sh\necho hi\n".into()),
+                        ..Default::default()
+                    },
                     ..DocJob::default()
                 }],
                 ..DocGroup::default()

@@ -4,10 +4,10 @@
 
 use crate::api::calendar_ics::{from_ics, to_ics};
 use crate::api::calendars::check_calendar_name;
-use crate::api::{BusinessCalendar, BusinessCalendarSpec, CalendarDays};
+use crate::api::{BusinessCalendar, BusinessCalendarSpec};
 use crate::center::{Admin, OpError};
 use crate::model::Invalid;
-use crate::store::StoreError;
+use crate::store::{CalendarChange, CalendarWrite, StoreError};
 
 impl Admin {
     /// Creates a calendar; its name must be new.
@@ -21,10 +21,14 @@ impl Admin {
             .name
             .as_deref()
             .ok_or_else(|| Invalid::new("name", "is required"))?;
-        Ok(self
-            .store
-            .insert_business_calendar(name, &description, &days, by)
-            .await?)
+        self.write_business_calendar(CalendarWrite {
+            change: CalendarChange::Create,
+            name,
+            description: &description,
+            days: &days,
+            by,
+        })
+        .await
     }
 
     /// Replaces calendar `name` (a name in the body must be the same).
@@ -38,19 +42,24 @@ impl Admin {
             return Err(Invalid::new("name", "a calendar is not renamed: jobs and workflows name it").into());
         }
         let (description, days) = spec.check()?;
-        self.replace_business_calendar(name, &description, &days, by).await
+        self.write_business_calendar(CalendarWrite {
+            change: CalendarChange::Replace,
+            name,
+            description: &description,
+            days: &days,
+            by,
+        })
+        .await
     }
 
-    async fn replace_business_calendar(
-        &self,
-        name: &str,
-        description: &str,
-        days: &CalendarDays,
-        by: &str,
-    ) -> Result<BusinessCalendar, OpError> {
-        let calendar = self.store.update_business_calendar(name, description, days, by).await?;
-        self.wake_scheduler();
-        self.workflows.now();
+    /// Writes `c`. A replaced calendar may have moved fires of its jobs and workflows near, so
+    /// both loops are woken.
+    async fn write_business_calendar(&self, c: CalendarWrite<'_>) -> Result<BusinessCalendar, OpError> {
+        let calendar = self.store.write_business_calendar(c).await?;
+        if c.change == CalendarChange::Replace {
+            self.wake_scheduler();
+            self.workflows.now();
+        }
         Ok(calendar)
     }
 
@@ -62,8 +71,8 @@ impl Admin {
     /// Calendar `name` as an iCalendar file.
     pub async fn export_business_calendar(&self, name: &str) -> Result<String, OpError> {
         let c = self.store.business_calendar(name).await?;
-        let (name, description) = (c.name.clone(), c.description.clone());
-        Ok(to_ics(&name, &description, &c.days()))
+        let (name, description, changed_at) = (c.name.clone(), c.description.clone(), c.updated_at);
+        Ok(to_ics(&name, &description, &c.days(), changed_at))
     }
 
     /// Creates calendar `name` from an iCalendar file, or replaces its days (keeping its
@@ -78,14 +87,25 @@ impl Admin {
     ) -> Result<(BusinessCalendar, bool), OpError> {
         check_calendar_name(name)?;
         let days = from_ics(ics, zone)?;
-        match self.store.business_calendar(name).await {
-            Ok(current) => Ok((
-                self.replace_business_calendar(name, &current.description, &days, by)
-                    .await?,
-                false,
-            )),
-            Err(StoreError::NotFound(_)) => Ok((self.store.insert_business_calendar(name, "", &days, by).await?, true)),
-            Err(e) => Err(e.into()),
-        }
+        // An existing calendar keeps its description; a new one has none.
+        let description = match self.store.business_calendar(name).await {
+            Ok(current) => Some(current.description),
+            Err(StoreError::NotFound(_)) => None,
+            Err(e) => return Err(e.into()),
+        };
+        let change = match description {
+            Some(_) => CalendarChange::Replace,
+            None => CalendarChange::Create,
+        };
+        let calendar = self
+            .write_business_calendar(CalendarWrite {
+                change,
+                name,
+                description: description.as_deref().unwrap_or(""),
+                days: &days,
+                by,
+            })
+            .await?;
+        Ok((calendar, change == CalendarChange::Create))
     }
 }

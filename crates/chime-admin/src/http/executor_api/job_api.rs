@@ -277,12 +277,15 @@ fn spec_of(fields: &JobFields, on_add: bool) -> Result<JobSpec, Failure> {
             misfire_strategy: upper(&fields.misfire_strategy),
             ..SchedulePatch::default()
         },
-        route_strategy: upper(&fields.executor_route_strategy),
-        handler: fields.executor_handler.clone(),
-        param: fields.executor_param.clone(),
-        block_strategy: upper(&fields.executor_block_strategy),
-        timeout_secs: fields.executor_timeout,
-        retry_count: fields.executor_fail_retry_count,
+        task: crate::api::JobTaskPatch {
+            route_strategy: upper(&fields.executor_route_strategy),
+            handler: fields.executor_handler.clone(),
+            param: fields.executor_param.clone(),
+            block_strategy: upper(&fields.executor_block_strategy),
+            timeout_secs: fields.executor_timeout,
+            retry_count: fields.executor_fail_retry_count,
+            ..Default::default()
+        },
         // XXL-JOB's rule for this API: no child jobs (`childJobId` is forced empty).
         child_job_ids: Some(Vec::new()),
         ..JobSpec::default()
@@ -302,8 +305,8 @@ async fn add(admin: &Admin, group: &Group, body: &Bytes) -> Result<i64, Failure>
         .into());
     }
     let mut spec = spec_of(&req.job, true)?;
-    spec.glue_type = req.job.glue_type.as_deref().map(|s| s.trim().to_owned());
-    spec.glue_source = req.job.glue_source.clone();
+    spec.task.glue_type = req.job.glue_type.as_deref().map(|s| s.trim().to_owned());
+    spec.task.glue_source = req.job.glue_source.clone();
     // New jobs are created stopped, as XXL-JOB creates them: `startJob` schedules them.
     spec.running = Some(false);
     let job = admin.create_job(&spec, group.id, AUTHOR, None).await?;
