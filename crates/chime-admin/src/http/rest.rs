@@ -37,9 +37,30 @@ pub(super) fn parse_body<T: DeserializeOwned>(body: &Bytes) -> ApiResult<T> {
         } else if path != "." && !path.is_empty() {
             Some(path)
         } else {
-            None
+            failing_key::<T>(body)
         };
         ApiError::bad_request(field.as_deref(), format!("invalid JSON body: {msg}"))
+    })
+}
+
+/// How many of a body's keys [`failing_key`] reads on their own at the most.
+const MAX_KEYS_SEARCHED: usize = 256;
+
+/// The key of an object body whose value, read on its own, does not fit `T`. A value inside a
+/// flattened group (`#[serde(flatten)]`: a job's task, descriptive fields, schedule) fails
+/// without a path, because serde reads the group from a buffer the path tracker does not see;
+/// reading each key alone finds it. `None` when the body is no object, or no key fails alone
+/// (a missing required field fails every key alike, and names none).
+fn failing_key<T: DeserializeOwned>(body: &[u8]) -> Option<String> {
+    let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(body) else {
+        return None;
+    };
+    map.into_iter().take(MAX_KEYS_SEARCHED).find_map(|(key, value)| {
+        let alone = Value::Object(serde_json::Map::from_iter([(key.clone(), value)]));
+        match serde_json::from_value::<T>(alone) {
+            Err(e) if !e.to_string().starts_with("missing field") => Some(key),
+            _ => None,
+        }
     })
 }
 
@@ -629,4 +650,30 @@ async fn check_apply_rights(admin: &Admin, p: &Principal, doc: &JobsDocument, mo
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused_field(body: &str) -> Option<String> {
+        match parse_body::<JobSpec>(&Bytes::from(body.to_owned())) {
+            Ok(_) => panic!("{body} was taken"),
+            Err(e) => e.field,
+        }
+    }
+
+    #[test]
+    fn a_value_that_does_not_fit_is_named_inside_flattened_groups_too() {
+        // A field of the body itself, of its task and of its descriptive fields.
+        assert_eq!(refused_field(r#"{"key": 5}"#).as_deref(), Some("key"));
+        assert_eq!(
+            refused_field(r#"{"handler": "h", "timeout_secs": "soon"}"#).as_deref(),
+            Some("timeout_secs")
+        );
+        assert_eq!(refused_field(r#"{"owner": 5}"#).as_deref(), Some("owner"));
+        assert_eq!(refused_field(r#"{"surprise": 1}"#).as_deref(), Some("surprise"));
+        // Not an object: nothing to name.
+        assert_eq!(refused_field("[1, 2]"), None);
+    }
 }
