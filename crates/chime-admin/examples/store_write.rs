@@ -10,6 +10,7 @@
 //! `--together` records each chunk's trigger results and run results in one batch, as the
 //! results writer does when both are waiting for it: a fast run is then written once.
 //! `--no-checkpointer` leaves WAL checkpoints to the writing connection.
+//! `--without-index NAME[,NAME…]` drops those indexes first, to measure what keeping them costs.
 //!
 //! cargo run --release -p chime-admin --example store_write -- --jobs 20000 --rounds 10
 
@@ -39,6 +40,19 @@ async fn main() {
     let dir = tempfile::tempdir().unwrap();
     let url = arg("--db", &format!("sqlite://{}/store.db", dir.path().display()));
     let store = Store::connect(&url).await.expect("database");
+    // What an index of the run table costs each fire: the same replay without it.
+    let without = arg("--without-index", "");
+    if !without.is_empty() {
+        sqlx::any::install_default_drivers();
+        let db = sqlx::AnyPool::connect(&url).await.expect("database");
+        for index in without.split(',') {
+            sqlx::query(&format!("DROP INDEX {index}"))
+                .execute(&db)
+                .await
+                .expect("--without-index names an index of the schema");
+        }
+        db.close().await;
+    }
     let group = store
         .insert_group(
             &GroupSpec {
