@@ -6,7 +6,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Mutex;
@@ -219,180 +219,85 @@ impl Default for Metrics {
     }
 }
 
+/// Buckets of the lateness histograms, seconds.
+const LATENESS_BUCKETS: [f64; 13] = [
+    0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// `metric`, registered in `registry` as `chime_{name}` with `help`.
+fn registered<M: Metric + Clone>(registry: &mut Registry, name: &str, help: &str, metric: M) -> M {
+    registry.register(name, help, metric.clone());
+    metric
+}
+
+/// [`Metrics`] from a table of its metrics: each field with the name it is registered under
+/// (after `chime_`), the metric and its help, registered in the table's order (the order
+/// `/metrics` lists them).
+macro_rules! metrics_table {
+    ($registry:ident; $($field:ident = $name:literal, $metric:expr, $help:literal;)*) => {
+        Metrics {
+            $($field: registered(&mut $registry, $name, $help, $metric),)*
+            registry: $registry,
+            refusal_log: Mutex::new(RefusalLog::default()),
+        }
+    };
+}
+
 impl Metrics {
     /// Creates and registers every metric.
     pub fn new() -> Metrics {
         let mut registry = Registry::with_prefix("chime");
-        let fires = Family::<TriggerLabel, Counter>::default();
-        let dispatch_failures = Counter::default();
-        let callbacks = Counter::default();
-        let claimed = Counter::default();
-        let misfires_skipped = Counter::default();
-        let runs_lost = Counter::default();
-        let claims_deferred = Counter::default();
-        let results_backlog = Gauge::default();
-        let lateness = Histogram::new([
-            0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
-        ]);
-        let pending_runs = Gauge::default();
-        let linked_executors = Gauge::default();
-        let link_message_bytes = Gauge::default();
-        let running_runs = Gauge::default();
-        let executor_refused = Family::<EndpointLabel, Counter>::default();
-        let workflow_instances = Family::<StateLabel, Gauge>::default();
-        let workflow_node_lateness = Histogram::new([
-            0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
-        ]);
-        let alarms = Family::<OutcomeLabel, Counter>::default();
-        registry.register(
-            "alarms",
-            "Alarms of failed runs by outcome: sent, or failed on some channel after its retries",
-            alarms.clone(),
-        );
-        let alarm_deliveries = Family::<DeliveryLabel, Counter>::default();
-        registry.register(
-            "alarm_deliveries",
-            "Attempts to deliver an alarm by channel kind and outcome: sent, retried, failed",
-            alarm_deliveries.clone(),
-        );
-        let alarms_silenced = Counter::default();
-        registry.register(
-            "alarms_silenced",
-            "Alarms of failed runs not sent because a silence window covered the run's job or group",
-            alarms_silenced.clone(),
-        );
-        let alarms_rate_limited = Counter::default();
-        registry.register(
-            "alarms_rate_limited",
-            "Alarms of failed runs not sent because the job's at_most_every had not passed since its last failure alarm",
-            alarms_rate_limited.clone(),
-        );
-        let alarm_digests = Counter::default();
-        registry.register(
-            "alarm_digests",
-            "Digests sent: messages that told several alarms due at once to one channel",
-            alarm_digests.clone(),
-        );
-        let limit_running = Family::<LimitLabel, Gauge>::default();
-        registry.register(
-            "limit_running",
-            "Runs holding a slot of each limit",
-            limit_running.clone(),
-        );
-        let limit_queued = Family::<LimitLabel, Gauge>::default();
-        registry.register(
-            "limit_queued",
-            "Runs waiting in the queue on each limit",
-            limit_queued.clone(),
-        );
-        let queue_wait = Histogram::new([0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0]);
-        registry.register(
-            "queue_wait_seconds",
-            "Time a run waited in the queue for a slot before it left to be sent",
-            queue_wait.clone(),
-        );
-        let queue_ended = Counter::default();
-        registry.register(
-            "queue_ended",
-            "Queued runs ended without being sent: past their limit's queue timeout, or skipped as misfires",
-            queue_ended.clone(),
-        );
-        registry.register(
-            "workflow_instances",
-            "Workflow instances by state",
-            workflow_instances.clone(),
-        );
-        registry.register(
-            "workflow_node_lateness_seconds",
-            "Time from a workflow node's run result to the step that moved its instance on",
-            workflow_node_lateness.clone(),
-        );
-        registry.register("fires", "Runs sent to an executor, by trigger type", fires.clone());
-        registry.register(
-            "dispatch_failures",
-            "Runs whose sending to an executor failed",
-            dispatch_failures.clone(),
-        );
-        registry.register("callbacks", "Run results received from executors", callbacks.clone());
-        registry.register(
-            "claimed_fires",
-            "Scheduled fires claimed into run rows",
-            claimed.clone(),
-        );
-        registry.register(
-            "misfires_skipped",
-            "Missed fires recorded as skipped by the misfire policy",
-            misfires_skipped.clone(),
-        );
-        registry.register(
-            "runs_lost",
-            "Runs failed by the lost-run sweep: their executor vanished, restarted or forgot them",
-            runs_lost.clone(),
-        );
-        registry.register(
-            "claims_deferred",
-            "Claim rounds put off because the results writer was behind",
-            claims_deferred.clone(),
-        );
-        registry.register(
-            "results_backlog",
-            "Trigger and run results waiting to be written",
-            results_backlog.clone(),
-        );
-        registry.register(
-            "dispatch_lateness_seconds",
-            "Time from a run's scheduled time to its sending",
-            lateness.clone(),
-        );
-        registry.register("pending_runs", "Runs claimed and not yet sent", pending_runs.clone());
-        registry.register(
-            "linked_executors",
-            "Executors linked to this admin (holding a WebSocket to it)",
-            linked_executors.clone(),
-        );
-        registry.register(
-            "link_message_bytes",
-            "Bytes of unfinished large messages held for executor links, beyond 64 KiB per link (budget 64 MiB)",
-            link_message_bytes.clone(),
-        );
-        registry.register(
-            "running_runs",
-            "Runs sent and waiting for a result",
-            running_runs.clone(),
-        );
-        registry.register(
-            "executor_requests_refused",
-            "Executor API requests (registrations, callbacks) refused for a wrong access token",
-            executor_refused.clone(),
-        );
-        Metrics {
-            registry,
-            fires,
-            dispatch_failures,
-            callbacks,
-            claimed,
-            misfires_skipped,
-            runs_lost,
-            claims_deferred,
-            results_backlog,
-            lateness,
-            pending_runs,
-            linked_executors,
-            link_message_bytes,
-            running_runs,
-            executor_refused,
-            workflow_instances,
-            workflow_node_lateness,
-            alarms,
-            alarm_deliveries,
-            alarms_silenced,
-            alarms_rate_limited,
-            alarm_digests,
-            limit_running,
-            limit_queued,
-            queue_wait,
-            queue_ended,
-            refusal_log: Mutex::new(RefusalLog::default()),
+        metrics_table! { registry;
+            alarms = "alarms", Family::<OutcomeLabel, Counter>::default(),
+                "Alarms of failed runs by outcome: sent, or failed on some channel after its retries";
+            alarm_deliveries = "alarm_deliveries", Family::<DeliveryLabel, Counter>::default(),
+                "Attempts to deliver an alarm by channel kind and outcome: sent, retried, failed";
+            alarms_silenced = "alarms_silenced", Counter::default(),
+                "Alarms of failed runs not sent because a silence window covered the run's job or group";
+            alarms_rate_limited = "alarms_rate_limited", Counter::default(),
+                "Alarms of failed runs not sent because the job's at_most_every had not passed since its last failure alarm";
+            alarm_digests = "alarm_digests", Counter::default(),
+                "Digests sent: messages that told several alarms due at once to one channel";
+            limit_running = "limit_running", Family::<LimitLabel, Gauge>::default(),
+                "Runs holding a slot of each limit";
+            limit_queued = "limit_queued", Family::<LimitLabel, Gauge>::default(),
+                "Runs waiting in the queue on each limit";
+            queue_wait = "queue_wait_seconds", Histogram::new([0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0]),
+                "Time a run waited in the queue for a slot before it left to be sent";
+            queue_ended = "queue_ended", Counter::default(),
+                "Queued runs ended without being sent: past their limit's queue timeout, or skipped as misfires";
+            workflow_instances = "workflow_instances", Family::<StateLabel, Gauge>::default(),
+                "Workflow instances by state";
+            workflow_node_lateness = "workflow_node_lateness_seconds", Histogram::new(LATENESS_BUCKETS),
+                "Time from a workflow node's run result to the step that moved its instance on";
+            fires = "fires", Family::<TriggerLabel, Counter>::default(),
+                "Runs sent to an executor, by trigger type";
+            dispatch_failures = "dispatch_failures", Counter::default(),
+                "Runs whose sending to an executor failed";
+            callbacks = "callbacks", Counter::default(),
+                "Run results received from executors";
+            claimed = "claimed_fires", Counter::default(),
+                "Scheduled fires claimed into run rows";
+            misfires_skipped = "misfires_skipped", Counter::default(),
+                "Missed fires recorded as skipped by the misfire policy";
+            runs_lost = "runs_lost", Counter::default(),
+                "Runs failed by the lost-run sweep: their executor vanished, restarted or forgot them";
+            claims_deferred = "claims_deferred", Counter::default(),
+                "Claim rounds put off because the results writer was behind";
+            results_backlog = "results_backlog", Gauge::default(),
+                "Trigger and run results waiting to be written";
+            lateness = "dispatch_lateness_seconds", Histogram::new(LATENESS_BUCKETS),
+                "Time from a run's scheduled time to its sending";
+            pending_runs = "pending_runs", Gauge::default(),
+                "Runs claimed and not yet sent";
+            linked_executors = "linked_executors", Gauge::default(),
+                "Executors linked to this admin (holding a WebSocket to it)";
+            link_message_bytes = "link_message_bytes", Gauge::default(),
+                "Bytes of unfinished large messages held for executor links, beyond 64 KiB per link (budget 64 MiB)";
+            running_runs = "running_runs", Gauge::default(),
+                "Runs sent and waiting for a result";
+            executor_refused = "executor_requests_refused", Family::<EndpointLabel, Counter>::default(),
+                "Executor API requests (registrations, callbacks) refused for a wrong access token";
         }
     }
 

@@ -55,6 +55,46 @@ impl GroupSpec {
     /// their value).
     /// Addresses must lie in `networks` (`--executor-networks`).
     pub fn validate(&self, base: Option<&Group>, networks: &ExecutorNetworks) -> Result<GroupDraft, Invalid> {
+        let app_name = self.app_name(base)?;
+        let title = match (&self.title, base) {
+            (Some(t), _) => t.trim().to_owned(),
+            (None, Some(g)) => g.title.clone(),
+            (None, None) => app_name.clone(),
+        };
+        if title.is_empty() || title.chars().count() > 128 {
+            return Err(Invalid::new("title", "must be 1 to 128 characters"));
+        }
+        let (address_type, addresses) = self.addresses(base, networks)?;
+        let protocol = match (&self.protocol, base) {
+            (Some(p), _) => p
+                .parse()
+                .map_err(|e: chime_protocol::UnknownVariant| Invalid::new("protocol", e.to_string()))?,
+            (None, Some(g)) => g.protocol,
+            (None, None) => ProtocolGeneration::G2,
+        };
+        let (access_token, insecure_no_token) = self.token(base)?;
+        let keep_logs = self.keep_logs.or(base.map(|g| g.keep_logs)).unwrap_or(true);
+        let alarm_channels = crate::api::alarm_channels::channel_names(
+            self.alarm_channels
+                .as_deref()
+                .or(base.map(|g| g.alarm_channels.as_str()))
+                .unwrap_or(""),
+        )?;
+        Ok(GroupDraft {
+            app_name,
+            title,
+            address_type,
+            addresses,
+            protocol,
+            access_token,
+            insecure_no_token,
+            keep_logs,
+            alarm_channels,
+        })
+    }
+
+    /// The app name: 1–64 characters, no whitespace, comma or control character, not a number.
+    fn app_name(&self, base: Option<&Group>) -> Result<String, Invalid> {
         let app_name = match (&self.app_name, base) {
             (Some(a), _) => a.trim().to_owned(),
             (None, Some(g)) => g.app_name.clone(),
@@ -77,15 +117,17 @@ impl GroupSpec {
                 "must not be a number (group paths read numbers as ids); add a letter",
             ));
         }
-        let title = match (&self.title, base) {
-            (Some(t), _) => t.trim().to_owned(),
-            (None, Some(g)) => g.title.clone(),
-            (None, None) => app_name.clone(),
-        };
-        if title.is_empty() || title.chars().count() > 128 {
-            return Err(Invalid::new("title", "must be 1 to 128 characters"));
-        }
-        let addresses = match (&self.addresses, base) {
+        Ok(app_name)
+    }
+
+    /// How executors are found, and the manual addresses (sorted, one of each), each within
+    /// `networks`.
+    fn addresses(
+        &self,
+        base: Option<&Group>,
+        networks: &ExecutorNetworks,
+    ) -> Result<(AddressType, Vec<String>), Invalid> {
+        let mut addresses = match (&self.addresses, base) {
             (Some(list), _) => list
                 .iter()
                 .map(|a| validate_manual_address(a, networks).map_err(|m| Invalid::new("addresses", m)))
@@ -93,7 +135,6 @@ impl GroupSpec {
             (None, Some(g)) => g.addresses.clone(),
             (None, None) => Vec::new(),
         };
-        let mut addresses = addresses;
         addresses.sort();
         let mut seen = std::collections::HashSet::new();
         addresses.retain(|a| seen.insert(chime_protocol::paths::normalize_address(a).to_owned()));
@@ -106,13 +147,12 @@ impl GroupSpec {
         if address_type == AddressType::Manual && addresses.is_empty() {
             return Err(Invalid::new("addresses", "a manual group needs at least one address"));
         }
-        let protocol = match (&self.protocol, base) {
-            (Some(p), _) => p
-                .parse()
-                .map_err(|e: chime_protocol::UnknownVariant| Invalid::new("protocol", e.to_string()))?,
-            (None, Some(g)) => g.protocol,
-            (None, None) => ProtocolGeneration::G2,
-        };
+        Ok((address_type, addresses))
+    }
+
+    /// The group's own access token (`""` removes it), and whether its executors need none;
+    /// not both.
+    fn token(&self, base: Option<&Group>) -> Result<(Option<String>, bool), Invalid> {
         let access_token = match (&self.access_token, base) {
             (Some(t), _) if t.trim().is_empty() => None,
             (Some(t), _) => Some(t.trim().to_owned()),
@@ -137,24 +177,7 @@ impl GroupSpec {
                 "a group with its own access token cannot also run without one; remove the token (\"\") first",
             ));
         }
-        let keep_logs = self.keep_logs.or(base.map(|g| g.keep_logs)).unwrap_or(true);
-        let alarm_channels = crate::api::alarm_channels::channel_names(
-            self.alarm_channels
-                .as_deref()
-                .or(base.map(|g| g.alarm_channels.as_str()))
-                .unwrap_or(""),
-        )?;
-        Ok(GroupDraft {
-            app_name,
-            title,
-            address_type,
-            addresses,
-            protocol,
-            access_token,
-            insecure_no_token,
-            keep_logs,
-            alarm_channels,
-        })
+        Ok((access_token, insecure_no_token))
     }
 }
 

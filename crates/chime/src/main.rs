@@ -78,33 +78,13 @@ enum Command {
     Executor(executor_cmd::ExecutorCommand),
     /// Try Chime: the admin on SQLite, a demo executor and a demo job, in one process.
     Demo(demo_cmd::DemoArgs),
-    /// Manage executor groups through the admin's REST API.
-    Group(client_cmd::GroupArgs),
-    /// Manage jobs through the admin's REST API.
-    // Boxed: the job fields would make every other command as large.
-    Job(Box<client_cmd::JobArgs>),
-    /// Inspect runs: list, show, log, kill.
-    Run(client_cmd::RunArgs),
-    /// Print the admin's groups and jobs as a TOML jobs document (see docs/jobs-as-code.md).
-    Export(client_cmd::ExportArgs),
-    /// Apply a TOML jobs document: create, update (and with --prune delete) jobs, all or nothing.
-    Apply(client_cmd::ApplyArgs),
-    /// Manage workflows (jobs as a DAG) and their instances through the admin's REST API.
-    Workflow(client_cmd::WorkflowArgs),
-    /// Make, list and revoke API keys through the admin's REST API.
-    ApiKey(client_cmd::ApiKeyArgs),
-    /// Manage business calendars (holidays and make-up workdays) through the admin's REST API.
-    Calendar(client_cmd::CalendarArgs),
-    /// Set, list and delete limits on running runs (flow control) through the admin's REST API.
-    Limit(client_cmd::LimitArgs),
-    /// Show the runs waiting for a slot of a full limit; send one now or cancel it.
-    Queue(client_cmd::QueueArgs),
+    /// `group`, `job`, `run`, `export`, `apply`, `workflow`, `api-key`, `calendar`, `limit`,
+    /// `queue`: the commands that work through the admin's REST API.
+    #[command(flatten)]
+    Client(client_cmd::ClientCommand),
     /// Import another scheduler's groups, jobs, users and runs into Chime's database
     /// (`chime import xxl-job --from mysql://…`; see docs/migration.md).
     Import(import_cmd::ImportArgs),
-    /// Same as `executor list`.
-    #[command(hide = true)]
-    Executors(client_cmd::ExecutorsArgs),
 }
 
 fn main() -> ExitCode {
@@ -132,18 +112,8 @@ fn main() -> ExitCode {
             None => executor_cmd::run(args.run),
         },
         Command::Demo(args) => demo_cmd::run(args),
-        Command::Group(args) => client_cmd::run_group(cli.client, args),
-        Command::Job(args) => client_cmd::run_job(cli.client, *args),
-        Command::Run(args) => client_cmd::run_run(cli.client, args),
-        Command::Executors(args) => client_cmd::run_executors(cli.client, args),
-        Command::Export(args) => client_cmd::run_export(cli.client, args),
-        Command::Apply(args) => client_cmd::run_apply(cli.client, args),
+        Command::Client(cmd) => client_cmd::run(cli.client, cmd),
         Command::Import(args) => import_cmd::run(args, cli.client.json),
-        Command::Workflow(args) => client_cmd::run_workflow(cli.client, args),
-        Command::ApiKey(args) => client_cmd::run_api_key(cli.client, args),
-        Command::Calendar(args) => client_cmd::run_calendar(cli.client, args),
-        Command::Limit(args) => client_cmd::run_limit(cli.client, args),
-        Command::Queue(args) => client_cmd::run_queue(cli.client, args),
     }
 }
 

@@ -138,25 +138,8 @@ pub async fn run(alarm: AlarmLoop, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
         let ids = tokio::select! {
             _ = alarm.shutdown.cancelled() => break,
             _ = recovery.tick() => {
-                match recoveries(&alarm.store, &sender).await {
-                    Ok(true) => wake.notify_one(),
-                    Ok(false) => {}
-                    Err(e) => tracing::warn!(error = %e, "looking for recovered jobs failed"),
-                }
-                match late_and_slow(&alarm.store, &sender).await {
-                    Ok(true) => wake.notify_one(),
-                    Ok(false) => {}
-                    Err(e) => tracing::warn!(error = %e, "looking for late or slow runs failed"),
-                }
-                match events::failed_workflows(&alarm.store).await {
-                    Ok(true) => wake.notify_one(),
-                    Ok(false) => {}
-                    Err(e) => tracing::warn!(error = %e, "looking for failed workflow instances failed"),
-                }
-                match events::group_executors(&alarm.store, &alarm.directory).await {
-                    Ok(true) => wake.notify_one(),
-                    Ok(false) => {}
-                    Err(e) => tracing::warn!(error = %e, "looking for groups without executors failed"),
+                if look_for_events(&alarm, &sender).await {
+                    wake.notify_one();
                 }
                 continue;
             }
@@ -180,31 +163,67 @@ pub async fn run(alarm: AlarmLoop, mut rx: mpsc::UnboundedReceiver<Vec<i64>>) {
                 None => break,
             },
         };
-        let mut stored = false;
-        for run_id in ids {
-            match claim(&alarm.store, &sender, run_id).await {
-                Ok(AlarmClaim::Stored(n)) => {
-                    tracing::info!(run_id, deliveries = n, "alarm claimed");
-                    stored = true;
-                }
-                Ok(AlarmClaim::Silenced) => {
-                    tracing::info!(run_id, "alarm silenced by a silence window");
-                    alarm.metrics.alarms_silenced.inc();
-                }
-                Ok(AlarmClaim::RateLimited) => {
-                    tracing::info!(run_id, "alarm rate-limited by the job's policy");
-                    alarm.metrics.alarms_rate_limited.inc();
-                }
-                Ok(_) => {}
-                // Left at alarm_status 0: the next sweep tries again.
-                Err(e) => tracing::warn!(run_id, error = %e, "claiming an alarm failed"),
-            }
-        }
-        if stored {
+        if claim_all(&alarm, &sender, ids).await {
             wake.notify_one();
         }
     }
     let _ = outbox.await;
+}
+
+/// Looks for what raises an alarm with no failed run: recovered jobs, late or slow runs,
+/// failed workflow instances, groups without executors. True when a delivery was stored.
+async fn look_for_events(alarm: &AlarmLoop, sender: &deliver::Sender) -> bool {
+    let looks = [
+        (
+            recoveries(&alarm.store, sender).await,
+            "looking for recovered jobs failed",
+        ),
+        (
+            late_and_slow(&alarm.store, sender).await,
+            "looking for late or slow runs failed",
+        ),
+        (
+            events::failed_workflows(&alarm.store).await,
+            "looking for failed workflow instances failed",
+        ),
+        (
+            events::group_executors(&alarm.store, &alarm.directory).await,
+            "looking for groups without executors failed",
+        ),
+    ];
+    let mut stored = false;
+    for (look, failed) in looks {
+        match look {
+            Ok(found) => stored |= found,
+            Err(e) => tracing::warn!(error = %e, "{failed}"),
+        }
+    }
+    stored
+}
+
+/// Claims the alarms of the failed runs `ids`. True when a delivery was stored.
+async fn claim_all(alarm: &AlarmLoop, sender: &deliver::Sender, ids: Vec<i64>) -> bool {
+    let mut stored = false;
+    for run_id in ids {
+        match claim(&alarm.store, sender, run_id).await {
+            Ok(AlarmClaim::Stored(n)) => {
+                tracing::info!(run_id, deliveries = n, "alarm claimed");
+                stored = true;
+            }
+            Ok(AlarmClaim::Silenced) => {
+                tracing::info!(run_id, "alarm silenced by a silence window");
+                alarm.metrics.alarms_silenced.inc();
+            }
+            Ok(AlarmClaim::RateLimited) => {
+                tracing::info!(run_id, "alarm rate-limited by the job's policy");
+                alarm.metrics.alarms_rate_limited.inc();
+            }
+            Ok(_) => {}
+            // Left at alarm_status 0: the next sweep tries again.
+            Err(e) => tracing::warn!(run_id, error = %e, "claiming an alarm failed"),
+        }
+    }
+    stored
 }
 
 /// Claims run `run_id`'s alarm, if it is due and no other admin has it, with one delivery per

@@ -211,6 +211,15 @@ where
     }
 }
 
+/// `value` without surrounding whitespace; left out: `kept` (the stored value, on update) or
+/// else `default` (on create).
+fn text_or(value: &Option<String>, kept: Option<&str>, default: &str) -> String {
+    match value {
+        Some(v) => v.trim().to_owned(),
+        None => kept.unwrap_or(default).to_owned(),
+    }
+}
+
 impl SchedulePatch {
     /// The schedule `base` (the stored one on update, `None` on create) gets from this input,
     /// checked by [`check_schedule`]; a zone left out on create is `default_zone`.
@@ -220,11 +229,7 @@ impl SchedulePatch {
             &self.schedule_type,
             base.map_or(ScheduleType::None, |b| b.schedule_type),
         )?;
-        let schedule_expr = match (&self.schedule_expr, base) {
-            (Some(e), _) => e.trim().to_owned(),
-            (None, Some(b)) => b.schedule_expr.clone(),
-            (None, None) => String::new(),
-        };
+        let schedule_expr = text_or(&self.schedule_expr, base.map(|b| b.schedule_expr.as_str()), "");
         // An expression sent with NONE (a form that kept the last one typed) is not kept: the
         // schedule has none.
         let schedule_expr = if schedule_type == ScheduleType::None {
@@ -232,22 +237,14 @@ impl SchedulePatch {
         } else {
             schedule_expr
         };
-        let time_zone = match (&self.time_zone, base) {
-            (Some(z), _) => z.trim().to_owned(),
-            (None, Some(b)) => b.time_zone.clone(),
-            (None, None) => default_zone.to_owned(),
-        };
+        let time_zone = text_or(&self.time_zone, base.map(|b| b.time_zone.as_str()), default_zone);
         check_schedule(schedule_type, &schedule_expr, &time_zone)?;
         let misfire_strategy = parse_or(
             "misfire_strategy",
             &self.misfire_strategy,
             base.map_or(MisfireStrategy::DoNothing, |b| b.misfire_strategy),
         )?;
-        let calendar = match (&self.calendar, base) {
-            (Some(c), _) => c.trim().to_owned(),
-            (None, Some(b)) => b.calendar.clone(),
-            (None, None) => String::new(),
-        };
+        let calendar = text_or(&self.calendar, base.map(|b| b.calendar.as_str()), "");
         // A name given is checked even where it is then dropped: a body is valid or not
         // whatever the schedule type it comes with.
         if self.calendar.is_some() && !calendar.is_empty() {

@@ -496,15 +496,13 @@ impl Store {
         if sqlx::query(&q).bind(id).execute(&mut *tx).await?.rows_affected() == 0 {
             return Err(StoreError::NotFound(format!("job {id}")));
         }
-        for table in [
+        let dependents = [
             "run WHERE job_id = ?",
             "glue_version WHERE job_id = ?",
             "backfill WHERE target = 'job' AND target_id = ?",
             "backfill_fire WHERE target = 'job' AND target_id = ?",
-        ] {
-            let q = self.sql_text(format!("DELETE FROM {table}"));
-            sqlx::query(&q).bind(id).execute(&mut *tx).await?;
-        }
+        ];
+        self.delete_rows_of(&mut tx, &dependents, id).await?;
         tx.commit().await?;
         Ok(())
     }

@@ -398,6 +398,16 @@ impl Store {
         rewritten.unwrap_or(q)
     }
 
+    /// Deletes what belongs to `id` from each of `tables` (`"table WHERE column = ?"`), in
+    /// their order: a deleted object's dependent rows.
+    async fn delete_rows_of(&self, conn: &mut AnyConnection, tables: &[&str], id: i64) -> StoreResult<()> {
+        for table in tables {
+            let q = self.sql_text(format!("DELETE FROM {table}"));
+            sqlx::query(&q).bind(id).execute(&mut *conn).await?;
+        }
+        Ok(())
+    }
+
     /// The row that `select` (`… WHERE id = ?`) finds for `id`, decoded by `decode`:
     /// `NotFound("{what} {id}")` when there is none.
     async fn row_by_id<T>(

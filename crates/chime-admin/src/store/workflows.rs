@@ -196,16 +196,14 @@ impl Store {
             "DELETE FROM workflow_node_run WHERE instance_id IN (SELECT id FROM workflow_instance WHERE workflow_id = ?)",
         );
         sqlx::query(&q).bind(id).execute(&mut *tx).await?;
-        for table in [
+        let dependents = [
             "workflow_instance WHERE workflow_id = ?",
             "workflow_version WHERE workflow_id = ?",
             "backfill WHERE target = 'workflow' AND target_id = ?",
             "backfill_fire WHERE target = 'workflow' AND target_id = ?",
             "workflow WHERE id = ?",
-        ] {
-            let q = self.sql_text(format!("DELETE FROM {table}"));
-            sqlx::query(&q).bind(id).execute(&mut *tx).await?;
-        }
+        ];
+        self.delete_rows_of(&mut tx, &dependents, id).await?;
         tx.commit().await?;
         Ok(())
     }

@@ -706,19 +706,25 @@ fn alarm_contacts(list: &str) -> Result<String, Failure> {
     Ok(out.join(","))
 }
 
-async fn dispatch(c: &Client, cmd: Cmd) -> Result<(), Failure> {
+async fn dispatch(c: &Client, cmd: ClientCommand) -> Result<(), Failure> {
     match cmd {
-        Cmd::Workflow(cmd) => workflow::dispatch(c, cmd).await,
-        Cmd::ApiKey(cmd) => api_key::dispatch(c, cmd).await,
-        Cmd::Calendar(cmd) => calendar::dispatch(c, cmd).await,
-        Cmd::Limit(cmd) => flow::limit_cmd(c, cmd).await,
-        Cmd::Queue(cmd) => flow::queue_cmd(c, cmd).await,
-        Cmd::Group(cmd) => group_cmd(c, cmd).await,
-        Cmd::Job(cmd) => job_cmd(c, cmd).await,
-        Cmd::Run(cmd) => run_cmd(c, cmd).await,
-        Cmd::Executors(group) => executors(c, group).await,
-        Cmd::Export(args) => export(c, args).await,
-        Cmd::Apply(args) => apply(c, args).await,
+        ClientCommand::Workflow(args) => workflow::dispatch(c, args.cmd).await,
+        ClientCommand::ApiKey(args) => api_key::dispatch(c, args.cmd).await,
+        ClientCommand::Calendar(args) => calendar::dispatch(c, args.cmd).await,
+        ClientCommand::Limit(args) => flow::limit_cmd(c, args.cmd).await,
+        ClientCommand::Queue(args) => flow::queue_cmd(c, args.cmd.unwrap_or(flow::QueueCmd::List)).await,
+        ClientCommand::Group(args) => group_cmd(c, args.cmd).await,
+        ClientCommand::Job(args) => job_cmd(c, args.cmd).await,
+        ClientCommand::Run(args) => run_cmd(c, args.cmd).await,
+        ClientCommand::Executors(args) => {
+            let group = match args.cmd {
+                Some(ExecutorsCmd::List { group }) => group.or(args.group),
+                None => args.group,
+            };
+            executors(c, group).await
+        }
+        ClientCommand::Export(args) => export(c, args).await,
+        ClientCommand::Apply(args) => apply(c, args).await,
     }
 }
 
@@ -1072,23 +1078,39 @@ async fn apply(c: &Client, args: ApplyArgs) -> Result<(), Failure> {
     c.print(answer, |plan: ApplyPlan| jobs_doc::print_plan(&plan))
 }
 
-/// One parsed client command (built once per process, so variant sizes do not matter).
-#[allow(clippy::large_enum_variant)]
-enum Cmd {
-    Group(GroupCmd),
-    Job(JobCmd),
-    Run(RunCmd),
-    Executors(Option<String>),
+/// The commands that work through the admin's REST API, one variant a command; the CLI's
+/// command list takes them in as they are (`#[command(flatten)]` in `main.rs`).
+#[derive(clap::Subcommand, Debug)]
+pub enum ClientCommand {
+    /// Manage executor groups through the admin's REST API.
+    Group(GroupArgs),
+    /// Manage jobs through the admin's REST API.
+    // Boxed: the job fields would make every other command as large.
+    Job(Box<JobArgs>),
+    /// Inspect runs: list, show, log, kill.
+    Run(RunArgs),
+    /// Print the admin's groups and jobs as a TOML jobs document (see docs/jobs-as-code.md).
     Export(ExportArgs),
+    /// Apply a TOML jobs document: create, update (and with --prune delete) jobs, all or nothing.
     Apply(ApplyArgs),
-    Workflow(workflow::WorkflowCmd),
-    ApiKey(api_key::ApiKeyCmd),
-    Calendar(calendar::CalendarCmd),
-    Limit(flow::LimitCmd),
-    Queue(flow::QueueCmd),
+    /// Manage workflows (jobs as a DAG) and their instances through the admin's REST API.
+    Workflow(WorkflowArgs),
+    /// Make, list and revoke API keys through the admin's REST API.
+    ApiKey(ApiKeyArgs),
+    /// Manage business calendars (holidays and make-up workdays) through the admin's REST API.
+    Calendar(CalendarArgs),
+    /// Set, list and delete limits on running runs (flow control) through the admin's REST API.
+    Limit(LimitArgs),
+    /// Show the runs waiting for a slot of a full limit; send one now or cancel it.
+    Queue(QueueArgs),
+    /// Same as `executor list`.
+    #[command(hide = true)]
+    Executors(ExecutorsArgs),
 }
 
-fn execute(opts: ClientOpts, cmd: Cmd) -> ExitCode {
+/// Runs one client command against the admin; prints what failed and answers failure when
+/// it did.
+pub fn run(opts: ClientOpts, cmd: ClientCommand) -> ExitCode {
     let Some(runtime) = crate::start_runtime("chime", crate::Threads::One) else {
         return ExitCode::FAILURE;
     };
@@ -1105,65 +1127,6 @@ fn execute(opts: ClientOpts, cmd: Cmd) -> ExitCode {
     }
 }
 
-/// Runs `chime group …`.
-pub fn run_group(opts: ClientOpts, args: GroupArgs) -> ExitCode {
-    execute(opts, Cmd::Group(args.cmd))
-}
-
-/// Runs `chime job …`.
-pub fn run_job(opts: ClientOpts, args: JobArgs) -> ExitCode {
-    execute(opts, Cmd::Job(args.cmd))
-}
-
-/// Runs `chime run …`.
-pub fn run_run(opts: ClientOpts, args: RunArgs) -> ExitCode {
-    execute(opts, Cmd::Run(args.cmd))
-}
-
-/// Runs `chime executors [list] [--group A]`.
-pub fn run_executors(opts: ClientOpts, args: ExecutorsArgs) -> ExitCode {
-    let group = match args.cmd {
-        Some(ExecutorsCmd::List { group }) => group.or(args.group),
-        None => args.group,
-    };
-    execute(opts, Cmd::Executors(group))
-}
-
-/// Runs `chime export`.
-pub fn run_export(opts: ClientOpts, args: ExportArgs) -> ExitCode {
-    execute(opts, Cmd::Export(args))
-}
-
-/// Runs `chime workflow …`.
-pub fn run_workflow(opts: ClientOpts, args: WorkflowArgs) -> ExitCode {
-    execute(opts, Cmd::Workflow(args.cmd))
-}
-
-/// Runs `chime api-key …`.
-pub fn run_api_key(opts: ClientOpts, args: ApiKeyArgs) -> ExitCode {
-    execute(opts, Cmd::ApiKey(args.cmd))
-}
-
-/// Runs `chime calendar …`.
-pub fn run_calendar(opts: ClientOpts, args: CalendarArgs) -> ExitCode {
-    execute(opts, Cmd::Calendar(args.cmd))
-}
-
-/// Runs `chime limit …`.
-pub fn run_limit(opts: ClientOpts, args: LimitArgs) -> ExitCode {
-    execute(opts, Cmd::Limit(args.cmd))
-}
-
-/// Runs `chime queue [list|run-now|cancel]`.
-pub fn run_queue(opts: ClientOpts, args: QueueArgs) -> ExitCode {
-    execute(opts, Cmd::Queue(args.cmd.unwrap_or(flow::QueueCmd::List)))
-}
-
-/// Runs `chime apply`.
-pub fn run_apply(opts: ClientOpts, args: ApplyArgs) -> ExitCode {
-    execute(opts, Cmd::Apply(args))
-}
-
 /// A query parameter's value or a path segment, percent-encoded (every byte but `A-Z a-z 0-9
 /// - _ . ~`, so `:` and `/` of a limit's name stay inside its segment).
 fn query_value(v: &str) -> String {
@@ -1177,7 +1140,7 @@ fn query_value(v: &str) -> String {
 
 /// Runs `chime executor list [--group A]`.
 pub fn run_executor_list(opts: ClientOpts, group: Option<String>) -> ExitCode {
-    execute(opts, Cmd::Executors(group))
+    run(opts, ClientCommand::Executors(ExecutorsArgs { cmd: None, group }))
 }
 
 #[cfg(test)]

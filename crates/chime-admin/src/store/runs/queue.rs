@@ -10,6 +10,7 @@
 use super::{ticket, TICKET_COLUMNS_OF_R};
 use crate::run::RunTicket;
 use crate::store::bulk::Arg;
+use crate::store::limits::StoredLimit;
 use crate::store::{rows, Store, StoreResult};
 
 /// How long a run may stay taken out of the queue (admitted) without being sent or queued
@@ -84,6 +85,31 @@ const QUEUE_ORDER: &str = "q.skip_queue DESC, q.priority * 60000 - q.queued_at D
 /// The tables [`QUEUED_COLUMNS`] come from.
 const QUEUED_FROM: &str = "run_queue q JOIN job j ON j.id = q.job_id JOIN run r ON r.id = q.run_id";
 
+/// How a limit's slots stand for one run.
+enum SlotCount {
+    /// The run holds one already (taken before a crash, or before a send that did not go out).
+    Held,
+    /// It holds none: `running` runs hold one, `waiting` runs wait in the queue for one.
+    Free { running: i64, waiting: i64 },
+}
+
+/// Why a run must wait for `limit` (`None`: it may take a slot now). `queued`: it waited in
+/// the queue before.
+fn why_wait(limit: &StoredLimit, running: i64, waiting: i64, queued: bool, now: i64) -> Option<String> {
+    let max = limit.rule.max_running;
+    if max > 0 && running >= max {
+        Some(format!("{running} of {max} running"))
+    } else if limit.rate_room(now) <= 0 {
+        Some(format!("{} per {} started", limit.rule.rate_max, limit.rule.per()))
+    } else if waiting > 0 && !queued {
+        // A slot freed while runs wait is theirs, in the queue's order: a run new to the
+        // limit goes behind them rather than taking it before the queue's round.
+        Some(format!("{waiting} waiting before it"))
+    } else {
+        None
+    }
+}
+
 fn queued_run(row: &sqlx::any::AnyRow) -> Result<QueuedRun, sqlx::Error> {
     Ok(QueuedRun {
         run_id: rows::int(row, "run_id")?,
@@ -134,8 +160,41 @@ impl Store {
             Some(row) => rows::int(row, "skip_queue")? != 0,
             None => false,
         };
-        // The limits' rows, locked in the order of their names (two takers of the same two
-        // limits cannot wait on each other), so their slots are counted one taker at a time.
+        let limits = self.lock_limits(&mut tx, names).await?;
+        let mut to_take = Vec::new();
+        for limit in &limits {
+            let wait = match self.slot_count(&mut tx, run_id, &limit.name).await? {
+                SlotCount::Held => continue,
+                SlotCount::Free { running, waiting } => why_wait(limit, running, waiting, queued.is_some(), now),
+            };
+            if let Some(why) = wait.filter(|_| !skip) {
+                self.queue_run(&mut tx, run_id, job_id, priority, &limit.name, queued.is_some(), now)
+                    .await?;
+                tx.commit().await?;
+                return Ok(Slots::Queued {
+                    name: limit.name.clone(),
+                    why,
+                });
+            }
+            to_take.push(limit);
+        }
+        self.hold_slots(&mut tx, run_id, &to_take, now).await?;
+        if queued.is_some() {
+            let q = self.sql("DELETE FROM run_queue WHERE run_id = ?");
+            sqlx::query(&q).bind(run_id).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(Slots::Taken)
+    }
+
+    /// The rows of the limits `names`, locked in the order of their names (two takers of the
+    /// same two limits cannot wait on each other), so their slots are counted one taker at a
+    /// time. A name with no limit has no row.
+    async fn lock_limits(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        names: &[&str],
+    ) -> StoreResult<Vec<StoredLimit>> {
         let mut names: Vec<&str> = names.to_vec();
         names.sort_unstable();
         names.dedup();
@@ -145,83 +204,71 @@ impl Store {
             query = query.bind(*n);
         }
         let mut limits = Vec::new();
-        for row in query.fetch_all(&mut *tx).await? {
+        for row in query.fetch_all(&mut **tx).await? {
             limits.push(crate::store::limits::limit_row(&row)?);
         }
-        let mut to_take = Vec::new();
-        let mut started = Vec::new();
-        for limit in &limits {
-            let q = self.sql(
-                "SELECT COUNT(*) AS n, COUNT(CASE WHEN run_id = ? THEN 1 END) AS mine, \
-                 (SELECT COUNT(*) FROM run_queue WHERE waits_on = ?) AS waiting \
-                 FROM concurrency_slot WHERE name = ?",
-            );
-            let row = sqlx::query(&q)
-                .bind(run_id)
-                .bind(limit.name.as_str())
-                .bind(limit.name.as_str())
-                .fetch_one(&mut *tx)
-                .await?;
-            if rows::int(&row, "mine")? > 0 {
-                continue;
-            }
-            let running = rows::int(&row, "n")?;
-            let waiting = rows::int(&row, "waiting")?;
-            let max = limit.rule.max_running;
-            let why = if max > 0 && running >= max {
-                Some(format!("{running} of {max} running"))
-            } else if limit.rate_room(now) <= 0 {
-                Some(format!("{} per {} started", limit.rule.rate_max, limit.rule.per()))
-            } else if waiting > 0 && queued.is_none() {
-                // A slot freed while runs wait is theirs, in the queue's order: a run new to
-                // the limit goes behind them rather than taking it before the queue's round.
-                Some(format!("{waiting} waiting before it"))
-            } else {
-                None
-            };
-            if let Some(why) = why.filter(|_| !skip) {
-                self.queue_run(&mut tx, run_id, job_id, priority, &limit.name, queued.is_some(), now)
-                    .await?;
-                tx.commit().await?;
-                return Ok(Slots::Queued {
-                    name: limit.name.clone(),
-                    why,
-                });
-            }
-            to_take.push(limit.name.as_str());
-            if limit.rule.rate_max > 0 {
-                started.push(limit);
-            }
+        Ok(limits)
+    }
+
+    /// How the slots of limit `name` stand for run `run_id`.
+    async fn slot_count(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        run_id: i64,
+        name: &str,
+    ) -> StoreResult<SlotCount> {
+        let q = self.sql(
+            "SELECT COUNT(*) AS n, COUNT(CASE WHEN run_id = ? THEN 1 END) AS mine, \
+             (SELECT COUNT(*) FROM run_queue WHERE waits_on = ?) AS waiting \
+             FROM concurrency_slot WHERE name = ?",
+        );
+        let row = sqlx::query(&q)
+            .bind(run_id)
+            .bind(name)
+            .bind(name)
+            .fetch_one(&mut **tx)
+            .await?;
+        if rows::int(&row, "mine")? > 0 {
+            return Ok(SlotCount::Held);
         }
-        // Each rate counts the run in its current window.
-        for limit in started {
+        Ok(SlotCount::Free {
+            running: rows::int(&row, "n")?,
+            waiting: rows::int(&row, "waiting")?,
+        })
+    }
+
+    /// Gives run `run_id` a slot of each limit in `limits`, and counts it in the current
+    /// window of each that has a rate.
+    async fn hold_slots(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        run_id: i64,
+        limits: &[&StoredLimit],
+        now: i64,
+    ) -> StoreResult<()> {
+        for limit in limits.iter().filter(|l| l.rule.rate_max > 0) {
             let (window, count) = (limit.window_at(now), limit.started_at(now) + 1);
             let q = self.sql("UPDATE concurrency_limit SET window_start = ?, window_count = ? WHERE name = ?");
             sqlx::query(&q)
                 .bind(window)
                 .bind(count)
                 .bind(limit.name.as_str())
-                .execute(&mut *tx)
+                .execute(&mut **tx)
                 .await?;
         }
         let (prefix, suffix) = self.backend.insert_ignore();
         let q = self.sql_text(format!(
             "{prefix} INTO concurrency_slot (run_id, name, taken_at) VALUES (?, ?, ?){suffix}"
         ));
-        for name in to_take {
+        for limit in limits {
             sqlx::query(&q)
                 .bind(run_id)
-                .bind(name)
+                .bind(limit.name.as_str())
                 .bind(now)
-                .execute(&mut *tx)
+                .execute(&mut **tx)
                 .await?;
         }
-        if queued.is_some() {
-            let q = self.sql("DELETE FROM run_queue WHERE run_id = ?");
-            sqlx::query(&q).bind(run_id).execute(&mut *tx).await?;
-        }
-        tx.commit().await?;
-        Ok(Slots::Taken)
+        Ok(())
     }
 
     /// Puts run `run_id` in the queue waiting on `name`, or back in it (`again`: it was
