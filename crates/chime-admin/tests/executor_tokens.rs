@@ -250,7 +250,15 @@ async fn an_upgraded_tokenless_installation_works_only_through_the_explicit_opt_
 
     let log = dir.path().join("upgraded.log");
     let upgraded = admin_without_token(&db_url, addr, &log, &[]).await;
-    let output = std::fs::read_to_string(&log).unwrap();
+    // The token's banner and the warnings may reach the log a moment after the admin answers.
+    let output = common::eventually(10, "the new token printed in the log", || async {
+        let output = std::fs::read_to_string(&log).unwrap_or_default();
+        match printed_token(&output) {
+            Some(_) if output.contains("REFUSED") => Ok(output),
+            _ => Err(output),
+        }
+    })
+    .await;
     assert!(printed_token(&output).is_some(), "{output}");
     assert!(output.contains("REFUSED"), "the upgrade is said loudly:\n{output}");
     assert_eq!(register(&base, "legacy", "http://127.0.0.1:9", "").await, 500);
