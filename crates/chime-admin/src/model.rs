@@ -56,11 +56,7 @@ impl GroupSpec {
     /// Addresses must lie in `networks` (`--executor-networks`).
     pub fn validate(&self, base: Option<&Group>, networks: &ExecutorNetworks) -> Result<GroupDraft, Invalid> {
         let app_name = self.app_name(base)?;
-        let title = match (&self.title, base) {
-            (Some(t), _) => t.trim().to_owned(),
-            (None, Some(g)) => g.title.clone(),
-            (None, None) => app_name.clone(),
-        };
+        let title = crate::api::schedule::text_or(&self.title, base.map(|g| g.title.as_str()), &app_name);
         if title.is_empty() || title.chars().count() > 128 {
             return Err(Invalid::new("title", "must be 1 to 128 characters"));
         }

@@ -213,7 +213,7 @@ where
 
 /// `value` without surrounding whitespace; left out: `kept` (the stored value, on update) or
 /// else `default` (on create).
-fn text_or(value: &Option<String>, kept: Option<&str>, default: &str) -> String {
+pub(crate) fn text_or(value: &Option<String>, kept: Option<&str>, default: &str) -> String {
     match value {
         Some(v) => v.trim().to_owned(),
         None => kept.unwrap_or(default).to_owned(),

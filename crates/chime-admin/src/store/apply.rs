@@ -806,13 +806,8 @@ impl Store {
                 )));
             }
         }
-        for table in ["run", "glue_version", "backfill", "backfill_fire"] {
-            let target = if table.starts_with("backfill") {
-                "target = 'job' AND target_id"
-            } else {
-                "job_id"
-            };
-            let sql = format!("DELETE FROM {table} WHERE {target} IN ({{in}})");
+        for (table, column) in super::jobs::JOB_DEPENDENTS {
+            let sql = format!("DELETE FROM {table} WHERE {column} IN ({{in}})");
             self.execute_in(tx, &sql, &doomed_ids, &[]).await?;
         }
         self.execute_in(tx, "DELETE FROM job WHERE id IN ({in})", &doomed_ids, &[])

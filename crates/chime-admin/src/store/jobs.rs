@@ -163,6 +163,15 @@ fn key_taken(e: sqlx::Error, key: Option<&str>) -> StoreError {
     })
 }
 
+/// The rows that belong to a job, deleted with it: each table with the condition that names
+/// the job's id (one place for a job's delete and `apply`'s prune).
+pub(super) const JOB_DEPENDENTS: [(&str, &str); 4] = [
+    ("run", "job_id"),
+    ("glue_version", "job_id"),
+    ("backfill", "target = 'job' AND target_id"),
+    ("backfill_fire", "target = 'job' AND target_id"),
+];
+
 impl Store {
     /// Checks, inside the writing transaction, that the draft's group still exists.
     async fn check_group(&self, tx: &mut Transaction<'static, Any>, draft: &JobDraft) -> StoreResult<i64> {
@@ -496,12 +505,7 @@ impl Store {
         if sqlx::query(&q).bind(id).execute(&mut *tx).await?.rows_affected() == 0 {
             return Err(StoreError::NotFound(format!("job {id}")));
         }
-        let dependents = [
-            "run WHERE job_id = ?",
-            "glue_version WHERE job_id = ?",
-            "backfill WHERE target = 'job' AND target_id = ?",
-            "backfill_fire WHERE target = 'job' AND target_id = ?",
-        ];
+        let dependents = JOB_DEPENDENTS.map(|(table, column)| format!("{table} WHERE {column} = ?"));
         self.delete_rows_of(&mut tx, &dependents, id).await?;
         tx.commit().await?;
         Ok(())

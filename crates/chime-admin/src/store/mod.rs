@@ -400,9 +400,9 @@ impl Store {
 
     /// Deletes what belongs to `id` from each of `tables` (`"table WHERE column = ?"`), in
     /// their order: a deleted object's dependent rows.
-    async fn delete_rows_of(&self, conn: &mut AnyConnection, tables: &[&str], id: i64) -> StoreResult<()> {
+    async fn delete_rows_of(&self, conn: &mut AnyConnection, tables: &[impl AsRef<str>], id: i64) -> StoreResult<()> {
         for table in tables {
-            let q = self.sql_text(format!("DELETE FROM {table}"));
+            let q = self.sql_text(format!("DELETE FROM {}", table.as_ref()));
             sqlx::query(&q).bind(id).execute(&mut *conn).await?;
         }
         Ok(())

@@ -192,11 +192,8 @@ impl Store {
                 "workflow {id} has {open} queued or running instances; stop them first"
             )));
         }
-        let q = self.sql(
-            "DELETE FROM workflow_node_run WHERE instance_id IN (SELECT id FROM workflow_instance WHERE workflow_id = ?)",
-        );
-        sqlx::query(&q).bind(id).execute(&mut *tx).await?;
         let dependents = [
+            "workflow_node_run WHERE instance_id IN (SELECT id FROM workflow_instance WHERE workflow_id = ?)",
             "workflow_instance WHERE workflow_id = ?",
             "workflow_version WHERE workflow_id = ?",
             "backfill WHERE target = 'workflow' AND target_id = ?",
